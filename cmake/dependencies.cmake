@@ -1,0 +1,8 @@
+# Third-party libraries, all from Debian packages (see scripts/install-deps).
+find_package(Threads REQUIRED)
+find_package(fmt REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+find_path(HTTPLIB_INCLUDE_DIR httplib.h REQUIRED)

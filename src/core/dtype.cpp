@@ -1,0 +1,57 @@
+#include "core/dtype.h"
+
+#include "core/error.h"
+
+namespace lite_llama {
+namespace {
+
+struct Entry {
+  uint32_t id;
+  DTypeInfo info;
+};
+
+constexpr Entry kTable[] = {
+    {0, {"F32", 1, 4, true}},
+    {1, {"F16", 1, 2, true}},
+    {2, {"Q4_0", 32, 18, true}},
+    {3, {"Q4_1", 32, 20, true}},
+    {6, {"Q5_0", 32, 22, false}},
+    {7, {"Q5_1", 32, 24, false}},
+    {8, {"Q8_0", 32, 34, true}},
+    {9, {"Q8_1", 32, 36, false}},
+    {10, {"Q2_K", 256, 84, false}},
+    {11, {"Q3_K", 256, 110, false}},
+    {12, {"Q4_K", 256, 144, false}},
+    {13, {"Q5_K", 256, 176, false}},
+    {14, {"Q6_K", 256, 210, false}},
+    {15, {"Q8_K", 256, 292, false}},
+    {24, {"I8", 1, 1, false}},
+    {25, {"I16", 1, 2, false}},
+    {26, {"I32", 1, 4, true}},
+    {27, {"I64", 1, 8, false}},
+    {28, {"F64", 1, 8, false}},
+    {30, {"BF16", 1, 2, true}},
+};
+
+}  // namespace
+
+const DTypeInfo* dtype_info(uint32_t id) {
+  for (const auto& e : kTable)
+    if (e.id == id) return &e.info;
+  return nullptr;
+}
+
+const DTypeInfo& dtype_info(DType t) {
+  const DTypeInfo* i = dtype_info(uint32_t(t));
+  LL_CHECK(i != nullptr, "unknown dtype id {}", uint32_t(t));
+  return *i;
+}
+
+size_t row_bytes(DType t, int64_t n) {
+  const DTypeInfo& i = dtype_info(t);
+  LL_CHECK(n % i.block_size == 0, "row of {} elements is not a multiple of the {} block size {}", n,
+           i.name, i.block_size);
+  return size_t(n / i.block_size) * i.block_bytes;
+}
+
+}  // namespace lite_llama

@@ -1,0 +1,89 @@
+// Element and block types. Numbering follows ggml's type ids so GGUF tensor types map 1:1.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace lite_llama {
+
+enum class DType : uint32_t {
+  F32 = 0,
+  F16 = 1,
+  Q4_0 = 2,
+  Q4_1 = 3,
+  Q5_0 = 6,
+  Q5_1 = 7,
+  Q8_0 = 8,
+  Q8_1 = 9,
+  Q2_K = 10,
+  Q3_K = 11,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
+  Q8_K = 15,
+  I8 = 24,
+  I16 = 25,
+  I32 = 26,
+  I64 = 27,
+  F64 = 28,
+  BF16 = 30,
+};
+
+struct DTypeInfo {
+  std::string_view name;
+  int block_size;     // elements per block (1 for plain types)
+  size_t block_bytes; // bytes per block
+  bool supported;     // this engine can compute with it
+};
+
+// Returns nullptr for an id no engine knows.
+const DTypeInfo* dtype_info(uint32_t id);
+const DTypeInfo& dtype_info(DType t);
+inline std::string_view dtype_name(DType t) { return dtype_info(t).name; }
+inline bool is_quantized(DType t) { return dtype_info(t).block_size > 1; }
+
+// Bytes of a row of n elements; n must be a multiple of the block size.
+size_t row_bytes(DType t, int64_t n);
+
+// Quantised block layouts (identical to ggml's so GGUF data is used in place).
+constexpr int kQK = 32;  // elements per Q4_0/Q4_1/Q8_0/Q8_1 block
+struct BlockQ4_0 {
+  uint16_t d;              // fp16 scale
+  uint8_t qs[kQK / 2];     // nibbles: element j in low half of byte j, j+16 in high half
+};
+struct BlockQ4_1 {
+  uint16_t d, m;           // fp16 scale and min
+  uint8_t qs[kQK / 2];
+};
+struct BlockQ8_0 {
+  uint16_t d;
+  int8_t qs[kQK];
+};
+// Activation block for integer dot products: s = d * sum(qs).
+struct BlockQ8_1 {
+  float d, s;
+  int8_t qs[kQK];
+};
+static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ8_0) == 34);
+
+constexpr int kQK_K = 256;  // super-block of the K-quants
+struct BlockQ4_K {
+  uint16_t d, dmin;
+  uint8_t scales[12];
+  uint8_t qs[kQK_K / 2];
+};
+struct BlockQ5_K {
+  uint16_t d, dmin;
+  uint8_t scales[12];
+  uint8_t qh[kQK_K / 8];
+  uint8_t qs[kQK_K / 2];
+};
+struct BlockQ6_K {
+  uint8_t ql[kQK_K / 2];
+  uint8_t qh[kQK_K / 4];
+  int8_t scales[kQK_K / 16];
+  uint16_t d;
+};
+static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
+
+}  // namespace lite_llama

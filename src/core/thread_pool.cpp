@@ -1,0 +1,86 @@
+#include "core/thread_pool.h"
+
+#include <sched.h>
+
+#include "core/error.h"
+#include "core/timer.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define LL_PAUSE() _mm_pause()
+#else
+#define LL_PAUSE() ((void)0)
+#endif
+
+namespace lite_llama {
+
+int default_thread_count() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
+  unsigned n = std::thread::hardware_concurrency();
+  return n ? int(n) : 1;
+}
+
+ThreadPool::ThreadPool(int num_threads) : num_threads_(num_threads) {
+  LL_CHECK(num_threads >= 1 && num_threads <= 1024, "--threads must be in 1..1024, got {}",
+           num_threads);
+  for (int i = 1; i < num_threads_; ++i) threads_.emplace_back([this, i] { worker(i); });
+}
+
+ThreadPool::~ThreadPool() {
+  stop_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    generation_.fetch_add(1);
+  }
+  cv_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void ThreadPool::run(const Job& job) {
+  if (num_threads_ == 1) {
+    job(0, 1);
+    return;
+  }
+  job_ = &job;
+  pending_.store(num_threads_ - 1, std::memory_order_relaxed);
+  {
+    // The lock orders the generation bump against a worker that is about to sleep.
+    std::lock_guard<std::mutex> lock(mu_);
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  if (sleepers_.load(std::memory_order_acquire) > 0) cv_.notify_all();
+  job(0, num_threads_);
+  while (pending_.load(std::memory_order_acquire) != 0) LL_PAUSE();
+  job_ = nullptr;
+}
+
+void ThreadPool::worker(int index) {
+  uint64_t seen = 0;
+  for (;;) {
+    // Spin for a short while: consecutive jobs of a forward pass arrive microseconds apart.
+    double spin_until = now_ms() + 2.0;
+    uint64_t g;
+    int iter = 0;
+    while ((g = generation_.load(std::memory_order_acquire)) == seen) {
+      LL_PAUSE();
+      if (++iter % 256 == 0 && now_ms() > spin_until) break;
+    }
+    if (g == seen) {
+      std::unique_lock<std::mutex> lock(mu_);
+      sleepers_.fetch_add(1);
+      cv_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+      sleepers_.fetch_sub(1);
+      g = generation_.load(std::memory_order_acquire);
+    }
+    seen = g;
+    if (stop_) return;
+    (*job_)(index, num_threads_);
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+}  // namespace lite_llama
