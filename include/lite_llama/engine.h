@@ -1,0 +1,96 @@
+// Public C++ API of lite-llama: load a model, add requests, step, receive tokens as they come.
+// No CUDA or internal headers leak through here.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lite_llama/chat.h"
+#include "lite_llama/sampling_params.h"
+
+namespace lite_llama {
+
+struct EngineOptions {
+  std::string model = "default";  // .gguf file, HF model directory, or "default"
+  std::string device = "auto";    // auto (cuda when present) | cpu | cuda
+  int threads = 0;                // CPU threads; 0 = all cores
+  int ctx = 0;                    // max tokens per sequence; 0 = the model's limit (capped)
+  int max_num_seqs = 0;           // sequences decoded together; 0 = backend default
+  int max_batched_tokens = 0;     // tokens per step (decode + chunked prefill); 0 = default
+  int64_t kv_tokens = 0;          // KV pool size in tokens; 0 = sized from the above
+  float gpu_memory_utilization = 0.9f;
+  bool cuda_graph = true;
+  std::string dtype = "bf16";     // CUDA activations: bf16 | fp16
+  std::string load_format = "auto";  // auto | dummy (random weights from a config.json)
+  uint64_t dummy_seed = 0;
+};
+
+struct TokenLogprobs {
+  int32_t token = 0;
+  float logprob = 0;
+  std::vector<std::pair<int32_t, float>> top;  // best alternatives, most likely first
+};
+
+// What a request produced in one step.
+struct RequestOutput {
+  int64_t id = 0;
+  std::vector<int32_t> tokens;          // new tokens this step
+  std::string text;                     // new complete UTF-8 text (stop strings held back)
+  std::vector<TokenLogprobs> logprobs;  // one per new token when requested
+  bool finished = false;
+  FinishReason finish_reason = FinishReason::None;
+  int prompt_tokens = 0;
+  int completion_tokens = 0;
+};
+
+struct ModelInfo {
+  std::string path, name, arch, format, weight_dtype, rope_scaling, device, backend;
+  int64_t params = 0, vocab_size = 0, hidden_size = 0, num_layers = 0, num_heads = 0;
+  int64_t num_kv_heads = 0, head_dim = 0, intermediate_size = 0, context_length = 0;
+  int64_t kv_bytes_per_token = 0, ctx = 0, kv_slots = 0, max_num_seqs = 0;
+  float rope_theta = 0;
+  bool tied_embeddings = false, qkv_bias = false, qk_norm = false;
+  double load_ms = 0;
+  size_t weight_bytes = 0, kv_bytes = 0, activation_bytes = 0;
+  std::vector<std::pair<std::string, int32_t>> special_tokens;  // name -> id
+  std::vector<int32_t> stop_ids;
+};
+
+struct EngineStats {
+  int running = 0, waiting = 0;
+  int64_t kv_slots_used = 0, kv_slots_total = 0;
+  int64_t preemptions = 0;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  // Throws lite_llama::Error with a one-line message on any bad input.
+  static std::unique_ptr<Engine> create(const EngineOptions& opts);
+
+  virtual std::vector<int32_t> tokenize(std::string_view text, bool add_special = true,
+                                        bool parse_special = false) const = 0;
+  virtual std::string detokenize(const std::vector<int32_t>& ids) const = 0;
+  virtual std::string token_text(int32_t id) const = 0;
+  // Renders the model's chat template. extra_json: extra template variables as a JSON object
+  // (e.g. {"enable_thinking": false}); empty for none.
+  virtual std::string apply_chat_template(const std::vector<ChatMessage>& msgs,
+                                          bool add_generation_prompt,
+                                          const std::string& extra_json = "") const = 0;
+
+  // Queues a request; throws on an empty prompt, a prompt that does not fit the context, or
+  // invalid parameters. Returns its id.
+  virtual int64_t add_request(std::vector<int32_t> prompt, const SamplingParams& params) = 0;
+  virtual void cancel(int64_t id) = 0;
+  // Runs one scheduling step (prefill chunks + decodes) and returns what each request produced.
+  virtual std::vector<RequestOutput> step() = 0;
+  virtual bool has_unfinished() const = 0;
+
+  virtual const ModelInfo& info() const = 0;
+  virtual EngineStats stats() const = 0;
+};
+
+}  // namespace lite_llama

@@ -1,0 +1,32 @@
+// Public: how a request picks its tokens and when it stops.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lite_llama {
+
+struct SamplingParams {
+  float temperature = 1.0f;         // 0 = greedy (argmax)
+  int top_k = 0;                    // 0 = off
+  float top_p = 1.0f;               // 1 = off
+  float min_p = 0.0f;               // 0 = off
+  float repetition_penalty = 1.0f;  // HF style, over prompt and output tokens; 1 = off
+  float presence_penalty = 0.0f;    // OpenAI style, over output tokens
+  float frequency_penalty = 0.0f;
+  std::optional<uint64_t> seed;     // same seed, same prompt, same output
+  int max_tokens = 256;
+  std::vector<std::string> stop;    // stop strings (not included in the output text)
+  std::vector<int32_t> stop_token_ids;
+  bool ignore_eos = false;
+  int top_logprobs = -1;            // -1: no logprobs; 0..20: chosen token + that many best
+
+  // Throws lite_llama::Error naming the first parameter out of range.
+  void validate() const;
+};
+
+enum class FinishReason { None, Stop, Length, Cancelled };
+const char* finish_reason_name(FinishReason r);
+
+}  // namespace lite_llama

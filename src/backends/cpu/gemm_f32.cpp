@@ -1,0 +1,250 @@
+#include "backends/cpu/gemm_f32.h"
+
+// GCC 12 warns falsely inside its own _mm512_reduce_add_ps.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/half.h"
+#include "core/quant.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+#define LL_VEC 16
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define LL_VEC 8
+#else
+#define LL_VEC 1
+#endif
+#if LL_VEC > 1
+#include <immintrin.h>
+#endif
+
+namespace lite_llama::cpu {
+namespace {
+
+constexpr int kBlock = 32;     // elements dequantised at a time (one Q4/Q8 block)
+constexpr int kTokTile = 8;    // tokens sharing one dequantised block
+
+#if LL_VEC == 16
+using V = __m512;
+constexpr int kPer = kBlock / 16;  // vectors per block
+inline V vzero() { return _mm512_setzero_ps(); }
+inline V vload(const float* p) { return _mm512_loadu_ps(p); }
+inline V vfma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+inline float vsum(V v) { return _mm512_reduce_add_ps(v); }
+inline V bytes_u8(__m128i b) { return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(b)); }
+inline V bytes_s8(__m128i b) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b)); }
+
+// Dequantises 32 weights starting at element `k` of a row into w[kPer].
+inline void dequant(DType t, const uint8_t* row, int64_t k, V* w) {
+  switch (t) {
+    case DType::Q4_1: {
+      auto* b = reinterpret_cast<const BlockQ4_1*>(row) + k / kBlock;
+      __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs));
+      __m128i m = _mm_set1_epi8(0x0f);
+      V d = _mm512_set1_ps(_cvtsh_ss(b->d)), mn = _mm512_set1_ps(_cvtsh_ss(b->m));
+      w[0] = _mm512_fmadd_ps(bytes_u8(_mm_and_si128(raw, m)), d, mn);
+      w[1] = _mm512_fmadd_ps(bytes_u8(_mm_and_si128(_mm_srli_epi16(raw, 4), m)), d, mn);
+      return;
+    }
+    case DType::Q4_0: {
+      auto* b = reinterpret_cast<const BlockQ4_0*>(row) + k / kBlock;
+      __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs));
+      __m128i m = _mm_set1_epi8(0x0f);
+      V d = _mm512_set1_ps(_cvtsh_ss(b->d)), off = _mm512_set1_ps(-8.0f);
+      w[0] = _mm512_mul_ps(_mm512_add_ps(bytes_u8(_mm_and_si128(raw, m)), off), d);
+      w[1] = _mm512_mul_ps(_mm512_add_ps(bytes_u8(_mm_and_si128(_mm_srli_epi16(raw, 4), m)), off), d);
+      return;
+    }
+    case DType::Q8_0: {
+      auto* b = reinterpret_cast<const BlockQ8_0*>(row) + k / kBlock;
+      V d = _mm512_set1_ps(_cvtsh_ss(b->d));
+      w[0] = _mm512_mul_ps(bytes_s8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs))), d);
+      w[1] = _mm512_mul_ps(bytes_s8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs + 16))), d);
+      return;
+    }
+    case DType::F16: {
+      auto* p = reinterpret_cast<const uint16_t*>(row) + k;
+      w[0] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+      w[1] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16)));
+      return;
+    }
+    case DType::BF16: {
+      auto* p = reinterpret_cast<const uint16_t*>(row) + k;
+      for (int i = 0; i < 2; ++i) {
+        __m512i v = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 * i)));
+        w[i] = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+      }
+      return;
+    }
+    default: {  // F32
+      auto* p = reinterpret_cast<const float*>(row) + k;
+      w[0] = vload(p);
+      w[1] = vload(p + 16);
+      return;
+    }
+  }
+}
+#elif LL_VEC == 8
+using V = __m256;
+constexpr int kPer = kBlock / 8;
+inline V vzero() { return _mm256_setzero_ps(); }
+inline V vload(const float* p) { return _mm256_loadu_ps(p); }
+inline V vfma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+inline float vsum(V v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+inline V u8x8(__m128i b) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b)); }
+inline V s8x8(__m128i b) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b)); }
+
+inline void dequant(DType t, const uint8_t* row, int64_t k, V* w) {
+  switch (t) {
+    case DType::Q4_1:
+    case DType::Q4_0: {
+      const bool q41 = t == DType::Q4_1;
+      const uint8_t* qs;
+      V d, add;
+      if (q41) {
+        auto* b = reinterpret_cast<const BlockQ4_1*>(row) + k / kBlock;
+        qs = b->qs;
+        d = _mm256_set1_ps(_cvtsh_ss(b->d));
+        add = _mm256_set1_ps(_cvtsh_ss(b->m));
+      } else {
+        auto* b = reinterpret_cast<const BlockQ4_0*>(row) + k / kBlock;
+        qs = b->qs;
+        d = _mm256_set1_ps(_cvtsh_ss(b->d));
+        add = _mm256_mul_ps(d, _mm256_set1_ps(-8.0f));
+      }
+      __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+      __m128i m = _mm_set1_epi8(0x0f);
+      __m128i lo = _mm_and_si128(raw, m), hi = _mm_and_si128(_mm_srli_epi16(raw, 4), m);
+      w[0] = _mm256_fmadd_ps(u8x8(lo), d, add);
+      w[1] = _mm256_fmadd_ps(u8x8(_mm_srli_si128(lo, 8)), d, add);
+      w[2] = _mm256_fmadd_ps(u8x8(hi), d, add);
+      w[3] = _mm256_fmadd_ps(u8x8(_mm_srli_si128(hi, 8)), d, add);
+      return;
+    }
+    case DType::Q8_0: {
+      auto* b = reinterpret_cast<const BlockQ8_0*>(row) + k / kBlock;
+      V d = _mm256_set1_ps(_cvtsh_ss(b->d));
+      for (int i = 0; i < 4; ++i)
+        w[i] = _mm256_mul_ps(s8x8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b->qs + 8 * i))), d);
+      return;
+    }
+    case DType::F16: {
+      auto* p = reinterpret_cast<const uint16_t*>(row) + k;
+      for (int i = 0; i < 4; ++i)
+        w[i] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8 * i)));
+      return;
+    }
+    case DType::BF16: {
+      auto* p = reinterpret_cast<const uint16_t*>(row) + k;
+      for (int i = 0; i < 4; ++i) {
+        __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8 * i)));
+        w[i] = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+      }
+      return;
+    }
+    default: {
+      auto* p = reinterpret_cast<const float*>(row) + k;
+      for (int i = 0; i < 4; ++i) w[i] = vload(p + 8 * i);
+      return;
+    }
+  }
+}
+#endif
+
+#if LL_VEC > 1
+// R weight rows x NT tokens: R*NT independent accumulators hide the FMA latency (decode uses
+// 8 rows x 1 token, prefill 1 row x 8 tokens); each weight block is dequantised once per tile.
+template <int R, int NT>
+void tile(DType t, const uint8_t* w, size_t stride, const float* x, int64_t K, float* out,
+          int64_t ldo) {
+  V acc[R][NT];
+  for (int r = 0; r < R; ++r)
+    for (int i = 0; i < NT; ++i) acc[r][i] = vzero();
+  for (int64_t k = 0; k < K; k += kBlock) {
+    for (int r = 0; r < R; ++r) {
+      V wv[kPer];
+      dequant(t, w + size_t(r) * stride, k, wv);
+      for (int i = 0; i < NT; ++i)
+        for (int j = 0; j < kPer; ++j)
+          acc[r][i] = vfma(wv[j], vload(x + i * K + k + j * LL_VEC), acc[r][i]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int i = 0; i < NT; ++i) out[i * ldo + r] = vsum(acc[r][i]);
+}
+
+template <int R>
+void tile_tokens(int nt, DType t, const uint8_t* w, size_t stride, const float* x, int64_t K,
+                 float* out, int64_t ldo) {
+  switch (nt) {
+    case 1: return tile<R, 1>(t, w, stride, x, K, out, ldo);
+    case 2: return tile<R, 2>(t, w, stride, x, K, out, ldo);
+    case 3: return tile<R, 3>(t, w, stride, x, K, out, ldo);
+    case 4: return tile<R, 4>(t, w, stride, x, K, out, ldo);
+    case 5: return tile<R, 5>(t, w, stride, x, K, out, ldo);
+    case 6: return tile<R, 6>(t, w, stride, x, K, out, ldo);
+    case 7: return tile<R, 7>(t, w, stride, x, K, out, ldo);
+    default: return tile<R, 8>(t, w, stride, x, K, out, ldo);
+  }
+}
+#endif
+
+// Plain fallback: dequantise the row once, then dot products.
+void gemm_rows_scalar(DType t, const uint8_t* row, const float* x, int64_t T, int64_t K, float* out,
+                      int64_t ldo, float* buf) {
+  dequantize_row(t, row, buf, K);
+  for (int64_t tk = 0; tk < T; ++tk) {
+    float s = 0;
+    for (int64_t k = 0; k < K; ++k) s += buf[k] * x[tk * K + k];
+    out[tk * ldo] = s;
+  }
+}
+
+}  // namespace
+
+const char* gemm_f32_isa() {
+#if LL_VEC == 16
+  return "avx512";
+#elif LL_VEC == 8
+  return "avx2";
+#else
+  return "scalar";
+#endif
+}
+
+void gemm_f32(DType t, const void* w, size_t row_stride, int64_t rows, const float* x, int64_t T,
+              int64_t K, float* out, int64_t ldo) {
+  const auto* base = static_cast<const uint8_t*>(w);
+#if LL_VEC > 1
+  if (K % kBlock == 0) {
+    if (T == 1) {
+      int64_t r = 0;
+      for (; r + 8 <= rows; r += 8) tile<8, 1>(t, base + size_t(r) * row_stride, row_stride, x, K, out + r, ldo);
+      for (; r < rows; ++r) tile<1, 1>(t, base + size_t(r) * row_stride, row_stride, x, K, out + r, ldo);
+      return;
+    }
+    for (int64_t t0 = 0; t0 < T; t0 += kTokTile) {
+      const int nt = int(std::min<int64_t>(kTokTile, T - t0));
+      for (int64_t r = 0; r < rows; ++r)
+        tile_tokens<1>(nt, t, base + size_t(r) * row_stride, row_stride, x + t0 * K, K,
+                       out + t0 * ldo + r, ldo);
+    }
+    return;
+  }
+#endif
+  thread_local std::vector<float> buf;
+  buf.resize(static_cast<size_t>(K));
+  for (int64_t r = 0; r < rows; ++r)
+    gemm_rows_scalar(t, base + size_t(r) * row_stride, x, T, K, out + r, ldo, buf.data());
+}
+
+}  // namespace lite_llama::cpu

@@ -1,0 +1,20 @@
+// fp32-activation projection kernel: weight blocks are dequantised in registers (never to a
+// full copy) and multiplied with fp32 activations, so results match an fp32 reference of the
+// dequantised weights up to summation order. This is the CPU backend's default path.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace lite_llama::cpu {
+
+// out[t * ldo + r] = sum_k x[t * K + k] * W[r, k] for r < rows, t < T.
+// W rows are `row_stride` bytes apart, stored as wtype (F32/F16/BF16/Q4_0/Q4_1/Q8_0).
+void gemm_f32(DType wtype, const void* w, size_t row_stride, int64_t rows, const float* x,
+              int64_t T, int64_t K, float* out, int64_t ldo);
+
+// The vector width the kernel was built for ("avx512", "avx2", "scalar").
+const char* gemm_f32_isa();
+
+}  // namespace lite_llama::cpu

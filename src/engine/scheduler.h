@@ -1,0 +1,63 @@
+// Continuous batching: each step runs the decode token of every running sequence plus chunks of
+// prompts (FCFS) within a token budget. Sequences are admitted by free KV slots and request rows;
+// when the pool runs dry the newest running sequence is preempted (its slots freed, recomputed
+// later). Works on Sequence integers only, so it is tested without a model.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "engine/sequence.h"
+#include "kv/kv_pool.h"
+
+namespace lite_llama {
+
+struct SchedulerConfig {
+  int max_num_seqs = 8;         // running sequences at most
+  int max_batched_tokens = 512; // tokens per step at most (decodes + prefill chunks)
+  int max_ctx = 4096;           // tokens per sequence at most
+};
+
+struct ScheduledSeq {
+  Sequence* seq;
+  int num_tokens;  // tokens of this step: [seq->num_computed, + num_tokens)
+  bool sample;     // the chunk ends at the sequence's last token: its logits pick the next
+};
+
+struct StepPlan {
+  std::vector<ScheduledSeq> items;  // decodes first, then prefill chunks
+  std::vector<Sequence*> preempted;
+  bool empty() const { return items.empty(); }
+};
+
+class Scheduler {
+ public:
+  Scheduler(const SchedulerConfig& cfg, kv::KvPool& pool, kv::ReqRows& rows);
+
+  void add(Sequence* s);
+  // Plans the next step and allocates the KV slots of its tokens.
+  StepPlan schedule();
+  // After the forward pass: marks the planned tokens as computed.
+  void commit(const StepPlan& plan);
+  // Removes a sequence (finished or cancelled) and frees its slots and row at once.
+  void finish(Sequence* s);
+
+  int num_running() const { return int(running_.size()); }
+  int num_waiting() const { return int(waiting_.size()); }
+  int64_t num_preemptions() const { return preemptions_; }
+  const SchedulerConfig& config() const { return cfg_; }
+
+ private:
+  void release(Sequence* s);
+  void preempt(Sequence* s, StepPlan& plan);
+
+  SchedulerConfig cfg_;
+  kv::KvPool& pool_;
+  kv::ReqRows& rows_;
+  std::vector<Sequence*> running_;  // admission order
+  std::deque<Sequence*> waiting_;
+  int64_t arrivals_ = 0;
+  int64_t preemptions_ = 0;
+};
+
+}  // namespace lite_llama

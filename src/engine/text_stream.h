@@ -1,0 +1,27 @@
+// Per-request output text: streaming detokenisation plus stop strings. Text that might be the
+// start of a stop string is held back until it is clear either way, so a stop string never
+// reaches the client, not even in part.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "tokenizer/tokenizer.h"
+
+namespace lite_llama {
+
+class TextStream {
+ public:
+  TextStream(const Tokenizer& tok, std::vector<std::string> stops);
+  // Returns the text that can be emitted now; sets *stopped when a stop string completed
+  // (the returned text then ends right before it).
+  std::string push(int32_t token, bool* stopped);
+  // Everything still held back (end of generation without a stop string).
+  std::string flush();
+
+ private:
+  StreamingDetokenizer detok_;
+  std::vector<std::string> stops_;
+  std::string held_;
+};
+
+}  // namespace lite_llama

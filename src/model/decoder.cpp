@@ -1,0 +1,174 @@
+#include "model/decoder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace lite_llama {
+
+Decoder::Decoder(const ModelConfig& cfg, Weights weights, ops::Backend& backend, KvCache& kv,
+                 int max_tokens, int max_seqs)
+    : cfg_(cfg), w_(std::move(weights)), be_(backend), kv_(kv), max_tokens_(max_tokens),
+      max_seqs_(max_seqs) {
+  LL_CHECK(max_tokens >= 1 && max_seqs >= 1 && max_seqs <= max_tokens,
+           "decoder needs 1 <= max_seqs ({}) <= max_tokens ({})", max_seqs, max_tokens);
+  const int64_t H = cfg.hidden_size, F = cfg.intermediate_size, D = cfg.head_dim;
+  const int64_t qd = cfg.num_heads * D, kvd = cfg.num_kv_heads * D;
+  const size_t T = size_t(max_tokens), B = size_t(max_seqs);
+  // One arena for all activations; each buffer 64-element aligned.
+  size_t off = 0;
+  auto take = [&](size_t n) {
+    size_t o = off;
+    off += (n + 63) / 64 * 64;
+    return o;
+  };
+  off_x_ = take(T * H);
+  off_h_ = take(T * H);
+  off_qkv_ = take(T * size_t(qd + 2 * kvd));
+  off_q_ = take(T * size_t(qd));
+  off_attn_ = take(T * size_t(qd));
+  off_o_ = take(T * H);
+  off_gu_ = take(T * size_t(2 * F));
+  off_mlp_ = take(T * size_t(F));
+  off_down_ = take(T * H);
+  off_xl_ = take(B * H);
+  off_dl_ = take(B * H);
+  off_hl_ = take(B * H);
+  act_ = be_.alloc(off * dtype_info(be_.act_dtype()).block_bytes);
+  logits_ = be_.alloc(B * size_t(cfg.vocab_size) * sizeof(float));
+
+  size_t m = 0;
+  auto take_i = [&](size_t n) {
+    size_t o = m;
+    m += n;
+    return o;
+  };
+  m_ids_ = take_i(T), m_pos_ = take_i(T), m_slots_ = take_i(T), m_treq_ = take_i(T);
+  m_qstart_ = take_i(B), m_qlen_ = take_i(B), m_seqlen_ = take_i(B), m_breq_ = take_i(B);
+  m_rows_ = take_i(B);
+  meta_ = be_.alloc(m * sizeof(int32_t));
+  meta_host_.assign(m, 0);
+
+  // Rotary table for every position the cache can hold.
+  const std::vector<float> inv = cfg.inv_freq();
+  const int rot = int(cfg.rope_dim);
+  const int64_t npos = kv.max_ctx();
+  Buffer tab = host_buffer(size_t(npos) * size_t(rot) * sizeof(float));
+  float* t = tab.as<float>();
+  for (int64_t p = 0; p < npos; ++p)
+    for (int i = 0; i < rot / 2; ++i) {
+      // fp32 angle as HF computes it, then cos/sin rounded once.
+      double a = double(float(p) * inv[size_t(i)]);
+      t[p * rot + i] = float(std::cos(a));
+      t[p * rot + rot / 2 + i] = float(std::sin(a));
+    }
+  rope_.cos_sin = be_.upload(Tensor(tab.data(), DType::F32, {npos, rot}), w_.keep);
+  w_.keep.push_back(std::move(tab));
+  rope_.rot_dim = rot;
+  rope_.layout = cfg.rope_layout;
+}
+
+Tensor Decoder::act(size_t offset, int64_t rows, int64_t cols) const {
+  const size_t es = dtype_info(be_.act_dtype()).block_bytes;
+  return Tensor(act_.as<uint8_t>() + offset * es, be_.act_dtype(), {rows, cols}, be_.device());
+}
+
+StepShape Decoder::stage(const ForwardBatch& b) {
+  StepShape s;
+  s.num_tokens = b.num_tokens();
+  s.num_seqs = b.num_seqs();
+  s.num_logits = int(b.logit_rows.size());
+  s.num_decode_seqs = b.num_decode_seqs;
+  LL_CHECK(s.num_tokens >= 1 && s.num_tokens <= max_tokens_,
+           "step of {} tokens outside 1..{}", s.num_tokens, max_tokens_);
+  LL_CHECK(s.num_seqs >= 1 && s.num_seqs <= max_seqs_ && s.num_logits <= max_seqs_,
+           "step of {} sequences outside 1..{}", s.num_seqs, max_seqs_);
+  // Validated on the host: device kernels trust these indices.
+  const int64_t V = cfg_.vocab_size, slots = kv_.num_slots();
+  for (int t = 0; t < s.num_tokens; ++t) {
+    LL_CHECK(b.t_token_ids[size_t(t)] >= 0 && b.t_token_ids[size_t(t)] < V,
+             "token id {} outside the vocabulary of {}", b.t_token_ids[size_t(t)], V);
+    LL_CHECK(b.t_positions[size_t(t)] >= 0 && b.t_positions[size_t(t)] < kv_.max_ctx(),
+             "position {} outside the context of {}", b.t_positions[size_t(t)], kv_.max_ctx());
+    LL_CHECK(b.t_slots[size_t(t)] >= 0 && b.t_slots[size_t(t)] < slots, "KV slot {} out of range",
+             b.t_slots[size_t(t)]);
+    LL_CHECK(b.t_req_idx[size_t(t)] >= 0 && b.t_req_idx[size_t(t)] < kv_.max_reqs(),
+             "request row {} out of range", b.t_req_idx[size_t(t)]);
+  }
+  for (int i = 0; i < s.num_seqs; ++i) {
+    s.max_q_len = std::max(s.max_q_len, b.b_q_len[size_t(i)]);
+    s.max_seq_len = std::max(s.max_seq_len, b.b_seq_len[size_t(i)]);
+  }
+  int32_t* h = meta_host_.data();
+  auto put = [&](size_t off, const std::vector<int32_t>& v) {
+    std::copy(v.begin(), v.end(), h + off);
+  };
+  put(m_ids_, b.t_token_ids), put(m_pos_, b.t_positions), put(m_slots_, b.t_slots);
+  put(m_treq_, b.t_req_idx), put(m_qstart_, b.b_q_start), put(m_qlen_, b.b_q_len);
+  put(m_seqlen_, b.b_seq_len), put(m_breq_, b.b_req_idx), put(m_rows_, b.logit_rows);
+  be_.copy_to_device(meta_.data(), h, meta_host_.size() * sizeof(int32_t));
+  return s;
+}
+
+Tensor Decoder::run(const StepShape& s) {
+  const int64_t T = s.num_tokens, H = cfg_.hidden_size, F = cfg_.intermediate_size;
+  const int Hq = int(cfg_.num_heads), Hkv = int(cfg_.num_kv_heads), D = int(cfg_.head_dim);
+  const float eps = cfg_.rms_norm_eps;
+  const int32_t* md = meta_.as<int32_t>();
+
+  ops::AttnMeta am;
+  am.num_seqs = s.num_seqs;
+  am.num_tokens = s.num_tokens;
+  am.num_decode_seqs = s.num_decode_seqs;
+  am.max_q_len = s.max_q_len;
+  am.max_seq_len = s.max_seq_len;
+  am.b_q_start = md + m_qstart_;
+  am.b_q_len = md + m_qlen_;
+  am.b_seq_len = md + m_seqlen_;
+  am.b_req_idx = md + m_breq_;
+  am.req_to_slot = kv_.req_to_slot();
+  am.req_stride = kv_.req_stride();
+
+  Tensor x = act(off_x_, T, H), h = act(off_h_, T, H);
+  Tensor qkv = act(off_qkv_, T, int64_t(Hq + 2 * Hkv) * D), q = act(off_q_, T, int64_t(Hq) * D);
+  Tensor attn = act(off_attn_, T, int64_t(Hq) * D), o = act(off_o_, T, H);
+  Tensor gu = act(off_gu_, T, 2 * F), mlp = act(off_mlp_, T, F), down = act(off_down_, T, H);
+
+  be_.write_slot_table(kv_.req_to_slot(), kv_.req_stride(), md + m_treq_, md + m_pos_,
+                       md + m_slots_, s.num_tokens);
+  be_.embedding(w_.embed, md + m_ids_, s.num_tokens, x);
+  const float scale = 1.0f / std::sqrt(float(D));
+  for (int l = 0; l < int(cfg_.num_layers); ++l) {
+    const LayerWeights& lw = w_.layers[size_t(l)];
+    if (l == 0)
+      be_.rms_norm(x, lw.attn_norm, eps, h);
+    else
+      be_.add_rms_norm(x, down, lw.attn_norm, eps, h);  // adds the previous layer's MLP output
+    be_.linear(h, lw.qkv, qkv);
+    be_.qkv_rope_store(qkv, cfg_.qk_norm ? &lw.q_norm : nullptr,
+                       cfg_.qk_norm ? &lw.k_norm : nullptr, eps, md + m_pos_, md + m_slots_, rope_,
+                       Hq, Hkv, D, kv_.layer(l), q);
+    be_.attention(q, kv_.layer(l), am, Hq, Hkv, D, scale, attn);
+    be_.linear(attn, lw.o, o);
+    be_.all_reduce(o);  // row-parallel output projection under tensor parallelism
+    be_.add_rms_norm(x, o, lw.ffn_norm, eps, h);
+    be_.linear(h, lw.gate_up, gu);
+    be_.swiglu(gu, mlp);
+    be_.linear(mlp, lw.down, down);
+    be_.all_reduce(down);
+  }
+  // Only the rows whose logits are wanted go through the final norm and the LM head.
+  const int n = s.num_logits;
+  Tensor logits(logits_.data(), DType::F32, {int64_t(n), cfg_.vocab_size}, be_.device());
+  if (n == 0) return logits;
+  Tensor xl = act(off_xl_, n, H), dl = act(off_dl_, n, H), hl = act(off_hl_, n, H);
+  be_.gather_rows(x, md + m_rows_, n, xl);
+  be_.gather_rows(down, md + m_rows_, n, dl);
+  be_.add_rms_norm(xl, dl, w_.final_norm, eps, hl);
+  be_.linear(hl, w_.lm_head, logits);
+  return logits;
+}
+
+}  // namespace lite_llama

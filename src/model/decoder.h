@@ -1,0 +1,61 @@
+// The one Llama-family decoder, written against ops::Backend. Buffers are sized at construction
+// for the largest step (max_tokens, max_seqs); a step allocates nothing.
+#pragma once
+#include <cstdint>
+
+#include "model/forward_batch.h"
+#include "model/kv_cache.h"
+#include "model/model_config.h"
+#include "model/weights.h"
+#include "ops/ops.h"
+
+namespace lite_llama {
+
+// Host-side sizes of a staged step (what launch shapes depend on).
+struct StepShape {
+  int num_tokens = 0;
+  int num_seqs = 0;
+  int num_logits = 0;
+  int num_decode_seqs = 0;
+  int max_q_len = 0;
+  int max_seq_len = 0;
+};
+
+class Decoder {
+ public:
+  Decoder(const ModelConfig& cfg, Weights weights, ops::Backend& backend, KvCache& kv,
+          int max_tokens, int max_seqs);
+
+  // stage() validates the batch and copies its metadata to the device; run() enqueues the
+  // forward pass on the staged metadata and returns logits [num_logits, V] (F32, on device).
+  // A CUDA graph captures run() once per decode batch size and replays it after each stage().
+  StepShape stage(const ForwardBatch& batch);
+  Tensor run(const StepShape& shape);
+  Tensor forward(const ForwardBatch& batch) { return run(stage(batch)); }
+
+  const ModelConfig& config() const { return cfg_; }
+  const Weights& weights() const { return w_; }
+  ops::Backend& backend() { return be_; }
+  int max_tokens() const { return max_tokens_; }
+  int max_seqs() const { return max_seqs_; }
+  size_t activation_bytes() const { return act_.size() + meta_.size() + logits_.size(); }
+
+ private:
+  Tensor act(size_t offset, int64_t rows, int64_t cols) const;
+
+  ModelConfig cfg_;
+  Weights w_;
+  ops::Backend& be_;
+  KvCache& kv_;
+  int max_tokens_, max_seqs_;
+  ops::RopeTable rope_;
+  Buffer act_, meta_, logits_;
+  std::vector<int32_t> meta_host_;
+  // Offsets (in elements of the act dtype) of the activation buffers inside act_.
+  size_t off_x_, off_h_, off_qkv_, off_q_, off_attn_, off_o_, off_gu_, off_mlp_, off_down_;
+  size_t off_xl_, off_dl_, off_hl_;
+  // Offsets (int32 elements) of the metadata arrays inside meta_.
+  size_t m_ids_, m_pos_, m_slots_, m_treq_, m_qstart_, m_qlen_, m_seqlen_, m_breq_, m_rows_;
+};
+
+}  // namespace lite_llama

@@ -1,0 +1,28 @@
+#include "model/forward_batch.h"
+
+namespace lite_llama {
+
+void ForwardBatch::clear() {
+  for (auto* v : {&t_token_ids, &t_positions, &t_slots, &t_req_idx, &b_q_start, &b_q_len,
+                  &b_seq_len, &b_req_idx, &logit_rows})
+    v->clear();
+  num_decode_seqs = 0;
+}
+
+void ForwardBatch::add_sequence(int req_idx, const int32_t* tokens, int n, int start_pos,
+                                const int32_t* slots, bool want_logits) {
+  b_q_start.push_back(num_tokens());
+  b_q_len.push_back(n);
+  b_seq_len.push_back(start_pos + n);
+  b_req_idx.push_back(req_idx);
+  for (int i = 0; i < n; ++i) {
+    t_token_ids.push_back(tokens[i]);
+    t_positions.push_back(start_pos + i);
+    t_slots.push_back(slots[i]);
+    t_req_idx.push_back(req_idx);
+  }
+  if (want_logits) logit_rows.push_back(num_tokens() - 1);
+  if (n == 1 && num_decode_seqs == num_seqs() - 1) ++num_decode_seqs;
+}
+
+}  // namespace lite_llama

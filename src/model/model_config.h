@@ -1,0 +1,55 @@
+// Hyper-parameters of one decoder-only model, read from GGUF metadata or a HF config.json.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ops/ops.h"
+
+namespace lite_llama {
+
+namespace gguf {
+class File;
+}
+
+enum class RopeScaling { None, Linear, Llama3 };
+const char* rope_scaling_name(RopeScaling r);
+
+struct ModelConfig {
+  std::string arch;          // "llama", "qwen2", "qwen3" (see arch.h)
+  std::string name;
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_layers = 0;
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t max_position_embeddings = 0;
+  float rms_norm_eps = 1e-5f;
+  float rope_theta = 10000.f;
+  int64_t rope_dim = 0;      // rotated dims per head (= head_dim for these families)
+  RopeScaling rope_scaling = RopeScaling::None;
+  float rope_factor = 1.f;
+  float rope_low_freq_factor = 1.f;
+  float rope_high_freq_factor = 4.f;
+  int64_t rope_original_max_pos = 8192;
+  std::vector<float> rope_freq_factors;  // GGUF rope_freqs.weight (divides inv_freq) if present
+  ops::RopeLayout rope_layout = ops::RopeLayout::Neox;
+  bool tie_word_embeddings = false;
+  bool qkv_bias = false;
+  bool qk_norm = false;
+
+  // Rotary inverse frequencies after scaling (rope_dim / 2 values).
+  std::vector<float> inv_freq() const;
+  // K and V bytes one token takes in the cache for an element size.
+  int64_t kv_bytes_per_token(int64_t elem_bytes) const {
+    return 2 * num_layers * num_kv_heads * head_dim * elem_bytes;
+  }
+  // Throws lite_llama::Error when a value is missing or inconsistent; `source` names the file.
+  void validate(const std::string& source) const;
+};
+
+ModelConfig config_from_gguf(const gguf::File& f);
+
+}  // namespace lite_llama

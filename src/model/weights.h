@@ -1,0 +1,54 @@
+// Model weights as the backend computes with them, loaded through the arch table's tensor names
+// from any WeightSource (a GGUF file, a safetensors directory or random "dummy" weights).
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/arch.h"
+#include "model/model_config.h"
+#include "ops/ops.h"
+
+namespace lite_llama {
+
+namespace gguf {
+class File;
+}
+
+// Host tensors by name (row-major views into mapped files or owned buffers).
+class WeightSource {
+ public:
+  virtual ~WeightSource() = default;
+  virtual const std::string& path() const = 0;
+  // nullptr when absent.
+  virtual const Tensor* find(WeightRole role, int layer) const = 0;
+  virtual std::string tensor_name(WeightRole role, int layer) const = 0;
+};
+
+std::unique_ptr<WeightSource> gguf_weight_source(std::shared_ptr<const gguf::File> f);
+
+struct LayerWeights {
+  Tensor attn_norm, ffn_norm;  // [H] F32
+  Tensor q_norm, k_norm;       // [D] F32 (Qwen3) or empty
+  ops::Linear qkv;             // [(Hq + 2 Hkv) D, H] (+ bias for Qwen2)
+  ops::Linear o;               // [H, Hq D]
+  ops::Linear gate_up;         // [2F, H]
+  ops::Linear down;            // [H, F]
+};
+
+struct Weights {
+  Tensor embed;                // [V, H]
+  Tensor final_norm;           // [H] F32
+  ops::Linear lm_head;         // [V, H] (the embedding when tied)
+  std::vector<LayerWeights> layers;
+  std::vector<Buffer> keep;    // converted host copies and device memory
+  size_t device_bytes = 0;     // weight memory on the backend's device
+};
+
+// Checks every tensor's presence and shape against the config; errors name file and tensor.
+Weights load_weights(const ModelConfig& cfg, const WeightSource& src, ops::Backend& backend);
+
+// Total parameter count implied by the config (embeddings counted once when tied).
+int64_t count_parameters(const ModelConfig& cfg);
+
+}  // namespace lite_llama

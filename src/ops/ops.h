@@ -1,0 +1,106 @@
+// Backend-neutral op signatures. A Backend implements every op for one device; the decoder is
+// written once against this table. Tensors and metadata pointers live on the backend's device.
+// Activations are F32 on the CPU and BF16/F16 on CUDA (act_dtype()); accumulation is always F32.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace lite_llama::ops {
+
+// A projection out[T, N] = x[T, K] @ W^T (+ bias). W may be stored as several row blocks
+// (e.g. GGUF's separate q/k/v or gate/up tensors) that together give N output columns: the CPU
+// uses the file's tensors in place, CUDA fuses them into one matrix at load.
+struct Linear {
+  std::vector<Tensor> parts;  // each [n_i, K], any weight dtype the backend supports
+  Tensor bias;                // [N] or data == nullptr
+  int64_t in_features = 0;
+  int64_t out_features = 0;
+};
+
+enum class RopeLayout : uint8_t {
+  Interleaved,  // pairs (2i, 2i+1): GGUF llama files (weights permuted by the converter)
+  Neox,         // pairs (i, i + d/2): HF checkpoints, GGUF qwen2/qwen3
+};
+
+// Precomputed rotary table: row p holds cos[rot/2] then sin[rot/2] for position p (F32).
+struct RopeTable {
+  Tensor cos_sin;  // [max_pos, rot_dim]
+  int rot_dim = 0;
+  RopeLayout layout = RopeLayout::Neox;
+};
+
+// One layer of the token-level KV pool: row `slot` holds that token's K (or V) for all KV heads.
+struct KvLayer {
+  Tensor k;  // [num_slots, kv_heads, head_dim]
+  Tensor v;
+};
+
+// Packed batch of sequences ("nopad"): sequence b owns tokens [b_q_start[b], +b_q_len[b]) of
+// this step; its KV length after the step is b_seq_len[b]; its slots are row b_req_idx[b] of
+// req_to_slot. Decode sequences (q_len == 1) come first.
+struct AttnMeta {
+  int num_seqs = 0;
+  int num_tokens = 0;
+  int num_decode_seqs = 0;
+  int max_q_len = 0;    // host-side bounds, for launch shapes
+  int max_seq_len = 0;
+  const int32_t* b_q_start = nullptr;  // [B]
+  const int32_t* b_q_len = nullptr;    // [B]
+  const int32_t* b_seq_len = nullptr;  // [B]
+  const int32_t* b_req_idx = nullptr;  // [B]
+  const int32_t* req_to_slot = nullptr;  // [max_reqs, req_stride]
+  int req_stride = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device device() const = 0;
+  virtual DType act_dtype() const = 0;
+  virtual std::string name() const = 0;
+
+  // Memory. Allocations happen at start-up only, never inside a step.
+  virtual Buffer alloc(size_t bytes) = 0;
+  virtual void copy_to_device(void* dst, const void* src, size_t bytes) = 0;
+  virtual void copy_to_host(void* dst, const void* src, size_t bytes) = 0;
+  virtual void synchronize() = 0;
+  // A weight as this backend computes with it: the CPU keeps the file's bytes in place (mmap);
+  // CUDA converts to act_dtype (or a supported quantised layout) and uploads. `keep` owns copies.
+  virtual Tensor prepare_weight(const Tensor& host, std::vector<Buffer>& keep) = 0;
+  // Copies a tensor as it is (same dtype) to the device; the CPU returns `host` itself.
+  virtual Tensor upload(const Tensor& host, std::vector<Buffer>& keep) = 0;
+  // Fuses row blocks into one weight where the backend benefits (CUDA); identity on the CPU.
+  virtual Linear prepare_linear(const Linear& host, std::vector<Buffer>& keep) = 0;
+
+  // out[n, :] = table[ids[n], :]  (table in any weight dtype, out in act dtype)
+  virtual void embedding(const Tensor& table, const int32_t* ids, int n, Tensor out) = 0;
+  // out = x / rms(x) * w, per row
+  virtual void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor out) = 0;
+  // residual += x; out = rms_norm(residual) * w   (the seed's fused skip_rmsnorm)
+  virtual void add_rms_norm(Tensor residual, const Tensor& x, const Tensor& w, float eps,
+                            Tensor out) = 0;
+  virtual void linear(const Tensor& x, const Linear& w, Tensor out) = 0;
+  // qkv[T, (Hq + 2*Hkv) * D] -> q_out[T, Hq*D] rotated; K rotated and V written into the pool
+  // rows t_slots[T]. With q_norm/k_norm (Qwen3, [D] F32) each head is RMS-normalised first.
+  virtual void qkv_rope_store(const Tensor& qkv, const Tensor* q_norm, const Tensor* k_norm,
+                              float eps, const int32_t* t_positions, const int32_t* t_slots,
+                              const RopeTable& rope, int num_heads, int num_kv_heads,
+                              int head_dim, KvLayer kv, Tensor q_out) = 0;
+  // req_to_slot[t_req_idx[t] * stride + t_positions[t]] = t_slots[t] for t < n.
+  virtual void write_slot_table(int32_t* req_to_slot, int stride, const int32_t* t_req_idx,
+                                const int32_t* t_positions, const int32_t* t_slots, int n) = 0;
+  // Causal attention of the packed queries over each sequence's slots; GQA by index mapping.
+  virtual void attention(const Tensor& q, const KvLayer& kv, const AttnMeta& meta, int num_heads,
+                         int num_kv_heads, int head_dim, float scale, Tensor out) = 0;
+  // gate_up[T, 2F] = [gate | up] -> out[T, F] = silu(gate) * up
+  virtual void swiglu(const Tensor& gate_up, Tensor out) = 0;
+  // out[i, :] = x[rows[i], :]
+  virtual void gather_rows(const Tensor& x, const int32_t* rows, int n, Tensor out) = 0;
+  // Sum across tensor-parallel ranks; a no-op on one device.
+  virtual void all_reduce(Tensor x) {}
+};
+
+}  // namespace lite_llama::ops

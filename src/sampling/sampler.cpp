@@ -1,0 +1,142 @@
+#include "sampling/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace lite_llama::sampling {
+
+int32_t argmax(const float* x, int64_t n) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; ++i)
+    if (x[i] > x[best]) best = i;
+  return int32_t(best);
+}
+
+void log_softmax_top(const float* x, int64_t n, int k, int32_t chosen, float* chosen_lp,
+                     std::vector<TokenLogprob>* top) {
+  float mx = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < n; ++i) mx = std::max(mx, x[i]);
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += std::exp(double(x[i]) - mx);
+  const float lse = mx + float(std::log(sum));
+  if (chosen_lp) *chosen_lp = x[chosen] - lse;
+  if (top && k > 0) {
+    std::vector<std::pair<float, int32_t>> c;
+    c.reserve(size_t(n));
+    for (int64_t i = 0; i < n; ++i) c.emplace_back(x[i], int32_t(i));
+    k = int(std::min<int64_t>(k, n));
+    std::partial_sort(c.begin(), c.begin() + k, c.end(), [](auto& a, auto& b) {
+      return a.first > b.first || (a.first == b.first && a.second < b.second);
+    });
+    top->clear();
+    for (int i = 0; i < k; ++i) top->push_back({c[size_t(i)].second, c[size_t(i)].first - lse});
+  }
+}
+
+SequenceSampler::SequenceSampler(const SamplingParams& p, const std::vector<int32_t>& prompt)
+    : params_(p) {
+  rng_.seed(p.seed ? *p.seed : std::random_device{}());
+  if (p.repetition_penalty != 1.0f)
+    for (int32_t t : prompt) mark_seen(t);
+}
+
+void SequenceSampler::mark_seen(int32_t t) {
+  if (t < 0) return;
+  if (t >= int32_t(seen_mask_.size())) seen_mask_.resize(size_t(t) + 1, 0);
+  if (!seen_mask_[size_t(t)]) seen_mask_[size_t(t)] = 1, seen_.push_back(t);
+}
+
+void SequenceSampler::accept(int32_t t) {
+  if (params_.presence_penalty != 0 || params_.frequency_penalty != 0) ++output_counts_[t];
+  if (params_.repetition_penalty != 1.0f) mark_seen(t);
+}
+
+void SequenceSampler::apply_penalties(float* logits, int64_t vocab) const {
+  const float rp = params_.repetition_penalty;
+  if (rp != 1.0f)
+    for (int32_t t : seen_)
+      if (t < vocab) logits[t] = logits[t] > 0 ? logits[t] / rp : logits[t] * rp;
+  for (const auto& [t, n] : output_counts_)
+    if (t < vocab) logits[t] -= params_.presence_penalty + params_.frequency_penalty * float(n);
+}
+
+int32_t SequenceSampler::sample(float* logits, int64_t vocab, float* chosen_logprob,
+                                std::vector<TokenLogprob>* top) {
+  // Logprobs are reported from the model's raw distribution (as vLLM does by default).
+  std::vector<float> raw;
+  if (params_.top_logprobs >= 0) raw.assign(logits, logits + vocab);
+  apply_penalties(logits, vocab);
+
+  int32_t chosen;
+  if (params_.temperature == 0.0f) {
+    chosen = argmax(logits, vocab);
+  } else {
+    const float inv_t = 1.0f / params_.temperature;
+    float mx = -std::numeric_limits<float>::infinity();
+    for (int64_t i = 0; i < vocab; ++i) mx = std::max(mx, logits[i]);
+    // Candidates sorted by probability; only as many as top-k / top-p need are ordered.
+    cand_.clear();
+    cand_.reserve(size_t(vocab));
+    for (int64_t i = 0; i < vocab; ++i)
+      cand_.emplace_back(std::exp((logits[i] - mx) * inv_t), int32_t(i));
+    auto by_prob = [](const auto& a, const auto& b) {
+      return a.first > b.first || (a.first == b.first && a.second < b.second);
+    };
+    size_t keep = cand_.size(), sorted = 0;
+    if (params_.top_k > 0 && size_t(params_.top_k) < keep) {
+      keep = size_t(params_.top_k);
+      std::partial_sort(cand_.begin(), cand_.begin() + long(keep), cand_.end(), by_prob);
+      sorted = keep;
+    }
+    if (params_.top_p < 1.0f) {
+      double denom = 0;
+      for (size_t j = 0; j < keep; ++j) denom += cand_[j].first;
+      // Order only as many candidates as the nucleus needs, growing the sorted prefix.
+      size_t want = sorted ? sorted : std::min(keep, size_t(256));
+      double mass = 0;
+      size_t i = 0;
+      for (;;) {
+        if (want > sorted) {
+          std::partial_sort(cand_.begin() + long(sorted), cand_.begin() + long(want),
+                            cand_.begin() + long(keep), by_prob);
+          sorted = want;
+        }
+        for (; i < sorted; ++i) {
+          mass += cand_[i].first;
+          if (mass >= params_.top_p * denom) break;
+        }
+        if (i < sorted) {
+          keep = i + 1;
+          break;
+        }
+        if (sorted == keep) break;
+        want = std::min(keep, sorted * 8);
+      }
+    }
+    cand_.resize(keep);
+    if (params_.min_p > 0.0f) {
+      float pmax = 0;
+      for (auto& c : cand_) pmax = std::max(pmax, c.first);
+      const float cut = params_.min_p * pmax;
+      cand_.erase(std::remove_if(cand_.begin(), cand_.end(), [&](auto& c) { return c.first < cut; }),
+                  cand_.end());
+    }
+    double sum = 0;
+    for (auto& c : cand_) sum += c.first;
+    double r = std::uniform_real_distribution<double>(0.0, sum)(rng_);
+    chosen = cand_.back().second;
+    for (auto& c : cand_) {
+      r -= c.first;
+      if (r < 0) {
+        chosen = c.second;
+        break;
+      }
+    }
+  }
+  if (params_.top_logprobs >= 0)
+    log_softmax_top(raw.data(), vocab, params_.top_logprobs, chosen, chosen_logprob, top);
+  return chosen;
+}
+
+}  // namespace lite_llama::sampling

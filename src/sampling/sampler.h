@@ -1,0 +1,49 @@
+// Token selection on the host: penalties, temperature, top-k / top-p / min-p, seeded RNG.
+// Order as vLLM: penalties -> temperature -> top-k -> top-p -> min-p -> draw.
+#pragma once
+#include <cstdint>
+#include <random>
+#include <unordered_map>
+#include <vector>
+
+#include "lite_llama/sampling_params.h"
+
+namespace lite_llama::sampling {
+
+struct TokenLogprob {
+  int32_t token;
+  float logprob;
+};
+
+// Per-request state: RNG and the token counts the penalties need.
+class SequenceSampler {
+ public:
+  SequenceSampler(const SamplingParams& p, const std::vector<int32_t>& prompt);
+
+  // Picks the next token from raw logits[V] (modified in place). If top_logprobs >= 0 the
+  // chosen token's logprob and the best alternatives (from the raw distribution) are returned.
+  int32_t sample(float* logits, int64_t vocab, float* chosen_logprob,
+                 std::vector<TokenLogprob>* top);
+  // Records a generated token (for presence/frequency/repetition penalties).
+  void accept(int32_t token);
+  const SamplingParams& params() const { return params_; }
+
+ private:
+  void apply_penalties(float* logits, int64_t vocab) const;
+  void mark_seen(int32_t t);
+
+  SamplingParams params_;
+  std::mt19937_64 rng_;
+  std::unordered_map<int32_t, int32_t> output_counts_;
+  std::vector<int32_t> seen_;  // distinct prompt + output tokens (repetition penalty)
+  std::vector<uint8_t> seen_mask_;
+  std::vector<std::pair<float, int32_t>> cand_;  // scratch
+};
+
+// Index of the largest value (first on ties), as torch.argmax.
+int32_t argmax(const float* x, int64_t n);
+// log-softmax value of x[i] over x[0..n).
+void log_softmax_top(const float* x, int64_t n, int k, int32_t chosen, float* chosen_lp,
+                     std::vector<TokenLogprob>* top);
+
+}  // namespace lite_llama::sampling

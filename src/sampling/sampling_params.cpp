@@ -1,0 +1,38 @@
+#include <cmath>
+
+#include "core/error.h"
+#include "lite_llama/sampling_params.h"
+
+namespace lite_llama {
+
+void SamplingParams::validate() const {
+  auto finite = [](float v) { return std::isfinite(v); };
+  LL_CHECK(finite(temperature) && temperature >= 0 && temperature <= 100,
+           "temperature must be in [0, 100], got {}", temperature);
+  LL_CHECK(top_k >= 0, "top_k must be >= 0 (0 disables it), got {}", top_k);
+  LL_CHECK(finite(top_p) && top_p > 0 && top_p <= 1, "top_p must be in (0, 1], got {}", top_p);
+  LL_CHECK(finite(min_p) && min_p >= 0 && min_p <= 1, "min_p must be in [0, 1], got {}", min_p);
+  LL_CHECK(finite(repetition_penalty) && repetition_penalty > 0 && repetition_penalty <= 10,
+           "repetition_penalty must be in (0, 10], got {}", repetition_penalty);
+  LL_CHECK(finite(presence_penalty) && std::fabs(presence_penalty) <= 2,
+           "presence_penalty must be in [-2, 2], got {}", presence_penalty);
+  LL_CHECK(finite(frequency_penalty) && std::fabs(frequency_penalty) <= 2,
+           "frequency_penalty must be in [-2, 2], got {}", frequency_penalty);
+  LL_CHECK(max_tokens >= 1, "max_tokens must be >= 1, got {}", max_tokens);
+  LL_CHECK(top_logprobs >= -1 && top_logprobs <= 20, "top_logprobs must be in [0, 20], got {}",
+           top_logprobs);
+  for (const std::string& s : stop) LL_CHECK(!s.empty(), "stop strings must not be empty");
+  LL_CHECK(stop.size() <= 16, "at most 16 stop strings, got {}", stop.size());
+}
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::Stop: return "stop";
+    case FinishReason::Length: return "length";
+    case FinishReason::Cancelled: return "cancelled";
+    case FinishReason::None: break;
+  }
+  return "none";
+}
+
+}  // namespace lite_llama

@@ -1,0 +1,180 @@
+#include "tokenizer/bpe.h"
+
+#include <algorithm>
+#include <queue>
+
+#include "core/error.h"
+#include "tokenizer/unicode.h"
+
+namespace lite_llama {
+
+namespace {
+
+uint64_t pair_key(int32_t left, int32_t right) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
+}
+
+uint64_t hash_key(uint64_t k) {
+  // Fibonacci hashing spreads both ids over the high bits; folding them down feeds the low
+  // bits the table indexes with.
+  k *= 0x9E3779B97F4A7C15ull;
+  return k ^ (k >> 29);
+}
+
+struct Symbol {
+  int32_t id;
+  int32_t prev;
+  int32_t next;
+  bool alive;
+};
+
+struct Candidate {
+  int32_t rank;
+  int32_t left;   // symbol index
+  int32_t right;  // symbol index expected next to `left`
+  int32_t left_id, right_id;
+  int32_t merged;
+  // Lowest rank first, then leftmost: the order HF's BPE merges in.
+  bool operator>(const Candidate& o) const {
+    return rank != o.rank ? rank > o.rank : left > o.left;
+  }
+};
+
+// Per-thread scratch so that encoding a piece allocates nothing in the steady state.
+struct Scratch {
+  std::vector<Symbol> symbols;
+  std::vector<Candidate> heap;
+  std::string word;
+};
+
+Scratch& scratch() {
+  thread_local Scratch s;
+  return s;
+}
+
+}  // namespace
+
+BpeModel::BpeModel(std::vector<std::string> tokens, const std::vector<std::string>& merges,
+                   std::string_view merges_key)
+    : tokens_(std::move(tokens)) {
+  index_.reserve(tokens_.size());
+  // A duplicated string maps to its last id, as a Python dict built from the list would.
+  for (size_t i = 0; i < tokens_.size(); ++i) index_[tokens_[i]] = static_cast<int32_t>(i);
+
+  const auto& sym = unicode::byte_to_symbol();
+  for (int b = 0; b < 256; ++b) byte_token_[b] = find(sym[b]);
+
+  size_t cap = 16;
+  while (cap < merges.size() * 2) cap *= 2;
+  merges_.assign(cap, MergeEntry{kEmpty, 0, 0});
+  mask_ = cap - 1;
+  std::string merged;
+  for (size_t r = 0; r < merges.size(); ++r) {
+    const std::string& m = merges[r];
+    // Split at the first space after the first character: a left part may itself be a space
+    // in vocabularies that are not byte-level.
+    const size_t sp = m.size() > 1 ? m.find(' ', 1) : std::string::npos;
+    LL_CHECK(sp != std::string::npos, "{}[{}]: merge '{}' is not two tokens separated by a space",
+             merges_key, r, m);
+    const std::string_view left(m.data(), sp), right(m.data() + sp + 1, m.size() - sp - 1);
+    const int32_t l = find(left), rt = find(right);
+    LL_CHECK(l >= 0 && rt >= 0, "{}[{}]: merge '{}' references '{}', which is not a token",
+             merges_key, r, m, l < 0 ? left : right);
+    merged.assign(left);
+    merged.append(right);
+    const int32_t id = find(merged);
+    LL_CHECK(id >= 0, "{}[{}]: merge '{}' produces '{}', which is not a token", merges_key, r, m,
+             merged);
+    insert_merge(pair_key(l, rt), static_cast<int32_t>(r), id);
+  }
+}
+
+int32_t BpeModel::find(std::string_view text) const {
+  auto it = index_.find(text);
+  return it == index_.end() ? -1 : it->second;
+}
+
+void BpeModel::insert_merge(uint64_t key, int32_t rank, int32_t id) {
+  for (uint64_t i = hash_key(key) & mask_;; i = (i + 1) & mask_) {
+    MergeEntry& e = merges_[i];
+    if (e.key == kEmpty || e.key == key) {
+      // A repeated pair keeps its last rank, as HF's merge map (collected into a HashMap) does.
+      e = MergeEntry{key, rank, id};
+      return;
+    }
+  }
+}
+
+const BpeModel::MergeEntry* BpeModel::find_merge(int32_t left, int32_t right) const {
+  const uint64_t key = pair_key(left, right);
+  for (uint64_t i = hash_key(key) & mask_;; i = (i + 1) & mask_) {
+    const MergeEntry& e = merges_[i];
+    if (e.key == key) return &e;
+    if (e.key == kEmpty) return nullptr;
+  }
+}
+
+void BpeModel::encode_piece(std::string_view bytes, bool ignore_merges,
+                            std::vector<int32_t>& out) const {
+  if (bytes.empty()) return;
+  if (bytes.size() == 1) {
+    const int32_t id = byte_token_[static_cast<uint8_t>(bytes[0])];
+    if (id >= 0) out.push_back(id);
+    return;
+  }
+  Scratch& s = scratch();
+  if (ignore_merges) {
+    s.word.clear();
+    const auto& sym = unicode::byte_to_symbol();
+    for (char c : bytes) s.word += sym[static_cast<uint8_t>(c)];
+    const int32_t id = find(s.word);
+    if (id >= 0) {
+      out.push_back(id);
+      return;
+    }
+  }
+
+  auto& syms = s.symbols;
+  syms.clear();
+  for (char c : bytes) {
+    const int32_t id = byte_token_[static_cast<uint8_t>(c)];
+    if (id < 0) continue;
+    const auto n = static_cast<int32_t>(syms.size());
+    syms.push_back(Symbol{id, n - 1, n + 1, true});
+  }
+  if (syms.empty()) return;
+  syms.back().next = -1;
+
+  auto& heap = s.heap;
+  heap.clear();
+  const auto cmp = std::greater<Candidate>();
+  auto push_pair = [&](int32_t left) {
+    const int32_t right = syms[left].next;
+    if (right < 0) return;
+    if (const MergeEntry* m = find_merge(syms[left].id, syms[right].id)) {
+      heap.push_back(Candidate{m->rank, left, right, syms[left].id, syms[right].id, m->id});
+      std::push_heap(heap.begin(), heap.end(), cmp);
+    }
+  };
+  for (int32_t i = 0; i + 1 < static_cast<int32_t>(syms.size()); ++i) push_pair(i);
+
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), cmp);
+    const Candidate c = heap.back();
+    heap.pop_back();
+    Symbol& l = syms[c.left];
+    // Skip candidates made stale by an earlier merge on either side.
+    if (!l.alive || l.next != c.right || l.id != c.left_id) continue;
+    Symbol& r = syms[c.right];
+    if (!r.alive || r.id != c.right_id) continue;
+    l.id = c.merged;
+    l.next = r.next;
+    if (r.next >= 0) syms[r.next].prev = c.left;
+    r.alive = false;
+    if (l.prev >= 0) push_pair(l.prev);
+    push_pair(c.left);
+  }
+  for (int32_t i = 0; i >= 0; i = syms[i].next) out.push_back(syms[i].id);
+}
+
+}  // namespace lite_llama

@@ -1,0 +1,75 @@
+// Tokenizer: text <-> token ids. Byte-level BPE (GPT-2 / Llama-3 / Qwen2 / SmolLM kinds) built from
+// GGUF metadata (tokenizer.ggml.*) or from a HF tokenizer.json; special/added tokens are matched
+// in the text before pre-tokenisation when parse_special is set.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lite_llama {
+
+namespace gguf {
+class File;
+}
+
+struct TokenizerOptions {
+  // Replaces tokenizer.ggml.pre when not empty: tests check one vocabulary against several
+  // pre-tokenizers, and a user can repair a GGUF converted with a wrong pre type.
+  std::string pre_override;
+};
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+
+  // Throws lite_llama::Error naming the metadata key at fault.
+  static std::unique_ptr<Tokenizer> from_gguf(const gguf::File& f);
+  static std::unique_ptr<Tokenizer> from_gguf(const gguf::File& f, const TokenizerOptions& opts);
+
+  // add_special: prepend BOS when the vocabulary asks for it (add_bos).
+  // parse_special: text like "<|im_start|>" becomes its special token instead of plain text.
+  virtual std::vector<int32_t> encode(std::string_view text, bool add_special,
+                                      bool parse_special) const = 0;
+  // Concatenated bytes of the tokens (may end in the middle of a UTF-8 character).
+  virtual std::string decode(const std::vector<int32_t>& ids, bool skip_special = false) const = 0;
+  // Raw bytes one token stands for (byte-level symbols already mapped back to bytes).
+  virtual std::string token_bytes(int32_t id) const = 0;
+  // The token's string as stored in the vocabulary (e.g. "Ġthe").
+  virtual const std::string& token_text(int32_t id) const = 0;
+  // -1 when the exact string is not a token.
+  virtual int32_t token_id(std::string_view text) const = 0;
+
+  virtual int32_t vocab_size() const = 0;
+  virtual bool is_special(int32_t id) const = 0;  // control / user-defined tokens
+  // Control tokens only (<|im_end|>, <|eot_id|>): what skip_special drops. User-defined tokens
+  // stand for real text and are kept.
+  virtual bool is_control(int32_t id) const { return is_special(id); }
+  virtual int32_t bos_id() const = 0;             // -1 when absent
+  virtual int32_t eos_id() const = 0;
+  virtual int32_t eot_id() const = 0;
+  virtual int32_t pad_id() const = 0;
+  virtual bool add_bos() const = 0;
+  // Ids that end generation: eos, eot and (for HF checkpoints) generation_config's eos list.
+  virtual std::vector<int32_t> stop_ids() const = 0;
+};
+
+// Turns a stream of token ids into text without ever emitting half a UTF-8 character:
+// bytes of an incomplete trailing sequence are held back until the next token completes it.
+class StreamingDetokenizer {
+ public:
+  explicit StreamingDetokenizer(const Tokenizer& tok, bool skip_special = true)
+      : tok_(tok), skip_special_(skip_special) {}
+  // Text that became complete with this token (possibly empty).
+  std::string push(int32_t id);
+  // Whatever is held back, with invalid bytes replaced by U+FFFD.
+  std::string flush();
+
+ private:
+  const Tokenizer& tok_;
+  bool skip_special_;
+  std::string pending_;
+};
+
+}  // namespace lite_llama

@@ -1,0 +1,68 @@
+#include "common.h"
+
+#include "core/log.h"
+
+namespace lite_llama::cli {
+
+void add_model_options(CLI::App* app, ModelArgs& a, bool engine_sizing) {
+  app->add_option("-m,--model", a.engine.model, "GGUF file, HF model directory, or 'default'")
+      ->capture_default_str();
+  app->add_option("--device", a.engine.device, "auto | cpu | cuda")->capture_default_str();
+  app->add_option("-t,--threads", a.engine.threads, "CPU threads (0 = all cores)")
+      ->check(CLI::Range(0, 1024));
+  if (engine_sizing) {
+    app->add_option("-c,--ctx", a.engine.ctx, "max tokens per sequence (0 = model limit, capped at 8192)")
+        ->check(CLI::Range(0, 1 << 24));
+    app->add_option("--max-num-seqs", a.engine.max_num_seqs, "sequences per batch (0 = default)")
+        ->check(CLI::Range(0, 4096));
+    app->add_option("--max-batched-tokens", a.engine.max_batched_tokens,
+                    "tokens per step (0 = default)")
+        ->check(CLI::Range(0, 1 << 20));
+    app->add_option("--kv-tokens", a.engine.kv_tokens, "KV pool size in tokens (0 = auto)")
+        ->check(CLI::Range(int64_t(0), int64_t(1) << 31));
+    app->add_option("--gpu-memory-utilization", a.engine.gpu_memory_utilization,
+                    "fraction of free GPU memory to use")
+        ->check(CLI::Range(0.05f, 1.0f));
+    app->add_flag("!--no-cuda-graph", a.engine.cuda_graph, "run decode without CUDA graphs");
+    app->add_option("--dtype", a.engine.dtype, "CUDA activation type: bf16 | fp16")
+        ->check(CLI::IsMember({"bf16", "fp16"}));
+  }
+  app->add_flag("-v,--verbose", a.verbose, "debug logging");
+  app->add_flag("-q,--quiet", a.quiet, "only errors on stderr");
+}
+
+void add_sampling_options(CLI::App* app, SamplingArgs& s, int default_max_tokens) {
+  SamplingParams& p = s.params;
+  p.temperature = 0.8f;
+  p.top_k = 40;
+  p.top_p = 0.95f;
+  p.min_p = 0.05f;
+  p.max_tokens = default_max_tokens;
+  app->add_option("-n,--max-tokens", p.max_tokens, "tokens to generate at most")->capture_default_str();
+  app->add_option("--temp,--temperature", p.temperature, "0 = greedy")->capture_default_str();
+  app->add_option("--top-k", p.top_k, "0 = off")->capture_default_str();
+  app->add_option("--top-p", p.top_p, "1 = off")->capture_default_str();
+  app->add_option("--min-p", p.min_p, "0 = off")->capture_default_str();
+  app->add_option("--repeat-penalty,--repetition-penalty", p.repetition_penalty, "1 = off");
+  app->add_option("--presence-penalty", p.presence_penalty, "0 = off");
+  app->add_option("--frequency-penalty", p.frequency_penalty, "0 = off");
+  app->add_option("-s,--seed", s.seed, "RNG seed (same seed, same output)");
+  app->add_option("--stop", s.stop, "stop string (repeatable)");
+  app->add_flag("--ignore-eos", p.ignore_eos, "keep generating past end-of-sequence tokens");
+}
+
+SamplingParams SamplingArgs::resolve() const {
+  SamplingParams p = params;
+  if (seed >= 0) p.seed = uint64_t(seed);
+  p.stop = stop;
+  p.validate();
+  return p;
+}
+
+std::unique_ptr<Engine> open_engine(ModelArgs& a) {
+  set_log_level(a.quiet ? LogLevel::Warn : a.verbose ? LogLevel::Debug : LogLevel::Warn);
+  if (a.verbose) set_log_level(LogLevel::Debug);
+  return Engine::create(a.engine);
+}
+
+}  // namespace lite_llama::cli

@@ -1,0 +1,36 @@
+// Options shared by the CLI subcommands and small output helpers.
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+
+#include "lite_llama/engine.h"
+
+namespace lite_llama::cli {
+
+struct ModelArgs {
+  EngineOptions engine;
+  bool verbose = false;
+  bool quiet = false;
+};
+
+struct SamplingArgs {
+  SamplingParams params;
+  int64_t seed = -1;
+  std::vector<std::string> stop;
+  SamplingParams resolve() const;  // validated
+};
+
+void add_model_options(CLI::App* app, ModelArgs& a, bool engine_sizing = true);
+void add_sampling_options(CLI::App* app, SamplingArgs& s, int default_max_tokens);
+// Sets the log level and creates the engine.
+std::unique_ptr<Engine> open_engine(ModelArgs& a);
+
+// Registration of the subcommands (each in its own file).
+void register_generate(CLI::App& app);
+void register_chat(CLI::App& app);
+void register_tokenize(CLI::App& app);
+void register_info(CLI::App& app);
+
+}  // namespace lite_llama::cli

@@ -1,0 +1,37 @@
+// lite-llama: generate, chat, tokenize, info (and serve / bench where built).
+#include <cstdio>
+#include <exception>
+
+#include "common.h"
+#include "core/error.h"
+
+int main(int argc, char** argv) {
+  using namespace lite_llama;
+  CLI::App app{"lite-llama: a light, fast inference engine for Llama-family models"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "help for every subcommand");
+  cli::register_generate(app);
+  cli::register_chat(app);
+  cli::register_tokenize(app);
+  cli::register_info(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "error: %s (see --help)\n", e.what());
+    return 2;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "error: out of memory\n");
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}
