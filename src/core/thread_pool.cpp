@@ -54,7 +54,14 @@ void ThreadPool::run(const Job& job) {
   }
   if (sleepers_.load(std::memory_order_acquire) > 0) cv_.notify_all();
   job(0, num_threads_);
-  while (pending_.load(std::memory_order_acquire) != 0) LL_PAUSE();
+  // Yield after a short spin: with more runnable threads than cores (a busy machine) a worker
+  // may be descheduled, and pure spinning would then burn the core it needs.
+  for (int iter = 0; pending_.load(std::memory_order_acquire) != 0; ++iter) {
+    if (iter < 2048)
+      LL_PAUSE();
+    else
+      sched_yield();
+  }
   job_ = nullptr;
 }
 
@@ -66,8 +73,12 @@ void ThreadPool::worker(int index) {
     uint64_t g;
     int iter = 0;
     while ((g = generation_.load(std::memory_order_acquire)) == seen) {
-      LL_PAUSE();
-      if (++iter % 256 == 0 && now_ms() > spin_until) break;
+      if (++iter < 2048) {
+        LL_PAUSE();
+      } else {
+        sched_yield();
+        if (iter % 16 == 0 && now_ms() > spin_until) break;
+      }
     }
     if (g == seen) {
       std::unique_lock<std::mutex> lock(mu_);
