@@ -44,7 +44,10 @@ class EngineImpl final : public Engine {
  public:
   explicit EngineImpl(const EngineOptions& o) {
     const double t0 = now_ms();
-    files_ = open_model_files(o.model);
+    LL_CHECK(o.load_format == "auto" || o.load_format == "dummy",
+             "--load-format must be auto or dummy, got '{}'", o.load_format);
+    files_ = o.load_format == "dummy" ? open_dummy_model(o.model, o.dummy_seed)
+                                      : open_model_files(o.model);
     const ModelConfig& cfg = files_.config;
     backend_ = make_backend({o.device, o.threads, o.dtype});
     const bool cpu = backend_->device() == Device::CPU;

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "engine/dummy_tokenizer.h"
 #include "io/gguf.h"
 
 namespace fs = std::filesystem;
@@ -79,6 +80,20 @@ std::string resolve_model_path(const std::string& model) {
 }
 
 ModelFiles open_hf_dir(const std::string& path);  // model_files_hf.cpp
+
+ModelFiles open_dummy_model(const std::string& model, uint64_t seed) {
+  fs::path p(model);
+  if (fs::is_directory(p)) p /= "config.json";
+  LL_CHECK(fs::exists(p), "--load-format dummy needs a config.json: '{}' not found", p.string());
+  ModelFiles m;
+  m.path = p.string();
+  m.format = "dummy";
+  m.weight_dtype = "BF16 (random)";
+  m.config = config_from_hf_json(p.string());
+  m.weights = dummy_weight_source(m.config, seed);
+  m.tokenizer = std::make_unique<DummyTokenizer>(int32_t(m.config.vocab_size));
+  return m;
+}
 
 ModelFiles open_model_files(const std::string& model) {
   const std::string path = resolve_model_path(model);

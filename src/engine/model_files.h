@@ -30,5 +30,7 @@ struct ModelFiles {
 // "default" -> the bundled SmolLM2 GGUF (see scripts/fetch-model); errors say how to get it.
 std::string resolve_model_path(const std::string& model);
 ModelFiles open_model_files(const std::string& model);
+// --load-format dummy: `model` is a config.json (or a directory holding one); weights are random.
+ModelFiles open_dummy_model(const std::string& model, uint64_t seed);
 
 }  // namespace lite_llama

@@ -51,5 +51,7 @@ struct ModelConfig {
 };
 
 ModelConfig config_from_gguf(const gguf::File& f);
+// Reads a HF config.json (LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, ...).
+ModelConfig config_from_hf_json(const std::string& path);
 
 }  // namespace lite_llama

@@ -1,11 +1,15 @@
 #include "model/weights.h"
 
+#include <cmath>
 #include <cstring>
 #include <map>
 
 #include "core/error.h"
 #include "core/quant.h"
 #include "io/gguf.h"
+#include "io/safetensors.h"
+
+#include <random>
 
 namespace lite_llama {
 namespace {
@@ -27,6 +31,78 @@ class GgufSource final : public WeightSource {
  private:
   std::shared_ptr<const gguf::File> f_;
   std::map<std::string, Tensor> views_;
+};
+
+class HfSource final : public WeightSource {
+ public:
+  explicit HfSource(std::shared_ptr<const safetensors::Archive> a) : a_(std::move(a)) {}
+  const std::string& path() const override { return a_->path(); }
+  const Tensor* find(WeightRole role, int layer) const override {
+    const safetensors::TensorEntry* e = a_->find(hf_tensor_name(role, layer));
+    return e ? &e->view : nullptr;
+  }
+  std::string tensor_name(WeightRole role, int layer) const override {
+    return hf_tensor_name(role, layer);
+  }
+
+ private:
+  std::shared_ptr<const safetensors::Archive> a_;
+};
+
+class DummySource final : public WeightSource {
+ public:
+  DummySource(const ModelConfig& c, uint64_t seed) : path_("dummy:" + c.name) {
+    const int64_t H = c.hidden_size, V = c.vocab_size, F = c.intermediate_size;
+    const int64_t D = c.head_dim, Hq = c.num_heads, Hkv = c.num_kv_heads;
+    std::mt19937_64 rng(seed);
+    auto vec = [&](WeightRole r, int l, int64_t n, float center, float spread) {
+      Buffer b = host_buffer(size_t(n) * 4);
+      std::uniform_real_distribution<float> u(center - spread, center + spread);
+      for (int64_t i = 0; i < n; ++i) b.as<float>()[i] = u(rng);
+      map_[key(r, l)] = Tensor(b.data(), DType::F32, {n});
+      keep_.push_back(std::move(b));
+    };
+    auto mat = [&](WeightRole r, int l, int64_t rows, int64_t cols) {
+      map_[key(r, l)] = Tensor(nullptr, DType::BF16, {rows, cols});
+    };
+    mat(WeightRole::Embed, -1, V, H);
+    vec(WeightRole::FinalNorm, -1, H, 1.f, 0.1f);
+    if (!c.tie_word_embeddings) mat(WeightRole::LmHead, -1, V, H);
+    for (int l = 0; l < int(c.num_layers); ++l) {
+      vec(WeightRole::AttnNorm, l, H, 1.f, 0.1f);
+      vec(WeightRole::FfnNorm, l, H, 1.f, 0.1f);
+      if (c.qk_norm) {
+        vec(WeightRole::QNorm, l, D, 1.f, 0.1f);
+        vec(WeightRole::KNorm, l, D, 1.f, 0.1f);
+      }
+      if (c.qkv_bias) {
+        vec(WeightRole::QBias, l, Hq * D, 0.f, 0.1f);
+        vec(WeightRole::KBias, l, Hkv * D, 0.f, 0.1f);
+        vec(WeightRole::VBias, l, Hkv * D, 0.f, 0.1f);
+      }
+      mat(WeightRole::Q, l, Hq * D, H);
+      mat(WeightRole::K, l, Hkv * D, H);
+      mat(WeightRole::V, l, Hkv * D, H);
+      mat(WeightRole::O, l, H, Hq * D);
+      mat(WeightRole::Gate, l, F, H);
+      mat(WeightRole::Up, l, F, H);
+      mat(WeightRole::Down, l, H, F);
+    }
+  }
+  const std::string& path() const override { return path_; }
+  const Tensor* find(WeightRole role, int layer) const override {
+    auto it = map_.find(key(role, layer));
+    return it == map_.end() ? nullptr : &it->second;
+  }
+  std::string tensor_name(WeightRole role, int layer) const override {
+    return hf_tensor_name(role, layer);
+  }
+
+ private:
+  static int64_t key(WeightRole r, int l) { return int64_t(l + 1) * 64 + int64_t(r); }
+  std::string path_;
+  std::map<int64_t, Tensor> map_;
+  std::vector<Buffer> keep_;
 };
 
 class Loader {
@@ -60,7 +136,20 @@ class Loader {
   }
   Tensor norm(WeightRole r, int l, int64_t n) { return vector_f32({&get(r, l, n, 0)}); }
 
+  // Dummy 2-D weights (data == nullptr) are generated on the backend's device.
+  Tensor random(int64_t rows, int64_t cols) {
+    const float scale = 1.0f / std::sqrt(float(cols));  // keeps activations O(1) layer to layer
+    return be_.random_weight(rows, cols, 0x9e3779b97f4a7c15ull * ++random_count_, scale, w_.keep);
+  }
+
   ops::Linear linear(std::initializer_list<const Tensor*> parts, Tensor bias) {
+    if ((*parts.begin())->data == nullptr) {
+      ops::Linear lin;
+      for (const Tensor* p : parts) lin.out_features += p->rows(), lin.in_features = p->cols();
+      lin.parts = {random(lin.out_features, lin.in_features)};
+      lin.bias = bias;
+      return lin;
+    }
     ops::Linear lin;
     for (const Tensor* p : parts) {
       lin.parts.push_back(*p);
@@ -74,7 +163,8 @@ class Loader {
   void load() {
     const int64_t H = cfg_.hidden_size, V = cfg_.vocab_size, F = cfg_.intermediate_size;
     const int64_t D = cfg_.head_dim, Hq = cfg_.num_heads, Hkv = cfg_.num_kv_heads;
-    w_.embed = be_.prepare_weight(get(WeightRole::Embed, -1, V, H), w_.keep);
+    const Tensor& emb = get(WeightRole::Embed, -1, V, H);
+    w_.embed = emb.data ? be_.prepare_weight(emb, w_.keep) : random(V, H);
     w_.final_norm = norm(WeightRole::FinalNorm, -1, H);
     if (cfg_.tie_word_embeddings) {
       // Reuse the prepared embedding: a tied head costs no second copy on any device.
@@ -111,12 +201,21 @@ class Loader {
   const WeightSource& src_;
   ops::Backend& be_;
   Weights& w_;
+  uint64_t random_count_ = 0;
 };
 
 }  // namespace
 
 std::unique_ptr<WeightSource> gguf_weight_source(std::shared_ptr<const gguf::File> f) {
   return std::make_unique<GgufSource>(std::move(f));
+}
+
+std::unique_ptr<WeightSource> hf_weight_source(std::shared_ptr<const safetensors::Archive> a) {
+  return std::make_unique<HfSource>(std::move(a));
+}
+
+std::unique_ptr<WeightSource> dummy_weight_source(const ModelConfig& cfg, uint64_t seed) {
+  return std::make_unique<DummySource>(cfg, seed);
 }
 
 Weights load_weights(const ModelConfig& cfg, const WeightSource& src, ops::Backend& backend) {

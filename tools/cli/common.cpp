@@ -27,6 +27,9 @@ void add_model_options(CLI::App* app, ModelArgs& a, bool engine_sizing) {
     app->add_option("--dtype", a.engine.dtype, "CUDA activation type: bf16 | fp16")
         ->check(CLI::IsMember({"bf16", "fp16"}));
   }
+  app->add_option("--load-format", a.engine.load_format,
+                  "auto | dummy (random weights; -m names a config.json)")
+      ->check(CLI::IsMember({"auto", "dummy"}));
   app->add_flag("-v,--verbose", a.verbose, "debug logging");
   app->add_flag("-q,--quiet", a.quiet, "only errors on stderr");
 }

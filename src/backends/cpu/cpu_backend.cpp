@@ -10,6 +10,8 @@
 #include "backends/cpu/ref_ops.h"
 #include "backends/cpu/vec_dot.h"
 #include "core/error.h"
+#include "core/half.h"
+#include "core/hash_random.h"
 #include "core/quant.h"
 
 namespace lite_llama::cpu {
@@ -63,6 +65,17 @@ class CpuBackend final : public ops::Backend {
     return host;
   }
   Tensor upload(const Tensor& host, std::vector<Buffer>& keep) override { return host; }
+  Tensor random_weight(int64_t rows, int64_t cols, uint64_t seed, float scale,
+                       std::vector<Buffer>& keep) override {
+    Buffer b = host_buffer(size_t(rows * cols) * 2);
+    auto* p = b.as<uint16_t>();
+    pool_.parallel_for(rows * cols, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) p[i] = f32_to_bf16(hash_uniform(seed, uint64_t(i), scale));
+    });
+    Tensor t(b.data(), DType::BF16, {rows, cols});
+    keep.push_back(std::move(b));
+    return t;
+  }
   ops::Linear prepare_linear(const ops::Linear& host, std::vector<Buffer>& keep) override {
     for (const Tensor& p : host.parts) prepare_weight(p, keep);
     return host;

@@ -1,0 +1,108 @@
+// HF config.json -> ModelConfig for the architectures of the arch table.
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "core/error.h"
+#include "model/arch.h"
+#include "model/model_config.h"
+
+namespace lite_llama {
+namespace {
+
+using nlohmann::json;
+
+int64_t get_int(const json& j, const char* key, const std::string& file, int64_t def = -1) {
+  if (!j.contains(key) || j[key].is_null()) {
+    LL_CHECK(def >= 0, "{}: missing field '{}'", file, key);
+    return def;
+  }
+  LL_CHECK(j[key].is_number_integer(), "{}: field '{}' must be an integer", file, key);
+  return j[key].get<int64_t>();
+}
+
+double get_num(const json& j, const char* key, const std::string& file, double def) {
+  if (!j.contains(key) || j[key].is_null()) return def;
+  LL_CHECK(j[key].is_number(), "{}: field '{}' must be a number", file, key);
+  return j[key].get<double>();
+}
+
+bool get_bool(const json& j, const char* key, const std::string& file, bool def) {
+  if (!j.contains(key) || j[key].is_null()) return def;
+  LL_CHECK(j[key].is_boolean(), "{}: field '{}' must be true or false", file, key);
+  return j[key].get<bool>();
+}
+
+void parse_rope_scaling(const json& r, const std::string& file, ModelConfig& c) {
+  if (r.is_null()) return;
+  LL_CHECK(r.is_object(), "{}: rope_scaling must be an object or null", file);
+  std::string type = r.value("rope_type", r.value("type", std::string("default")));
+  if (type == "default") return;
+  c.rope_factor = float(get_num(r, "factor", file, 1.0));
+  if (type == "linear") {
+    c.rope_scaling = RopeScaling::Linear;
+  } else if (type == "llama3") {
+    c.rope_scaling = RopeScaling::Llama3;
+    c.rope_low_freq_factor = float(get_num(r, "low_freq_factor", file, 1.0));
+    c.rope_high_freq_factor = float(get_num(r, "high_freq_factor", file, 4.0));
+    c.rope_original_max_pos = get_int(r, "original_max_position_embeddings", file, 8192);
+    LL_CHECK(c.rope_high_freq_factor != c.rope_low_freq_factor,
+             "{}: rope_scaling low_freq_factor equals high_freq_factor", file);
+  } else {
+    fail("{}: rope_scaling type '{}' is not supported (default, linear, llama3)", file, type);
+  }
+}
+
+}  // namespace
+
+ModelConfig config_from_hf_json(const std::string& path) {
+  std::ifstream in(path);
+  LL_CHECK(in.good(), "cannot read '{}'", path);
+  json j = json::parse(in, nullptr, false);
+  LL_CHECK(!j.is_discarded() && j.is_object(), "{}: not a JSON object", path);
+  ModelConfig c;
+  const ArchSpec* spec = nullptr;
+  if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
+      j["architectures"][0].is_string()) {
+    const std::string cls = j["architectures"][0].get<std::string>();
+    spec = arch_spec_by_hf_class(cls);
+    LL_CHECK(spec, "{}: unsupported architecture '{}' (supported: {})", path, cls,
+             supported_arch_names());
+  } else {
+    LL_CHECK(j.contains("model_type") && j["model_type"].is_string(),
+             "{}: neither 'architectures' nor 'model_type' is given", path);
+    spec = &arch_spec(j["model_type"].get<std::string>(), path);
+  }
+  LL_CHECK(j.value("hidden_act", std::string("silu")) == "silu",
+           "{}: hidden_act '{}' is not supported (silu)", path, j.value("hidden_act", std::string()));
+  LL_CHECK(!get_bool(j, "mlp_bias", path, false), "{}: mlp_bias=true is not supported", path);
+  LL_CHECK(!get_bool(j, "use_sliding_window", path, false),
+           "{}: sliding-window attention is not supported", path);
+  LL_CHECK(!j.contains("quantization_config"),
+           "{}: quantized checkpoints (quantization_config) are not supported yet", path);
+  c.arch = spec->name;
+  c.name = j.value("_name_or_path", std::string(spec->name));
+  c.vocab_size = get_int(j, "vocab_size", path);
+  c.hidden_size = get_int(j, "hidden_size", path);
+  c.intermediate_size = get_int(j, "intermediate_size", path);
+  c.num_layers = get_int(j, "num_hidden_layers", path);
+  c.num_heads = get_int(j, "num_attention_heads", path);
+  c.num_kv_heads = get_int(j, "num_key_value_heads", path, c.num_heads);
+  c.head_dim = get_int(j, "head_dim", path, c.num_heads > 0 ? c.hidden_size / c.num_heads : 0);
+  c.rope_dim = c.head_dim;
+  c.max_position_embeddings = get_int(j, "max_position_embeddings", path, 2048);
+  c.rms_norm_eps = float(get_num(j, "rms_norm_eps", path, 1e-6));
+  // transformers 5 folds rope_theta and the scaling into rope_parameters.
+  const json rp = j.contains("rope_parameters") ? j["rope_parameters"] : json();
+  c.rope_theta = float(get_num(rp.is_object() ? rp : j, "rope_theta", path,
+                               get_num(j, "rope_theta", path, 10000.0)));
+  parse_rope_scaling(j.contains("rope_scaling") ? j["rope_scaling"] : rp, path, c);
+  c.tie_word_embeddings = get_bool(j, "tie_word_embeddings", path, false);
+  c.qkv_bias = spec->qkv_bias || get_bool(j, "attention_bias", path, false);
+  c.qk_norm = spec->qk_norm;
+  c.rope_layout = ops::RopeLayout::Neox;
+  c.validate(path);
+  return c;
+}
+
+}  // namespace lite_llama
