@@ -9,7 +9,7 @@ if(NOT LITE_LLAMA_CUDA STREQUAL "OFF")
     endif()
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)
-    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_STANDARD 17)  # CMake 3.25 does not know C++20 flags for nvcc 13
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     set(LL_HAVE_CUDA ON)
   elseif(LITE_LLAMA_CUDA STREQUAL "ON")

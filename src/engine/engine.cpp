@@ -72,6 +72,12 @@ class EngineImpl final : public Engine {
       kv_tokens = std::min<int64_t>(int64_t(max_seqs_) * ctx_, cap);
     }
     LL_CHECK(kv_tokens <= std::numeric_limits<int32_t>::max(), "--kv-tokens too large");
+    if (kv_tokens < ctx_) {
+      // A sequence longer than the pool could never be re-admitted after preemption.
+      LL_WARN("--kv-tokens {} is below the context {}: the context is reduced to {}", kv_tokens,
+              ctx_, kv_tokens);
+      ctx_ = int(kv_tokens);
+    }
     kv_ = std::make_unique<KvCache>(cfg, *backend_, kv_tokens, max_seqs_, ctx_);
     decoder_ = std::make_unique<Decoder>(cfg, std::move(weights), *backend_, *kv_, budget, max_seqs_);
     pool_ = std::make_unique<kv::KvPool>(int32_t(kv_tokens));

@@ -52,18 +52,22 @@ StepPlan Scheduler::schedule() {
       ++i;
       continue;
     }
-    fresh.clear();
-    while (!pool_.alloc(1, fresh)) {
-      Sequence* victim = running_.back();
-      // Items already planned for the victim are dropped with it.
-      plan.items.erase(std::remove_if(plan.items.begin(), plan.items.end(),
-                                      [&](const ScheduledSeq& it) { return it.seq == victim; }),
-                       plan.items.end());
-      preempt(victim, plan);
-      if (victim == s) break;
+    // A sampled token needs a slot; the last token of a chunked prompt has had one since
+    // admission.
+    if (int(s->slots.size()) < s->num_tokens()) {
+      fresh.clear();
+      while (!pool_.alloc(1, fresh)) {
+        Sequence* victim = running_.back();
+        // Items already planned for the victim are dropped with it.
+        plan.items.erase(std::remove_if(plan.items.begin(), plan.items.end(),
+                                        [&](const ScheduledSeq& it) { return it.seq == victim; }),
+                         plan.items.end());
+        preempt(victim, plan);
+        if (victim == s) break;
+      }
+      if (s->state != Sequence::State::Running) continue;  // preempted itself; i now points past
+      s->slots.push_back(fresh[0]);
     }
-    if (s->state != Sequence::State::Running) continue;  // preempted itself; i now points past
-    s->slots.push_back(fresh[0]);
     plan.items.push_back({s, 1, true});
     --budget;
     ++i;

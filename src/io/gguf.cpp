@@ -1,5 +1,6 @@
 #include "io/gguf.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -15,6 +16,12 @@ constexpr uint64_t kMaxStringBytes = 1ull << 30;
 // Cap on array elements in the whole file (real vocabularies hold well under 1M), so that a
 // small hostile file cannot make the parsed metadata take gigabytes.
 constexpr uint64_t kMaxArrayElements = 8ull << 20;
+// Counts in the file are only bounded by its size, and a container entry is several times larger
+// than its bytes on disk: reserving a forged count up front could ask for gigabytes (or throw
+// bad_alloc) before the first entry fails to parse. Past this, vectors grow with real entries.
+constexpr uint64_t kMaxReserve = 1u << 16;
+
+size_t reserve_count(uint64_t n) { return size_t(std::min(n, kMaxReserve)); }
 
 // Bounds-checked little-endian cursor over the file; every read checks what remains.
 class Reader {
@@ -109,7 +116,7 @@ Value read_value(Reader& r, ValueType t, const std::string& key, int depth) {
       r.take_elements(n, key);
       v.elem_type = ValueType(et);
       Value::Array arr;
-      arr.reserve(size_t(n));
+      arr.reserve(reserve_count(n));
       for (uint64_t i = 0; i < n; ++i) arr.push_back(read_value(r, ValueType(et), key, depth + 1));
       v.v = std::move(arr);
       break;
@@ -176,15 +183,24 @@ std::string Value::to_string(size_t max_items) const {
   if (auto* d = std::get_if<double>(&v)) return fmt::format("{}", *d);
   if (auto* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
   if (auto* s = std::get_if<std::string>(&v)) {
-    std::string t = s->size() > 80 ? s->substr(0, 77) + "..." : *s;
+    // Cut at a UTF-8 character boundary, and blank control characters: the text comes from the
+    // file and goes to a terminal (`lite-llama info`), where an escape sequence would act.
+    size_t cut = s->size();
+    if (cut > 80) {
+      cut = 77;
+      while (cut > 0 && (uint8_t((*s)[cut]) & 0xc0) == 0x80) --cut;
+    }
+    std::string t = s->substr(0, cut);
     for (char& c : t)
-      if (c == '\n') c = ' ';
-    return "\"" + t + "\"";
+      if (uint8_t(c) < 0x20 || c == 0x7f) c = ' ';
+    return "\"" + t + (cut < s->size() ? "...\"" : "\"");
   }
   const Array& a = std::get<Array>(v);
   std::string out = fmt::format("{}[{}] [", value_type_name(elem_type), a.size());
-  for (size_t i = 0; i < a.size() && i < max_items; ++i) out += (i ? ", " : "") + a[i].to_string(0);
-  return out + (a.size() > max_items ? ", ...]" : "]");
+  size_t shown = std::min(a.size(), max_items);
+  for (size_t i = 0; i < shown; ++i) out += (i ? ", " : "") + a[i].to_string(0);
+  if (a.size() > shown) out += shown ? ", ..." : "...";
+  return out + "]";
 }
 
 Tensor TensorInfo::view() const {
@@ -221,6 +237,9 @@ void File::parse_all() {
     fail("{}: not a GGUF file (bad magic)", name_);
   r.read<uint32_t>("magic");
   version_ = r.read<uint32_t>("version");
+  // v3 allows big-endian files; their version reads byte-swapped here (0x03000000).
+  if (version_ > 0xffff && (version_ & 0xffff) == 0)
+    fail("{}: big-endian GGUF file (version field {:#010x}) is not supported", name_, version_);
   if (version_ == 1) fail("{}: GGUF version 1 is not supported (re-convert the model)", name_);
   if (version_ != 2 && version_ != 3)
     fail("{}: unsupported GGUF version {} (2 and 3 are)", name_, version_);
@@ -232,7 +251,7 @@ void File::parse_all() {
   if (n_tensors > r.remaining() / 24)
     fail("{}: tensor count {} cannot fit in a file of {} bytes", name_, n_tensors, size_);
 
-  kv_.reserve(size_t(n_kv));
+  kv_.reserve(reserve_count(n_kv));
   for (uint64_t i = 0; i < n_kv; ++i) {
     std::string key = r.read_string("metadata key");
     uint32_t t = r.read<uint32_t>("metadata type");
@@ -244,13 +263,18 @@ void File::parse_all() {
   }
 
   if (const Value* a = find("general.alignment")) {
-    uint64_t al = a->as_u64("general.alignment");
+    // Checked here rather than through as_u64 so that every error names the file.
+    if (!a->is_int())
+      fail("{}: general.alignment has type {}, expected an integer", name_,
+           value_type_name(a->type));
+    const int64_t* neg = std::get_if<int64_t>(&a->v);
+    uint64_t al = neg ? (*neg < 0 ? 0 : uint64_t(*neg)) : std::get<uint64_t>(a->v);
     if (al == 0 || (al & (al - 1)) != 0 || al > (1u << 20))
-      fail("{}: general.alignment {} is not a power of two up to 1 MiB", name_, al);
+      fail("{}: general.alignment {} is not a power of two up to 1 MiB", name_, a->to_string());
     alignment_ = size_t(al);
   }
 
-  tensors_.reserve(size_t(n_tensors));
+  tensors_.reserve(reserve_count(n_tensors));
   for (uint64_t i = 0; i < n_tensors; ++i) {
     TensorInfo ti;
     ti.name = r.read_string("tensor name");
@@ -285,10 +309,14 @@ void File::parse_all() {
   }
 
   data_offset_ = (r.pos() + alignment_ - 1) / alignment_ * alignment_;
-  size_t data_size = data_offset_ <= size_ ? size_ - data_offset_ : 0;
-  if (n_tensors > 0 && data_offset_ > size_)
-    fail("{}: truncated file: data section starts at {} past the end ({} bytes)", name_,
-         data_offset_, size_);
+  if (data_offset_ > size_) {
+    if (n_tensors > 0)
+      fail("{}: truncated file: data section starts at {} past the end ({} bytes)", name_,
+           data_offset_, size_);
+    // A file without tensors may end without padding; keep data_section() inside the buffer.
+    data_offset_ = size_;
+  }
+  size_t data_size = size_ - data_offset_;
   for (TensorInfo& ti : tensors_) {
     if (ti.offset > data_size || ti.nbytes > data_size - ti.offset)
       fail("{}: tensor '{}' data [{}, +{}) lies outside the data section of {} bytes "

@@ -3,6 +3,7 @@
 // Activations are F32 on the CPU and BF16/F16 on CUDA (act_dtype()); accumulation is always F32.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -53,6 +54,7 @@ struct AttnMeta {
   const int32_t* b_req_idx = nullptr;  // [B]
   const int32_t* req_to_slot = nullptr;  // [max_reqs, req_stride]
   int req_stride = 0;
+  void* workspace = nullptr;  // attention_workspace_bytes() of scratch
 };
 
 class Backend {
@@ -103,8 +105,24 @@ class Backend {
   virtual void swiglu(const Tensor& gate_up, Tensor out) = 0;
   // out[i, :] = x[rows[i], :]
   virtual void gather_rows(const Tensor& x, const int32_t* rows, int n, Tensor out) = 0;
+  // out[r] = argmax of logits row r over columns [0, limit) (lowest index on ties); `out` is
+  // device memory of this backend.
+  virtual void argmax(const Tensor& logits, int rows, int limit, int32_t* out) = 0;
   // Sum across tensor-parallel ranks; a no-op on one device.
   virtual void all_reduce(Tensor x) {}
+
+  // Scratch the attention op needs for a step of up to max_seqs sequences (AttnMeta::workspace).
+  virtual size_t attention_workspace_bytes(int max_seqs, int num_heads, int head_dim) const {
+    return 0;
+  }
+  // Free and total device memory in bytes (0, 0 where unknown).
+  virtual void memory_info(size_t* free, size_t* total) const { *free = *total = 0; }
+
+  // CUDA graphs: record what `fn` enqueues once, replay it later with new data in the same
+  // buffers. Backends without graphs report false and are run eagerly.
+  virtual bool supports_graphs() const { return false; }
+  virtual int capture_graph(const std::function<void()>& fn) { return -1; }
+  virtual void replay_graph(int id) {}
 };
 
 }  // namespace lite_llama::ops

@@ -125,7 +125,13 @@ int32_t SequenceSampler::sample(float* logits, int64_t vocab, float* chosen_logp
     double sum = 0;
     for (auto& c : cand_) sum += c.first;
     double r = std::uniform_real_distribution<double>(0.0, sum)(rng_);
+    // Rounding can leave r >= 0 after the loop: fall back to the last candidate with weight.
     chosen = cand_.back().second;
+    for (auto it = cand_.rbegin(); it != cand_.rend(); ++it)
+      if (it->first > 0) {
+        chosen = it->second;
+        break;
+      }
     for (auto& c : cand_) {
       r -= c.first;
       if (r < 0) {

@@ -245,6 +245,17 @@ class CpuBackend final : public ops::Backend {
     });
   }
 
+  void argmax(const Tensor& logits, int rows, int limit, int32_t* out) override {
+    const int64_t V = logits.cols();
+    for (int r = 0; r < rows; ++r) {
+      const float* l = logits.ptr<float>() + r * V;
+      int best = 0;
+      for (int i = 1; i < limit; ++i)
+        if (l[i] > l[best]) best = i;
+      out[r] = best;
+    }
+  }
+
   void gather_rows(const Tensor& x, const int32_t* rows, int n, Tensor out) override {
     const size_t rb = x.row_nbytes();
     for (int i = 0; i < n; ++i) std::memcpy(out.row(i), x.row(rows[i]), rb);

@@ -1,0 +1,260 @@
+#include "backends/cuda/cuda_backend.h"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/gemm.h"
+#include "backends/cuda/launchers.h"
+#include "core/half.h"
+#include "core/quant.h"
+
+namespace lite_llama::cuda {
+namespace {
+
+constexpr size_t kGemmWorkspace = 32u << 20;
+
+class CudaBackend final : public ops::Backend {
+ public:
+  explicit CudaBackend(const std::string& dtype)
+      : act_(dtype == "fp16" ? Act::F16 : Act::BF16), gemm_(kGemmWorkspace) {
+    LL_CHECK(dtype == "bf16" || dtype == "fp16", "--dtype must be bf16 or fp16, got '{}'", dtype);
+    LL_CUDA(cudaGetDevice(&device_));
+    LL_CUDA(cudaGetDeviceProperties(&props_, device_));
+    LL_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  }
+  ~CudaBackend() override {
+    for (cudaGraphExec_t g : graphs_) cudaGraphExecDestroy(g);
+    cudaStreamDestroy(stream_);
+  }
+
+  Device device() const override { return Device::CUDA; }
+  DType act_dtype() const override { return act_ == Act::BF16 ? DType::BF16 : DType::F16; }
+  std::string name() const override {
+    return fmt::format("cuda:{} ({}, sm_{}{}, {} SMs, {:.0f} GiB, {})", device_, props_.name,
+                       props_.major, props_.minor, props_.multiProcessorCount,
+                       double(props_.totalGlobalMem) / (1 << 30), act_ == Act::BF16 ? "bf16" : "fp16");
+  }
+
+  Buffer alloc(size_t bytes) override {
+    void* p = nullptr;
+    if (bytes) {
+      cudaError_t e = cudaMalloc(&p, bytes);
+      if (e != cudaSuccess) {
+        cudaGetLastError();
+        fail("out of GPU memory allocating {:.1f} MiB ({})", double(bytes) / (1 << 20),
+             cudaGetErrorString(e));
+      }
+    }
+    return Buffer(p, bytes, Device::CUDA, [](void* q) { cudaFree(q); });
+  }
+  void copy_to_device(void* dst, const void* src, size_t n) override {
+    LL_CUDA(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, stream_));
+  }
+  void copy_to_host(void* dst, const void* src, size_t n) override {
+    LL_CUDA(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, stream_));
+    LL_CUDA(cudaStreamSynchronize(stream_));
+  }
+  void synchronize() override { LL_CUDA(cudaStreamSynchronize(stream_)); }
+  void memory_info(size_t* free, size_t* total) const override {
+    LL_CUDA(cudaMemGetInfo(free, total));
+  }
+
+  Tensor upload(const Tensor& host, std::vector<Buffer>& keep) override {
+    Buffer b = alloc(host.nbytes());
+    LL_CUDA(cudaMemcpy(b.data(), host.data, host.nbytes(), cudaMemcpyHostToDevice));
+    Tensor t = host;
+    t.data = b.data();
+    t.device = Device::CUDA;
+    keep.push_back(std::move(b));
+    return t;
+  }
+
+  Tensor prepare_weight(const Tensor& host, std::vector<Buffer>& keep) override {
+    Buffer b = alloc(size_t(host.numel()) * 2);
+    upload_rows(host, b.as<uint8_t>());
+    Tensor t(b.data(), act_dtype(), {host.rows(), host.cols()}, Device::CUDA);
+    keep.push_back(std::move(b));
+    return t;
+  }
+
+  ops::Linear prepare_linear(const ops::Linear& host, std::vector<Buffer>& keep) override {
+    // One fused [N, K] matrix (q|k|v, gate|up): a single GEMM per projection.
+    Buffer b = alloc(size_t(host.out_features) * size_t(host.in_features) * 2);
+    size_t off = 0;
+    for (const Tensor& p : host.parts) {
+      upload_rows(p, b.as<uint8_t>() + off);
+      off += size_t(p.numel()) * 2;
+    }
+    ops::Linear l;
+    l.in_features = host.in_features;
+    l.out_features = host.out_features;
+    l.parts = {Tensor(b.data(), act_dtype(), {host.out_features, host.in_features}, Device::CUDA)};
+    keep.push_back(std::move(b));
+    if (host.bias.data) {  // F32 on the device (upload) -> activation type for the epilogue
+      Buffer bb = alloc(size_t(host.out_features) * 2);
+      LL_CUDA(convert_f32(act_, host.bias.ptr<float>(), bb.data(), size_t(host.out_features), stream_));
+      l.bias = Tensor(bb.data(), act_dtype(), {host.out_features}, Device::CUDA);
+      keep.push_back(std::move(bb));
+      synchronize();
+    }
+    return l;
+  }
+
+  Tensor random_weight(int64_t rows, int64_t cols, uint64_t seed, float scale,
+                       std::vector<Buffer>& keep) override {
+    Buffer b = alloc(size_t(rows * cols) * 2);
+    LL_CUDA(random_fill(act_, b.data(), size_t(rows * cols), seed, scale, stream_));
+    synchronize();
+    Tensor t(b.data(), act_dtype(), {rows, cols}, Device::CUDA);
+    keep.push_back(std::move(b));
+    return t;
+  }
+
+  void embedding(const Tensor& table, const int32_t* ids, int n, Tensor out) override {
+    LL_CUDA(cuda::embedding(table.data, ids, out.data, n, int(table.cols()), stream_));
+  }
+  void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor out) override {
+    LL_CUDA(cuda::rms_norm(act_, x.data, w.ptr<float>(), eps, out.data, int(x.rows()), int(x.cols()), stream_));
+  }
+  void add_rms_norm(Tensor residual, const Tensor& x, const Tensor& w, float eps, Tensor out) override {
+    LL_CUDA(cuda::add_rms_norm(act_, residual.data, x.data, w.ptr<float>(), eps, out.data, int(x.rows()),
+                               int(x.cols()), stream_));
+  }
+  void linear(const Tensor& x, const ops::Linear& w, Tensor out) override {
+    const int T = int(x.rows()), K = int(x.cols()), N = int(w.out_features);
+    const bool f32 = out.dtype == DType::F32;
+    const void* bias = w.bias.data;
+    if (T <= 8 && K % 8 == 0)
+      LL_CUDA(gemv(act_, x.data, w.parts[0].data, bias, out.data, f32, T, N, K, N, stream_));
+    else
+      gemm_.run(act_, x.data, w.parts[0].data, bias, out.data, f32, T, N, K, stream_);
+  }
+  void qkv_rope_store(const Tensor& qkv, const Tensor* q_norm, const Tensor* k_norm, float eps,
+                      const int32_t* t_positions, const int32_t* t_slots, const ops::RopeTable& rope,
+                      int num_heads, int num_kv_heads, int head_dim, ops::KvLayer kv,
+                      Tensor q_out) override {
+    RopeKvArgs a{qkv.data, q_out.data, kv.k.data, kv.v.data,
+                 q_norm ? q_norm->ptr<float>() : nullptr, k_norm ? k_norm->ptr<float>() : nullptr, eps,
+                 t_positions, t_slots, rope.cos_sin.ptr<float>(), rope.rot_dim,
+                 rope.layout == ops::RopeLayout::Interleaved, int(qkv.rows()), num_heads, num_kv_heads,
+                 head_dim};
+    LL_CUDA(cuda::qkv_rope_store(act_, a, stream_));
+  }
+  void write_slot_table(int32_t* req_to_slot, int stride, const int32_t* t_req_idx,
+                        const int32_t* t_positions, const int32_t* t_slots, int n) override {
+    LL_CUDA(cuda::write_slot_table(req_to_slot, stride, t_req_idx, t_positions, t_slots, n, stream_));
+  }
+  size_t attention_workspace_bytes(int max_seqs, int num_heads, int head_dim) const override {
+    // Worst case of decode_splits(): B * splits <= B + 2 * SMs (+ B for rounding).
+    const size_t rows = size_t(2 * max_seqs + 2 * props_.multiProcessorCount) * size_t(num_heads);
+    return rows * size_t(head_dim + 2) * sizeof(float);
+  }
+  void attention(const Tensor& q, const ops::KvLayer& kv, const ops::AttnMeta& m, int num_heads,
+                 int num_kv_heads, int head_dim, float scale, Tensor out) override {
+    AttnArgs a{q.data, kv.k.data, kv.v.data, out.data, m.b_q_start, m.b_q_len, m.b_seq_len, m.b_req_idx,
+               m.req_to_slot, m.req_stride, 0, 0, m.max_seq_len, num_heads, num_kv_heads, head_dim, scale};
+    const int nd = m.num_decode_seqs;
+    if (nd > 0) {
+      a.num_seqs = nd;
+      a.max_q_len = 1;
+      const int splits = decode_splits(nd, num_kv_heads, m.max_seq_len, props_.multiProcessorCount);
+      LL_CUDA(attention_decode(act_, a, splits, static_cast<float*>(m.workspace), stream_));
+    }
+    if (m.num_seqs > nd) {
+      a.b_q_start = m.b_q_start + nd;
+      a.b_q_len = m.b_q_len + nd;
+      a.b_seq_len = m.b_seq_len + nd;
+      a.b_req_idx = m.b_req_idx + nd;
+      a.num_seqs = m.num_seqs - nd;
+      a.max_q_len = m.max_q_len;
+      LL_CUDA(attention_prefill(act_, a, stream_));
+    }
+  }
+  void swiglu(const Tensor& gate_up, Tensor out) override {
+    LL_CUDA(cuda::swiglu(act_, gate_up.data, out.data, int(out.rows()), int(out.cols()), stream_));
+  }
+  void gather_rows(const Tensor& x, const int32_t* rows, int n, Tensor out) override {
+    LL_CUDA(cuda::gather_rows(x.data, rows, out.data, n, x.row_nbytes(), stream_));
+  }
+  void argmax(const Tensor& logits, int rows, int limit, int32_t* out) override {
+    LL_CUDA(argmax_rows(logits.ptr<float>(), rows, int(logits.cols()), limit, out, stream_));
+  }
+
+  bool supports_graphs() const override { return true; }
+  int capture_graph(const std::function<void()>& fn) override {
+    cudaGraph_t g = nullptr;
+    LL_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    try {
+      fn();
+    } catch (...) {
+      cudaStreamEndCapture(stream_, &g);
+      if (g) cudaGraphDestroy(g);
+      throw;
+    }
+    LL_CUDA(cudaStreamEndCapture(stream_, &g));
+    cudaGraphExec_t exec = nullptr;
+    LL_CUDA(cudaGraphInstantiate(&exec, g, 0));
+    cudaGraphDestroy(g);
+    graphs_.push_back(exec);
+    return int(graphs_.size()) - 1;
+  }
+  void replay_graph(int id) override { LL_CUDA(cudaGraphLaunch(graphs_.at(size_t(id)), stream_)); }
+
+ private:
+  // Host tensor of any supported storage type -> 16-bit rows on the device, in chunks so the
+  // host never holds a converted copy of the whole model.
+  void upload_rows(const Tensor& host, uint8_t* dst) {
+    const int64_t rows = host.rows(), cols = host.cols();
+    if (host.dtype == act_dtype()) {
+      LL_CUDA(cudaMemcpy(dst, host.data, size_t(rows * cols) * 2, cudaMemcpyHostToDevice));
+      return;
+    }
+    const int64_t chunk = std::max<int64_t>(1, (int64_t(16) << 20) / std::max<int64_t>(cols, 1));
+    std::vector<uint16_t> buf(static_cast<size_t>(std::min(chunk, rows) * cols));
+    const int nthreads = int(std::max(1u, std::min(8u, std::thread::hardware_concurrency())));
+    for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+      const int64_t n = std::min(chunk, rows - r0);
+      std::vector<std::thread> pool;
+      for (int ti = 0; ti < nthreads; ++ti)
+        pool.emplace_back([&, ti] {
+          std::vector<float> f(static_cast<size_t>(cols));
+          for (int64_t r = ti; r < n; r += nthreads) {
+            dequantize_row(host.dtype, host.row(r0 + r), f.data(), cols);
+            uint16_t* o = buf.data() + r * cols;
+            for (int64_t c = 0; c < cols; ++c)
+              o[c] = act_ == Act::BF16 ? f32_to_bf16(f[size_t(c)]) : f32_to_f16(f[size_t(c)]);
+          }
+        });
+      for (auto& th : pool) th.join();
+      LL_CUDA(cudaMemcpy(dst + size_t(r0 * cols) * 2, buf.data(), size_t(n * cols) * 2,
+                         cudaMemcpyHostToDevice));
+    }
+  }
+
+  Act act_;
+  int device_ = 0;
+  cudaDeviceProp props_{};
+  cudaStream_t stream_ = nullptr;
+  Gemm gemm_;
+  std::vector<cudaGraphExec_t> graphs_;
+};
+
+}  // namespace
+
+int device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+std::unique_ptr<ops::Backend> make_cuda_backend(const std::string& dtype) {
+  return std::make_unique<CudaBackend>(dtype);
+}
+
+}  // namespace lite_llama::cuda

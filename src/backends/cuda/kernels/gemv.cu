@@ -1,0 +1,86 @@
+// Decode-time projection for up to 8 tokens: each warp streams weight rows with 16-byte
+// non-allocating loads and multiplies them with every token's activations, so the weights are
+// read exactly once per step. Bandwidth-bound by design (cuBLAS handles larger batches).
+#include "backends/cuda/common.cuh"
+#include "backends/cuda/launchers.h"
+
+namespace lite_llama::cuda {
+namespace {
+
+constexpr int kWarps = 8;
+constexpr int kUnroll = 4;  // 16-byte weight loads in flight per lane
+
+template <typename T, int NT, typename OutT>
+__global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__ x, const T* __restrict__ w,
+                                                           const T* __restrict__ bias, OutT* __restrict__ out,
+                                                           int N, int K, int ldo) {
+  const int lane = threadIdx.x & 31;
+  const int row = blockIdx.x * kWarps + (threadIdx.x >> 5);
+  if (row >= N) return;
+  const T* wr = w + size_t(row) * K;
+  const int chunks = K / 8;
+  float acc[NT];
+#pragma unroll
+  for (int t = 0; t < NT; ++t) acc[t] = 0.f;
+  for (int c0 = lane; c0 < chunks; c0 += 32 * kUnroll) {
+    uint4 wv[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int c = c0 + u * 32;
+      wv[u] = c < chunks ? ld_stream(wr + size_t(c) * 8) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int c = c0 + u * 32;
+      if (c >= chunks) break;
+      float wf[8];
+      unpack8<T>(wv[u], wf);
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        float xf[8];
+        unpack8<T>(*reinterpret_cast<const uint4*>(x + size_t(t) * K + size_t(c) * 8), xf);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc[t] = fmaf(wf[j], xf[j], acc[t]);
+      }
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < NT; ++t) acc[t] = warp_sum(acc[t]);
+  if (lane == 0) {
+    const float b = bias ? to_f(bias[row]) : 0.f;
+#pragma unroll
+    for (int t = 0; t < NT; ++t) out[size_t(t) * ldo + row] = from_f<OutT>(acc[t] + b);
+  }
+}
+
+template <typename T, typename OutT>
+cudaError_t launch(const void* x, const void* w, const void* bias, void* out, int T_, int N, int K,
+                   int ldo, cudaStream_t s) {
+  const dim3 grid(ceil_div(N, kWarps)), block(kWarps * 32);
+  auto* xp = static_cast<const T*>(x);
+  auto* wp = static_cast<const T*>(w);
+  auto* bp = static_cast<const T*>(bias);
+  auto* op = static_cast<OutT*>(out);
+  switch (T_) {
+#define LL_CASE(n) \
+  case n: gemv_kernel<T, n, OutT><<<grid, block, 0, s>>>(xp, wp, bp, op, N, K, ldo); break;
+    LL_CASE(1) LL_CASE(2) LL_CASE(3) LL_CASE(4) LL_CASE(5) LL_CASE(6) LL_CASE(7) LL_CASE(8)
+#undef LL_CASE
+    default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t gemv(Act act, const void* x, const void* w, const void* bias, void* out, bool out_f32,
+                 int T, int N, int K, int ldo, cudaStream_t s) {
+  if (K % 8 != 0 || T < 1 || T > 8) return cudaErrorInvalidValue;
+  if (act == Act::BF16)
+    return out_f32 ? launch<__nv_bfloat16, float>(x, w, bias, out, T, N, K, ldo, s)
+                   : launch<__nv_bfloat16, __nv_bfloat16>(x, w, bias, out, T, N, K, ldo, s);
+  return out_f32 ? launch<__half, float>(x, w, bias, out, T, N, K, ldo, s)
+                 : launch<__half, __half>(x, w, bias, out, T, N, K, ldo, s);
+}
+
+}  // namespace lite_llama::cuda

@@ -1,0 +1,79 @@
+// Kernel entry points: raw pointers, sizes and a stream; each returns the launch status.
+// `act` selects the 16-bit activation type (true: bf16, false: fp16). Shapes are on the fields.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace lite_llama::cuda {
+
+enum class Act { BF16, F16 };
+
+// out[t, n] = sum_k x[t, k] * w[n, k] (+ bias[n]) for T <= 8 tokens; out is act or f32.
+cudaError_t gemv(Act act, const void* x, const void* w, const void* bias, void* out, bool out_f32,
+                 int T, int N, int K, int ldo, cudaStream_t s);
+
+cudaError_t rms_norm(Act act, const void* x, const float* w, float eps, void* out, int rows, int n,
+                     cudaStream_t s);
+// residual += x; out = rms_norm(residual) * w
+cudaError_t add_rms_norm(Act act, void* residual, const void* x, const float* w, float eps, void* out,
+                         int rows, int n, cudaStream_t s);
+
+// qkv[T, (Hq + 2 Hkv) D] -> q_out[T, Hq D] (rotated, optionally head-normed), K/V into the pool.
+struct RopeKvArgs {
+  const void* qkv;
+  void* q_out;
+  void* k_pool;  // [slots, Hkv, D]
+  void* v_pool;
+  const float* q_norm;  // [D] or null
+  const float* k_norm;
+  float eps;
+  const int32_t* positions;  // [T]
+  const int32_t* slots;      // [T]
+  const float* cos_sin;      // [max_pos, rot_dim]
+  int rot_dim;
+  bool interleaved;
+  int T, Hq, Hkv, D;
+};
+cudaError_t qkv_rope_store(Act act, const RopeKvArgs& a, cudaStream_t s);
+
+struct AttnArgs {
+  const void* q;       // [T, Hq, D]
+  const void* k_pool;  // [slots, Hkv, D]
+  const void* v_pool;
+  void* out;           // [T, Hq, D]
+  const int32_t* b_q_start;
+  const int32_t* b_q_len;
+  const int32_t* b_seq_len;
+  const int32_t* b_req_idx;
+  const int32_t* req_to_slot;
+  int req_stride;
+  int num_seqs;
+  int max_q_len;
+  int max_seq_len;
+  int Hq, Hkv, D;
+  float scale;
+};
+// Causal attention of packed variable-length queries (prefill chunks), tensor cores (WMMA).
+cudaError_t attention_prefill(Act act, const AttnArgs& a, cudaStream_t s);
+// Flash-decoding for q_len == 1 sequences: split-KV partitions then a log-sum-exp merge.
+// `partial` holds num_seqs * Hq * splits * (D + 2) floats.
+int decode_splits(int num_seqs, int Hkv, int max_seq_len, int num_sms);
+cudaError_t attention_decode(Act act, const AttnArgs& a, int splits, float* partial, cudaStream_t s);
+
+cudaError_t swiglu(Act act, const void* gate_up, void* out, int T, int F, cudaStream_t s);
+// out[i, :] = table[ids[i], :] (16-bit rows of width n)
+cudaError_t embedding(const void* table, const int32_t* ids, void* out, int count, int n,
+                      cudaStream_t s);
+cudaError_t gather_rows(const void* x, const int32_t* rows, void* out, int count, size_t row_bytes,
+                        cudaStream_t s);
+cudaError_t write_slot_table(int32_t* table, int stride, const int32_t* t_req, const int32_t* t_pos,
+                             const int32_t* t_slots, int n, cudaStream_t s);
+// Element conversions for uploads and dummy weights.
+cudaError_t convert_f32(Act act, const float* src, void* dst, size_t n, cudaStream_t s);
+cudaError_t random_fill(Act act, void* dst, size_t n, uint64_t seed, float scale, cudaStream_t s);
+// out[r] = argmax over the first `limit` columns of logits[r, :V] (lowest index on ties).
+cudaError_t argmax_rows(const float* logits, int rows, int V, int limit, int32_t* out,
+                        cudaStream_t s);
+
+}  // namespace lite_llama::cuda
