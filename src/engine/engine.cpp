@@ -62,35 +62,54 @@ class EngineImpl final : public Engine {
     LL_CHECK(o.max_batched_tokens >= 0, "--max-batched-tokens must be positive");
     int budget = o.max_batched_tokens ? o.max_batched_tokens : (cpu ? 512 : 8192);
     budget = std::max(budget, max_seqs_);
+    decoder_ = std::make_unique<Decoder>(cfg, std::move(weights), *backend_, budget, max_seqs_, ctx_);
     const int64_t kv_elem = int64_t(dtype_info(backend_->act_dtype()).block_bytes);
     const int64_t per_token = cfg.kv_bytes_per_token(kv_elem);
     int64_t kv_tokens = o.kv_tokens;
     LL_CHECK(kv_tokens >= 0, "--kv-tokens must be positive");
+    LL_CHECK(o.gpu_memory_utilization > 0 && o.gpu_memory_utilization <= 1,
+             "--gpu-memory-utilization must be in (0, 1], got {}", o.gpu_memory_utilization);
     if (kv_tokens == 0) {
-      // Enough for every sequence at full context, capped (2 GiB on the CPU).
-      const int64_t cap = std::max<int64_t>(ctx_, (int64_t(2) << 30) / per_token);
-      kv_tokens = std::min<int64_t>(int64_t(max_seqs_) * ctx_, cap);
+      // Enough for every sequence at full context, capped by memory: 2 GiB on the CPU, the
+      // --gpu-memory-utilization share of what is free after weights and buffers on a GPU.
+      int64_t cap = (int64_t(2) << 30) / per_token;
+      if (backend_->device() == Device::CUDA) {
+        size_t free = 0, total = 0;
+        backend_->memory_info(&free, &total);
+        const double graph_reserve = 256.0 * (1 << 20);  // graphs, cuBLAS, fragmentation
+        cap = int64_t((double(free) * o.gpu_memory_utilization - graph_reserve) / double(per_token));
+        LL_CHECK(cap >= 16, "not enough GPU memory left for the KV cache ({:.0f} MiB free)",
+                 double(free) / kMiB);
+      }
+      kv_tokens = std::min<int64_t>(int64_t(max_seqs_) * ctx_, std::max<int64_t>(cap, 16));
     }
     LL_CHECK(kv_tokens <= std::numeric_limits<int32_t>::max(), "--kv-tokens too large");
     if (kv_tokens < ctx_) {
       // A sequence longer than the pool could never be re-admitted after preemption.
-      LL_WARN("--kv-tokens {} is below the context {}: the context is reduced to {}", kv_tokens,
-              ctx_, kv_tokens);
+      LL_WARN("the KV pool holds {} tokens, below the context {}: the context is reduced to {}",
+              kv_tokens, ctx_, kv_tokens);
       ctx_ = int(kv_tokens);
     }
     kv_ = std::make_unique<KvCache>(cfg, *backend_, kv_tokens, max_seqs_, ctx_);
-    decoder_ = std::make_unique<Decoder>(cfg, std::move(weights), *backend_, *kv_, budget, max_seqs_);
+    decoder_->set_kv_cache(kv_.get());
     pool_ = std::make_unique<kv::KvPool>(int32_t(kv_tokens));
     rows_ = std::make_unique<kv::ReqRows>(max_seqs_);
     sched_ = std::make_unique<Scheduler>(SchedulerConfig{max_seqs_, budget, ctx_}, *pool_, *rows_);
     host_logits_.resize(size_t(max_seqs_) * size_t(cfg.vocab_size));
+    host_tokens_.resize(size_t(max_seqs_));
+    device_tokens_ = backend_->alloc(size_t(max_seqs_) * sizeof(int32_t));
     stop_ids_ = files_.tokenizer->stop_ids();
+    sample_limit_ = int(std::min<int64_t>(cfg.vocab_size, files_.tokenizer->vocab_size()));
+    const double t_graph = now_ms();
+    if (o.cuda_graph && backend_->supports_graphs()) capture_graphs();
+    graph_ms_ = now_ms() - t_graph;
     fill_info(o, per_token, kv_tokens, now_ms() - t0);
     LL_INFO("loaded {} ({}, {}) on {} in {:.0f} ms", info_.name, info_.arch, info_.weight_dtype,
             info_.backend, info_.load_ms);
-    LL_INFO("memory: weights {:.1f} MB, KV {:.1f} MB ({} slots x {} B), activations {:.1f} MB",
+    LL_INFO("memory: weights {:.1f} MB, KV {:.1f} MB ({} slots x {} B), activations {:.1f} MB, "
+            "{} CUDA graphs captured in {:.0f} ms",
             double(info_.weight_bytes) / kMiB, double(info_.kv_bytes) / kMiB, kv_tokens,
-            per_token, double(info_.activation_bytes) / kMiB);
+            per_token, double(info_.activation_bytes) / kMiB, graphs_.size(), graph_ms_);
   }
 
   std::vector<int32_t> tokenize(std::string_view text, bool add_special,
@@ -109,23 +128,13 @@ class EngineImpl final : public Engine {
                                   const std::string& extra_json) const override {
     LL_CHECK(!files_.chat_template.empty(), "{}: the model has no chat template", files_.path);
     std::call_once(template_once_, [&] { template_ = std::make_unique<ChatTemplate>(files_.chat_template); });
-    nlohmann::ordered_json ctx = nlohmann::ordered_json::object();
+    nlohmann::ordered_json extra = nlohmann::ordered_json::object();
     if (!extra_json.empty()) {
-      nlohmann::ordered_json extra = nlohmann::ordered_json::parse(extra_json, nullptr, false);
+      extra = nlohmann::ordered_json::parse(extra_json, nullptr, false);
       LL_CHECK(extra.is_object(), "chat template variables must be a JSON object");
-      ctx = extra;
     }
-    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-    for (const ChatMessage& m : msgs) {
-      nlohmann::ordered_json j = {{"role", m.role}, {"content", m.content}};
-      if (!m.reasoning_content.empty()) j["reasoning_content"] = m.reasoning_content;
-      messages.push_back(std::move(j));
-    }
-    ctx["messages"] = std::move(messages);
-    ctx["add_generation_prompt"] = add_generation_prompt;
-    ctx["bos_token"] = files_.bos_token;
-    ctx["eos_token"] = files_.eos_token;
-    return template_->render(ctx);
+    return lite_llama::apply_chat_template(*template_, msgs, add_generation_prompt, files_.bos_token,
+                                           files_.eos_token, extra);
   }
 
   int64_t add_request(std::vector<int32_t> prompt, const SamplingParams& p) override {
@@ -178,29 +187,56 @@ class EngineImpl final : public Engine {
     StepPlan plan = sched_->schedule();
     if (plan.empty()) return outs;
     batch_.clear();
+    bool decode_only = true, greedy = true;
     for (const ScheduledSeq& it : plan.items) {
       Sequence* s = it.seq;
       batch_.add_sequence(s->req_row, s->tokens.data() + s->num_computed, it.num_tokens,
                           s->num_computed, s->slots.data() + s->num_computed, it.sample);
+      decode_only = decode_only && it.num_tokens == 1 && it.sample;
+      if (it.sample) greedy = greedy && is_greedy(requests_.at(s->id)->params);
     }
-    Tensor logits = decoder_->forward(batch_);
+    const int n_real = int(batch_.logit_rows.size());
     const int64_t V = files_.config.vocab_size;
-    const float* lg = logits.ptr<float>();
-    if (logits.device != Device::CPU) {
-      backend_->copy_to_host(host_logits_.data(), logits.data, logits.nbytes());
+    Tensor logits;
+    const int bucket = decode_only ? graph_bucket(batch_.num_seqs()) : -1;
+    if (bucket >= 0) {
+      // Pad to the captured batch size by repeating the last sequence: the copies write the
+      // same K/V to the same slot and their logits are ignored.
+      while (batch_.num_seqs() < graph_sizes_[size_t(bucket)]) {
+        const int last = batch_.num_seqs() - 1;
+        const int32_t tok = batch_.t_token_ids.back(), slot = batch_.t_slots.back();
+        batch_.add_sequence(batch_.b_req_idx[size_t(last)], &tok, 1, batch_.t_positions.back(), &slot, true);
+      }
+      decoder_->stage(batch_);
+      backend_->replay_graph(graphs_[size_t(bucket)]);  // forward + argmax
+      logits = decoder_->logits_buffer();
+    } else {
+      logits = decoder_->forward(batch_);
+      if (greedy) backend_->argmax(logits, n_real, sample_limit_, device_tokens_.as<int32_t>());
+    }
+    const float* lg = nullptr;
+    if (greedy) {
+      backend_->copy_to_host(host_tokens_.data(), device_tokens_.data(), size_t(n_real) * sizeof(int32_t));
+    } else if (logits.device != Device::CPU) {
+      backend_->copy_to_host(host_logits_.data(), logits.data, size_t(n_real) * size_t(V) * sizeof(float));
       lg = host_logits_.data();
+    } else {
+      lg = logits.ptr<float>();
     }
     sched_->commit(plan);
 
-    // Embedding rows past the tokenizer's vocabulary are padding: never sample them.
-    const int64_t tok_vocab = files_.tokenizer->vocab_size();
     int row = 0;
     for (const ScheduledSeq& it : plan.items) {
       if (!it.sample) continue;
-      float* l = const_cast<float*>(lg) + int64_t(row++) * V;
-      for (int64_t i = tok_vocab; i < V; ++i) l[i] = -std::numeric_limits<float>::infinity();
       Request& r = *requests_.at(it.seq->id);
-      outs.push_back(sample_one(r, l, tok_vocab));
+      if (greedy) {
+        outs.push_back(accept_token(r, host_tokens_[size_t(row++)], 0.f, {}));
+      } else {
+        float* l = const_cast<float*>(lg) + int64_t(row++) * V;
+        // Embedding rows past the tokenizer's vocabulary are padding: never sample them.
+        for (int64_t i = sample_limit_; i < V; ++i) l[i] = -std::numeric_limits<float>::infinity();
+        outs.push_back(sample_one(r, l, sample_limit_));
+      }
       if (outs.back().finished) {
         sched_->finish(&r.seq);
         requests_.erase(it.seq->id);
@@ -218,22 +254,31 @@ class EngineImpl final : public Engine {
     return o;
   }
 
+  static bool is_greedy(const SamplingParams& p) {
+    return p.temperature == 0.0f && p.top_logprobs < 0 && p.repetition_penalty == 1.0f &&
+           p.presence_penalty == 0.0f && p.frequency_penalty == 0.0f;
+  }
+
   RequestOutput sample_one(Request& r, float* logits, int64_t vocab) {
     float lp = 0;
     std::vector<sampling::TokenLogprob> top;
     const bool want_lp = r.params.top_logprobs >= 0;
     int32_t tok = r.sampler.sample(logits, vocab, want_lp ? &lp : nullptr, want_lp ? &top : nullptr);
+    if (!want_lp) return accept_token(r, tok, 0.f, {});
+    TokenLogprobs tl;
+    tl.token = tok;
+    tl.logprob = lp;
+    for (const auto& t : top) tl.top.emplace_back(t.token, t.logprob);
+    return accept_token(r, tok, lp, {std::move(tl)});
+  }
+
+  // Appends the chosen token and decides whether the request is finished.
+  RequestOutput accept_token(Request& r, int32_t tok, float, std::vector<TokenLogprobs> lps) {
     r.sampler.accept(tok);
     r.seq.tokens.push_back(tok);
     RequestOutput o = base_output(r);
     o.tokens.push_back(tok);
-    if (want_lp) {
-      TokenLogprobs tl;
-      tl.token = tok;
-      tl.logprob = lp;
-      for (const auto& t : top) tl.top.emplace_back(t.token, t.logprob);
-      o.logprobs.push_back(std::move(tl));
-    }
+    o.logprobs = std::move(lps);
     const auto& sp = r.params;
     const bool eos = !sp.ignore_eos && std::find(stop_ids_.begin(), stop_ids_.end(), tok) != stop_ids_.end();
     const bool stop_id = std::find(sp.stop_token_ids.begin(), sp.stop_token_ids.end(), tok) != sp.stop_token_ids.end();
@@ -254,6 +299,30 @@ class EngineImpl final : public Engine {
       o.finish_reason = FinishReason::Length;
     }
     return o;
+  }
+
+  // CUDA graphs of the decode step (forward + argmax), one per batch-size bucket; lengths live
+  // in device memory, so each graph serves every context length.
+  void capture_graphs() {
+    for (int b : {1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 224, 256, 320, 384, 448, 512})
+      if (b <= max_seqs_) graph_sizes_.push_back(b);
+    if (graph_sizes_.empty() || graph_sizes_.back() != max_seqs_) graph_sizes_.push_back(max_seqs_);
+    for (int b : graph_sizes_) {
+      StepShape shape;
+      shape.num_tokens = shape.num_seqs = shape.num_logits = shape.num_decode_seqs = b;
+      shape.max_q_len = 1;
+      shape.max_seq_len = ctx_;  // fixes the flash-decoding split count for this bucket
+      graphs_.push_back(backend_->capture_graph([&] {
+        Tensor logits = decoder_->run(shape);
+        backend_->argmax(logits, b, sample_limit_, device_tokens_.as<int32_t>());
+      }));
+    }
+  }
+
+  int graph_bucket(int num_seqs) const {
+    for (size_t i = 0; i < graph_sizes_.size(); ++i)
+      if (graph_sizes_[i] >= num_seqs) return int(i);
+    return -1;
   }
 
   void fill_info(const EngineOptions& o, int64_t per_token, int64_t kv_tokens, double ms) {
@@ -313,6 +382,11 @@ class EngineImpl final : public Engine {
   std::vector<int64_t> cancelled_;
   std::vector<int32_t> stop_ids_;
   std::vector<float> host_logits_;
+  std::vector<int32_t> host_tokens_;
+  Buffer device_tokens_;
+  int sample_limit_ = 0;
+  std::vector<int> graph_sizes_, graphs_;
+  double graph_ms_ = 0;
   ForwardBatch batch_;
   ModelInfo info_;
   int ctx_ = 0, max_seqs_ = 0;

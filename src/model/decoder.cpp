@@ -8,9 +8,9 @@
 
 namespace lite_llama {
 
-Decoder::Decoder(const ModelConfig& cfg, Weights weights, ops::Backend& backend, KvCache& kv,
-                 int max_tokens, int max_seqs)
-    : cfg_(cfg), w_(std::move(weights)), be_(backend), kv_(kv), max_tokens_(max_tokens),
+Decoder::Decoder(const ModelConfig& cfg, Weights weights, ops::Backend& backend, int max_tokens,
+                 int max_seqs, int max_ctx)
+    : cfg_(cfg), w_(std::move(weights)), be_(backend), max_ctx_(max_ctx), max_tokens_(max_tokens),
       max_seqs_(max_seqs) {
   LL_CHECK(max_tokens >= 1 && max_seqs >= 1 && max_seqs <= max_tokens,
            "decoder needs 1 <= max_seqs ({}) <= max_tokens ({})", max_seqs, max_tokens);
@@ -50,11 +50,12 @@ Decoder::Decoder(const ModelConfig& cfg, Weights weights, ops::Backend& backend,
   m_rows_ = take_i(B);
   meta_ = be_.alloc(m * sizeof(int32_t));
   meta_host_.assign(m, 0);
+  attn_ws_ = be_.alloc(be_.attention_workspace_bytes(max_seqs, int(cfg.num_heads), int(D)));
 
   // Rotary table for every position the cache can hold.
   const std::vector<float> inv = cfg.inv_freq();
   const int rot = int(cfg.rope_dim);
-  const int64_t npos = kv.max_ctx();
+  const int64_t npos = max_ctx;
   Buffer tab = host_buffer(size_t(npos) * size_t(rot) * sizeof(float));
   float* t = tab.as<float>();
   for (int64_t p = 0; p < npos; ++p)
@@ -75,7 +76,12 @@ Tensor Decoder::act(size_t offset, int64_t rows, int64_t cols) const {
   return Tensor(act_.as<uint8_t>() + offset * es, be_.act_dtype(), {rows, cols}, be_.device());
 }
 
+Tensor Decoder::logits_buffer() const {
+  return Tensor(logits_.data(), DType::F32, {int64_t(max_seqs_), cfg_.vocab_size}, be_.device());
+}
+
 StepShape Decoder::stage(const ForwardBatch& b) {
+  LL_CHECK(kv_ != nullptr, "decoder has no KV cache");
   StepShape s;
   s.num_tokens = b.num_tokens();
   s.num_seqs = b.num_seqs();
@@ -86,15 +92,15 @@ StepShape Decoder::stage(const ForwardBatch& b) {
   LL_CHECK(s.num_seqs >= 1 && s.num_seqs <= max_seqs_ && s.num_logits <= max_seqs_,
            "step of {} sequences outside 1..{}", s.num_seqs, max_seqs_);
   // Validated on the host: device kernels trust these indices.
-  const int64_t V = cfg_.vocab_size, slots = kv_.num_slots();
+  const int64_t V = cfg_.vocab_size, slots = kv_->num_slots();
   for (int t = 0; t < s.num_tokens; ++t) {
     LL_CHECK(b.t_token_ids[size_t(t)] >= 0 && b.t_token_ids[size_t(t)] < V,
              "token id {} outside the vocabulary of {}", b.t_token_ids[size_t(t)], V);
-    LL_CHECK(b.t_positions[size_t(t)] >= 0 && b.t_positions[size_t(t)] < kv_.max_ctx(),
-             "position {} outside the context of {}", b.t_positions[size_t(t)], kv_.max_ctx());
+    LL_CHECK(b.t_positions[size_t(t)] >= 0 && b.t_positions[size_t(t)] < kv_->max_ctx(),
+             "position {} outside the context of {}", b.t_positions[size_t(t)], kv_->max_ctx());
     LL_CHECK(b.t_slots[size_t(t)] >= 0 && b.t_slots[size_t(t)] < slots, "KV slot {} out of range",
              b.t_slots[size_t(t)]);
-    LL_CHECK(b.t_req_idx[size_t(t)] >= 0 && b.t_req_idx[size_t(t)] < kv_.max_reqs(),
+    LL_CHECK(b.t_req_idx[size_t(t)] >= 0 && b.t_req_idx[size_t(t)] < kv_->max_reqs(),
              "request row {} out of range", b.t_req_idx[size_t(t)]);
   }
   for (int i = 0; i < s.num_seqs; ++i) {
@@ -128,15 +134,16 @@ Tensor Decoder::run(const StepShape& s) {
   am.b_q_len = md + m_qlen_;
   am.b_seq_len = md + m_seqlen_;
   am.b_req_idx = md + m_breq_;
-  am.req_to_slot = kv_.req_to_slot();
-  am.req_stride = kv_.req_stride();
+  am.req_to_slot = kv_->req_to_slot();
+  am.req_stride = kv_->req_stride();
+  am.workspace = attn_ws_.data();
 
   Tensor x = act(off_x_, T, H), h = act(off_h_, T, H);
   Tensor qkv = act(off_qkv_, T, int64_t(Hq + 2 * Hkv) * D), q = act(off_q_, T, int64_t(Hq) * D);
   Tensor attn = act(off_attn_, T, int64_t(Hq) * D), o = act(off_o_, T, H);
   Tensor gu = act(off_gu_, T, 2 * F), mlp = act(off_mlp_, T, F), down = act(off_down_, T, H);
 
-  be_.write_slot_table(kv_.req_to_slot(), kv_.req_stride(), md + m_treq_, md + m_pos_,
+  be_.write_slot_table(kv_->req_to_slot(), kv_->req_stride(), md + m_treq_, md + m_pos_,
                        md + m_slots_, s.num_tokens);
   be_.embedding(w_.embed, md + m_ids_, s.num_tokens, x);
   const float scale = 1.0f / std::sqrt(float(D));
@@ -149,8 +156,8 @@ Tensor Decoder::run(const StepShape& s) {
     be_.linear(h, lw.qkv, qkv);
     be_.qkv_rope_store(qkv, cfg_.qk_norm ? &lw.q_norm : nullptr,
                        cfg_.qk_norm ? &lw.k_norm : nullptr, eps, md + m_pos_, md + m_slots_, rope_,
-                       Hq, Hkv, D, kv_.layer(l), q);
-    be_.attention(q, kv_.layer(l), am, Hq, Hkv, D, scale, attn);
+                       Hq, Hkv, D, kv_->layer(l), q);
+    be_.attention(q, kv_->layer(l), am, Hq, Hkv, D, scale, attn);
     be_.linear(attn, lw.o, o);
     be_.all_reduce(o);  // row-parallel output projection under tensor parallelism
     be_.add_rms_norm(x, o, lw.ffn_norm, eps, h);

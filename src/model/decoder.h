@@ -23,8 +23,11 @@ struct StepShape {
 
 class Decoder {
  public:
-  Decoder(const ModelConfig& cfg, Weights weights, ops::Backend& backend, KvCache& kv,
-          int max_tokens, int max_seqs);
+  // Buffers for steps of up to max_tokens tokens / max_seqs sequences and positions < max_ctx.
+  Decoder(const ModelConfig& cfg, Weights weights, ops::Backend& backend, int max_tokens,
+          int max_seqs, int max_ctx);
+  // The KV pool is sized from the memory left after the decoder's buffers, so it comes later.
+  void set_kv_cache(KvCache* kv) { kv_ = kv; }
 
   // stage() validates the batch and copies its metadata to the device; run() enqueues the
   // forward pass on the staged metadata and returns logits [num_logits, V] (F32, on device).
@@ -38,7 +41,11 @@ class Decoder {
   ops::Backend& backend() { return be_; }
   int max_tokens() const { return max_tokens_; }
   int max_seqs() const { return max_seqs_; }
-  size_t activation_bytes() const { return act_.size() + meta_.size() + logits_.size(); }
+  size_t activation_bytes() const {
+    return act_.size() + meta_.size() + logits_.size() + attn_ws_.size();
+  }
+  // The staged step's logits buffer ([max_seqs, V] F32 on the device).
+  Tensor logits_buffer() const;
 
  private:
   Tensor act(size_t offset, int64_t rows, int64_t cols) const;
@@ -46,10 +53,11 @@ class Decoder {
   ModelConfig cfg_;
   Weights w_;
   ops::Backend& be_;
-  KvCache& kv_;
+  KvCache* kv_ = nullptr;
+  int max_ctx_;
   int max_tokens_, max_seqs_;
   ops::RopeTable rope_;
-  Buffer act_, meta_, logits_;
+  Buffer act_, meta_, logits_, attn_ws_;
   std::vector<int32_t> meta_host_;
   // Offsets (in elements of the act dtype) of the activation buffers inside act_.
   size_t off_x_, off_h_, off_qkv_, off_q_, off_attn_, off_o_, off_gu_, off_mlp_, off_down_;

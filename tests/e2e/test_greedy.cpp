@@ -76,8 +76,9 @@ TEST_F(Greedy, FirstStepLogitsWithinBound) {
   ModelFiles mf = open_model_files(model_path());
   auto be = make_backend({"cpu", 0, "bf16"});
   Weights w = load_weights(mf.config, *mf.weights, *be);
+  Decoder dec(mf.config, std::move(w), *be, 128, 1, 512);
   KvCache kv(mf.config, *be, 512, 1, 512);
-  Decoder dec(mf.config, std::move(w), *be, kv, 128, 1);
+  dec.set_kv_cache(&kv);
   const nlohmann::json fx = load_fixture();
   for (size_t i = 0; i < fx["cases"].size(); ++i) {
     const auto& c = fx["cases"][i];

@@ -1,0 +1,50 @@
+// Built-in filters, tests, globals and Python methods available to chat templates, matching what
+// transformers' ImmutableSandboxedEnvironment exposes (jinja2 builtins plus its tojson override,
+// raise_exception and strftime_now). Errors are thrown as lite_llama::Error without a location;
+// the renderer adds the template line.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tokenizer/jinja_value.h"
+
+namespace lite_llama::jinja {
+
+bool has_filter(std::string_view name);
+bool has_test(std::string_view name);
+Value apply_filter(const std::string& name, const Value& input, CallArgs& args);
+bool apply_test(const std::string& name, const Value& v, CallArgs& args);
+
+// jinja2's environment.getattr / getitem: `obj.name` prefers Python attributes (bound methods
+// such as dict.items) over keys, `obj[key]` prefers keys; misses give Undefined.
+Value get_attr(const Value& obj, const std::string& name);
+Value get_item(const Value& obj, const Value& key);
+Value get_slice(const Value& obj, const Value& start, const Value& stop, const Value& step);
+
+// Elements a `for` loop or a filter sees: list items, dict keys, string characters.
+std::vector<Value> iterate(const Value& v);
+size_t py_len(const Value& v);
+bool contains(const Value& container, const Value& item);  // `item in container`
+
+// Globals of transformers' chat template environment.
+void add_globals(Dict& globals);
+
+// Argument helpers shared by filters and methods: positional index `pos`, else keyword `name`.
+const Value* find_arg(const CallArgs& args, size_t pos, std::string_view name);
+Value arg_or(const CallArgs& args, size_t pos, std::string_view name, Value fallback);
+
+// Bound methods: `"s".split(...)`, `d.get(...)`, `l.index(...)` (read-only ones only).
+bool has_method(const Value& obj, const std::string& name);
+Value call_method(const Value& obj, const std::string& name, CallArgs& args);
+const std::string& need_str(const Value& v, const char* what);  // throws unless v is a string
+
+// Python str methods used directly by filters.
+std::string py_strip(const std::string& s, const Value& chars, bool left, bool right);
+std::string py_lower(const std::string& s);
+std::string py_upper(const std::string& s);
+std::string py_capitalize(const std::string& s);
+std::string py_replace(const std::string& s, const std::string& old, const std::string& rep,
+                       int64_t count);
+
+}  // namespace lite_llama::jinja

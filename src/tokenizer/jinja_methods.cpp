@@ -1,0 +1,371 @@
+// The Python str/dict/list methods that chat templates call
+// (message.content.split('</think>')[-1].lstrip('\n'), dict.get, ...), and argument helpers.
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+
+#include "core/error.h"
+#include "tokenizer/jinja_builtins.h"
+
+namespace lite_llama::jinja {
+
+const Value* find_arg(const CallArgs& args, size_t pos, std::string_view name) {
+  if (pos < args.pos.size()) return &args.pos[pos];
+  for (const auto& [k, v] : args.kw)
+    if (k == name) return &v;
+  return nullptr;
+}
+
+Value arg_or(const CallArgs& args, size_t pos, std::string_view name, Value fallback) {
+  const Value* v = find_arg(args, pos, name);
+  return v ? *v : std::move(fallback);
+}
+
+const std::string& need_str(const Value& v, const char* what) {
+  if (!v.is_string()) fail("{} must be str, not {}", what, type_name(v));
+  return v.s;
+}
+
+std::string py_strip(const std::string& s, const Value& chars, bool left, bool right) {
+  std::u32string cps = utf8_decode(s);
+  std::u32string set;
+  bool ws = chars.is_none() || chars.is_undefined();
+  if (!ws) set = utf8_decode(need_str(chars, "strip arg"));
+  auto strip_me = [&](char32_t c) {
+    return ws ? is_unicode_space(c) : set.find(c) != std::u32string::npos;
+  };
+  size_t b = 0, e = cps.size();
+  if (left)
+    while (b < e && strip_me(cps[b])) ++b;
+  if (right)
+    while (e > b && strip_me(cps[e - 1])) --e;
+  return utf8_encode(std::u32string_view(cps).substr(b, e - b));
+}
+
+std::string py_lower(const std::string& s) {
+  std::u32string c = utf8_decode(s);
+  for (auto& ch : c) ch = to_lower(ch);
+  return utf8_encode(c);
+}
+
+std::string py_upper(const std::string& s) {
+  std::u32string out;
+  for (char32_t ch : utf8_decode(s)) {
+    if (ch == 0xdf) {  // the one common special casing: "ß".upper() == "SS"
+      out += U"SS";
+    } else {
+      out += to_upper(ch);
+    }
+  }
+  return utf8_encode(out);
+}
+
+std::string py_capitalize(const std::string& s) {
+  std::u32string c = utf8_decode(s);
+  for (size_t k = 0; k < c.size(); ++k) c[k] = k == 0 ? to_upper(c[k]) : to_lower(c[k]);
+  return utf8_encode(c);
+}
+
+static std::string py_title(const std::string& s) {
+  std::u32string c = utf8_decode(s);
+  bool prev_cased = false;
+  for (auto& ch : c) {
+    ch = prev_cased ? to_lower(ch) : to_upper(ch);
+    prev_cased = is_cased_letter(ch);
+  }
+  return utf8_encode(c);
+}
+
+std::string py_replace(const std::string& s, const std::string& old, const std::string& rep,
+                       int64_t count) {
+  std::string out;
+  if (old.empty()) {  // Python inserts the replacement around every character
+    std::u32string c = utf8_decode(s);
+    for (size_t k = 0; k <= c.size(); ++k) {
+      if (count < 0 || static_cast<int64_t>(k) < count) out += rep;
+      if (k < c.size()) utf8_append(out, c[k]);
+    }
+    return out;
+  }
+  size_t pos = 0;
+  for (int64_t n = 0; count < 0 || n < count; ++n) {
+    size_t hit = s.find(old, pos);
+    if (hit == std::string::npos) break;
+    out.append(s, pos, hit - pos);
+    out += rep;
+    pos = hit + old.size();
+  }
+  out.append(s, pos, std::string::npos);
+  return out;
+}
+
+static Value split_impl(const std::string& s, const Value& sep_v, int64_t maxsplit,
+                        bool from_right) {
+  ValueList parts;
+  if (sep_v.is_none() || sep_v.is_undefined()) {  // runs of whitespace, empty strings dropped
+    std::u32string c = utf8_decode(s);
+    std::vector<std::u32string> words;
+    if (!from_right) {
+      size_t k = 0;
+      while (k < c.size()) {
+        while (k < c.size() && is_unicode_space(c[k])) ++k;
+        if (k == c.size()) break;
+        if (maxsplit >= 0 && static_cast<int64_t>(words.size()) == maxsplit) {
+          size_t e = c.size();
+          while (e > k && is_unicode_space(c[e - 1])) --e;
+          words.push_back(c.substr(k, e - k));
+          break;
+        }
+        size_t b = k;
+        while (k < c.size() && !is_unicode_space(c[k])) ++k;
+        words.push_back(c.substr(b, k - b));
+      }
+    } else {
+      size_t k = c.size();
+      while (k > 0) {
+        while (k > 0 && is_unicode_space(c[k - 1])) --k;
+        if (k == 0) break;
+        if (maxsplit >= 0 && static_cast<int64_t>(words.size()) == maxsplit) {
+          size_t b = 0;
+          while (b < k && is_unicode_space(c[b])) ++b;
+          words.push_back(c.substr(b, k - b));
+          break;
+        }
+        size_t e = k;
+        while (k > 0 && !is_unicode_space(c[k - 1])) --k;
+        words.push_back(c.substr(k, e - k));
+      }
+      std::reverse(words.begin(), words.end());
+    }
+    for (auto& w : words) parts.push_back(Value::string(utf8_encode(w)));
+    return Value::make_list(std::move(parts));
+  }
+  const std::string& sep = need_str(sep_v, "separator");
+  if (sep.empty()) fail("empty separator");
+  std::vector<std::string> pieces;
+  if (!from_right) {
+    size_t pos = 0;
+    while (maxsplit < 0 || static_cast<int64_t>(pieces.size()) < maxsplit) {
+      size_t hit = s.find(sep, pos);
+      if (hit == std::string::npos) break;
+      pieces.push_back(s.substr(pos, hit - pos));
+      pos = hit + sep.size();
+    }
+    pieces.push_back(s.substr(pos));
+  } else {
+    size_t end = s.size();
+    while (maxsplit < 0 || static_cast<int64_t>(pieces.size()) < maxsplit) {
+      if (end < sep.size()) break;
+      size_t hit = s.rfind(sep, end - sep.size());
+      if (hit == std::string::npos) break;
+      pieces.push_back(s.substr(hit + sep.size(), end - hit - sep.size()));
+      end = hit;
+    }
+    pieces.push_back(s.substr(0, end));
+    std::reverse(pieces.begin(), pieces.end());
+  }
+  for (auto& p : pieces) parts.push_back(Value::string(std::move(p)));
+  return Value::make_list(std::move(parts));
+}
+
+static bool affix_match(const std::string& s, const Value& affix, bool prefix) {
+  auto one = [&](const Value& a) {
+    const std::string& x = need_str(a, prefix ? "startswith arg" : "endswith arg");
+    if (x.size() > s.size()) return false;
+    return prefix ? s.compare(0, x.size(), x) == 0
+                  : s.compare(s.size() - x.size(), x.size(), x) == 0;
+  };
+  if (affix.is_list()) {
+    for (const auto& a : *affix.list)
+      if (one(a)) return true;
+    return false;
+  }
+  return one(affix);
+}
+
+static int64_t cp_index(const std::string& s, size_t byte_pos) {
+  return static_cast<int64_t>(utf8_decode(std::string_view(s).substr(0, byte_pos)).size());
+}
+
+// str.format with automatic/positional/keyword fields and no format specs.
+static std::string py_format(const std::string& fmt_s, const CallArgs& a) {
+  std::string out;
+  size_t auto_idx = 0;
+  for (size_t k = 0; k < fmt_s.size(); ++k) {
+    char c = fmt_s[k];
+    if (c == '}' && k + 1 < fmt_s.size() && fmt_s[k + 1] == '}') {
+      out += '}';
+      ++k;
+    } else if (c == '{' && k + 1 < fmt_s.size() && fmt_s[k + 1] == '{') {
+      out += '{';
+      ++k;
+    } else if (c == '{') {
+      size_t e = fmt_s.find('}', k);
+      if (e == std::string::npos) fail("str.format: single '{{' encountered in format string");
+      std::string field = fmt_s.substr(k + 1, e - k - 1);
+      if (field.find_first_of(":!") != std::string::npos)
+        fail("str.format: format specs are not supported");
+      const Value* v = nullptr;
+      if (field.empty()) {
+        v = auto_idx < a.pos.size() ? &a.pos[auto_idx++] : nullptr;
+      } else if (std::isdigit(static_cast<unsigned char>(field[0]))) {
+        size_t idx = std::stoul(field);
+        v = idx < a.pos.size() ? &a.pos[idx] : nullptr;
+      } else {
+        v = find_arg(a, SIZE_MAX, field);
+      }
+      if (!v) fail("str.format: no argument for field '{{{}}}'", field);
+      out += to_str(*v);
+      k = e;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+static bool all_cps(const std::string& s, bool (*pred)(char32_t)) {
+  std::u32string c = utf8_decode(s);
+  if (c.empty()) return false;
+  for (char32_t ch : c)
+    if (!pred(ch)) return false;
+  return true;
+}
+
+static Value call_str_method(const std::string& s, const std::string& m, CallArgs& a) {
+  auto str_arg = [&](size_t i, const char* n) {
+    return need_str(arg_or(a, i, n, Value::none()), n);
+  };
+  auto int_arg = [&](size_t i, const char* n, int64_t d) {
+    Value v = arg_or(a, i, n, Value::integer(d));
+    if (!v.is_integral()) fail("{}() argument '{}' must be int", m, n);
+    return v.as_int();
+  };
+  if (m == "strip")
+    return Value::string(py_strip(s, arg_or(a, 0, "chars", Value::none()), true, true));
+  if (m == "lstrip")
+    return Value::string(py_strip(s, arg_or(a, 0, "chars", Value::none()), true, false));
+  if (m == "rstrip")
+    return Value::string(py_strip(s, arg_or(a, 0, "chars", Value::none()), false, true));
+  if (m == "split" || m == "rsplit")
+    return split_impl(s, arg_or(a, 0, "sep", Value::none()), int_arg(1, "maxsplit", -1),
+                      m == "rsplit");
+  if (m == "startswith")
+    return Value::boolean(affix_match(s, arg_or(a, 0, "prefix", Value::none()), true));
+  if (m == "endswith")
+    return Value::boolean(affix_match(s, arg_or(a, 0, "suffix", Value::none()), false));
+  if (m == "lower") return Value::string(py_lower(s));
+  if (m == "upper") return Value::string(py_upper(s));
+  if (m == "title") return Value::string(py_title(s));
+  if (m == "capitalize") return Value::string(py_capitalize(s));
+  if (m == "replace")
+    return Value::string(
+        py_replace(s, str_arg(0, "old"), str_arg(1, "new"), int_arg(2, "count", -1)));
+  if (m == "find" || m == "index" || m == "rfind" || m == "rindex") {
+    const std::string& sub = str_arg(0, "sub");
+    size_t hit = m[0] == 'r' ? s.rfind(sub) : s.find(sub);
+    if (hit == std::string::npos) {
+      if (m == "index" || m == "rindex") fail("substring not found");
+      return Value::integer(-1);
+    }
+    return Value::integer(cp_index(s, hit));
+  }
+  if (m == "count") {
+    const std::string& sub = str_arg(0, "sub");
+    if (sub.empty()) return Value::integer(static_cast<int64_t>(utf8_decode(s).size()) + 1);
+    int64_t n = 0;
+    for (size_t pos = s.find(sub); pos != std::string::npos; pos = s.find(sub, pos + sub.size()))
+      ++n;
+    return Value::integer(n);
+  }
+  if (m == "join") {
+    std::string out;
+    bool first = true;
+    for (const Value& v : iterate(arg_or(a, 0, "iterable", Value::make_list({})))) {
+      if (!first) out += s;
+      first = false;
+      out += need_str(v, "sequence item");
+    }
+    return Value::string(out);
+  }
+  if (m == "format") return Value::string(py_format(s, a));
+  if (m == "splitlines") {
+    ValueList lines;
+    size_t b = 0;
+    for (size_t k = 0; k < s.size(); ++k) {
+      if (s[k] == '\n' || s[k] == '\r') {
+        lines.push_back(Value::string(s.substr(b, k - b)));
+        if (s[k] == '\r' && k + 1 < s.size() && s[k + 1] == '\n') ++k;
+        b = k + 1;
+      }
+    }
+    if (b < s.size()) lines.push_back(Value::string(s.substr(b)));
+    return Value::make_list(std::move(lines));
+  }
+  if (m == "removeprefix" || m == "removesuffix") {
+    const std::string& x = str_arg(0, "affix");
+    bool pre = m == "removeprefix";
+    if (x.size() <= s.size() &&
+        (pre ? s.compare(0, x.size(), x) == 0 : s.compare(s.size() - x.size(), x.size(), x) == 0))
+      return Value::string(pre ? s.substr(x.size()) : s.substr(0, s.size() - x.size()));
+    return Value::string(s);
+  }
+  if (m == "isspace") return Value::boolean(all_cps(s, is_unicode_space));
+  if (m == "isdigit")
+    return Value::boolean(all_cps(s, [](char32_t c) { return c >= '0' && c <= '9'; }));
+  if (m == "isalpha")
+    return Value::boolean(all_cps(s, [](char32_t c) { return is_cased_letter(c) || c > 0x2e7f; }));
+  if (m == "isalnum")
+    return Value::boolean(all_cps(
+        s, [](char32_t c) { return (c >= '0' && c <= '9') || is_cased_letter(c) || c > 0x2e7f; }));
+  if (m == "islower") return Value::boolean(py_lower(s) == s && py_upper(s) != s);
+  if (m == "isupper") return Value::boolean(py_upper(s) == s && py_lower(s) != s);
+  if (m == "zfill" || m == "ljust" || m == "rjust" || m == "center") {
+    int64_t width = int_arg(0, "width", 0);
+    int64_t len = static_cast<int64_t>(utf8_decode(s).size());
+    if (width <= len) return Value::string(s);
+    std::string fill =
+        m == "zfill" ? "0" : (find_arg(a, 1, "fillchar") ? str_arg(1, "fillchar") : " ");
+    int64_t pad = width - len, left = m == "rjust" || m == "zfill" ? pad
+                                      : m == "center"              ? pad / 2 + (pad & width & 1)
+                                                                   : 0;
+    std::string out;
+    for (int64_t k = 0; k < left; ++k) out += fill;
+    out += s;
+    for (int64_t k = left; k < pad; ++k) out += fill;
+    return Value::string(out);
+  }
+  fail("unsupported str method '{}'", m);
+}
+
+Value call_method(const Value& obj, const std::string& m, CallArgs& a) {
+  if (obj.is_string()) return call_str_method(obj.s, m, a);
+  if (obj.is_dict()) {
+    const Dict& d = *obj.dict;
+    if (m == "get") {
+      const Value* hit = d.find(need_str(arg_or(a, 0, "key", Value::none()), "dict key"));
+      return hit ? *hit : arg_or(a, 1, "default", Value::none());
+    }
+    ValueList out;
+    for (const auto& [k, v] : d.items) {
+      if (m == "keys") out.push_back(Value::string(k));
+      if (m == "values") out.push_back(v);
+      if (m == "items") out.push_back(Value::make_tuple({Value::string(k), v}));
+    }
+    return Value::make_list(std::move(out));
+  }
+  if (obj.is_list()) {
+    const Value& x = arg_or(a, 0, "value", Value::none());
+    int64_t n = 0;
+    for (size_t k = 0; k < obj.list->size(); ++k) {
+      if (!equals((*obj.list)[k], x)) continue;
+      if (m == "index") return Value::integer(static_cast<int64_t>(k));
+      ++n;
+    }
+    if (m == "index") fail("{} is not in list", repr(x));
+    return Value::integer(n);
+  }
+  fail("'{}' object has no method '{}'", type_name(obj), m);
+}
+
+}  // namespace lite_llama::jinja

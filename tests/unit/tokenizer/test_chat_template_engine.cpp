@@ -1,0 +1,185 @@
+// Unit tests of the Jinja-subset engine itself: errors (unsupported syntax, unclosed blocks,
+// raise_exception, type errors), plus behaviours the golden cases do not reach. Semantics of
+// printing, operators and filters are checked against jinja2 in the "engine/" golden cases.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "tokenizer/chat_template.h"
+
+using namespace lite_llama;
+using nlohmann::ordered_json;
+
+namespace {
+
+std::string render(const std::string& src, const ordered_json& ctx = ordered_json::object()) {
+  return ChatTemplate(src).render(ctx);
+}
+
+// The message of the lite_llama::Error thrown by fn, or "" when nothing was thrown.
+template <typename F>
+std::string error_of(F&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string parse_error(const std::string& src) {
+  return error_of([&] { ChatTemplate t(src); });
+}
+
+std::string render_error(const std::string& src, const ordered_json& ctx = ordered_json::object()) {
+  return error_of([&] { render(src, ctx); });
+}
+
+TEST(ChatTemplateEngine, PlainTextAndVariables) {
+  EXPECT_EQ(render("hello"), "hello");
+  EXPECT_EQ(render(""), "");
+  EXPECT_EQ(render("{{ name }}!", {{"name", "Ann"}}), "Ann!");
+  EXPECT_EQ(render("{{ a.b.c }}", {{"a", {{"b", {{"c", 7}}}}}}), "7");
+}
+
+TEST(ChatTemplateEngine, WhitespaceControl) {
+  // trim_blocks: the newline after a block tag goes; lstrip_blocks: its indentation too.
+  EXPECT_EQ(render("{% if true %}\nx\n{% endif %}\ny"), "x\ny");
+  EXPECT_EQ(render("  {% if true %}x{% endif %}"), "x");
+  EXPECT_EQ(render("a {% if true %}x{% endif %}"), "a x");  // not at line start: kept
+  EXPECT_EQ(render("a\n  {{ 'v' }}"), "a\n  v");            // variables are not lstripped
+  EXPECT_EQ(render("a  \n {{- 'b' -}} \n c"), "abc");
+  EXPECT_EQ(render("a\n  {%- if true -%}\n  b  {%- endif %}"), "ab");
+  EXPECT_EQ(render("  {%+ if true %}x{% endif +%}\ny"), "  x\ny");
+  EXPECT_EQ(render("a\n  {# note #}\nb"), "a\nb");
+  EXPECT_EQ(render("x\n"), "x");  // one trailing newline is dropped, as jinja2 does
+  EXPECT_EQ(render("x\n\n"), "x\n");
+  EXPECT_EQ(render("{% raw %}{{ x }}{% endraw %}"), "{{ x }}");
+}
+
+TEST(ChatTemplateEngine, NamespaceCarriesStateOutOfLoops) {
+  const char* src =
+      "{% set ns = namespace(last=-1) %}{% for m in messages %}{% if m.role == 'user' %}"
+      "{% set ns.last = loop.index0 %}{% endif %}{% endfor %}{{ ns.last }}";
+  ordered_json ctx = {
+      {"messages", {{{"role", "user"}}, {{"role", "assistant"}}, {{"role", "user"}}}}};
+  EXPECT_EQ(render(src, ctx), "2");
+}
+
+TEST(ChatTemplateEngine, DictOrderIsKept) {
+  ordered_json ctx = {{"d", {{"z", 1}, {"a", 2}}}};
+  EXPECT_EQ(render("{{ d | tojson }}", ctx), "{\"z\": 1, \"a\": 2}");
+  EXPECT_EQ(render("{% for k, v in d.items() %}{{ k }}{% endfor %}", ctx), "za");
+}
+
+TEST(ChatTemplateEngine, UndefinedIsEmptyAndFalsy) {
+  EXPECT_EQ(render("[{{ nope }}][{{ nope.deeper }}][{{ nope['x'] }}]"), "[][][]");
+  EXPECT_EQ(render("{% if nope %}y{% else %}n{% endif %}{% if nope is undefined %}u{% endif %}"),
+            "nu");
+  EXPECT_EQ(render("{{ m.missing is defined }}", {{"m", {{"role", "user"}}}}), "False");
+}
+
+TEST(ChatTemplateEngine, UnsupportedTagNamesConstructAndPosition) {
+  std::string e = parse_error("line one\n  {% extends 'base.html' %}");
+  EXPECT_NE(e.find("extends"), std::string::npos) << e;
+  EXPECT_NE(e.find("line 2"), std::string::npos) << e;
+  EXPECT_NE(e.find("column"), std::string::npos) << e;
+  EXPECT_NE(parse_error("{% include 'x' %}").find("include"), std::string::npos);
+  EXPECT_NE(parse_error("{% frobnicate %}").find("frobnicate"), std::string::npos);
+  EXPECT_NE(parse_error("{{ x | no_such_filter }}").find("no_such_filter"), std::string::npos);
+  EXPECT_NE(parse_error("{{ x is no_such_test }}").find("no_such_test"), std::string::npos);
+  EXPECT_NE(parse_error("{% for x in y recursive %}{% endfor %}").find("recursive"),
+            std::string::npos);
+}
+
+TEST(ChatTemplateEngine, UnclosedBlocksAndTagsFail) {
+  std::string e = parse_error("{% for m in messages %}\n{{ m }}");
+  EXPECT_NE(e.find("unclosed 'for'"), std::string::npos) << e;
+  EXPECT_NE(e.find("line 1"), std::string::npos) << e;
+  EXPECT_NE(parse_error("{% if x %}a{% else %}b").find("unclosed 'if'"), std::string::npos);
+  EXPECT_NE(parse_error("{% macro f() %}x").find("unclosed 'macro'"), std::string::npos);
+  EXPECT_NE(parse_error("{{ x ").find("unclosed '{{'"), std::string::npos);
+  EXPECT_NE(parse_error("{# x ").find("comment"), std::string::npos);
+  EXPECT_NE(parse_error("{% endif %}").find("endif"), std::string::npos);
+  EXPECT_NE(parse_error("{% if x %}{% endfor %}").find("endfor"), std::string::npos);
+  EXPECT_NE(parse_error("{{ 'abc }}").find("unterminated string"), std::string::npos);
+  EXPECT_NE(parse_error("{{ (1 }}").find("line 1"), std::string::npos);
+  EXPECT_NE(parse_error("{% break %}").find("outside of a for loop"), std::string::npos);
+}
+
+TEST(ChatTemplateEngine, RaiseExceptionMessageSurfaces) {
+  std::string e = render_error("ok\n{{ raise_exception('Conversation roles must alternate!') }}");
+  EXPECT_NE(e.find("Conversation roles must alternate!"), std::string::npos) << e;
+  EXPECT_NE(e.find("line 2"), std::string::npos) << e;
+}
+
+TEST(ChatTemplateEngine, TypeErrorsFailWithLine) {
+  std::string e = render_error("\n\n{{ 'a' + 1 }}");
+  EXPECT_NE(e.find("line 3"), std::string::npos) << e;
+  EXPECT_NE(e.find("concatenate"), std::string::npos) << e;
+  EXPECT_NE(render_error("{{ 1 / 0 }}").find("division by zero"), std::string::npos);
+  EXPECT_NE(render_error("{{ nope + 1 }}").find("'nope' is undefined"), std::string::npos);
+  EXPECT_NE(render_error("{{ nope() }}").find("'nope' is undefined"), std::string::npos);
+  EXPECT_NE(render_error("{{ 3 | length }}").find("has no len()"), std::string::npos);
+  EXPECT_NE(render_error("{{ 'x' in none }}").find("not iterable"), std::string::npos);
+  EXPECT_NE(render_error("{{ 1 < 'a' }}").find("not supported"), std::string::npos);
+  EXPECT_NE(render_error("{% set x = 1 %}{% set x.a = 2 %}").find("namespace"), std::string::npos);
+  EXPECT_NE(render_error("{{ l.append(1) }}", {{"l", {1}}}).find("immutable"), std::string::npos);
+  EXPECT_EQ(render_error("{{ x | tojson }}", {{"x", nullptr}}), "");  // null is fine
+  EXPECT_NE(render_error("{{ nope | tojson }}").find("not JSON serializable"), std::string::npos);
+}
+
+TEST(ChatTemplateEngine, HostileTemplatesFailCleanly) {
+  // Limits that stand in for Python's own (recursion depth, big integers, memory).
+  EXPECT_NE(render_error("{% macro f(x) %}{{ f(x) }}{% endmacro %}{{ f(1) }}").find("recursion"),
+            std::string::npos);
+  EXPECT_NE(parse_error("{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}")
+                .find("nesting is too deep"),
+            std::string::npos);
+  std::string nested_ifs;
+  for (int k = 0; k < 3000; ++k) nested_ifs += "{% if x %}";
+  EXPECT_NE(parse_error(nested_ifs).find("nesting is too deep"), std::string::npos);
+  EXPECT_NE(render_error("{{ 9223372036854775807 + 1 }}").find("overflow"), std::string::npos);
+  EXPECT_NE(render_error("{{ 3 ** 100 }}").find("overflow"), std::string::npos);
+  EXPECT_EQ(render("{{ (-1) ** 1000000000000 }} {{ 2 ** 62 }}"), "1 4611686018427387904");
+  EXPECT_NE(parse_error("{{ 99999999999999999999 }}").find("64 bits"), std::string::npos);
+  EXPECT_NE(render_error("{{ 'ab' * 1000000000000 }}").find("too large"), std::string::npos);
+  EXPECT_NE(render_error("{{ range(1000000) | length }}").find("range too big"), std::string::npos);
+  ordered_json deep = 1;
+  for (int k = 0; k < 1000; ++k) deep = ordered_json::array({deep});
+  EXPECT_NE(render_error("{{ x }}", {{"x", deep}}).find("nested deeper"), std::string::npos);
+}
+
+TEST(ChatTemplateEngine, MacrosAndCalls) {
+  EXPECT_EQ(render("{% macro f(a, b=2) %}{{ a * b }}{% endmacro %}{{ f(3) }},{{ f(3, b=4) }}"),
+            "6,12");
+  EXPECT_NE(render_error("{% macro f(a) %}{% endmacro %}{{ f(1, 2) }}").find("not more than 1"),
+            std::string::npos);
+  EXPECT_NE(
+      render_error("{% macro f(a) %}{% endmacro %}{{ f(z=1) }}").find("no parameter named 'z'"),
+      std::string::npos);
+  EXPECT_NE(render_error("{{ 'abc'() }}").find("not callable"), std::string::npos);
+}
+
+TEST(ChatTemplateEngine, StrftimeNowFormatsLocalTime) {
+  std::string year = render("{{ strftime_now('%Y') }}");
+  ASSERT_EQ(year.size(), 4u);
+  EXPECT_TRUE(std::all_of(year.begin(), year.end(), ::isdigit));
+  EXPECT_EQ(render("{{ strftime_now is defined }}"), "True");
+}
+
+TEST(ChatTemplateEngine, ContextFromUnorderedJson) {
+  nlohmann::json ctx = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}};
+  EXPECT_EQ(
+      ChatTemplate("{% for m in messages %}{{ m.role }}:{{ m.content }}{% endfor %}").render(ctx),
+      "user:hi");
+}
+
+TEST(ChatTemplateEngine, TemplateIsReusable) {
+  ChatTemplate t("{{ x }}");
+  EXPECT_EQ(t.render(ordered_json{{"x", 1}}), "1");
+  EXPECT_EQ(t.render(ordered_json{{"x", "two"}}), "two");
+  ChatTemplate moved = std::move(t);
+  EXPECT_EQ(moved.render(ordered_json{{"x", 3.5}}), "3.5");
+}
+
+}  // namespace
