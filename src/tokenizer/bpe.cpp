@@ -44,6 +44,7 @@ struct Candidate {
 struct Scratch {
   std::vector<Symbol> symbols;
   std::vector<Candidate> heap;
+  std::vector<int32_t> ids;
   std::string word;
 };
 
@@ -54,21 +55,42 @@ Scratch& scratch() {
 
 }  // namespace
 
+void BpeModel::init_tokens() {
+  index_.reserve(tokens_.size());
+  // A duplicated string maps to its last id, as a Python dict built from the list would.
+  for (size_t i = 0; i < tokens_.size(); ++i) {
+    if (!tokens_[i].empty()) index_[tokens_[i]] = static_cast<int32_t>(i);
+  }
+  const auto& sym = unicode::byte_to_symbol();
+  for (int b = 0; b < 256; ++b) byte_token_[b] = find(sym[b]);
+}
+
+void BpeModel::reserve_merges(size_t n) {
+  size_t cap = 16;
+  while (cap < n * 2) cap *= 2;
+  merges_.assign(cap, MergeEntry{kEmpty, 0, 0});
+  mask_ = cap - 1;
+}
+
+void BpeModel::add_merge(std::string_view left, std::string_view right, size_t rank,
+                         std::string_view merges_key, std::string_view shown) {
+  const int32_t l = find(left), rt = find(right);
+  LL_CHECK(l >= 0 && rt >= 0, "{}[{}]: merge '{}' references '{}', which is not a token",
+           merges_key, rank, shown, l < 0 ? left : right);
+  thread_local std::string merged;
+  merged.assign(left);
+  merged.append(right);
+  const int32_t id = find(merged);
+  LL_CHECK(id >= 0, "{}[{}]: merge '{}' produces '{}', which is not a token", merges_key, rank,
+           shown, merged);
+  insert_merge(pair_key(l, rt), static_cast<int32_t>(rank), id);
+}
+
 BpeModel::BpeModel(std::vector<std::string> tokens, const std::vector<std::string>& merges,
                    std::string_view merges_key)
     : tokens_(std::move(tokens)) {
-  index_.reserve(tokens_.size());
-  // A duplicated string maps to its last id, as a Python dict built from the list would.
-  for (size_t i = 0; i < tokens_.size(); ++i) index_[tokens_[i]] = static_cast<int32_t>(i);
-
-  const auto& sym = unicode::byte_to_symbol();
-  for (int b = 0; b < 256; ++b) byte_token_[b] = find(sym[b]);
-
-  size_t cap = 16;
-  while (cap < merges.size() * 2) cap *= 2;
-  merges_.assign(cap, MergeEntry{kEmpty, 0, 0});
-  mask_ = cap - 1;
-  std::string merged;
+  init_tokens();
+  reserve_merges(merges.size());
   for (size_t r = 0; r < merges.size(); ++r) {
     const std::string& m = merges[r];
     // Split at the first space after the first character: a left part may itself be a space
@@ -76,16 +98,20 @@ BpeModel::BpeModel(std::vector<std::string> tokens, const std::vector<std::strin
     const size_t sp = m.size() > 1 ? m.find(' ', 1) : std::string::npos;
     LL_CHECK(sp != std::string::npos, "{}[{}]: merge '{}' is not two tokens separated by a space",
              merges_key, r, m);
-    const std::string_view left(m.data(), sp), right(m.data() + sp + 1, m.size() - sp - 1);
-    const int32_t l = find(left), rt = find(right);
-    LL_CHECK(l >= 0 && rt >= 0, "{}[{}]: merge '{}' references '{}', which is not a token",
-             merges_key, r, m, l < 0 ? left : right);
-    merged.assign(left);
-    merged.append(right);
-    const int32_t id = find(merged);
-    LL_CHECK(id >= 0, "{}[{}]: merge '{}' produces '{}', which is not a token", merges_key, r, m,
-             merged);
-    insert_merge(pair_key(l, rt), static_cast<int32_t>(r), id);
+    add_merge(std::string_view(m.data(), sp), std::string_view(m).substr(sp + 1), r, merges_key,
+              m);
+  }
+}
+
+BpeModel::BpeModel(std::vector<std::string> tokens,
+                   const std::vector<std::pair<std::string, std::string>>& merges,
+                   std::string_view merges_key)
+    : tokens_(std::move(tokens)) {
+  init_tokens();
+  reserve_merges(merges.size());
+  for (size_t r = 0; r < merges.size(); ++r) {
+    const auto& [left, right] = merges[r];
+    add_merge(left, right, r, merges_key, left + " " + right);
   }
 }
 
@@ -134,15 +160,27 @@ void BpeModel::encode_piece(std::string_view bytes, bool ignore_merges,
     }
   }
 
-  auto& syms = s.symbols;
-  syms.clear();
+  auto& ids = s.ids;
+  ids.clear();
   for (char c : bytes) {
     const int32_t id = byte_token_[static_cast<uint8_t>(c)];
-    if (id < 0) continue;
+    if (id >= 0) ids.push_back(id);
+  }
+  merge_ids(ids, out);
+}
+
+void BpeModel::merge_ids(const std::vector<int32_t>& ids, std::vector<int32_t>& out) const {
+  if (ids.size() <= 1) {
+    out.insert(out.end(), ids.begin(), ids.end());
+    return;
+  }
+  Scratch& s = scratch();
+  auto& syms = s.symbols;
+  syms.clear();
+  for (int32_t id : ids) {
     const auto n = static_cast<int32_t>(syms.size());
     syms.push_back(Symbol{id, n - 1, n + 1, true});
   }
-  if (syms.empty()) return;
   syms.back().next = -1;
 
   auto& heap = s.heap;

@@ -6,15 +6,21 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace lite_llama {
 
 class BpeModel {
  public:
-  // `tokens` are byte-level strings ("Ġthe"); `merges` are "left right" in rank order.
+  // `tokens` are the token strings by id ("Ġthe" in byte-level vocabularies); an empty string
+  // marks an id the vocabulary does not use. `merges` are "left right" in rank order.
   // `merges_key` names the source of the merges in errors (e.g. "tokenizer.ggml.merges").
   BpeModel(std::vector<std::string> tokens, const std::vector<std::string>& merges,
+           std::string_view merges_key);
+  // Merges as (left, right) pairs: tokenizer.json's newer form, which allows spaces in tokens.
+  BpeModel(std::vector<std::string> tokens,
+           const std::vector<std::pair<std::string, std::string>>& merges,
            std::string_view merges_key);
   BpeModel(const BpeModel&) = delete;
   BpeModel& operator=(const BpeModel&) = delete;
@@ -29,6 +35,9 @@ class BpeModel {
   // as HF's BPE does when the model has no unk token. With ignore_merges a piece that is a
   // token as a whole maps to it directly (Llama-3).
   void encode_piece(std::string_view bytes, bool ignore_merges, std::vector<int32_t>& out) const;
+  // Applies the merges to a sequence of initial symbols (token ids) and appends the result:
+  // the merge loop shared by byte-level and character-level (SentencePiece-style) models.
+  void merge_ids(const std::vector<int32_t>& ids, std::vector<int32_t>& out) const;
 
  private:
   struct MergeEntry {
@@ -38,6 +47,10 @@ class BpeModel {
   };
   static constexpr uint64_t kEmpty = ~uint64_t{0};
 
+  void init_tokens();
+  void reserve_merges(size_t n);
+  void add_merge(std::string_view left, std::string_view right, size_t rank,
+                 std::string_view merges_key, std::string_view shown);
   void insert_merge(uint64_t key, int32_t rank, int32_t id);
   const MergeEntry* find_merge(int32_t left, int32_t right) const;
 

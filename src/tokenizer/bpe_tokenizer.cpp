@@ -23,7 +23,8 @@ BpeTokenizer::BpeTokenizer(BpeVocab v)
       eos_(v.eos),
       eot_(v.eot),
       pad_(v.pad),
-      add_bos_(v.add_bos) {
+      add_bos_(v.add_bos),
+      chat_template_(std::move(v.chat_template)) {
   const int32_t n = bpe_.size();
   LL_CHECK(static_cast<int32_t>(types_.size()) == n,
            "tokenizer: {} token types for {} tokens", types_.size(), n);

@@ -25,6 +25,7 @@ struct BpeVocab {
   std::string pre = "default";       // PreTokenizer name
   int32_t bos = -1, eos = -1, eot = -1, pad = -1, unk = -1;
   bool add_bos = false;
+  std::string chat_template;
 };
 
 class BpeTokenizer final : public Tokenizer {
@@ -47,6 +48,7 @@ class BpeTokenizer final : public Tokenizer {
   int32_t pad_id() const override { return pad_; }
   bool add_bos() const override { return add_bos_; }
   std::vector<int32_t> stop_ids() const override;
+  std::string chat_template() const override { return chat_template_; }
 
   const PreTokenizer& pre_tokenizer() const { return *pre_; }
 
@@ -65,6 +67,7 @@ class BpeTokenizer final : public Tokenizer {
   std::array<std::vector<int32_t>, 256> specials_by_byte_;
   int32_t bos_, eos_, eot_, pad_;
   bool add_bos_;
+  std::string chat_template_;
 };
 
 }  // namespace lite_llama

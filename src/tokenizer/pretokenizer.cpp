@@ -1,11 +1,9 @@
-#define PCRE2_CODE_UNIT_WIDTH 8
 #include "tokenizer/pretokenizer.h"
-
-#include <pcre2.h>
 
 #include <algorithm>
 
 #include "core/error.h"
+#include "tokenizer/regex.h"
 
 namespace lite_llama {
 
@@ -41,30 +39,11 @@ const std::vector<PreSpec>& pre_specs() {
   return specs;
 }
 
-std::string pcre2_message(int code) {
-  PCRE2_UCHAR buf[256];
-  pcre2_get_error_message(code, buf, sizeof(buf));
-  return reinterpret_cast<const char*>(buf);
-}
-
-struct MatchDataDeleter {
-  void operator()(pcre2_match_data* m) const { pcre2_match_data_free(m); }
-};
-
-// One ovector pair suffices (no capture groups are read); reused per thread so that encode
-// allocates nothing here.
-pcre2_match_data* thread_match_data() {
-  thread_local std::unique_ptr<pcre2_match_data, MatchDataDeleter> md(
-      pcre2_match_data_create(1, nullptr));
-  return md.get();
-}
-
 }  // namespace
 
 struct PreTokenizer::Stage {
-  pcre2_code* code = nullptr;
-  bool jit = false;
-  ~Stage() { pcre2_code_free(code); }
+  explicit Stage(std::string_view pattern, std::string_view what) : re(pattern, what) {}
+  Regex re;
 };
 
 std::vector<std::string> PreTokenizer::known_names() {
@@ -86,17 +65,7 @@ std::unique_ptr<PreTokenizer> PreTokenizer::create(std::string_view name) {
   pt->name_ = it->name;
   pt->ignore_merges_ = it->ignore_merges;
   for (const char* pattern : it->patterns) {
-    auto st = std::make_unique<Stage>();
-    int err = 0;
-    PCRE2_SIZE err_off = 0;
-    // MATCH_INVALID_UTF: arbitrary bytes may come in; invalid sequences simply never match.
-    st->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern), PCRE2_ZERO_TERMINATED,
-                             PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &err, &err_off,
-                             nullptr);
-    LL_CHECK(st->code, "pre-tokenizer '{}': regex does not compile at offset {}: {}", name,
-             err_off, pcre2_message(err));
-    st->jit = pcre2_jit_compile(st->code, PCRE2_JIT_COMPLETE) == 0;  // interpreter otherwise
-    pt->stages_.push_back(std::move(st));
+    pt->stages_.push_back(std::make_unique<Stage>(pattern, "pre-tokenizer '" + pt->name_ + "'"));
   }
   return pt;
 }
@@ -105,24 +74,8 @@ PreTokenizer::~PreTokenizer() = default;
 
 void PreTokenizer::split_stage(const Stage& st, std::string_view text,
                                std::vector<std::string_view>& out) const {
-  pcre2_match_data* md = thread_match_data();
-  const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
-  size_t pos = 0, gap_start = 0;
-  while (pos < text.size()) {
-    int rc = pcre2_match(st.code, subject, text.size(), pos, 0, md, nullptr);
-    if (rc == PCRE2_ERROR_JIT_STACKLIMIT) {
-      // Pathological input for the JIT's fixed stack: the interpreter uses the heap instead.
-      rc = pcre2_match(st.code, subject, text.size(), pos, PCRE2_NO_JIT, md, nullptr);
-    }
-    if (rc == PCRE2_ERROR_NOMATCH) break;
-    LL_CHECK(rc >= 0, "pre-tokenizer '{}': regex match failed: {}", name_, pcre2_message(rc));
-    const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
-    const size_t start = ov[0], end = ov[1];
-    if (end == start) {  // none of the patterns can match empty; guard against looping anyway
-      pos = start + 1;
-      while (pos < text.size() && (static_cast<uint8_t>(text[pos]) & 0xC0) == 0x80) ++pos;
-      continue;
-    }
+  size_t pos = 0, gap_start = 0, start = 0, end = 0;
+  while (st.re.find(text, pos, start, end)) {
     if (start > gap_start) out.push_back(text.substr(gap_start, start - gap_start));
     out.push_back(text.substr(start, end - start));
     gap_start = pos = end;

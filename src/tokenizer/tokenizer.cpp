@@ -60,6 +60,10 @@ std::vector<TokenType> token_types(const gguf::File& f, size_t n_tokens) {
 
 }  // namespace
 
+std::string Tokenizer::bos_token() const { return bos_id() >= 0 ? token_text(bos_id()) : ""; }
+
+std::string Tokenizer::eos_token() const { return eos_id() >= 0 ? token_text(eos_id()) : ""; }
+
 std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::File& f) {
   return from_gguf(f, TokenizerOptions{});
 }
@@ -95,6 +99,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::File& f, const Token
   LL_CHECK(!v.add_bos || v.bos >= 0,
            "{}: tokenizer.ggml.add_bos_token is set but tokenizer.ggml.bos_token_id is missing",
            f.path());
+  v.chat_template = f.get_string("tokenizer.chat_template", "");
   return std::make_unique<BpeTokenizer>(std::move(v));
 }
 

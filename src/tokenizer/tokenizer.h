@@ -1,6 +1,7 @@
 // Tokenizer: text <-> token ids. Byte-level BPE (GPT-2 / Llama-3 / Qwen2 / SmolLM kinds) built from
-// GGUF metadata (tokenizer.ggml.*) or from a HF tokenizer.json; special/added tokens are matched
-// in the text before pre-tokenisation when parse_special is set.
+// GGUF metadata (tokenizer.ggml.*), or any BPE tokenizer.json of a HF model directory (also the
+// SentencePiece-style BPE of Llama 2 / Mistral); special/added tokens are matched in the text
+// before pre-tokenisation when parse_special is set.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -27,9 +28,15 @@ class Tokenizer {
   // Throws lite_llama::Error naming the metadata key at fault.
   static std::unique_ptr<Tokenizer> from_gguf(const gguf::File& f);
   static std::unique_ptr<Tokenizer> from_gguf(const gguf::File& f, const TokenizerOptions& opts);
+  // A HF model directory: tokenizer.json (required), tokenizer_config.json (BOS/EOS names,
+  // add_bos_token/add_eos_token, chat template) and generation_config.json (eos_token_id, which
+  // joins stop_ids). Throws lite_llama::Error naming the file and field at fault.
+  static std::unique_ptr<Tokenizer> from_hf_dir(const std::string& dir);
 
-  // add_special: prepend BOS when the vocabulary asks for it (add_bos).
+  // add_special: prepend BOS when the vocabulary asks for it (add_bos); for tokenizer.json the
+  // post-processor's template decides, which may also append EOS.
   // parse_special: text like "<|im_start|>" becomes its special token instead of plain text.
+  // (tokenizer.json's non-special added tokens, such as Qwen3's <think>, always match, as in HF.)
   virtual std::vector<int32_t> encode(std::string_view text, bool add_special,
                                       bool parse_special) const = 0;
   // Concatenated bytes of the tokens (may end in the middle of a UTF-8 character).
@@ -53,6 +60,13 @@ class Tokenizer {
   virtual bool add_bos() const = 0;
   // Ids that end generation: eos, eot and (for HF checkpoints) generation_config's eos list.
   virtual std::vector<int32_t> stop_ids() const = 0;
+
+  // Jinja chat template shipped with the tokenizer ("" when there is none): GGUF's
+  // tokenizer.chat_template, or tokenizer_config.json's chat_template.
+  virtual std::string chat_template() const { return {}; }
+  // BOS / EOS as text, for chat templates ("" when absent).
+  virtual std::string bos_token() const;
+  virtual std::string eos_token() const;
 };
 
 // Turns a stream of token ids into text without ever emitting half a UTF-8 character:

@@ -172,4 +172,26 @@ std::string symbols_to_bytes(std::string_view symbols) {
   return out;
 }
 
+bool append_symbol_bytes(std::string_view symbols, std::string& out) {
+  const auto& t = tables();
+  const size_t mark = out.size();
+  for (size_t i = 0; i < symbols.size();) {
+    uint32_t cp = 0;
+    const int n = decode_utf8(symbols, i, cp);
+    if (n == 0 || cp >= t.to_byte.size() || t.to_byte[cp] < 0) {
+      out.resize(mark);
+      return false;
+    }
+    out += static_cast<char>(t.to_byte[cp]);
+    i += n;
+  }
+  return true;
+}
+
+bool is_white_space(uint32_t cp) {
+  if (cp < 0x80) return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20;
+  return cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) ||
+         cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
+}
+
 }  // namespace lite_llama::unicode

@@ -33,11 +33,19 @@ std::string sanitize_utf8(std::string_view s);
 
 bool is_valid_utf8(std::string_view s);
 
+// Unicode's White_Space property (what `\s` means in HF's Rust regexes, e.g. for the lstrip and
+// rstrip flags of added tokens).
+bool is_white_space(uint32_t cp);
+
 // GPT-2's table: byte -> its stand-in character, as UTF-8 (e.g. 0x20 -> "Ġ").
 const std::array<std::string, 256>& byte_to_symbol();
 
 // Maps a byte-level string back to raw bytes. Characters outside the table (which a well-formed
 // byte-level vocabulary never contains) are copied through unchanged.
 std::string symbols_to_bytes(std::string_view symbols);
+
+// Appends the raw bytes of a byte-level string when every character is in the table; otherwise
+// appends nothing and returns false (HF's ByteLevel decoder then keeps the token as it is).
+bool append_symbol_bytes(std::string_view symbols, std::string& out);
 
 }  // namespace lite_llama::unicode
