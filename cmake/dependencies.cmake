@@ -5,5 +5,6 @@ find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
-pkg_check_modules(ICU REQUIRED IMPORTED_TARGET icu-uc)  # Unicode normalisation (NFC) for tokenizers
+# Unicode normalisation (NFC) for HF tokenizers; optional (the GPU image lacks the headers).
+pkg_check_modules(ICU IMPORTED_TARGET icu-uc)
 find_path(HTTPLIB_INCLUDE_DIR httplib.h REQUIRED)

@@ -59,10 +59,19 @@ struct ModelInfo {
   std::vector<int32_t> stop_ids;
 };
 
+// Teacher-forced scoring of one sequence: position i predicts token i + 1.
+struct ScoreResult {
+  std::vector<float> logprobs;  // log p(tokens[i + 1] | tokens[0..i]), n - 1 values
+  std::vector<int32_t> argmax;  // the model's top-1 next token at each position, n - 1 values
+};
+// Receives the full logits row of (sequence, position) while scoring.
+using LogitsSink = std::function<void(int seq, int pos, const float* logits, int64_t vocab)>;
+
 struct EngineStats {
   int running = 0, waiting = 0;
   int64_t kv_slots_used = 0, kv_slots_total = 0;
   int64_t preemptions = 0;
+  size_t device_free = 0, device_total = 0;  // GPU memory (0 on the CPU)
 };
 
 class Engine {
@@ -88,6 +97,12 @@ class Engine {
   // Runs one scheduling step (prefill chunks + decodes) and returns what each request produced.
   virtual std::vector<RequestOutput> step() = 0;
   virtual bool has_unfinished() const = 0;
+
+  // Runs each sequence teacher-forced: its first n - decode_tail tokens through chunked
+  // prefill, the last decode_tail through batched decode steps (both attention paths). Only
+  // when no request is in flight. Used for perplexity and accuracy checks.
+  virtual std::vector<ScoreResult> score(const std::vector<std::vector<int32_t>>& seqs,
+                                         int decode_tail, const LogitsSink& sink = {}) = 0;
 
   virtual const ModelInfo& info() const = 0;
   virtual EngineStats stats() const = 0;

@@ -15,6 +15,7 @@
 #include "core/timer.h"
 #include "engine/model_files.h"
 #include "engine/scheduler.h"
+#include "engine/score.h"
 #include "engine/text_stream.h"
 #include "kv/kv_pool.h"
 #include "model/decoder.h"
@@ -159,6 +160,18 @@ class EngineImpl final : public Engine {
   }
 
   bool has_unfinished() const override { return !requests_.empty(); }
+
+  std::vector<ScoreResult> score(const std::vector<std::vector<int32_t>>& seqs, int decode_tail,
+                                 const LogitsSink& sink) override {
+    LL_CHECK(requests_.empty(), "score() needs an idle engine");
+    for (const auto& s : seqs) {
+      LL_CHECK(int(s.size()) <= ctx_, "a sequence of {} tokens is longer than the context {}",
+               s.size(), ctx_);
+      for (int32_t t : s) LL_CHECK(t >= 0 && t < sample_limit_, "token id {} out of range", t);
+    }
+    ScoreContext c{*decoder_, *pool_, *rows_, decoder_->max_tokens(), max_seqs_, sample_limit_};
+    return score_sequences(c, seqs, decode_tail, sink);
+  }
   const ModelInfo& info() const override { return info_; }
   EngineStats stats() const override {
     EngineStats s;
@@ -167,6 +180,7 @@ class EngineImpl final : public Engine {
     s.kv_slots_total = pool_->num_slots();
     s.kv_slots_used = pool_->num_used();
     s.preemptions = sched_->num_preemptions();
+    backend_->memory_info(&s.device_free, &s.device_total);
     return s;
   }
 

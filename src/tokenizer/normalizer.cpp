@@ -1,7 +1,9 @@
 #include "tokenizer/normalizer.h"
 
+#ifdef LL_HAVE_ICU
 #include <unicode/bytestream.h>
 #include <unicode/normalizer2.h>
+#endif
 
 #include "core/error.h"
 #include "tokenizer/regex.h"
@@ -13,6 +15,7 @@ using hfjson::json;
 
 namespace {
 
+#ifdef LL_HAVE_ICU
 const icu::Normalizer2& icu_normalizer(std::string_view form) {
   UErrorCode status = U_ZERO_ERROR;
   const icu::Normalizer2* n = nullptr;
@@ -37,6 +40,15 @@ void normalize_valid(const icu::Normalizer2& n, std::string_view text, std::stri
   n.normalizeUTF8(0, sp, sink, nullptr, status);
   LL_CHECK(U_SUCCESS(status), "unicode normalisation failed: {}", u_errorName(status));
 }
+
+#else
+// Built without ICU (no libicu-dev): tokenizers that need Unicode normalisation fail to load.
+struct NoIcu {};
+const NoIcu& icu_normalizer(std::string_view form) {
+  fail("{} normalisation needs ICU, and this build has none (install libicu-dev and rebuild)",
+       form);
+}
+#endif
 
 // Whitespace as Strip defines it (Rust's char::is_whitespace: Unicode White_Space).
 size_t strip_left_len(std::string_view s) {
@@ -79,6 +91,7 @@ void replace_all(std::string& s, std::string_view from, std::string_view to) {
 
 }  // namespace
 
+#ifdef LL_HAVE_ICU
 std::string unicode_normalize(std::string_view text, std::string_view form) {
   const icu::Normalizer2& n = icu_normalizer(form);
   std::string out;
@@ -100,6 +113,12 @@ std::string unicode_normalize(std::string_view text, std::string_view form) {
   if (i > run) normalize_valid(n, text.substr(run, i - run), out);
   return out;
 }
+#else
+std::string unicode_normalize(std::string_view text, std::string_view form) {
+  icu_normalizer(form);
+  return std::string(text);
+}
+#endif
 
 std::unique_ptr<Normalizer> Normalizer::from_json(const json& j, const std::string& where) {
   if (j.is_null()) return nullptr;

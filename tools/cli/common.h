@@ -32,5 +32,7 @@ void register_generate(CLI::App& app);
 void register_chat(CLI::App& app);
 void register_tokenize(CLI::App& app);
 void register_info(CLI::App& app);
+void register_score(CLI::App& app);
+void register_bench(CLI::App& app);
 
 }  // namespace lite_llama::cli

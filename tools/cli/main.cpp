@@ -14,6 +14,8 @@ int main(int argc, char** argv) {
   cli::register_chat(app);
   cli::register_tokenize(app);
   cli::register_info(app);
+  cli::register_score(app);
+  cli::register_bench(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

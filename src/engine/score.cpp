@@ -1,0 +1,105 @@
+#include "engine/score.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace lite_llama {
+namespace {
+
+// Records position `pos` of sequence `s` from one logits row.
+void take_row(const float* l, int64_t V, int limit, int s, int pos,
+              const std::vector<std::vector<int32_t>>& seqs, std::vector<ScoreResult>& out,
+              const LogitsSink& sink) {
+  const auto& toks = seqs[size_t(s)];
+  if (pos + 1 >= int(toks.size())) return;
+  if (sink) sink(s, pos, l, V);
+  float mx = -INFINITY;
+  int best = 0;
+  for (int i = 0; i < limit; ++i)
+    if (l[i] > mx) mx = l[i], best = i;
+  double sum = 0;
+  for (int i = 0; i < limit; ++i) sum += std::exp(double(l[i]) - mx);
+  const int32_t next = toks[size_t(pos) + 1];
+  out[size_t(s)].logprobs[size_t(pos)] = float(double(l[next]) - mx - std::log(sum));
+  out[size_t(s)].argmax[size_t(pos)] = best;
+}
+
+}  // namespace
+
+std::vector<ScoreResult> score_sequences(ScoreContext& c, const std::vector<std::vector<int32_t>>& seqs,
+                                         int decode_tail, const LogitsSink& sink) {
+  LL_CHECK(decode_tail >= 0, "decode_tail must be >= 0");
+  std::vector<ScoreResult> out(seqs.size());
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    LL_CHECK(seqs[i].size() >= 2, "sequence {} needs at least 2 tokens to score", i);
+    out[i].logprobs.assign(seqs[i].size() - 1, 0.f);
+    out[i].argmax.assign(seqs[i].size() - 1, 0);
+  }
+  const ModelConfig& cfg = c.decoder.config();
+  const int64_t V = cfg.vocab_size;
+  std::vector<float> host(size_t(c.max_seqs) * size_t(V));
+  ForwardBatch b;
+  // Groups of sequences that fit the request rows at once.
+  for (size_t g0 = 0; g0 < seqs.size(); g0 += size_t(c.max_seqs)) {
+    const size_t g1 = std::min(seqs.size(), g0 + size_t(c.max_seqs));
+    std::vector<int32_t> rows;
+    std::vector<std::vector<int32_t>> slots(g1 - g0);
+    struct Release {
+      ScoreContext& c;
+      std::vector<int32_t>& rows;
+      std::vector<std::vector<int32_t>>& slots;
+      ~Release() {
+        for (auto& s : slots) c.pool.release(s.data(), int32_t(s.size()));
+        for (int32_t r : rows) c.rows.release(r);
+      }
+    } release{c, rows, slots};
+    for (size_t i = g0; i < g1; ++i) {
+      const int32_t r = c.rows.alloc();
+      LL_CHECK(r >= 0, "no free request row to score with");
+      rows.push_back(r);
+      LL_CHECK(c.pool.alloc(int32_t(seqs[i].size()), slots[i - g0]),
+               "sequence {} of {} tokens does not fit the KV pool ({} free slots)", i,
+               seqs[i].size(), c.pool.num_free());
+    }
+    auto run = [&](const std::vector<std::pair<int, int>>& where) {  // (seq, pos) per logit row
+      Tensor logits = c.decoder.forward(b);
+      c.decoder.backend().copy_to_host(host.data(), logits.data, size_t(where.size()) * size_t(V) * 4);
+      for (size_t r = 0; r < where.size(); ++r)
+        take_row(host.data() + r * size_t(V), V, c.vocab_limit, where[r].first, where[r].second, seqs,
+                 out, sink);
+    };
+    // Phase 1: chunked prefill, one sequence at a time, every position's logits.
+    const int chunk = std::min(c.max_tokens, c.max_seqs);
+    for (size_t i = g0; i < g1; ++i) {
+      const auto& t = seqs[i];
+      const int prefill = std::max(1, int(t.size()) - decode_tail);
+      for (int p0 = 0; p0 < prefill; p0 += chunk) {
+        const int n = std::min(chunk, prefill - p0);
+        b.clear();
+        b.add_sequence(rows[i - g0], t.data() + p0, n, p0, slots[i - g0].data() + p0, false);
+        std::vector<std::pair<int, int>> where;
+        for (int j = 0; j < n; ++j) b.logit_rows.push_back(j), where.emplace_back(int(i), p0 + j);
+        run(where);
+      }
+    }
+    // Phase 2: the tails as batched single-token decode steps.
+    for (int k = 0;; ++k) {
+      b.clear();
+      std::vector<std::pair<int, int>> where;
+      for (size_t i = g0; i < g1; ++i) {
+        const auto& t = seqs[i];
+        const int pos = std::max(1, int(t.size()) - decode_tail) + k;
+        if (pos >= int(t.size())) continue;
+        b.add_sequence(rows[i - g0], t.data() + pos, 1, pos, slots[i - g0].data() + pos, true);
+        where.emplace_back(int(i), pos);
+      }
+      if (where.empty()) break;
+      run(where);
+    }
+  }
+  return out;
+}
+
+}  // namespace lite_llama

@@ -1,0 +1,23 @@
+// Teacher-forced scoring on the decoder directly (no scheduler): the engine's score().
+#pragma once
+#include <vector>
+
+#include "kv/kv_pool.h"
+#include "lite_llama/engine.h"
+#include "model/decoder.h"
+
+namespace lite_llama {
+
+struct ScoreContext {
+  Decoder& decoder;
+  kv::KvPool& pool;
+  kv::ReqRows& rows;
+  int max_tokens;   // per forward step
+  int max_seqs;     // logit rows per step
+  int vocab_limit;  // columns past this are padding
+};
+
+std::vector<ScoreResult> score_sequences(ScoreContext& c, const std::vector<std::vector<int32_t>>& seqs,
+                                         int decode_tail, const LogitsSink& sink);
+
+}  // namespace lite_llama
