@@ -161,6 +161,16 @@ class EngineImpl final : public Engine {
 
   bool has_unfinished() const override { return !requests_.empty(); }
 
+  void set_profiling(bool on) override {
+    profiling_ = on;
+    backend_->set_profiling(on);
+  }
+  std::vector<ProfileRow> profile_report() override {
+    std::vector<ProfileRow> out;
+    for (const auto& e : backend_->profile_report()) out.push_back({e.family, e.ms, e.calls});
+    return out;
+  }
+
   std::vector<ScoreResult> score(const std::vector<std::vector<int32_t>>& seqs, int decode_tail,
                                  const LogitsSink& sink) override {
     LL_CHECK(requests_.empty(), "score() needs an idle engine");
@@ -212,7 +222,7 @@ class EngineImpl final : public Engine {
     const int n_real = int(batch_.logit_rows.size());
     const int64_t V = files_.config.vocab_size;
     Tensor logits;
-    const int bucket = decode_only ? graph_bucket(batch_.num_seqs()) : -1;
+    const int bucket = decode_only && !profiling_ ? graph_bucket(batch_.num_seqs()) : -1;
     if (bucket >= 0) {
       // Pad to the captured batch size by repeating the last sequence: the copies write the
       // same K/V to the same slot and their logits are ignored.
@@ -401,6 +411,7 @@ class EngineImpl final : public Engine {
   int sample_limit_ = 0;
   std::vector<int> graph_sizes_, graphs_;
   double graph_ms_ = 0;
+  bool profiling_ = false;
   ForwardBatch batch_;
   ModelInfo info_;
   int ctx_ = 0, max_seqs_ = 0;

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "model/arch.h"
 #include "model/model_config.h"
 
@@ -91,12 +92,25 @@ ModelConfig config_from_hf_json(const std::string& path) {
   c.head_dim = get_int(j, "head_dim", path, c.num_heads > 0 ? c.hidden_size / c.num_heads : 0);
   c.rope_dim = c.head_dim;
   c.max_position_embeddings = get_int(j, "max_position_embeddings", path, 2048);
+  // Mistral 7B v0.1 attends to the last `sliding_window` tokens only (no use_sliding_window
+  // switch, unlike Qwen2). Up to that length full attention is the same function, so the
+  // context is capped there rather than computing something else beyond it.
+  if (c.arch == std::string("mistral") && j.contains("sliding_window") &&
+      !j["sliding_window"].is_null()) {
+    const int64_t w = get_int(j, "sliding_window", path);
+    if (w > 0 && w < c.max_position_embeddings) {
+      LL_WARN("{}: sliding_window {} is not implemented: the context is limited to {} tokens", path,
+              w, w);
+      c.max_position_embeddings = w;
+    }
+  }
   c.rms_norm_eps = float(get_num(j, "rms_norm_eps", path, 1e-6));
   // transformers 5 folds rope_theta and the scaling into rope_parameters.
   const json rp = j.contains("rope_parameters") ? j["rope_parameters"] : json();
   c.rope_theta = float(get_num(rp.is_object() ? rp : j, "rope_theta", path,
                                get_num(j, "rope_theta", path, 10000.0)));
-  parse_rope_scaling(j.contains("rope_scaling") ? j["rope_scaling"] : rp, path, c);
+  const bool has_scaling = j.contains("rope_scaling") && !j["rope_scaling"].is_null();
+  parse_rope_scaling(has_scaling ? j["rope_scaling"] : rp, path, c);
   c.tie_word_embeddings = get_bool(j, "tie_word_embeddings", path, false);
   c.qkv_bias = spec->qkv_bias || get_bool(j, "attention_bias", path, false);
   c.qk_norm = spec->qk_norm;

@@ -117,6 +117,11 @@ class Loader {
               (cols > 0 && t->ndim == 2 && t->shape[0] == rows && t->shape[1] == cols);
     LL_CHECK(ok, "{}: tensor '{}' has shape {}, expected [{}{}]", src_.path(),
              src_.tensor_name(r, l), t->shape_str(), rows, cols ? fmt::format(", {}", cols) : "");
+    // Checked here, where the tensor's name is known: the backends would only name the type.
+    LL_CHECK(t->dtype != DType::I32 && dtype_info(t->dtype).supported,
+             "{}: tensor '{}' has type {}, which cannot hold weights (F32, F16, BF16, Q8_0, "
+             "Q4_0, Q4_1 can)",
+             src_.path(), src_.tensor_name(r, l), dtype_name(t->dtype));
     return *t;
   }
 

@@ -118,6 +118,16 @@ class Backend {
   // Free and total device memory in bytes (0, 0 where unknown).
   virtual void memory_info(size_t* free, size_t* total) const { *free = *total = 0; }
 
+  // Per-op-family device time (GEMM, attention, norms, ...) measured with events around each
+  // op while enabled; report() synchronises and returns (family, total ms, calls) since enable.
+  struct ProfileEntry {
+    std::string family;
+    double ms = 0;
+    int64_t calls = 0;
+  };
+  virtual void set_profiling(bool on) {}
+  virtual std::vector<ProfileEntry> profile_report() { return {}; }
+
   // CUDA graphs: record what `fn` enqueues once, replay it later with new data in the same
   // buffers. Backends without graphs report false and are run eagerly.
   virtual bool supports_graphs() const { return false; }

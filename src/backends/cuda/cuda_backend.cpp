@@ -8,6 +8,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/launchers.h"
+#include "backends/cuda/profiler.h"
 #include "core/half.h"
 #include "core/quant.h"
 
@@ -64,7 +65,7 @@ class CudaBackend final : public ops::Backend {
 
   Tensor upload(const Tensor& host, std::vector<Buffer>& keep) override {
     Buffer b = alloc(host.nbytes());
-    LL_CUDA(cudaMemcpy(b.data(), host.data, host.nbytes(), cudaMemcpyHostToDevice));
+    copy_sync(b.data(), host.data, host.nbytes());
     Tensor t = host;
     t.data = b.data();
     t.device = Device::CUDA;
@@ -114,28 +115,39 @@ class CudaBackend final : public ops::Backend {
   }
 
   void embedding(const Tensor& table, const int32_t* ids, int n, Tensor out) override {
+    ProfileScope ps(prof_, "embedding", stream_);
     LL_CUDA(cuda::embedding(table.data, ids, out.data, n, int(table.cols()), stream_));
   }
   void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor out) override {
+    ProfileScope ps(prof_, "norm", stream_);
     LL_CUDA(cuda::rms_norm(act_, x.data, w.ptr<float>(), eps, out.data, int(x.rows()), int(x.cols()), stream_));
   }
   void add_rms_norm(Tensor residual, const Tensor& x, const Tensor& w, float eps, Tensor out) override {
+    ProfileScope ps(prof_, "norm", stream_);
     LL_CUDA(cuda::add_rms_norm(act_, residual.data, x.data, w.ptr<float>(), eps, out.data, int(x.rows()),
                                int(x.cols()), stream_));
   }
   void linear(const Tensor& x, const ops::Linear& w, Tensor out) override {
+    ProfileScope ps(prof_, "gemm", stream_);
     const int T = int(x.rows()), K = int(x.cols()), N = int(w.out_features);
+    if (T == 0) return;
     const bool f32 = out.dtype == DType::F32;
     const void* bias = w.bias.data;
-    if (T <= 8 && K % 8 == 0)
+    if (T <= 8 && K % 8 == 0) {
       LL_CUDA(gemv(act_, x.data, w.parts[0].data, bias, out.data, f32, T, N, K, N, stream_));
-    else
+    } else if (f32 && bias) {
+      // cuBLASLt wants the bias in the output type; ours is 16-bit, so add it separately.
+      gemm_.run(act_, x.data, w.parts[0].data, nullptr, out.data, true, T, N, K, stream_);
+      LL_CUDA(add_bias_f32(act_, static_cast<float*>(out.data), bias, T, N, stream_));
+    } else {
       gemm_.run(act_, x.data, w.parts[0].data, bias, out.data, f32, T, N, K, stream_);
+    }
   }
   void qkv_rope_store(const Tensor& qkv, const Tensor* q_norm, const Tensor* k_norm, float eps,
                       const int32_t* t_positions, const int32_t* t_slots, const ops::RopeTable& rope,
                       int num_heads, int num_kv_heads, int head_dim, ops::KvLayer kv,
                       Tensor q_out) override {
+    ProfileScope ps(prof_, "rope+kv write", stream_);
     RopeKvArgs a{qkv.data, q_out.data, kv.k.data, kv.v.data,
                  q_norm ? q_norm->ptr<float>() : nullptr, k_norm ? k_norm->ptr<float>() : nullptr, eps,
                  t_positions, t_slots, rope.cos_sin.ptr<float>(), rope.rot_dim,
@@ -145,6 +157,7 @@ class CudaBackend final : public ops::Backend {
   }
   void write_slot_table(int32_t* req_to_slot, int stride, const int32_t* t_req_idx,
                         const int32_t* t_positions, const int32_t* t_slots, int n) override {
+    ProfileScope ps(prof_, "copies", stream_);
     LL_CUDA(cuda::write_slot_table(req_to_slot, stride, t_req_idx, t_positions, t_slots, n, stream_));
   }
   size_t attention_workspace_bytes(int max_seqs, int num_heads, int head_dim) const override {
@@ -158,6 +171,7 @@ class CudaBackend final : public ops::Backend {
                m.req_to_slot, m.req_stride, 0, 0, m.max_seq_len, num_heads, num_kv_heads, head_dim, scale};
     const int nd = m.num_decode_seqs;
     if (nd > 0) {
+      ProfileScope ps(prof_, "attention decode", stream_);
       a.num_seqs = nd;
       a.max_q_len = 1;
       const int splits = decode_splits(nd, num_kv_heads, m.max_seq_len, props_.multiProcessorCount);
@@ -170,18 +184,25 @@ class CudaBackend final : public ops::Backend {
       a.b_req_idx = m.b_req_idx + nd;
       a.num_seqs = m.num_seqs - nd;
       a.max_q_len = m.max_q_len;
+      ProfileScope ps(prof_, "attention prefill", stream_);
       LL_CUDA(attention_prefill(act_, a, stream_));
     }
   }
   void swiglu(const Tensor& gate_up, Tensor out) override {
+    ProfileScope ps(prof_, "activation", stream_);
     LL_CUDA(cuda::swiglu(act_, gate_up.data, out.data, int(out.rows()), int(out.cols()), stream_));
   }
   void gather_rows(const Tensor& x, const int32_t* rows, int n, Tensor out) override {
+    ProfileScope ps(prof_, "copies", stream_);
     LL_CUDA(cuda::gather_rows(x.data, rows, out.data, n, x.row_nbytes(), stream_));
   }
   void argmax(const Tensor& logits, int rows, int limit, int32_t* out) override {
+    ProfileScope ps(prof_, "sampling", stream_);
     LL_CUDA(argmax_rows(logits.ptr<float>(), rows, int(logits.cols()), limit, out, stream_));
   }
+
+  void set_profiling(bool on) override { prof_.enable(on); }
+  std::vector<ProfileEntry> profile_report() override { return prof_.report(); }
 
   bool supports_graphs() const override { return true; }
   int capture_graph(const std::function<void()>& fn) override {
@@ -204,12 +225,19 @@ class CudaBackend final : public ops::Backend {
   void replay_graph(int id) override { LL_CUDA(cudaGraphLaunch(graphs_.at(size_t(id)), stream_)); }
 
  private:
+  // Uploads on the backend's own stream (a plain cudaMemcpy runs on the legacy stream, which the
+  // non-blocking op stream does not wait for).
+  void copy_sync(void* dst, const void* src, size_t n) {
+    LL_CUDA(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, stream_));
+    LL_CUDA(cudaStreamSynchronize(stream_));
+  }
+
   // Host tensor of any supported storage type -> 16-bit rows on the device, in chunks so the
   // host never holds a converted copy of the whole model.
   void upload_rows(const Tensor& host, uint8_t* dst) {
     const int64_t rows = host.rows(), cols = host.cols();
     if (host.dtype == act_dtype()) {
-      LL_CUDA(cudaMemcpy(dst, host.data, size_t(rows * cols) * 2, cudaMemcpyHostToDevice));
+      copy_sync(dst, host.data, size_t(rows * cols) * 2);
       return;
     }
     const int64_t chunk = std::max<int64_t>(1, (int64_t(16) << 20) / std::max<int64_t>(cols, 1));
@@ -229,8 +257,7 @@ class CudaBackend final : public ops::Backend {
           }
         });
       for (auto& th : pool) th.join();
-      LL_CUDA(cudaMemcpy(dst + size_t(r0 * cols) * 2, buf.data(), size_t(n * cols) * 2,
-                         cudaMemcpyHostToDevice));
+      copy_sync(dst + size_t(r0 * cols) * 2, buf.data(), size_t(n * cols) * 2);
     }
   }
 
@@ -240,6 +267,7 @@ class CudaBackend final : public ops::Backend {
   cudaStream_t stream_ = nullptr;
   Gemm gemm_;
   std::vector<cudaGraphExec_t> graphs_;
+  OpProfiler prof_;
 };
 
 }  // namespace

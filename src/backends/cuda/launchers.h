@@ -69,6 +69,8 @@ cudaError_t gather_rows(const void* x, const int32_t* rows, void* out, int count
                         cudaStream_t s);
 cudaError_t write_slot_table(int32_t* table, int stride, const int32_t* t_req, const int32_t* t_pos,
                              const int32_t* t_slots, int n, cudaStream_t s);
+// out[t, n] += bias[n] for an F32 output and a 16-bit bias.
+cudaError_t add_bias_f32(Act act, float* out, const void* bias, int T, int N, cudaStream_t s);
 // Element conversions for uploads and dummy weights.
 cudaError_t convert_f32(Act act, const float* src, void* dst, size_t n, cudaStream_t s);
 cudaError_t random_fill(Act act, void* dst, size_t n, uint64_t seed, float scale, cudaStream_t s);

@@ -180,13 +180,10 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(AttnArgs a) {
 template <typename T, int D>
 cudaError_t launch(const AttnArgs& a, cudaStream_t s) {
   const size_t smem = Smem<D>::kTotal;
-  static bool configured = false;  // attribute set once per instantiation (host-side, benign race)
-  if (!configured) {
-    cudaError_t e = cudaFuncSetAttribute(prefill_kernel<T, D>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-    if (e != cudaSuccess) return e;
-    configured = true;
-  }
+  // Per device and cheap: set on every launch rather than cached in a static.
+  cudaError_t e = cudaFuncSetAttribute(prefill_kernel<T, D>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  if (e != cudaSuccess) return e;
   const dim3 grid(ceil_div(a.max_q_len, kBM), a.Hq, a.num_seqs);
   prefill_kernel<T, D><<<grid, kWarps * 32, smem, s>>>(a);
   return cudaGetLastError();

@@ -51,6 +51,13 @@ __global__ void slot_table_kernel(int32_t* table, int stride, const int32_t* t_r
 }
 
 template <typename T>
+__global__ void add_bias_kernel(float* out, const T* bias, int T_, int N) {
+  const size_t n = size_t(T_) * N;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    out[i] += to_f(bias[i % N]);
+}
+
+template <typename T>
 __global__ void convert_kernel(const float* src, T* dst, size_t n) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
     dst[i] = from_f<T>(src[i]);
@@ -92,6 +99,16 @@ cudaError_t write_slot_table(int32_t* table, int stride, const int32_t* t_req, c
                              const int32_t* t_slots, int n, cudaStream_t s) {
   if (n == 0) return cudaSuccess;
   slot_table_kernel<<<ceil_div(n, 256), 256, 0, s>>>(table, stride, t_req, t_pos, t_slots, n);
+  return cudaGetLastError();
+}
+
+cudaError_t add_bias_f32(Act act, float* out, const void* bias, int T, int N, cudaStream_t s) {
+  if (T == 0) return cudaSuccess;
+  unsigned blocks = std::min<unsigned>(ceil_div(long(T) * N, 256), 4096);
+  if (act == Act::BF16)
+    add_bias_kernel<<<blocks, 256, 0, s>>>(out, static_cast<const __nv_bfloat16*>(bias), T, N);
+  else
+    add_bias_kernel<<<blocks, 256, 0, s>>>(out, static_cast<const __half*>(bias), T, N);
   return cudaGetLastError();
 }
 

@@ -1,0 +1,198 @@
+// CUDA attention (flash-decoding for q_len == 1, tiled flash attention for prefill chunks)
+// against the CPU backend, over packed batches with scattered slots: decode only, prefill only
+// (with and without a prefix already in the pool: chunked prefill), and mixed batches.
+#include "kernels/attention_harness.h"
+
+using namespace lite_llama;
+using namespace lite_llama::kt;
+
+namespace {
+
+class CudaAttention : public CudaVsCpu {
+ protected:
+  // Runs one problem on both backends and compares every (token, head) row.
+  void check(std::mt19937& rng, const std::vector<SeqSpec>& seqs, int num_decode, int hq, int hkv,
+             int d, AttnFill fill = AttnFill::Random, int max_seq_len_override = 0) {
+    SCOPED_TRACE(::testing::Message() << "Hq " << hq << " Hkv " << hkv << " D " << d << " seqs "
+                                      << seqs.size() << " (decode " << num_decode << ")"
+                                      << (fill == AttnFill::ExactProbes ? " exact probes" : "")
+                                      << (max_seq_len_override ? " max_seq_len overstated" : ""));
+    AttnProblem P = make_attn_problem(rng, seqs, num_decode, hq, hkv, d, act, fill,
+                                      max_seq_len_override ? max_seq_len_override : 5);
+    const std::vector<float> want = cpu_attention(*cpu, P);
+    GpuAttn g;
+    g.upload(*gpu, P, act);
+    // What CUDA graphs do: launch shapes from a bound far above the real lengths, the lengths
+    // themselves from device memory.
+    if (max_seq_len_override) g.meta.max_seq_len = P.max_seq + max_seq_len_override;
+    const std::vector<float> got = g.run(*gpu, P);
+    ASSERT_TRUE(check_attn(got, want, P, act, fill));
+  }
+};
+
+// (Hq, Hkv): GQA groups 1, 2, 3, 4, 8 (and 16 for 64/4: two head chunks in the decode kernel).
+constexpr int kHeads[][2] = {{8, 8}, {8, 4}, {9, 3}, {16, 4}, {16, 2}, {32, 8}, {64, 8}};
+constexpr int kDecodeLens[] = {1, 2, 63, 64, 65, 1000, 8300, 17000};
+
+std::vector<SeqSpec> decodes(std::initializer_list<int> lens) {
+  std::vector<SeqSpec> s;
+  for (int n : lens) s.push_back({1, n});
+  return s;
+}
+
+}  // namespace
+
+TEST_P(CudaAttention, DecodeLengthsPastEightK) {
+  // All lengths in one batch (the split count depends on the batch), for every head shape.
+  std::mt19937 rng(401);
+  for (int d : {64, 128})
+    for (const auto& h : kHeads) {
+      check(rng, decodes({1, 2, 63, 64, 65, 1000, 8300, 17000}), 8, h[0], h[1], d);
+      if (HasFatalFailure()) return;
+    }
+}
+
+TEST_P(CudaAttention, DecodeSingleSequenceEachLength) {
+  // One sequence alone gets the most splits (~2 * SMs / Hkv, at most 64, >= 64 keys each).
+  std::mt19937 rng(402);
+  for (int d : {64, 128})
+    for (int n : kDecodeLens)
+      for (const auto& h : {kHeads[1], kHeads[5]}) {
+        check(rng, decodes({n}), 1, h[0], h[1], d);
+        if (HasFatalFailure()) return;
+      }
+}
+
+TEST_P(CudaAttention, DecodeBatchSizes) {
+  std::mt19937 rng(403);
+  std::uniform_int_distribution<int> len(1, 1500);
+  for (int B : {1, 2, 3, 7, 16, 33, 64})
+    for (const auto& h : {kHeads[0], kHeads[2], kHeads[5], kHeads[6]})
+      for (int d : {64, 128}) {
+        std::vector<SeqSpec> seqs;
+        for (int b = 0; b < B; ++b) seqs.push_back({1, len(rng)});
+        check(rng, seqs, B, h[0], h[1], d);
+        if (HasFatalFailure()) return;
+      }
+}
+
+TEST_P(CudaAttention, DecodeWithOverstatedMaxSeqLen) {
+  // max_seq_len far above the real lengths (a graph captured for long contexts, replayed for
+  // short ones): more splits, some of them empty; the result must not change.
+  std::mt19937 rng(404);
+  for (int d : {64, 128})
+    for (const auto& h : {kHeads[1], kHeads[2], kHeads[6]}) {
+      check(rng, decodes({1, 2, 65, 300}), 4, h[0], h[1], d, AttnFill::Random, 16000);
+      check(rng, decodes({7}), 1, h[0], h[1], d, AttnFill::Random, 4000);
+      check(rng, decodes({1, 3, 64, 129, 1000}), 5, h[0], h[1], d, AttnFill::ExactProbes, 16000);
+      if (HasFatalFailure()) return;
+    }
+}
+
+TEST_P(CudaAttention, PrefillChunksWithPrefixes) {
+  // Whole prompts (prefix 0) and chunks of longer prompts (prefix 37 / 512 already in the pool),
+  // q_len around the 64-query tile.
+  std::mt19937 rng(405);
+  std::vector<SeqSpec> seqs;
+  for (int q : {1, 5, 64, 65, 130})
+    for (int prefix : {0, 37, 512}) seqs.push_back({q, q + prefix});
+  for (int d : {64, 128})
+    for (const auto& h : kHeads) {
+      check(rng, seqs, 0, h[0], h[1], d);
+      if (HasFatalFailure()) return;
+    }
+}
+
+TEST_P(CudaAttention, PrefillLongChunks) {
+  std::mt19937 rng(406);
+  const std::vector<SeqSpec> seqs = {{700, 700}, {700, 737}, {700, 1212}};
+  for (int d : {64, 128})
+    for (const auto& h : {kHeads[1], kHeads[2], kHeads[5]}) {
+      check(rng, seqs, 0, h[0], h[1], d);
+      if (HasFatalFailure()) return;
+    }
+}
+
+TEST_P(CudaAttention, MixedDecodeAndPrefill) {
+  // Decodes first, then prefill chunks, in one call (the engine's continuous batching).
+  std::mt19937 rng(407);
+  for (int rep = 0; rep < 4; ++rep)
+    for (const auto& h : kHeads)
+      for (int d : {64, 128}) {
+        std::uniform_int_distribution<int> nd(1, 12), np(1, 4), ctx(1, 3000), ql(2, 200),
+            pre(0, 600);
+        std::vector<SeqSpec> seqs;
+        const int n_dec = nd(rng), n_pre = np(rng);
+        for (int i = 0; i < n_dec; ++i) seqs.push_back({1, ctx(rng)});
+        for (int i = 0; i < n_pre; ++i) {
+          const int q = ql(rng);
+          seqs.push_back({q, q + (i % 2 ? pre(rng) : 0)});
+        }
+        check(rng, seqs, n_dec, h[0], h[1], d);
+        if (HasFatalFailure()) return;
+      }
+  // A long decode beside a long prefill chunk.
+  check(rng, {{1, 17000}, {1, 8300}, {700, 1212}, {65, 65}}, 2, 32, 8, 128);
+}
+
+TEST_P(CudaAttention, ExactKeySelectionDecode) {
+  // Probes at every split and tile boundary: one key too many or too few fails.
+  std::mt19937 rng(408);
+  for (int d : {64, 128})
+    for (const auto& h : {kHeads[0], kHeads[2], kHeads[4], kHeads[6]}) {
+      for (int n : kDecodeLens) check(rng, decodes({n}), 1, h[0], h[1], d, AttnFill::ExactProbes);
+      check(rng, decodes({1, 2, 63, 64, 65, 1000, 8300, 17000}), 8, h[0], h[1], d,
+            AttnFill::ExactProbes);
+      if (HasFatalFailure()) return;
+    }
+}
+
+TEST_P(CudaAttention, ExactKeySelectionPrefill) {
+  // Causal boundary of every query of every chunk, with and without a prefix.
+  std::mt19937 rng(409);
+  std::vector<SeqSpec> seqs;
+  for (int q : {1, 5, 64, 65, 130, 700})
+    for (int prefix : {0, 37, 512}) seqs.push_back({q, q + prefix});
+  for (int d : {64, 128})
+    for (const auto& h : {kHeads[0], kHeads[2], kHeads[4], kHeads[6]}) {
+      check(rng, seqs, 0, h[0], h[1], d, AttnFill::ExactProbes);
+      // Mixed with decodes, so the prefill part starts at an offset in the metadata arrays.
+      check(rng, {{1, 70}, {1, 2000}, {130, 130}, {64, 601}}, 2, h[0], h[1], d,
+            AttnFill::ExactProbes);
+      if (HasFatalFailure()) return;
+    }
+}
+
+TEST_P(CudaAttention, WorkspaceBoundIsEnough) {
+  // attention_workspace_bytes(max_seqs) must hold the decode partials for any batch of up to
+  // max_seqs decodes at any length: run the largest batch against a workspace of exactly that
+  // size, surrounded by guard bytes that must stay untouched.
+  std::mt19937 rng(410);
+  for (const auto& h : {kHeads[0], kHeads[4], kHeads[6]})
+    for (int d : {64, 128})
+      for (int B : {1, 5, 64}) {
+        SCOPED_TRACE(::testing::Message() << "B " << B << " Hq " << h[0] << " D " << d);
+        std::vector<SeqSpec> seqs;
+        // Lengths past 64 * 64 keys allow the most splits (small batches); big batches get few.
+        for (int b = 0; b < B; ++b) seqs.push_back({1, b % 2 ? (B > 8 ? 300 : 4100) : 65});
+        AttnProblem P = make_attn_problem(rng, seqs, B, h[0], h[1], d, act);
+        const std::vector<float> want = cpu_attention(*cpu, P);
+        GpuAttn g;
+        g.upload(*gpu, P, act);
+        const size_t ws = gpu->attention_workspace_bytes(B, h[0], d), guard = 4096;
+        Buffer big = gpu->alloc(ws + 2 * guard);
+        std::vector<uint8_t> pattern(ws + 2 * guard, 0xA5);
+        gpu->copy_to_device(big.data(), pattern.data(), pattern.size());
+        g.meta.workspace = big.as<uint8_t>() + guard;
+        const std::vector<float> got = g.run(*gpu, P);
+        ASSERT_TRUE(check_attn(got, want, P, act, AttnFill::Random));
+        std::vector<uint8_t> after(pattern.size());
+        gpu->copy_to_host(after.data(), big.data(), after.size());
+        for (size_t i = 0; i < guard; ++i) {
+          ASSERT_EQ(after[i], 0xA5) << "workspace underrun at -" << guard - i;
+          ASSERT_EQ(after[guard + ws + i], 0xA5) << "workspace overrun at +" << i;
+        }
+      }
+}
+
+LL_INSTANTIATE_DTYPES(CudaAttention);

@@ -1,0 +1,230 @@
+// CUDA linear (prepare_linear + linear) against the CPU backend: the custom GEMV path (T <= 8,
+// K % 8 == 0) and the cuBLASLt path, fused row blocks of F32 / BF16 / GGUF-quantised host
+// weights, an optional bias, 16-bit and F32 (logits) outputs.
+#include "kernels/cuda_test_util.h"
+
+using namespace lite_llama;
+using namespace lite_llama::kt;
+
+namespace {
+
+// Host weight part: [rows, K] stored as `dtype`, plus its values as the CPU reads them.
+struct HostPart {
+  DType dtype;
+  int64_t rows, cols;
+  std::vector<uint8_t> bytes;
+  Tensor tensor() { return Tensor(bytes.data(), dtype, {rows, cols}); }
+};
+
+// Random weights with sd 1/sqrt(K) (outputs O(1), so the bias matters), rounded to bf16 so
+// that the CUDA backend's conversion to bf16/fp16 is exact: only the product differs.
+// Quantised types are quantised from those values with the engine's reference quantisers.
+HostPart make_part(std::mt19937& rng, DType t, int64_t rows, int64_t K) {
+  HostPart p{t, rows, K, {}};
+  std::vector<float> v = randn(rng, size_t(rows * K), 1.0f / std::sqrt(float(K)));
+  for (float& x : v) x = round_to(DType::BF16, x);
+  const size_t rb = row_bytes(t, K);
+  p.bytes.resize(rb * size_t(rows));
+  for (int64_t r = 0; r < rows; ++r) quantize_row(t, v.data() + r * K, p.bytes.data() + size_t(r) * rb, K);
+  return p;
+}
+
+// The same linear layer prepared on both backends.
+struct Layer {
+  std::vector<HostPart> parts;
+  std::vector<float> bias;
+  ops::Linear cpu_lin, gpu_lin;
+};
+
+void build_layer(Layer& L, ops::Backend& gpu, ops::Backend& cpu, std::vector<Buffer>& keep,
+                 std::mt19937& rng, int64_t K, const std::vector<int64_t>& rows,
+                 const std::vector<DType>& types, bool bias, DType act) {
+  int64_t N = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    L.parts.push_back(make_part(rng, types[i % types.size()], rows[i], K));
+    N += rows[i];
+  }
+  ops::Linear host;
+  host.in_features = K;
+  host.out_features = N;
+  for (HostPart& p : L.parts) host.parts.push_back(p.tensor());
+  // Bias values representable in the activation type: the device stores the bias as act.
+  L.bias = rand_act(rng, size_t(N), act, 0.5f);
+  ops::Linear for_gpu = host;
+  if (bias) {
+    host.bias = Tensor(L.bias.data(), DType::F32, {N});
+    // As the model loader does: F32 bias uploaded first, converted by prepare_linear.
+    for_gpu.bias = upload_f32(gpu, L.bias, {N}, keep);
+    settle(gpu);  // the upload's DMA must land before prepare_linear converts it on the stream
+  }
+  L.cpu_lin = cpu.prepare_linear(host, keep);
+  L.gpu_lin = gpu.prepare_linear(for_gpu, keep);
+  settle(gpu);
+  ASSERT_EQ(L.gpu_lin.out_features, N);
+  ASSERT_EQ(L.gpu_lin.in_features, K);
+}
+
+// Runs one T on both backends; 16-bit output always, F32 output when `f32_out`.
+void check_T(ops::Backend& gpu, ops::Backend& cpu, const Layer& L, std::mt19937& rng, int64_t T,
+             DType act, Tol tol16, Tol tol32, bool f32_out) {
+  const int64_t K = L.gpu_lin.in_features, N = L.gpu_lin.out_features;
+  std::vector<float> x = rand_act(rng, size_t(T * K), act);
+  std::vector<float> want(size_t(T * N), NAN);
+  cpu.linear(host_f32(x, {T, K}), L.cpu_lin, host_f32(want, {T, N}));
+
+  DevTensor dx = dev_from(gpu, x, act, {T, K});
+  DevTensor out = dev_alloc(gpu, act, {T, N});
+  poison(gpu, out.t);
+  gpu.linear(dx.t, L.gpu_lin, out.t);
+  EXPECT_TRUE(close_rows(to_host(gpu, out.t), want, size_t(N), tol16, "token")) << dtype_name(act);
+  if (f32_out) {
+    DevTensor o32 = dev_alloc(gpu, DType::F32, {T, N});
+    poison(gpu, o32.t);
+    gpu.linear(dx.t, L.gpu_lin, o32.t);
+    EXPECT_TRUE(close_rows(to_host(gpu, o32.t), want, size_t(N), tol32, "token")) << "F32 output";
+  }
+}
+
+// N split into row blocks the way q|k|v or gate|up are.
+std::vector<int64_t> split_rows(int64_t N) {
+  if (N <= 8) return {N};
+  if (N == 200) return {128, 64, 8};
+  if (N == 1000) return {512, 256, 232};
+  return {N / 2, N / 4, N - N / 2 - N / 4};
+}
+
+class CudaLinear : public CudaVsCpu {};
+
+}  // namespace
+
+TEST_P(CudaLinear, GemvAndCublasShapes) {
+  std::mt19937 rng(101);
+  int idx = 0;
+  for (int64_t K : {64, 576, 2048, 3072})
+    for (int64_t N : {8, 200, 1000, 4096}) {
+      const bool bias = idx++ % 2 == 0;
+      // Parts alternate F32 and BF16 host storage (HF checkpoints hold either).
+      const std::vector<DType> types = idx % 3 ? std::vector<DType>{DType::F32, DType::BF16}
+                                               : std::vector<DType>{DType::BF16, DType::F32};
+      Layer L;
+      build_layer(L, *gpu, *cpu, keep, rng, K, split_rows(N), types, bias, act);
+      if (HasFatalFailure()) return;
+      for (int64_t T : {1, 2, 3, 5, 8, 9, 17, 64, 130}) {
+        SCOPED_TRACE(::testing::Message() << "K " << K << " N " << N << " T " << T << " bias "
+                                          << bias << (T <= 8 ? " (gemv)" : " (cuBLASLt)"));
+        // F32 output with a bias on the cuBLASLt path is its own test (F32LogitsWithBias).
+        check_T(*gpu, *cpu, L, rng, T, act, act_tol(act), f32_tol(), !bias || T <= 8);
+      }
+      keep.clear();
+    }
+}
+
+TEST_P(CudaLinear, QuantizedWeightsConvertedAtUpload) {
+  // GGUF Q8_0 / Q4_1 / Q4_0 parts become act rows at upload (dequantise, round once). The CPU
+  // computes with the exact dequantised values, so every weight differs by <= u relative:
+  // the product moves by ~u/sqrt(3) relative (random signs), as one output rounding does; the
+  // 16-bit bound covers both, and it also applies to the F32 output here.
+  std::mt19937 rng(102);
+  for (int64_t K : {64, 576, 2048})
+    for (int64_t N : {200, 1000}) {
+      Layer L;
+      build_layer(L, *gpu, *cpu, keep, rng, K, split_rows(N),
+                  {DType::Q8_0, DType::Q4_1, DType::Q4_0}, K == 576, act);
+      if (HasFatalFailure()) return;
+      for (int64_t T : {1, 4, 8, 17, 64}) {
+        SCOPED_TRACE(::testing::Message() << "K " << K << " N " << N << " T " << T);
+        check_T(*gpu, *cpu, L, rng, T, act, act_tol(act), act_tol(act), K != 576 || T <= 8);
+      }
+      keep.clear();
+    }
+}
+
+TEST_P(CudaLinear, SinglePartQ8_0AndQ4_1) {
+  std::mt19937 rng(103);
+  for (DType t : {DType::Q8_0, DType::Q4_1}) {
+    Layer L;
+    build_layer(L, *gpu, *cpu, keep, rng, 3072, {1000}, {t}, false, act);
+    if (HasFatalFailure()) return;
+    for (int64_t T : {1, 3, 8, 9, 130}) {
+      SCOPED_TRACE(::testing::Message() << dtype_name(t) << " T " << T);
+      check_T(*gpu, *cpu, L, rng, T, act, act_tol(act), act_tol(act), true);
+    }
+    keep.clear();
+  }
+}
+
+TEST_P(CudaLinear, OddShapes) {
+  // K not a multiple of 8 sends even one token to cuBLASLt (the GEMV needs 16-byte rows);
+  // N odd gives output rows that are not 16-byte aligned; N = 1 is a single output column.
+  std::mt19937 rng(104);
+  const int64_t shapes[][2] = {{100, 1001}, {72, 1001}, {64, 1}, {136, 24}, {8, 40}};
+  for (const auto& s : shapes) {
+    Layer L;
+    build_layer(L, *gpu, *cpu, keep, rng, s[0], {s[1]}, {DType::F32}, false, act);
+    if (HasFatalFailure()) return;
+    for (int64_t T : {1, 3, 8, 9, 33}) {
+      SCOPED_TRACE(::testing::Message() << "K " << s[0] << " N " << s[1] << " T " << T);
+      check_T(*gpu, *cpu, L, rng, T, act, act_tol(act), f32_tol(), true);
+    }
+    keep.clear();
+  }
+}
+
+TEST_P(CudaLinear, F32LogitsWithBias) {
+  // The cuBLASLt epilogue with a 16-bit bias and an F32 output (an LM head with a bias); the
+  // GEMV path is covered by GemvAndCublasShapes.
+  std::mt19937 rng(105);
+  Layer L;
+  build_layer(L, *gpu, *cpu, keep, rng, 576, {1000}, {DType::BF16}, true, act);
+  if (HasFatalFailure()) return;
+  for (int64_t T : {1, 9, 64}) {
+    SCOPED_TRACE(::testing::Message() << "T " << T);
+    check_T(*gpu, *cpu, L, rng, T, act, act_tol(act), f32_tol(), true);
+  }
+}
+
+TEST_P(CudaLinear, RepeatedCallsReuseCachedPlans) {
+  // The cuBLASLt plan cache is keyed by shape and shares one descriptor per key; the bias
+  // pointer is set on it per call. Layers of one shape with different biases (and one without),
+  // called alternately, must each see their own bias.
+  std::mt19937 rng(106);
+  Layer a, b, c;
+  build_layer(a, *gpu, *cpu, keep, rng, 576, {64, 64}, {DType::BF16}, true, act);
+  build_layer(b, *gpu, *cpu, keep, rng, 576, {128}, {DType::F32}, true, act);
+  build_layer(c, *gpu, *cpu, keep, rng, 576, {128}, {DType::F32}, false, act);
+  if (HasFatalFailure()) return;
+  for (int rep = 0; rep < 3; ++rep)
+    for (const Layer* l : {&a, &b, &c}) {
+      SCOPED_TRACE(::testing::Message() << "rep " << rep << " layer " << (l == &a ? "a" : l == &b ? "b" : "c"));
+      check_T(*gpu, *cpu, *l, rng, 40, act, act_tol(act), f32_tol(), false);
+    }
+}
+
+TEST_P(CudaLinear, ArenaOffsetPointers) {
+  // The decoder carves activations out of one arena at 64-element (128-byte) offsets; the
+  // GEMV needs only 16-byte alignment. cuBLASLt's plans are chosen without pointers, so x and
+  // out at such offsets must still work on both paths.
+  std::mt19937 rng(107);
+  Layer L;
+  build_layer(L, *gpu, *cpu, keep, rng, 576, {512, 488}, {DType::BF16}, true, act);
+  if (HasFatalFailure()) return;
+  const int64_t K = 576, N = 1000;
+  for (size_t offset : {size_t(128), size_t(16), size_t(384)})
+    for (int64_t T : {3, 8, 9, 64}) {
+      SCOPED_TRACE(::testing::Message() << "offset " << offset << " bytes, T " << T);
+      std::vector<float> x = rand_act(rng, size_t(T * K), act);
+      std::vector<float> want(size_t(T * N), NAN);
+      cpu->linear(host_f32(x, {T, K}), L.cpu_lin, host_f32(want, {T, N}));
+      Buffer arena = gpu->alloc(size_t(T * (K + N)) * 2 + 4 * offset);
+      uint8_t* base = arena.as<uint8_t>();
+      Tensor dx(base + offset, act, {T, K}, Device::CUDA);
+      Tensor out(base + 2 * offset + size_t(T * K) * 2, act, {T, N}, Device::CUDA);
+      const std::vector<uint8_t> xb = encode(x, act);
+      gpu->copy_to_device(dx.data, xb.data(), xb.size());
+      poison(*gpu, out);
+      gpu->linear(dx, L.gpu_lin, out);
+      ASSERT_TRUE(close_rows(to_host(*gpu, out), want, size_t(N), act_tol(act), "token"));
+    }
+}
+
+LL_INSTANTIATE_DTYPES(CudaLinear);
