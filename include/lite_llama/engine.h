@@ -104,6 +104,15 @@ class Engine {
   virtual std::vector<ScoreResult> score(const std::vector<std::vector<int32_t>>& seqs,
                                          int decode_tail, const LogitsSink& sink = {}) = 0;
 
+  // Device time per op family while on (CUDA; graphs are bypassed so each op is timed).
+  struct ProfileRow {
+    std::string family;
+    double ms = 0;
+    int64_t calls = 0;
+  };
+  virtual void set_profiling(bool on) = 0;
+  virtual std::vector<ProfileRow> profile_report() = 0;
+
   virtual const ModelInfo& info() const = 0;
   virtual EngineStats stats() const = 0;
 };

@@ -21,6 +21,7 @@ struct BenchArgs {
   std::string batches = "1,8,64";
   int prompt_len = 128, gen_len = 256, runs = 5, warmup = 1;
   std::string json_file;
+  bool profile = false;
 };
 
 struct Stat {
@@ -64,7 +65,8 @@ struct RunResult {
   size_t peak_used = 0;
 };
 
-RunResult run_once(Engine& e, int B, int prompt_len, int gen_len, uint64_t seed, int64_t vocab) {
+RunResult run_once(Engine& e, int B, int prompt_len, int gen_len, uint64_t seed, int64_t vocab,
+                   bool profile_decode = false) {
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<int32_t> tok(0, int32_t(std::min<int64_t>(vocab, 32000) - 1));
   SamplingParams p;
@@ -89,6 +91,7 @@ RunResult run_once(Engine& e, int B, int prompt_len, int gen_len, uint64_t seed,
     first_tokens += new_first;
     if (first_tokens == B && r.prefill_ms == 0) {
       r.prefill_ms = s1 - t0;
+      if (profile_decode) e.set_profiling(true);
     } else if (r.prefill_ms > 0) {
       r.step_ms.push_back(s1 - s0);
     }
@@ -98,6 +101,31 @@ RunResult run_once(Engine& e, int B, int prompt_len, int gen_len, uint64_t seed,
   r.total_ms = now_ms() - t0;
   r.decode_ms = r.total_ms - r.prefill_ms;
   return r;
+}
+
+// One eager run with every decode op timed: where a decode step's time goes.
+nlohmann::json profile_decode(Engine& e, int B, int prompt_len, int gen_len, int64_t vocab) {
+  RunResult r = run_once(e, B, prompt_len, gen_len, 999, vocab, true);
+  std::vector<Engine::ProfileRow> rows = e.profile_report();
+  e.set_profiling(false);
+  const double steps = double(r.step_ms.size());
+  double wall = 0, busy = 0;
+  for (double v : r.step_ms) wall += v;
+  std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.ms > b.ms; });
+  nlohmann::json j = {{"batch", B}, {"decode_steps", steps}, {"wall_ms_per_step", wall / steps},
+                      {"families", nlohmann::json::array()}};
+  std::printf("  profile, batch %d, eager decode step %.3f ms:\n", B, wall / steps);
+  for (const auto& row : rows) {
+    busy += row.ms;
+    std::printf("    %-20s %9.3f ms/step %6.1f%%  %6.1f calls/step\n", row.family.c_str(),
+                row.ms / steps, 100.0 * row.ms / wall, double(row.calls) / steps);
+    j["families"].push_back({{"family", row.family}, {"ms_per_step", row.ms / steps},
+                             {"calls_per_step", double(row.calls) / steps}});
+  }
+  std::printf("    %-20s %9.3f ms/step %6.1f%%\n", "idle / gaps", (wall - busy) / steps,
+              100.0 * (wall - busy) / wall);
+  j["gaps_ms_per_step"] = (wall - busy) / steps;
+  return j;
 }
 
 void run_bench(BenchArgs& a) {
@@ -140,7 +168,10 @@ void run_bench(BenchArgs& a) {
     std::printf("%-6d %12.1f %12.0f %12.0f %10.2f %8.3f/%6.3f/%6.3f %14.0f\n", B, tot.median,
                 pt.median, dt.median, tt.median, st.median, st.min, st.max, double(peak) / (1 << 20));
     std::fflush(stdout);
+    nlohmann::json prof;
+    if (a.profile) prof = profile_decode(*engine, B, a.prompt_len, a.gen_len, info.vocab_size);
     out["results"].push_back({{"batch", B},
+                              {"profile", prof},
                               {"total_ms", to_json(tot)},
                               {"ttft_ms", to_json(tt)},
                               {"prefill_tokens_per_s", to_json(pt)},
@@ -167,6 +198,7 @@ void register_bench(CLI::App& app) {
   c->add_option("--runs", a->runs, "timed runs per batch size")->capture_default_str();
   c->add_option("--warmup", a->warmup, "untimed runs first")->capture_default_str();
   c->add_option("--json", a->json_file, "write the results as JSON to FILE");
+  c->add_flag("--profile", a->profile, "time every decode op by family (one extra eager run)");
   c->callback([a] { run_bench(*a); });
 }
 
