@@ -15,4 +15,5 @@ need /usr/include/gtest/gtest.h 'libgtest-dev_*.deb' 'libgmock-dev_*.deb' 'googl
 need /usr/include/CLI/CLI.hpp 'libcli11-dev_*.deb'
 need /usr/include/nlohmann/json.hpp 'nlohmann-json3-dev_*.deb'
 need /usr/include/fmt/format.h 'libfmt-dev_*.deb' 'libfmt9_*.deb'
+need /usr/include/x86_64-linux-gnu/curl/curl.h 'libcurl4-openssl-dev_*.deb'
 ldconfig
