@@ -8,3 +8,8 @@ pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 # Unicode normalisation (NFC) for HF tokenizers; optional (the GPU image lacks the headers).
 pkg_check_modules(ICU IMPORTED_TARGET icu-uc)
 find_path(HTTPLIB_INCLUDE_DIR httplib.h REQUIRED)
+# Debian's cpp-httplib is a compiled library (with OpenSSL/zlib/brotli defines); the local Hub
+# server of the `pull` test uses it. Optional: that test is skipped where it is missing.
+pkg_check_modules(HTTPLIB IMPORTED_TARGET cpp-httplib)
+# `lite-llama pull` downloads from the Hugging Face Hub.
+find_package(CURL REQUIRED)

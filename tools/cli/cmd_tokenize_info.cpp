@@ -39,7 +39,9 @@ struct InfoArgs {
 };
 
 void run_info(InfoArgs& a) {
-  if (a.model.engine.kv_tokens == 0) a.model.engine.kv_tokens = 16;
+  // No generation: a tiny pool, and a context to match so that no "context reduced" warning
+  // shows (info reports the model's own context length).
+  if (a.model.engine.kv_tokens == 0) a.model.engine.kv_tokens = 16, a.model.engine.ctx = 16;
   if (a.model.engine.max_num_seqs == 0) a.model.engine.max_num_seqs = 1;
   auto engine = open_engine(a.model);
   const ModelInfo& i = engine->info();

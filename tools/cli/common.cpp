@@ -63,7 +63,7 @@ SamplingParams SamplingArgs::resolve() const {
 }
 
 std::unique_ptr<Engine> open_engine(ModelArgs& a) {
-  set_log_level(a.quiet ? LogLevel::Warn : a.verbose ? LogLevel::Debug : LogLevel::Warn);
+  set_log_level(a.quiet ? LogLevel::Error : a.verbose ? LogLevel::Debug : LogLevel::Warn);
   if (a.verbose) set_log_level(LogLevel::Debug);
   return Engine::create(a.engine);
 }

@@ -34,5 +34,6 @@ void register_tokenize(CLI::App& app);
 void register_info(CLI::App& app);
 void register_score(CLI::App& app);
 void register_bench(CLI::App& app);
+void register_pull(CLI::App& app);
 
 }  // namespace lite_llama::cli

@@ -1,4 +1,4 @@
-// lite-llama: generate, chat, tokenize, info (and serve / bench where built).
+// lite-llama: generate, chat, tokenize, info, score, bench, pull (and serve where built).
 #include <cstdio>
 #include <exception>
 
@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   cli::register_info(app);
   cli::register_score(app);
   cli::register_bench(app);
+  cli::register_pull(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,190 @@
+// Every supported HF architecture against HF transformers: tiny random checkpoints under
+// tests/fixtures/models/ (scripts/fixtures/make_arch_fixtures.py) with the logits and greedy
+// continuations transformers computed from the same files. Covers llama (llama3 rope scaling,
+// GQA, sharded bf16), llama-linear (linear scaling, MHA, tied, fp16, transformers-4 config
+// layout), qwen2 (q/k/v bias), qwen3 (q/k norm, head_dim != hidden/heads, sharded fp32) and
+// mistral (bf16). Runs on the CPU; no downloaded model needed.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "lite_llama/engine.h"
+
+using namespace lite_llama;
+using nlohmann::json;
+
+namespace {
+
+const std::vector<std::string> kModels = {"llama", "llama-linear", "qwen2", "qwen3", "mistral"};
+
+std::string model_dir(const std::string& name) {
+  return std::string(LL_SOURCE_DIR) + "/tests/fixtures/models/" + name;
+}
+
+json load_reference(const std::string& name) {
+  std::ifstream in(model_dir(name) + "/reference.json");
+  return json::parse(in);
+}
+
+std::vector<std::vector<int32_t>> sequences(const json& ref) {
+  std::vector<std::vector<int32_t>> s;
+  for (const auto& c : ref["cases"]) s.push_back(c["ids"].get<std::vector<int32_t>>());
+  return s;
+}
+
+std::unique_ptr<Engine> open(const std::string& name) {
+  EngineOptions o;
+  o.model = model_dir(name);
+  o.device = "cpu";
+  o.ctx = 128;
+  o.kv_tokens = 512;
+  return Engine::create(o);
+}
+
+class ArchFixture : public ::testing::TestWithParam<std::string> {};
+
+// Bound: both sides run the same fp32 function of the same weights (bf16/fp16 files widen to
+// fp32 exactly on both). They differ only in summation order (dot products of <= 256 terms over
+// 2-3 layers), rotary cos/sin rounding and exp/rsqrt ulps, which gives relative differences of
+// ~1e-6..1e-5 of the logit scale (here |logits| <= ~5). We allow 1e-4 absolute, i.e. ~2e-5
+// of the largest logit: a dropped bias, a wrong rope frequency, a missing q/k norm or a GQA
+// mix-up each move logits by 1e-2 or more. Measured max |diff| is printed (~5e-6).
+constexpr double kLogitTol = 1e-4;
+
+TEST_P(ArchFixture, EveryPositionLogitsMatchHf) {
+  const json ref = load_reference(GetParam());
+  const auto seqs = sequences(ref);
+  std::ifstream in(model_dir(GetParam()) + "/" + ref["logits_file"].get<std::string>(),
+                   std::ios::binary);
+  const int64_t V = ref["info"]["vocab_size"];
+  size_t rows = 0;
+  for (const auto& s : seqs) rows += s.size() - 1;
+  std::vector<float> want(rows * size_t(V));
+  in.read(reinterpret_cast<char*>(want.data()), std::streamsize(want.size() * 4));
+  ASSERT_TRUE(in.good()) << "short logits file";
+  std::vector<size_t> first_row(seqs.size(), 0);
+  for (size_t i = 1; i < seqs.size(); ++i) first_row[i] = first_row[i - 1] + seqs[i - 1].size() - 1;
+
+  auto e = open(GetParam());
+  // decode_tail 0: every position through packed prefill; 7: the last 7 positions of each
+  // sequence (all of the 2-token one) through batched flash-decoding over the KV slots.
+  for (int tail : {0, 7}) {
+    double max_diff = 0, max_abs = 0, max_decode_diff = 0;
+    int decoded = 0;
+    std::vector<int> seen(rows, 0);
+    LogitsSink sink = [&](int s, int pos, const float* l, int64_t n) {
+      ASSERT_EQ(n, V);
+      const size_t r = first_row[size_t(s)] + size_t(pos);
+      ++seen[r];
+      // Rows at or past the prefill length come from decode steps.
+      const bool decode = pos >= std::max(1, int(seqs[size_t(s)].size()) - tail);
+      decoded += decode;
+      for (int64_t v = 0; v < V; ++v) {
+        const double w = want[r * size_t(V) + size_t(v)], d = std::fabs(double(l[v]) - w);
+        max_diff = std::max(max_diff, d);
+        if (decode) max_decode_diff = std::max(max_decode_diff, d);
+        max_abs = std::max(max_abs, std::fabs(w));
+      }
+    };
+    e->score(seqs, tail, sink);
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), std::ptrdiff_t(rows))
+        << "every position exactly once";
+    std::printf(
+        "%-13s decode_tail %d: %zu positions (%d decoded), max |logit diff| %.3g "
+        "(decoded rows %.3g; max |logit| %.2f)\n",
+        GetParam().c_str(), tail, rows, decoded, max_diff, max_decode_diff, max_abs);
+    EXPECT_LE(max_diff, kLogitTol) << GetParam() << " decode_tail " << tail;
+  }
+}
+
+// HF's greedy continuations, token for token. The fixture script only keeps sequence draws
+// whose every greedy step has a top-2 margin >= 2e-3 (recorded), far above kLogitTol.
+TEST_P(ArchFixture, GreedyContinuationsEqualHf) {
+  const json ref = load_reference(GetParam());
+  auto e = open(GetParam());
+  SamplingParams p;
+  p.temperature = 0;
+  p.ignore_eos = true;
+  p.max_tokens = ref["new_tokens"];
+  const auto seqs = sequences(ref);
+  std::map<int64_t, size_t> which;
+  std::vector<std::vector<int32_t>> got(seqs.size());
+  // All sequences in one batch: packed prefill of different lengths, then batched decode.
+  for (size_t i = 0; i < seqs.size(); ++i) which[e->add_request(seqs[i], p)] = i;
+  while (e->has_unfinished())
+    for (const RequestOutput& r : e->step())
+      for (int32_t t : r.tokens) got[which.at(r.id)].push_back(t);
+  for (size_t i = 0; i < seqs.size(); ++i)
+    EXPECT_EQ(got[i], ref["cases"][i]["greedy_ids"].get<std::vector<int32_t>>())
+        << GetParam() << " sequence " << i << " (" << seqs[i].size() << " tokens)";
+}
+
+// `lite-llama info` against what the fixture script read from the files: the parameter count
+// is the sum of the safetensors tensor sizes, KV bytes per token 2 * layers * kv_heads *
+// head_dim * 4 (fp32 K and V on the CPU).
+TEST_P(ArchFixture, CliInfoDescribesTheModel) {
+  const json want = load_reference(GetParam())["info"];
+  const std::string cmd = std::string("'") + LL_CLI_PATH + "' info --json --device cpu -m '" +
+                          model_dir(GetParam()) + "' 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  ASSERT_EQ(pclose(p), 0) << cmd;
+  const json got = json::parse(out);
+  EXPECT_EQ(got["format"], "hf");
+  EXPECT_EQ(got["architecture"], want["architecture"]);
+  EXPECT_EQ(got["parameters"], want["parameters"]);
+  EXPECT_EQ(got["weight_dtype"], want["safetensors_dtypes"][0]);
+  EXPECT_EQ(got["context_length"], want["context_length"]);
+  EXPECT_EQ(got["vocab_size"], want["vocab_size"]);
+  EXPECT_EQ(got["num_layers"], want["num_layers"]);
+  EXPECT_EQ(got["num_heads"], want["num_heads"]);
+  EXPECT_EQ(got["num_kv_heads"], want["num_kv_heads"]);
+  EXPECT_EQ(got["head_dim"], want["head_dim"]);
+  EXPECT_EQ(got["tied_embeddings"], want["tied_embeddings"]);
+  EXPECT_EQ(got["rope_scaling"],
+            want["rope_scaling"] == "default" ? json("none") : want["rope_scaling"]);
+  EXPECT_EQ(got["kv_bytes_per_token"], want["kv_bytes_per_token_cpu"]);
+}
+
+// Mistral 7B v0.1 declares a 4096-token sliding window; full attention equals it up to that
+// length, so the loader caps the context there instead of computing something else beyond.
+TEST(HfMistral, SlidingWindowCapsTheContext) {
+  namespace fs = std::filesystem;
+  const fs::path d = fs::temp_directory_path() / ("ll_mistral_sw_" + std::to_string(getpid()));
+  fs::remove_all(d);
+  fs::copy(model_dir("mistral"), d, fs::copy_options::recursive);
+  json c = json::parse(std::ifstream(d / "config.json"));
+  c["sliding_window"] = 32;
+  std::ofstream(d / "config.json") << c.dump(2);
+  EngineOptions o;
+  o.model = d.string();
+  o.device = "cpu";
+  o.kv_tokens = 64;
+  std::unique_ptr<Engine> e;
+  EXPECT_NO_THROW(e = Engine::create(o));
+  if (e) {
+    EXPECT_EQ(e->info().context_length, 32);
+    EXPECT_THROW(e->add_request(std::vector<int32_t>(40, 1), SamplingParams{}), std::exception);
+  }
+  fs::remove_all(d);
+}
+
+INSTANTIATE_TEST_SUITE_P(Hf, ArchFixture, ::testing::ValuesIn(kModels), [](const auto& i) {
+  std::string n = i.param;
+  std::replace(n.begin(), n.end(), '-', '_');
+  return n;
+});
+
+}  // namespace

@@ -1,0 +1,252 @@
+// Broken Hugging Face model directories, built in a temporary folder from the committed tiny
+// fixtures (tests/fixtures/models/): each must fail with a lite_llama::Error naming the file,
+// field or tensor at fault, and the CLI must turn it into one line on stderr and exit code 2.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "lite_llama/engine.h"
+
+namespace fs = std::filesystem;
+using namespace lite_llama;
+using nlohmann::json;
+
+namespace {
+
+std::string read_all(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_all(const fs::path& p, const std::string& s) {
+  std::ofstream(p, std::ios::binary | std::ios::trunc).write(s.data(), std::streamsize(s.size()));
+}
+
+// A safetensors file as tensors; written back with fresh offsets (u64 LE header length, JSON
+// header, data), so entries can be dropped, retyped or reshaped.
+struct StTensor {
+  std::string dtype;
+  std::vector<int64_t> shape;
+  std::string bytes;
+};
+using StFile = std::map<std::string, StTensor>;
+
+StFile read_st(const fs::path& p) {
+  const std::string s = read_all(p);
+  uint64_t hlen = 0;
+  std::memcpy(&hlen, s.data(), 8);
+  const json h = json::parse(s.substr(8, hlen));
+  StFile f;
+  for (auto it = h.begin(); it != h.end(); ++it) {
+    if (it.key() == "__metadata__") continue;
+    const auto off = it.value()["data_offsets"].get<std::vector<uint64_t>>();
+    f[it.key()] = {it.value()["dtype"], it.value()["shape"].get<std::vector<int64_t>>(),
+                   s.substr(8 + hlen + off[0], off[1] - off[0])};
+  }
+  return f;
+}
+
+void write_st(const fs::path& p, const StFile& f) {
+  json h = {{"__metadata__", {{"format", "pt"}}}};
+  std::string data;
+  for (const auto& [name, t] : f) {
+    h[name] = {{"dtype", t.dtype},
+               {"shape", t.shape},
+               {"data_offsets", {data.size(), data.size() + t.bytes.size()}}};
+    data += t.bytes;
+  }
+  std::string hs = h.dump();
+  hs.resize((hs.size() + 7) / 8 * 8, ' ');
+  const uint64_t n = hs.size();
+  write_all(p, std::string(reinterpret_cast<const char*>(&n), 8) + hs + data);
+}
+
+class HfErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() /
+            ("ll_hf_errors_" + std::to_string(getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  // A copy of a committed fixture model to break.
+  fs::path copy_fixture(const std::string& name) {
+    const fs::path d = root_ / name;
+    fs::copy(fs::path(LL_SOURCE_DIR) / "tests/fixtures/models" / name, d,
+             fs::copy_options::recursive);
+    return d;
+  }
+  void edit_config(const fs::path& d, const std::function<void(json&)>& f) {
+    json c = json::parse(read_all(d / "config.json"));
+    f(c);
+    write_all(d / "config.json", c.dump(2));
+  }
+
+  // Loads through the public API and the CLI; both must report every `needles` string.
+  void expect_error(const fs::path& d, const std::vector<std::string>& needles) {
+    EngineOptions o;
+    o.model = d.string();
+    o.device = "cpu";
+    o.kv_tokens = 16;
+    o.ctx = 16;
+    try {
+      Engine::create(o);
+      ADD_FAILURE() << "loaded without error: " << d;
+    } catch (const Error& e) {
+      for (const std::string& n : needles)
+        EXPECT_NE(std::string(e.what()).find(n), std::string::npos)
+            << "message lacks '" << n << "': " << e.what();
+    }
+    // -q: errors only, so the missing-tokenizer warning does not count as a line.
+    const fs::path err = root_ / "stderr.txt";
+    const std::string cmd = std::string("'") + LL_CLI_PATH + "' info -q --device cpu -m '" +
+                            d.string() + "' >/dev/null 2>'" + err.string() + "'";
+    const int rc = std::system(cmd.c_str());
+    ASSERT_TRUE(WIFEXITED(rc)) << cmd;
+    EXPECT_EQ(WEXITSTATUS(rc), 2) << cmd;
+    const std::string text = read_all(err);
+    std::printf("  cli: %s", text.c_str());
+    EXPECT_EQ(text.rfind("error: ", 0), 0u) << text;
+    ASSERT_FALSE(text.empty());
+    EXPECT_EQ(text.find('\n'), text.size() - 1) << "not one line: " << text;
+    for (const std::string& n : needles)
+      EXPECT_NE(text.find(n), std::string::npos) << "stderr lacks '" << n << "': " << text;
+  }
+
+  fs::path root_;
+};
+
+TEST_F(HfErrors, MissingConfigJson) {
+  const fs::path d = copy_fixture("qwen2");
+  fs::remove(d / "config.json");
+  expect_error(d, {"config.json", d.string()});
+}
+
+TEST_F(HfErrors, MalformedConfigJson) {
+  const fs::path d = copy_fixture("qwen2");
+  write_all(d / "config.json", R"({"architectures": ["Qwen2ForCausalLM"], "hidden_size": )");
+  expect_error(d, {"config.json", "not a JSON object"});
+}
+
+TEST_F(HfErrors, UnknownArchitecture) {
+  const fs::path d = copy_fixture("qwen2");
+  edit_config(d, [](json& c) { c["architectures"] = {"GPT2LMHeadModel"}; });
+  expect_error(d, {"config.json", "GPT2LMHeadModel"});
+}
+
+TEST_F(HfErrors, UnsupportedRopeScalingYarn) {
+  const fs::path d = copy_fixture("llama");  // transformers 5 layout: rope_parameters
+  edit_config(d, [](json& c) { c["rope_parameters"]["rope_type"] = "yarn"; });
+  expect_error(d, {"config.json", "yarn"});
+}
+
+TEST_F(HfErrors, UnsupportedRopeScalingDynamic) {
+  const fs::path d = copy_fixture("llama-linear");  // transformers 4 layout: rope_scaling
+  edit_config(d, [](json& c) { c["rope_scaling"] = {{"type", "dynamic"}, {"factor", 2.0}}; });
+  expect_error(d, {"config.json", "dynamic"});
+}
+
+TEST_F(HfErrors, MissingTensor) {
+  const fs::path d = copy_fixture("qwen2");
+  StFile f = read_st(d / "model.safetensors");
+  ASSERT_EQ(f.erase("model.layers.1.self_attn.k_proj.bias"), 1u);
+  write_st(d / "model.safetensors", f);
+  expect_error(d, {"missing tensor", "model.layers.1.self_attn.k_proj.bias"});
+}
+
+TEST_F(HfErrors, MisshapedTensor) {
+  const fs::path d = copy_fixture("qwen2");
+  StFile f = read_st(d / "model.safetensors");
+  StTensor& t = f.at("model.layers.0.mlp.up_proj.weight");
+  std::swap(t.shape[0], t.shape[1]);  // same bytes, transposed shape
+  write_st(d / "model.safetensors", f);
+  expect_error(d, {"model.layers.0.mlp.up_proj.weight", "shape"});
+}
+
+TEST_F(HfErrors, F64Weight) {
+  const fs::path d = copy_fixture("qwen2");
+  StFile f = read_st(d / "model.safetensors");
+  StTensor& t = f.at("model.layers.0.self_attn.q_proj.weight");
+  std::string wide;
+  for (size_t i = 0; i < t.bytes.size(); i += 4) {
+    float v;
+    std::memcpy(&v, t.bytes.data() + i, 4);
+    const double w = v;
+    wide.append(reinterpret_cast<const char*>(&w), 8);
+  }
+  t.dtype = "F64", t.bytes = wide;
+  write_st(d / "model.safetensors", f);
+  expect_error(d, {"model.layers.0.self_attn.q_proj.weight", "F64"});
+}
+
+TEST_F(HfErrors, I8NormWeight) {
+  const fs::path d = copy_fixture("qwen2");
+  StFile f = read_st(d / "model.safetensors");
+  StTensor& t = f.at("model.norm.weight");
+  t.dtype = "I8", t.bytes = std::string(t.bytes.size() / 4, '\1');
+  write_st(d / "model.safetensors", f);
+  expect_error(d, {"model.norm.weight", "I8"});
+}
+
+TEST_F(HfErrors, UnknownDtypeString) {
+  const fs::path d = copy_fixture("qwen2");
+  StFile f = read_st(d / "model.safetensors");
+  StTensor& t = f.at("model.layers.1.mlp.down_proj.weight");
+  t.dtype = "F8_E4M3", t.bytes.resize(t.bytes.size() / 4);
+  write_st(d / "model.safetensors", f);
+  expect_error(d, {"model.safetensors", "model.layers.1.mlp.down_proj.weight", "F8_E4M3"});
+}
+
+TEST_F(HfErrors, MissingShard) {
+  const fs::path d = copy_fixture("qwen3");
+  ASSERT_TRUE(fs::remove(d / "model-00002-of-00003.safetensors"));
+  expect_error(d, {"model-00002-of-00003.safetensors", "missing"});
+}
+
+TEST_F(HfErrors, TruncatedSafetensors) {
+  const fs::path d = copy_fixture("qwen2");
+  const std::string s = read_all(d / "model.safetensors");
+  write_all(d / "model.safetensors", s.substr(0, s.size() - 1000));
+  expect_error(d, {"model.safetensors", "file size"});
+}
+
+TEST_F(HfErrors, HeaderLongerThanFile) {
+  const fs::path d = copy_fixture("qwen3");
+  const fs::path shard = d / "model-00003-of-00003.safetensors";
+  std::string s = read_all(shard);
+  const uint64_t too_long = s.size() + 100;
+  std::memcpy(s.data(), &too_long, 8);
+  write_all(shard, s);
+  expect_error(d, {"model-00003-of-00003.safetensors", "header size"});
+}
+
+// The rewriting itself is sound: an unmodified round trip still loads.
+TEST_F(HfErrors, RoundTripOfTheWriterLoads) {
+  const fs::path d = copy_fixture("qwen2");
+  write_st(d / "model.safetensors", read_st(d / "model.safetensors"));
+  EngineOptions o;
+  o.model = d.string();
+  o.device = "cpu";
+  o.kv_tokens = 16;
+  o.ctx = 16;
+  EXPECT_NO_THROW(Engine::create(o));
+}
+
+}  // namespace
