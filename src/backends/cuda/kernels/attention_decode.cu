@@ -60,12 +60,10 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, int splits
   const T* kbase = static_cast<const T*>(a.k_pool) + size_t(kvh) * D + kl * EPT;
   const T* vbase = static_cast<const T*>(a.v_pool) + size_t(kvh) * D + kl * EPT;
   const size_t row = size_t(a.Hkv) * D;
-  // The trip count is the same for every lane, so the shuffles below see full warps.
-  for (int j0 = beg; j0 < end; j0 += KPP) {
-    const int j = j0 + kg;
-    const bool valid = j < end;
-    float kf[EPT], vf[EPT];
-    if (valid) {
+  // Two keys per thread group per iteration: both keys' slot, K and V loads are issued before
+  // either is used. The trip count is the same for every lane, so the shuffles see full warps.
+  auto load = [&](int j, float* kf, float* vf) {
+    if (j < end) {
       const size_t slot = size_t(slots[j]);
       load_chunk<T, EPT>(kbase + slot * row, kf);
       load_chunk<T, EPT>(vbase + slot * row, vf);
@@ -73,6 +71,8 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, int splits
 #pragma unroll
       for (int e = 0; e < EPT; ++e) kf[e] = vf[e] = 0.f;
     }
+  };
+  auto update = [&](bool valid, const float* kf, const float* vf) {
 #pragma unroll
     for (int h = 0; h < GMAX; ++h) {
       if (h >= nh) break;
@@ -90,6 +90,14 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, int splits
       for (int e = 0; e < EPT; ++e) acc[h][e] = fmaf(acc[h][e], corr, p * vf[e]);
       m[h] = m_new;
     }
+  };
+  for (int j0 = beg; j0 < end; j0 += 2 * KPP) {
+    const int ja = j0 + kg, jb = j0 + KPP + kg;
+    float ka[EPT], va[EPT], kb[EPT], vb[EPT];
+    load(ja, ka, va);
+    load(jb, kb, vb);
+    update(ja < end, ka, va);
+    update(jb < end, kb, vb);
   }
   // Combine the KPP key groups of the block.
 #pragma unroll

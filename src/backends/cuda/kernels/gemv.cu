@@ -8,63 +8,84 @@ namespace lite_llama::cuda {
 namespace {
 
 constexpr int kWarps = 8;
-constexpr int kUnroll = 4;  // 16-byte weight loads in flight per lane
 
-template <typename T, int NT, typename OutT>
+// Each warp computes R rows for all NT tokens; per iteration a lane keeps R*U weight loads of
+// 16 bytes in flight and loads each activation chunk once for all R rows (activation loads
+// would otherwise outnumber weight loads NT to 1 and make the kernel issue-bound).
+template <typename T, int NT, int R, int U, typename OutT>
 __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__ x, const T* __restrict__ w,
                                                            const T* __restrict__ bias, OutT* __restrict__ out,
                                                            int N, int K, int ldo) {
   const int lane = threadIdx.x & 31;
-  const int row = blockIdx.x * kWarps + (threadIdx.x >> 5);
-  if (row >= N) return;
-  const T* wr = w + size_t(row) * K;
+  const int row0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * R;
+  if (row0 >= N) return;
   const int chunks = K / 8;
-  float acc[NT];
+  float acc[R][NT];
 #pragma unroll
-  for (int t = 0; t < NT; ++t) acc[t] = 0.f;
-  for (int c0 = lane; c0 < chunks; c0 += 32 * kUnroll) {
-    uint4 wv[kUnroll];
+  for (int r = 0; r < R; ++r)
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
+  for (int c0 = lane; c0 < chunks; c0 += 32 * U) {
+    uint4 wv[U][R];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
       const int c = c0 + u * 32;
-      wv[u] = c < chunks ? ld_stream(wr + size_t(c) * 8) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+        wv[u][r] = (c < chunks && row0 + r < N) ? ld_stream(w + size_t(row0 + r) * K + size_t(c) * 8)
+                                                : make_uint4(0, 0, 0, 0);
     }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < U; ++u) {
       const int c = c0 + u * 32;
       if (c >= chunks) break;
-      float wf[8];
-      unpack8<T>(wv[u], wf);
 #pragma unroll
       for (int t = 0; t < NT; ++t) {
         float xf[8];
         unpack8<T>(*reinterpret_cast<const uint4*>(x + size_t(t) * K + size_t(c) * 8), xf);
 #pragma unroll
-        for (int j = 0; j < 8; ++j) acc[t] = fmaf(wf[j], xf[j], acc[t]);
+        for (int r = 0; r < R; ++r) {
+          float wf[8];
+          unpack8<T>(wv[u][r], wf);
+#pragma unroll
+          for (int j = 0; j < 8; ++j) acc[r][t] = fmaf(wf[j], xf[j], acc[r][t]);
+        }
       }
     }
   }
 #pragma unroll
-  for (int t = 0; t < NT; ++t) acc[t] = warp_sum(acc[t]);
-  if (lane == 0) {
-    const float b = bias ? to_f(bias[row]) : 0.f;
+  for (int r = 0; r < R; ++r)
 #pragma unroll
-    for (int t = 0; t < NT; ++t) out[size_t(t) * ldo + row] = from_f<OutT>(acc[t] + b);
+    for (int t = 0; t < NT; ++t) acc[r][t] = warp_sum(acc[r][t]);
+  if (lane == 0) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      if (row0 + r >= N) break;
+      const float b = bias ? to_f(bias[row0 + r]) : 0.f;
+#pragma unroll
+      for (int t = 0; t < NT; ++t) out[size_t(t) * ldo + row0 + r] = from_f<OutT>(acc[r][t] + b);
+    }
   }
 }
 
 template <typename T, typename OutT>
 cudaError_t launch(const void* x, const void* w, const void* bias, void* out, int T_, int N, int K,
                    int ldo, cudaStream_t s) {
-  const dim3 grid(ceil_div(N, kWarps)), block(kWarps * 32);
   auto* xp = static_cast<const T*>(x);
   auto* wp = static_cast<const T*>(w);
   auto* bp = static_cast<const T*>(bias);
   auto* op = static_cast<OutT*>(out);
+  const dim3 block(kWarps * 32);
+  // One token: 2 rows x 4 chunks in flight per lane; more tokens: 4 rows share each x load.
+  if (T_ == 1) {
+    gemv_kernel<T, 1, 2, 4, OutT><<<ceil_div(N, kWarps * 2), block, 0, s>>>(xp, wp, bp, op, N, K, ldo);
+    return cudaGetLastError();
+  }
+  const dim3 grid(ceil_div(N, kWarps * 4));
   switch (T_) {
 #define LL_CASE(n) \
-  case n: gemv_kernel<T, n, OutT><<<grid, block, 0, s>>>(xp, wp, bp, op, N, K, ldo); break;
-    LL_CASE(1) LL_CASE(2) LL_CASE(3) LL_CASE(4) LL_CASE(5) LL_CASE(6) LL_CASE(7) LL_CASE(8)
+  case n: gemv_kernel<T, n, 4, 2, OutT><<<grid, block, 0, s>>>(xp, wp, bp, op, N, K, ldo); break;
+    LL_CASE(2) LL_CASE(3) LL_CASE(4) LL_CASE(5) LL_CASE(6) LL_CASE(7) LL_CASE(8)
 #undef LL_CASE
     default: return cudaErrorInvalidValue;
   }
