@@ -129,7 +129,10 @@ Tensor Decoder::run(const StepShape& s) {
   am.num_tokens = s.num_tokens;
   am.num_decode_seqs = s.num_decode_seqs;
   am.max_q_len = s.max_q_len;
-  am.max_seq_len = s.max_seq_len;
+  // The context limit, not this step's longest sequence: the flash-decoding split count then
+  // depends on the batch size only, as in the captured graphs, so eager and graph runs give
+  // bit-identical results.
+  am.max_seq_len = kv_->max_ctx();
   am.b_q_start = md + m_qstart_;
   am.b_q_len = md + m_qlen_;
   am.b_seq_len = md + m_seqlen_;

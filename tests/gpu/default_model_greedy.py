@@ -38,10 +38,44 @@ def compare(got):
     return rows
 
 
+def score(device, path):
+    """Teacher-forced logits of prompt + HF greedy ids on one device."""
+    seqs = [c["prompt_ids"] + c["greedy_ids"] for c in fx["cases"]]
+    tok = path + ".tokens.json"
+    json.dump(seqs, open(tok, "w"))
+    r = subprocess.run([BIN, "score", "-m", MODEL, "--tokens", tok, "--dump-logits", path,
+                        "--device", device, "--ctx", "512", "--decode-tail", "64"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit("score failed: " + r.stderr[-2000:])
+    import numpy as np
+    return np.fromfile(path, dtype="<f4").reshape(-1, 49152), seqs
+
+
+def logit_error():
+    """bf16 (GPU) against fp32 (CPU = HF) logits on the reference path: how large a top-2
+    margin bf16 rounding can overturn."""
+    import numpy as np
+    g, seqs = score("cuda", "/tmp/greedy_gpu.f32")
+    c, _ = score("cpu", "/tmp/greedy_cpu.f32")
+    d = np.abs(g - c)
+    # Per generated step: the change in (top1 - top2) margin of the CPU's ranking.
+    out, row = [], 0
+    for case, s in zip(fx["cases"], seqs):
+        n0 = len(case["prompt_ids"]) - 1
+        for k in range(len(case["greedy_ids"])):
+            r = row + n0 + k
+            top = np.argsort(-c[r])[:2]
+            out.append(float(abs((g[r, top[0]] - g[r, top[1]]) - (c[r, top[0]] - c[r, top[1]]))))
+        row += len(s) - 1
+    return {"max_abs_logit_diff": float(d.max()), "mean_abs_logit_diff": float(d.mean()),
+            "max_margin_change": max(out), "p99_margin_change": float(np.percentile(out, 99))}
+
+
 graph = generate([])
 eager = generate(["--no-cuda-graph"])
 doc = {"with_graphs": compare(graph), "without_graphs": compare(eager),
-       "graphs_equal_eager": graph == eager}
+       "graphs_equal_eager": graph == eager, "bf16_vs_fp32": logit_error()}
 print(json.dumps(doc, indent=1))
 if OUT:
     json.dump(doc, open(OUT, "w"), indent=1)

@@ -9,7 +9,11 @@ sequences on the GPU (`lite-llama score`, prefill chunks + a decode tail, so bot
 kernels run) and dumps its logits. Reported per model: top-1 agreement over all positions,
 max/mean absolute logit error, relative L2 error. Writes JSON to argv[2] (default stdout).
 
-usage: model_parity.py BUILD_BIN [OUT_JSON]
+As a control, HF's own bf16 forward is compared with its fp32 forward in the same way: random
+models of these depths are sensitive to rounding, and the control says how much agreement bf16
+arithmetic itself allows.
+
+usage: model_parity.py BUILD_BIN [OUT_JSON] [MODEL ...]
 """
 import gc, json, os, subprocess, sys, tempfile, time
 
@@ -20,7 +24,7 @@ from transformers import AutoConfig, AutoModelForCausalLM
 HERE = os.path.dirname(os.path.abspath(__file__))
 BIN = sys.argv[1]
 OUT = sys.argv[2] if len(sys.argv) > 2 else None
-MODELS = ["llama-3.2-1b", "llama-3.2-3b", "qwen2.5-3b", "qwen3-4b"]
+MODELS = sys.argv[3:] or ["llama-3.2-1b", "llama-3.2-3b", "qwen2.5-3b", "qwen3-4b"]
 LENGTHS = [23, 77, 128, 200]
 DECODE_TAIL = 16
 
@@ -34,6 +38,10 @@ def run_one(name, workdir):
     model.save_pretrained(d, safe_serialization=True)
     rng = np.random.default_rng(1)
     seqs = [rng.integers(0, cfg.vocab_size, n).tolist() for n in LENGTHS]
+    hf_bf16 = []
+    with torch.no_grad():
+        for s in seqs:
+            hf_bf16.append(model(torch.tensor([s], device="cuda")).logits[0, :-1].float().cpu().numpy())
     model = model.float()
     refs = []
     with torch.no_grad():
@@ -67,6 +75,10 @@ def run_one(name, workdir):
         "rel_l2_err": float(np.linalg.norm(ours - ref) / np.linalg.norm(ref)),
         "ref_logit_std": float(ref.std()), "seconds": round(time.time() - t0, 1),
     }
+    hb = np.concatenate(hf_bf16, 0)
+    res["control_hf_bf16_top1_agreement"] = float((hb.argmax(1) == ref.argmax(1)).mean())
+    res["control_hf_bf16_rel_l2_err"] = float(np.linalg.norm(hb - ref) / np.linalg.norm(ref))
+    res["control_hf_bf16_max_abs_err"] = float(np.abs(hb - ref).max())
     os.remove(dump)
     return res
 

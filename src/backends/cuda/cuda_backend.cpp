@@ -133,7 +133,9 @@ class CudaBackend final : public ops::Backend {
     if (T == 0) return;
     const bool f32 = out.dtype == DType::F32;
     const void* bias = w.bias.data;
-    if (T <= 8 && K % 8 == 0) {
+    // Up to 2 tokens the CUDA-core GEMV streams weights at bandwidth; from 3 tokens its fp32
+    // math is the limit (8 FLOP per weight byte at 8 tokens), so tensor cores (cuBLASLt) win.
+    if (T <= 2 && K % 8 == 0) {
       LL_CUDA(gemv(act_, x.data, w.parts[0].data, bias, out.data, f32, T, N, K, N, stream_));
     } else if (f32 && bias) {
       // cuBLASLt wants the bias in the output type; ours is 16-bit, so add it separately.

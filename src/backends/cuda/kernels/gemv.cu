@@ -68,6 +68,63 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__
   }
 }
 
+// One token, K a multiple of 64: a block of 8 warps computes 4 rows, each warp one eighth of K,
+// and the warps' partial sums meet in shared memory. Small matrices (N = 2048) then still give
+// every SM many resident warps, which a warp-per-row layout cannot.
+constexpr int kRows1 = 4;
+
+template <typename T, typename OutT>
+__global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict__ x, const T* __restrict__ w,
+                                                            const T* __restrict__ bias, OutT* __restrict__ out,
+                                                            int N, int K) {
+  __shared__ float part[kWarps][kRows1];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int row0 = blockIdx.x * kRows1;
+  const int slice = K / kWarps;  // elements per warp, a multiple of 8
+  const int c_beg = warp * (slice / 8), c_end = c_beg + slice / 8;
+  float acc[kRows1];
+#pragma unroll
+  for (int r = 0; r < kRows1; ++r) acc[r] = 0.f;
+  for (int c0 = c_beg + lane; c0 < c_end; c0 += 64) {
+    uint4 wv[2][kRows1];
+    const int c1 = c0 + 32;
+#pragma unroll
+    for (int r = 0; r < kRows1; ++r) {
+      const bool ok = row0 + r < N;
+      wv[0][r] = ok ? ld_stream(w + size_t(row0 + r) * K + size_t(c0) * 8) : make_uint4(0, 0, 0, 0);
+      wv[1][r] = ok && c1 < c_end ? ld_stream(w + size_t(row0 + r) * K + size_t(c1) * 8) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const int c = u ? c1 : c0;
+      if (c >= c_end) break;
+      float xf[8];
+      unpack8<T>(*reinterpret_cast<const uint4*>(x + size_t(c) * 8), xf);
+#pragma unroll
+      for (int r = 0; r < kRows1; ++r) {
+        float wf[8];
+        unpack8<T>(wv[u][r], wf);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc[r] = fmaf(wf[j], xf[j], acc[r]);
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kRows1; ++r) {
+    const float v = warp_sum(acc[r]);
+    if (lane == 0) part[warp][r] = v;
+  }
+  __syncthreads();
+  if (threadIdx.x < kRows1 && row0 + int(threadIdx.x) < N) {
+    const int r = threadIdx.x;
+    float v = 0.f;
+#pragma unroll
+    for (int i = 0; i < kWarps; ++i) v += part[i][r];
+    if (bias) v += to_f(bias[row0 + r]);
+    out[row0 + r] = from_f<OutT>(v);
+  }
+}
+
 template <typename T, typename OutT>
 cudaError_t launch(const void* x, const void* w, const void* bias, void* out, int T_, int N, int K,
                    int ldo, cudaStream_t s) {
@@ -77,6 +134,10 @@ cudaError_t launch(const void* x, const void* w, const void* bias, void* out, in
   auto* op = static_cast<OutT*>(out);
   const dim3 block(kWarps * 32);
   // One token: 2 rows x 4 chunks in flight per lane; more tokens: 4 rows share each x load.
+  if (T_ == 1 && K % (kWarps * 8) == 0) {
+    gemv1_kernel<T, OutT><<<ceil_div(N, kRows1), block, 0, s>>>(xp, wp, bp, op, N, K);
+    return cudaGetLastError();
+  }
   if (T_ == 1) {
     gemv_kernel<T, 1, 2, 4, OutT><<<ceil_div(N, kWarps * 2), block, 0, s>>>(xp, wp, bp, op, N, K, ldo);
     return cudaGetLastError();
