@@ -5,6 +5,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -39,7 +40,8 @@ inline V bytes_u8(__m128i b) { return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(b)
 inline V bytes_s8(__m128i b) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b)); }
 
 // Dequantises 32 weights starting at element `k` of a row into w[kPer].
-inline void dequant(DType t, const uint8_t* row, int64_t k, V* w) {
+template <DType t>
+inline void dequant(const uint8_t* row, int64_t k, V* w) {
   switch (t) {
     case DType::Q4_1: {
       auto* b = reinterpret_cast<const BlockQ4_1*>(row) + k / kBlock;
@@ -103,11 +105,12 @@ inline float vsum(V v) {
 inline V u8x8(__m128i b) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b)); }
 inline V s8x8(__m128i b) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b)); }
 
-inline void dequant(DType t, const uint8_t* row, int64_t k, V* w) {
+template <DType t>
+inline void dequant(const uint8_t* row, int64_t k, V* w) {
   switch (t) {
     case DType::Q4_1:
     case DType::Q4_0: {
-      const bool q41 = t == DType::Q4_1;
+      constexpr bool q41 = t == DType::Q4_1;
       const uint8_t* qs;
       V d, add;
       if (q41) {
@@ -163,16 +166,15 @@ inline void dequant(DType t, const uint8_t* row, int64_t k, V* w) {
 #if LL_VEC > 1
 // R weight rows x NT tokens: R*NT independent accumulators hide the FMA latency (decode uses
 // 8 rows x 1 token, prefill 1 row x 8 tokens); each weight block is dequantised once per tile.
-template <int R, int NT>
-void tile(DType t, const uint8_t* w, size_t stride, const float* x, int64_t K, float* out,
-          int64_t ldo) {
+template <DType t, int R, int NT>
+void tile(const uint8_t* w, size_t stride, const float* x, int64_t K, float* out, int64_t ldo) {
   V acc[R][NT];
   for (int r = 0; r < R; ++r)
     for (int i = 0; i < NT; ++i) acc[r][i] = vzero();
   for (int64_t k = 0; k < K; k += kBlock) {
     for (int r = 0; r < R; ++r) {
       V wv[kPer];
-      dequant(t, w + size_t(r) * stride, k, wv);
+      dequant<t>(w + size_t(r) * stride, k, wv);
       for (int i = 0; i < NT; ++i)
         for (int j = 0; j < kPer; ++j)
           acc[r][i] = vfma(wv[j], vload(x + i * K + k + j * LL_VEC), acc[r][i]);
@@ -182,18 +184,50 @@ void tile(DType t, const uint8_t* w, size_t stride, const float* x, int64_t K, f
     for (int i = 0; i < NT; ++i) out[i * ldo + r] = vsum(acc[r][i]);
 }
 
-template <int R>
-void tile_tokens(int nt, DType t, const uint8_t* w, size_t stride, const float* x, int64_t K,
-                 float* out, int64_t ldo) {
+template <DType t, int R>
+void tile_tokens(int nt, const uint8_t* w, size_t stride, const float* x, int64_t K, float* out,
+                 int64_t ldo) {
   switch (nt) {
-    case 1: return tile<R, 1>(t, w, stride, x, K, out, ldo);
-    case 2: return tile<R, 2>(t, w, stride, x, K, out, ldo);
-    case 3: return tile<R, 3>(t, w, stride, x, K, out, ldo);
-    case 4: return tile<R, 4>(t, w, stride, x, K, out, ldo);
-    case 5: return tile<R, 5>(t, w, stride, x, K, out, ldo);
-    case 6: return tile<R, 6>(t, w, stride, x, K, out, ldo);
-    case 7: return tile<R, 7>(t, w, stride, x, K, out, ldo);
-    default: return tile<R, 8>(t, w, stride, x, K, out, ldo);
+    case 1: return tile<t, R, 1>(w, stride, x, K, out, ldo);
+    case 2: return tile<t, R, 2>(w, stride, x, K, out, ldo);
+    case 3: return tile<t, R, 3>(w, stride, x, K, out, ldo);
+    case 4: return tile<t, R, 4>(w, stride, x, K, out, ldo);
+    case 5: return tile<t, R, 5>(w, stride, x, K, out, ldo);
+    case 6: return tile<t, R, 6>(w, stride, x, K, out, ldo);
+    case 7: return tile<t, R, 7>(w, stride, x, K, out, ldo);
+    default: return tile<t, R, 8>(w, stride, x, K, out, ldo);
+  }
+}
+
+// The weight type is a template parameter so the block decoder inlines into the tile loop.
+// Rows of a tile stream from memory in short runs (one row is a few hundred bytes), too short
+// for the hardware prefetcher: the next tile's bytes are prefetched while this one computes.
+template <DType t>
+void gemm_typed(const uint8_t* base, size_t row_stride, int64_t rows, const float* x, int64_t T,
+                int64_t K, float* out, int64_t ldo) {
+  auto prefetch_rows = [&](int64_t r, int64_t n) {
+    if (r >= rows) return;
+    const uint8_t* p = base + size_t(r) * row_stride;
+    const size_t bytes = size_t(std::min<int64_t>(n, rows - r)) * row_stride;
+    for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T0);
+  };
+  if (T == 1) {
+    int64_t r = 0;
+    prefetch_rows(0, 8);
+    for (; r + 8 <= rows; r += 8) {
+      prefetch_rows(r + 8, 8);
+      tile<t, 8, 1>(base + size_t(r) * row_stride, row_stride, x, K, out + r, ldo);
+    }
+    for (; r < rows; ++r) tile<t, 1, 1>(base + size_t(r) * row_stride, row_stride, x, K, out + r, ldo);
+    return;
+  }
+  for (int64_t t0 = 0; t0 < T; t0 += kTokTile) {
+    const int nt = int(std::min<int64_t>(kTokTile, T - t0));
+    for (int64_t r = 0; r < rows; ++r) {
+      if (t0 == 0) prefetch_rows(r + 1, 1);
+      tile_tokens<t, 1>(nt, base + size_t(r) * row_stride, row_stride, x + t0 * K, K,
+                        out + t0 * ldo + r, ldo);
+    }
   }
 }
 #endif
@@ -226,19 +260,15 @@ void gemm_f32(DType t, const void* w, size_t row_stride, int64_t rows, const flo
   const auto* base = static_cast<const uint8_t*>(w);
 #if LL_VEC > 1
   if (K % kBlock == 0) {
-    if (T == 1) {
-      int64_t r = 0;
-      for (; r + 8 <= rows; r += 8) tile<8, 1>(t, base + size_t(r) * row_stride, row_stride, x, K, out + r, ldo);
-      for (; r < rows; ++r) tile<1, 1>(t, base + size_t(r) * row_stride, row_stride, x, K, out + r, ldo);
-      return;
+    switch (t) {
+      case DType::Q4_1: return gemm_typed<DType::Q4_1>(base, row_stride, rows, x, T, K, out, ldo);
+      case DType::Q4_0: return gemm_typed<DType::Q4_0>(base, row_stride, rows, x, T, K, out, ldo);
+      case DType::Q8_0: return gemm_typed<DType::Q8_0>(base, row_stride, rows, x, T, K, out, ldo);
+      case DType::F16: return gemm_typed<DType::F16>(base, row_stride, rows, x, T, K, out, ldo);
+      case DType::BF16: return gemm_typed<DType::BF16>(base, row_stride, rows, x, T, K, out, ldo);
+      case DType::F32: return gemm_typed<DType::F32>(base, row_stride, rows, x, T, K, out, ldo);
+      default: break;
     }
-    for (int64_t t0 = 0; t0 < T; t0 += kTokTile) {
-      const int nt = int(std::min<int64_t>(kTokTile, T - t0));
-      for (int64_t r = 0; r < rows; ++r)
-        tile_tokens<1>(nt, t, base + size_t(r) * row_stride, row_stride, x + t0 * K, K,
-                       out + t0 * ldo + r, ldo);
-    }
-    return;
   }
 #endif
   thread_local std::vector<float> buf;
