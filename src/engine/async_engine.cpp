@@ -1,0 +1,229 @@
+#include "lite_llama/async_engine.h"
+
+#include "core/error.h"
+#include "core/log.h"
+
+namespace lite_llama {
+
+using Clock = std::chrono::steady_clock;
+
+void LatencyHistogram::observe(double v) {
+  size_t i = 0;
+  while (i < bounds.size() && v > bounds[i]) ++i;
+  ++counts[i];
+  sum += v;
+  ++count;
+}
+
+std::vector<RequestOutput> RequestStream::wait(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, timeout, [&] { return !pending_.empty() || done_; });
+  std::vector<RequestOutput> out;
+  out.swap(pending_);
+  return out;
+}
+
+bool RequestStream::done() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_ && pending_.empty();
+}
+
+std::string RequestStream::error() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return error_;
+}
+
+void RequestStream::push(RequestOutput o) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (o.finished) done_ = true;
+    pending_.push_back(std::move(o));
+  }
+  cv_.notify_all();
+}
+
+void RequestStream::fail(const std::string& msg) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    error_ = msg;
+    done_ = true;
+  }
+  cv_.notify_all();
+}
+
+AsyncEngine::AsyncEngine(std::unique_ptr<Engine> engine, Options opts)
+    : engine_(std::move(engine)), opts_(opts) {
+  thread_ = std::thread([this] { loop(); });
+}
+
+AsyncEngine::~AsyncEngine() { shutdown(std::chrono::milliseconds(0)); }
+
+bool AsyncEngine::accepting() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return accepting_;
+}
+
+std::shared_ptr<RequestStream> AsyncEngine::submit(std::vector<int32_t> prompt,
+                                                   const SamplingParams& p) {
+  p.validate();
+  LL_CHECK(!prompt.empty(), "the prompt is empty");
+  const ModelInfo& info = engine_->info();
+  LL_CHECK(int64_t(prompt.size()) < info.ctx,
+           "the prompt has {} tokens, more than the context of {} tokens allows", prompt.size(),
+           info.ctx);
+  for (int32_t t : prompt)
+    LL_CHECK(t >= 0 && t < info.vocab_size, "token id {} is out of range", t);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!accepting_) throw QueueFull("the server is shutting down");
+  if (int(incoming_.size()) + stats_.engine.waiting >= opts_.max_waiting) {
+    ++stats_.requests_rejected;
+    throw QueueFull("too many requests are waiting; retry later");
+  }
+  auto s = std::shared_ptr<RequestStream>(new RequestStream(next_id_++));
+  incoming_.push_back({std::move(prompt), p, s});
+  stats_.queued = int(incoming_.size());
+  cv_.notify_all();
+  return s;
+}
+
+void AsyncEngine::cancel(int64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  cancels_.push_back(id);
+  cv_.notify_all();
+}
+
+void AsyncEngine::shutdown(std::chrono::milliseconds grace) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!thread_.joinable()) return;
+    accepting_ = false;
+    draining_ = true;
+    drain_deadline_ = Clock::now() + grace;
+    cv_.notify_all();
+  }
+  thread_.join();
+}
+
+ServerStats AsyncEngine::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void AsyncEngine::finish_all(const std::string& error) {
+  for (auto& [id, l] : live_) l.stream->fail(error);
+  live_.clear();
+}
+
+void AsyncEngine::loop() {
+  std::map<int64_t, int64_t> engine_id;  // public id -> engine id
+  for (;;) {
+    std::deque<Pending> incoming;
+    std::vector<int64_t> cancels;
+    bool drain_over = false;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] {
+        return !incoming_.empty() || !cancels_.empty() || engine_->has_unfinished() || draining_;
+      });
+      incoming.swap(incoming_);
+      cancels.swap(cancels_);
+      stats_.queued = 0;
+      drain_over = draining_ && (Clock::now() >= drain_deadline_ || !engine_->has_unfinished());
+    }
+    // Requests that never reached the engine are cancelled here.
+    for (int64_t id : cancels) {
+      bool found = false;
+      for (auto it = incoming.begin(); it != incoming.end(); ++it)
+        if (it->stream->id() == id) {
+          RequestOutput o;
+          o.id = id;
+          o.finished = true;
+          o.finish_reason = FinishReason::Cancelled;
+          it->stream->push(o);
+          incoming.erase(it);
+          found = true;
+          break;
+        }
+      auto e = engine_id.find(id);
+      if (!found && e != engine_id.end()) engine_->cancel(e->second);
+    }
+    for (Pending& p : incoming) {
+      if (draining_) {
+        p.stream->fail("the server is shutting down");
+        continue;
+      }
+      try {
+        const int64_t eid = engine_->add_request(std::move(p.prompt), p.params);
+        engine_id[p.stream->id()] = eid;
+        live_[eid] = Live{p.stream, Clock::now(), Clock::now(), true};
+      } catch (const std::exception& e) {
+        p.stream->fail(e.what());
+        std::lock_guard<std::mutex> lock(mu_);
+        ++stats_.requests_error;
+      }
+    }
+    if (drain_over) {
+      for (auto& [pub, eid] : engine_id) engine_->cancel(eid);
+      try {
+        while (engine_->has_unfinished()) engine_->step();
+      } catch (const std::exception&) {
+      }
+      for (auto& [id, l] : live_) {
+        RequestOutput o;
+        o.id = l.stream->id();
+        o.finished = true;
+        o.finish_reason = FinishReason::Cancelled;
+        l.stream->push(o);
+      }
+      live_.clear();
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+      return;
+    }
+    if (!engine_->has_unfinished()) continue;
+    std::vector<RequestOutput> outs;
+    try {
+      outs = engine_->step();
+    } catch (const std::exception& e) {
+      // An engine failure inside a step (e.g. a device error) fails every request in flight.
+      LL_WARN("engine step failed: {}", e.what());
+      finish_all(std::string("engine failure: ") + e.what());
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+      accepting_ = false;
+      return;
+    }
+    const auto now = Clock::now();
+    std::lock_guard<std::mutex> lock(mu_);
+    for (RequestOutput& o : outs) {
+      auto it = live_.find(o.id);
+      if (it == live_.end()) continue;
+      Live& l = it->second;
+      if (!o.tokens.empty()) {
+        const double dt = std::chrono::duration<double>(now - (l.first ? l.submitted : l.last)).count();
+        (l.first ? stats_.ttft : stats_.itl).observe(dt);
+        l.first = false;
+        l.last = now;
+        stats_.generated_tokens += o.tokens.size();
+      }
+      const bool fin = o.finished;
+      if (fin) {
+        stats_.prompt_tokens += uint64_t(o.prompt_tokens);
+        if (o.finish_reason == FinishReason::Cancelled)
+          ++stats_.requests_cancelled;
+        else
+          ++stats_.requests_ok;
+      }
+      const int64_t pub = l.stream->id();
+      o.id = pub;
+      l.stream->push(std::move(o));
+      if (fin) {
+        live_.erase(it);
+        engine_id.erase(pub);
+      }
+    }
+    stats_.engine = engine_->stats();
+  }
+}
+
+}  // namespace lite_llama
