@@ -99,6 +99,8 @@ class EngineImpl final : public Engine {
     host_logits_.resize(size_t(max_seqs_) * size_t(cfg.vocab_size));
     host_tokens_.resize(size_t(max_seqs_));
     device_tokens_ = backend_->alloc(size_t(max_seqs_) * sizeof(int32_t));
+    // Penalty entries of one step: distinct tokens per sequence, bounded by its length.
+    backend_->reserve_sampling(max_seqs_, int(std::min<int64_t>(int64_t(max_seqs_) * ctx_, 1 << 22)));
     stop_ids_ = files_.tokenizer->stop_ids();
     sample_limit_ = int(std::min<int64_t>(cfg.vocab_size, files_.tokenizer->vocab_size()));
     const double t_graph = now_ms();
@@ -238,8 +240,38 @@ class EngineImpl final : public Engine {
       logits = decoder_->forward(batch_);
       if (greedy) backend_->argmax(logits, n_real, sample_limit_, device_tokens_.as<int32_t>());
     }
+    // Token selection: argmax on the device (in the graph); otherwise the device sampler unless a
+    // request wants logprobs (computed on the host from the full distribution).
+    bool on_device = greedy;
+    if (!greedy && backend_->supports_device_sampling()) {
+      std::vector<ops::SampleRow> rows;
+      std::vector<int32_t> pen_tokens, pen_counts;
+      bool logprobs = false;
+      for (const ScheduledSeq& it : plan.items) {
+        if (!it.sample) continue;
+        const Request& r = *requests_.at(it.seq->id);
+        const SamplingParams& p = r.params;
+        logprobs = logprobs || p.top_logprobs >= 0;
+        ops::SampleRow row;
+        row.temperature = p.temperature;
+        row.top_p = p.top_p;
+        row.min_p = p.min_p;
+        row.top_k = p.top_k;
+        row.repetition_penalty = p.repetition_penalty;
+        row.presence_penalty = p.presence_penalty;
+        row.frequency_penalty = p.frequency_penalty;
+        row.seed = r.sampler.seed();
+        row.counter = uint64_t(r.seq.num_generated());
+        row.pen_offset = int(pen_tokens.size());
+        r.sampler.penalty_entries(pen_tokens, pen_counts);
+        row.pen_count = int(pen_tokens.size()) - row.pen_offset;
+        rows.push_back(row);
+      }
+      on_device = !logprobs && backend_->sample(logits, n_real, sample_limit_, rows, pen_tokens, pen_counts,
+                                                device_tokens_.as<int32_t>());
+    }
     const float* lg = nullptr;
-    if (greedy) {
+    if (on_device) {
       backend_->copy_to_host(host_tokens_.data(), device_tokens_.data(), size_t(n_real) * sizeof(int32_t));
     } else if (logits.device != Device::CPU) {
       backend_->copy_to_host(host_logits_.data(), logits.data, size_t(n_real) * size_t(V) * sizeof(float));
@@ -253,7 +285,7 @@ class EngineImpl final : public Engine {
     for (const ScheduledSeq& it : plan.items) {
       if (!it.sample) continue;
       Request& r = *requests_.at(it.seq->id);
-      if (greedy) {
+      if (on_device) {
         outs.push_back(accept_token(r, host_tokens_[size_t(row++)], 0.f, {}));
       } else {
         float* l = const_cast<float*>(lg) + int64_t(row++) * V;

@@ -57,6 +57,15 @@ struct AttnMeta {
   void* workspace = nullptr;  // attention_workspace_bytes() of scratch
 };
 
+// Per-row parameters of device-side sampling (see Backend::sample).
+struct SampleRow {
+  float temperature = 1, top_p = 1, min_p = 0, repetition_penalty = 1, presence_penalty = 0,
+        frequency_penalty = 0;
+  int top_k = 0;
+  int pen_offset = 0, pen_count = 0;  // this row's entries in the penalty arrays
+  uint64_t seed = 0, counter = 0;     // RNG stream and position (the request's step)
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -108,6 +117,16 @@ class Backend {
   // out[r] = argmax of logits row r over columns [0, limit) (lowest index on ties); `out` is
   // device memory of this backend.
   virtual void argmax(const Tensor& logits, int rows, int limit, int32_t* out) = 0;
+  // Device-side sampling (penalties, temperature, top-k, top-p, min-p, seeded draw) of `rows`
+  // logits rows (modified in place) into `out` (device memory). Host arrays are uploaded into
+  // buffers reserved by reserve_sampling(); false where unsupported or over capacity.
+  virtual bool supports_device_sampling() const { return false; }
+  virtual void reserve_sampling(int max_rows, int max_penalties) {}
+  virtual bool sample(const Tensor& logits, int rows, int limit, const std::vector<SampleRow>& params,
+                      const std::vector<int32_t>& pen_tokens, const std::vector<int32_t>& pen_counts,
+                      int32_t* out) {
+    return false;
+  }
   // Sum across tensor-parallel ranks; a no-op on one device.
   virtual void all_reduce(Tensor x) {}
 

@@ -36,7 +36,8 @@ void log_softmax_top(const float* x, int64_t n, int k, int32_t chosen, float* ch
 
 SequenceSampler::SequenceSampler(const SamplingParams& p, const std::vector<int32_t>& prompt)
     : params_(p) {
-  rng_.seed(p.seed ? *p.seed : std::random_device{}());
+  seed_ = p.seed ? *p.seed : (uint64_t(std::random_device{}()) << 32 | std::random_device{}());
+  rng_.seed(seed_);
   if (p.repetition_penalty != 1.0f)
     for (int32_t t : prompt) mark_seen(t);
 }
@@ -50,6 +51,12 @@ void SequenceSampler::mark_seen(int32_t t) {
 void SequenceSampler::accept(int32_t t) {
   if (params_.presence_penalty != 0 || params_.frequency_penalty != 0) ++output_counts_[t];
   if (params_.repetition_penalty != 1.0f) mark_seen(t);
+}
+
+void SequenceSampler::penalty_entries(std::vector<int32_t>& tokens, std::vector<int32_t>& counts) const {
+  for (const auto& [t, n] : output_counts_) tokens.push_back(t), counts.push_back(n);
+  for (int32_t t : seen_)
+    if (!output_counts_.count(t)) tokens.push_back(t), counts.push_back(-1);
 }
 
 void SequenceSampler::apply_penalties(float* logits, int64_t vocab) const {

@@ -27,12 +27,18 @@ class SequenceSampler {
   // Records a generated token (for presence/frequency/repetition penalties).
   void accept(int32_t token);
   const SamplingParams& params() const { return params_; }
+  // Tokens the penalties touch, for device-side sampling: output count, or -1 for a token seen
+  // only in the prompt (repetition penalty).
+  void penalty_entries(std::vector<int32_t>& tokens, std::vector<int32_t>& counts) const;
+  // The seed device-side sampling uses (the request's, or one drawn at creation).
+  uint64_t seed() const { return seed_; }
 
  private:
   void apply_penalties(float* logits, int64_t vocab) const;
   void mark_seen(int32_t t);
 
   SamplingParams params_;
+  uint64_t seed_ = 0;
   std::mt19937_64 rng_;
   std::unordered_map<int32_t, int32_t> output_counts_;
   std::vector<int32_t> seen_;  // distinct prompt + output tokens (repetition penalty)

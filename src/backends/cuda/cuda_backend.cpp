@@ -206,6 +206,32 @@ class CudaBackend final : public ops::Backend {
   void set_profiling(bool on) override { prof_.enable(on); }
   std::vector<ProfileEntry> profile_report() override { return prof_.report(); }
 
+  bool supports_device_sampling() const override { return true; }
+  void reserve_sampling(int max_rows, int max_penalties) override {
+    sample_rows_cap_ = max_rows;
+    pen_cap_ = max_penalties;
+    sample_args_ = alloc(size_t(max_rows) * sizeof(SampleRowArgs));
+    pen_buf_ = alloc(size_t(2) * size_t(std::max(1, max_penalties)) * sizeof(int32_t));
+  }
+  bool sample(const Tensor& logits, int rows, int limit, const std::vector<ops::SampleRow>& params,
+              const std::vector<int32_t>& pen_tokens, const std::vector<int32_t>& pen_counts,
+              int32_t* out) override {
+    static_assert(sizeof(ops::SampleRow) == sizeof(SampleRowArgs), "SampleRow layout");
+    if (rows > sample_rows_cap_ || int(pen_tokens.size()) > pen_cap_) return false;
+    ProfileScope ps(prof_, "sampling", stream_);
+    LL_CUDA(cudaMemcpyAsync(sample_args_.data(), params.data(), size_t(rows) * sizeof(SampleRowArgs),
+                            cudaMemcpyHostToDevice, stream_));
+    int32_t* toks = pen_buf_.as<int32_t>();
+    int32_t* counts = toks + std::max(1, pen_cap_);
+    if (!pen_tokens.empty()) {
+      LL_CUDA(cudaMemcpyAsync(toks, pen_tokens.data(), pen_tokens.size() * 4, cudaMemcpyHostToDevice, stream_));
+      LL_CUDA(cudaMemcpyAsync(counts, pen_counts.data(), pen_counts.size() * 4, cudaMemcpyHostToDevice, stream_));
+    }
+    LL_CUDA(sample_rows(static_cast<float*>(logits.data), rows, int(logits.cols()), limit,
+                        sample_args_.as<SampleRowArgs>(), toks, counts, out, stream_));
+    return true;
+  }
+
   bool supports_graphs() const override { return true; }
   int capture_graph(const std::function<void()>& fn) override {
     cudaGraph_t g = nullptr;
@@ -270,6 +296,8 @@ class CudaBackend final : public ops::Backend {
   Gemm gemm_;
   std::vector<cudaGraphExec_t> graphs_;
   OpProfiler prof_;
+  Buffer sample_args_, pen_buf_;
+  int sample_rows_cap_ = 0, pen_cap_ = 0;
 };
 
 }  // namespace

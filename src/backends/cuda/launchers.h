@@ -74,6 +74,20 @@ cudaError_t add_bias_f32(Act act, float* out, const void* bias, int T, int N, cu
 // Element conversions for uploads and dummy weights.
 cudaError_t convert_f32(Act act, const float* src, void* dst, size_t n, cudaStream_t s);
 cudaError_t random_fill(Act act, void* dst, size_t n, uint64_t seed, float scale, cudaStream_t s);
+// Per-row sampling parameters for sample_rows (uploaded each step; see ops::SampleRow).
+struct SampleRowArgs {
+  float temperature, top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty;
+  int top_k;
+  int pen_offset, pen_count;  // range of this row's entries in the penalty arrays
+  uint64_t seed, counter;     // RNG stream and position (the request's step)
+};
+// Samples one token per row: penalties (repetition over prompt+output, presence/frequency over
+// output), temperature, top-k, top-p, min-p, then an inverse-CDF draw in vocabulary order from a
+// counter-based RNG. temperature == 0 rows take the argmax. Modifies `logits` in place.
+// pen_tokens/pen_counts: token ids and output counts (-1: seen in the prompt only).
+cudaError_t sample_rows(float* logits, int rows, int V, int limit, const SampleRowArgs* args,
+                        const int32_t* pen_tokens, const int32_t* pen_counts, int32_t* out,
+                        cudaStream_t s);
 // out[r] = argmax over the first `limit` columns of logits[r, :V] (lowest index on ties).
 cudaError_t argmax_rows(const float* logits, int rows, int V, int limit, int32_t* out,
                         cudaStream_t s);

@@ -1,0 +1,177 @@
+// CUDA sampling (Backend::sample) against hand-computed distributions: greedy rows equal the
+// argmax, penalties move the argmax as the CPU sampler's rules say, and the draws of many rows
+// (same logits, different RNG counters) follow the probabilities left after top-k, top-p and
+// min-p, computed here independently.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include "kernels/cuda_test_util.h"
+
+using namespace lite_llama;
+using namespace lite_llama::kt;
+
+namespace {
+
+class CudaSampling : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    LL_REQUIRE_CUDA();
+    gpu = make_gpu("bf16");
+    gpu->reserve_sampling(4096, 4096);
+  }
+  // Runs sample() on `rows` copies of `logits` (V columns, `limit` drawable).
+  std::vector<int32_t> draw(const std::vector<float>& logits, int rows, int limit,
+                            ops::SampleRow base, const std::vector<int32_t>& pen_t = {},
+                            const std::vector<int32_t>& pen_c = {}) {
+    const int V = int(logits.size());
+    std::vector<float> all;
+    for (int r = 0; r < rows; ++r) all.insert(all.end(), logits.begin(), logits.end());
+    DevTensor d = dev_from(*gpu, all, DType::F32, {int64_t(rows), int64_t(V)});
+    std::vector<ops::SampleRow> params(size_t(rows), base);
+    for (int r = 0; r < rows; ++r) {
+      params[size_t(r)].counter = uint64_t(r);
+      params[size_t(r)].pen_offset = 0;
+      params[size_t(r)].pen_count = int(pen_t.size());
+    }
+    DevInts out = dev_ints(*gpu, std::vector<int32_t>(size_t(rows), -1));
+    EXPECT_TRUE(gpu->sample(d.t, rows, limit, params, pen_t, pen_c, out.ptr()));
+    return ints_to_host(*gpu, out.ptr(), size_t(rows));
+  }
+  std::unique_ptr<ops::Backend> gpu;
+};
+
+// Probabilities after temperature, top-k, top-p and min-p, in the CPU sampler's order.
+std::vector<double> expected(const std::vector<float>& l, int limit, const ops::SampleRow& p) {
+  const float mx = *std::max_element(l.begin(), l.begin() + limit);
+  std::vector<double> pr(static_cast<size_t>(limit));
+  for (int i = 0; i < limit; ++i) pr[size_t(i)] = std::exp((double(l[size_t(i)]) - mx) / p.temperature);
+  std::vector<int> order(static_cast<size_t>(limit));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return pr[size_t(a)] > pr[size_t(b)]; });
+  size_t keep = size_t(limit);
+  if (p.top_k > 0) keep = std::min(keep, size_t(p.top_k));
+  if (p.top_p < 1) {
+    double total = 0, mass = 0;
+    for (size_t i = 0; i < keep; ++i) total += pr[size_t(order[i])];
+    for (size_t i = 0; i < keep; ++i) {
+      mass += pr[size_t(order[i])];
+      if (mass >= p.top_p * total) {
+        keep = i + 1;
+        break;
+      }
+    }
+  }
+  std::vector<double> out(size_t(limit), 0.0);
+  double z = 0;
+  for (size_t i = 0; i < keep; ++i) {
+    const int t = order[i];
+    if (pr[size_t(t)] < p.min_p) continue;  // min-p relative to the top token (p = 1)
+    out[size_t(t)] = pr[size_t(t)];
+    z += pr[size_t(t)];
+  }
+  for (double& v : out) v /= z;
+  return out;
+}
+
+// Frequencies within 5 standard deviations per token, and nothing outside the support.
+void check_frequencies(const std::vector<int32_t>& got, const std::vector<double>& want) {
+  std::vector<double> n(want.size(), 0.0);
+  for (int32_t t : got) {
+    ASSERT_GE(t, 0);
+    ASSERT_LT(size_t(t), want.size());
+    ASSERT_GT(want[size_t(t)], 0.0) << "token " << t << " is outside the allowed set";
+    n[size_t(t)] += 1;
+  }
+  const double N = double(got.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double sd = std::sqrt(N * want[i] * (1 - want[i])) + 1.0;
+    EXPECT_NEAR(n[i], N * want[i], 5 * sd) << "token " << i;
+  }
+}
+
+std::vector<float> test_logits(int V, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.f, 2.f);
+  std::vector<float> l(static_cast<size_t>(V));
+  for (float& v : l) v = nd(rng);
+  return l;
+}
+
+TEST_F(CudaSampling, GreedyRowsTakeTheArgmaxLowestIndexOnTies) {
+  std::vector<float> l = test_logits(1000, 1);
+  l[17] = l[400] = 50.f;  // a tie: the lower index wins
+  ops::SampleRow p;
+  p.temperature = 0;
+  for (int32_t t : draw(l, 3, 1000, p)) EXPECT_EQ(t, 17);
+  // top_k = 1 at temperature 1 is also the argmax.
+  p.temperature = 1;
+  p.top_k = 1;
+  for (int32_t t : draw(l, 20, 1000, p)) EXPECT_TRUE(t == 17 || t == 400);
+}
+
+TEST_F(CudaSampling, PaddingColumnsAreNeverDrawn) {
+  std::vector<float> l = test_logits(300, 2);
+  for (int i = 250; i < 300; ++i) l[size_t(i)] = 100.f;  // columns past the tokenizer
+  ops::SampleRow p;
+  for (int32_t t : draw(l, 2000, 250, p)) ASSERT_LT(t, 250);
+}
+
+TEST_F(CudaSampling, DrawsFollowTheFilteredDistribution) {
+  const std::vector<float> l = test_logits(64, 3);
+  struct Case {
+    float temp, top_p, min_p;
+    int top_k;
+  };
+  for (const Case& c : {Case{1.0f, 1.0f, 0.0f, 0}, Case{0.7f, 1.0f, 0.0f, 0}, Case{1.0f, 1.0f, 0.0f, 5},
+                        Case{1.0f, 0.8f, 0.0f, 0}, Case{1.3f, 0.9f, 0.0f, 10}, Case{1.0f, 1.0f, 0.1f, 0},
+                        Case{2.0f, 0.95f, 0.05f, 20}}) {
+    SCOPED_TRACE(::testing::Message() << "T " << c.temp << " top_p " << c.top_p << " min_p " << c.min_p
+                                      << " top_k " << c.top_k);
+    ops::SampleRow p;
+    p.temperature = c.temp;
+    p.top_p = c.top_p;
+    p.min_p = c.min_p;
+    p.top_k = c.top_k;
+    p.seed = 1234;
+    check_frequencies(draw(l, 4000, 64, p), expected(l, 64, p));
+  }
+}
+
+TEST_F(CudaSampling, SameSeedAndCounterGiveTheSameToken) {
+  const std::vector<float> l = test_logits(5000, 4);
+  ops::SampleRow p;
+  p.seed = 99;
+  const std::vector<int32_t> a = draw(l, 200, 5000, p), b = draw(l, 200, 5000, p);
+  EXPECT_EQ(a, b);
+  p.seed = 100;
+  EXPECT_NE(a, draw(l, 200, 5000, p));
+  // Different counters (rows) draw different tokens from a flat distribution.
+  EXPECT_GT(std::set<int32_t>(a.begin(), a.end()).size(), 100u);
+}
+
+TEST_F(CudaSampling, PenaltiesFollowTheCpuRules) {
+  std::vector<float> l(100, 0.f);
+  l[5] = 4.f;   // the argmax
+  l[6] = 3.f;
+  l[7] = -1.f;
+  ops::SampleRow p;
+  p.temperature = 0;
+  // Repetition penalty 2 over token 5 (seen in the prompt): 4 / 2 = 2 < 3 -> token 6 wins.
+  p.repetition_penalty = 2.f;
+  EXPECT_EQ(draw(l, 1, 100, p, {5}, {-1})[0], 6);
+  // Negative logits are multiplied: token 7 goes from -1 to -2; the argmax stays 5.
+  EXPECT_EQ(draw(l, 1, 100, p, {7}, {-1})[0], 5);
+  // Presence 0.5 + frequency 0.3 x 3 over token 5 in the output: 4 - 1.4 = 2.6 < 3.
+  p.repetition_penalty = 1.f;
+  p.presence_penalty = 0.5f;
+  p.frequency_penalty = 0.3f;
+  EXPECT_EQ(draw(l, 1, 100, p, {5}, {3})[0], 6);
+  // A prompt-only token (-1) gets no presence/frequency penalty.
+  EXPECT_EQ(draw(l, 1, 100, p, {5}, {-1})[0], 5);
+}
+
+}  // namespace
