@@ -1,6 +1,7 @@
 // `lite-llama bench`: offline throughput/latency of batched generation with random prompts.
 // Per batch size: warm-up runs, then timed runs; each run prefills B prompts of prompt-len
-// tokens and decodes gen-len tokens each (EOS ignored), greedy.
+// tokens and decodes gen-len tokens each (EOS ignored), greedy. --prompt-lens gives each request
+// its own length instead (request b gets lens[b % n]): the token counts of a real prompt set.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -19,6 +20,7 @@ namespace {
 struct BenchArgs {
   ModelArgs model;
   std::string batches = "1,8,64";
+  std::string prompt_lens;
   int prompt_len = 128, gen_len = 256, runs = 5, warmup = 1;
   std::string json_file;
   bool profile = false;
@@ -42,20 +44,22 @@ nlohmann::json to_json(const Stat& s) {
   return {{"median", s.median}, {"min", s.min}, {"max", s.max}};
 }
 
-std::vector<int> parse_batches(const std::string& s) {
+std::vector<int> parse_int_list(const std::string& s, const char* flag, int lo, int hi) {
   std::vector<int> out;
   std::stringstream ss(s);
   for (std::string item; std::getline(ss, item, ',');) {
     int v = 0;
+    size_t used = 0;
     try {
-      v = std::stoi(item);
+      v = std::stoi(item, &used);
     } catch (const std::exception&) {
-      fail("--batch: '{}' is not a number", item);
+      fail("{}: '{}' is not a number", flag, item);
     }
-    LL_CHECK(v >= 1 && v <= 4096, "--batch values must be in 1..4096, got {}", v);
+    LL_CHECK(used == item.size(), "{}: '{}' is not a number", flag, item);
+    LL_CHECK(v >= lo && v <= hi, "{} values must be in {}..{}, got {}", flag, lo, hi, v);
     out.push_back(v);
   }
-  LL_CHECK(!out.empty(), "--batch needs at least one value");
+  LL_CHECK(!out.empty(), "{} needs at least one value", flag);
   return out;
 }
 
@@ -65,8 +69,17 @@ struct RunResult {
   size_t peak_used = 0;
 };
 
-RunResult run_once(Engine& e, int B, int prompt_len, int gen_len, uint64_t seed, int64_t vocab,
-                   bool profile_decode = false) {
+// Prompt length of request b: one length for all, or the list cycled over the batch.
+int len_of(const std::vector<int>& lens, int b) { return lens[size_t(b) % lens.size()]; }
+
+int64_t prompt_tokens(const std::vector<int>& lens, int B) {
+  int64_t n = 0;
+  for (int b = 0; b < B; ++b) n += len_of(lens, b);
+  return n;
+}
+
+RunResult run_once(Engine& e, int B, const std::vector<int>& lens, int gen_len, uint64_t seed,
+                   int64_t vocab, bool profile_decode = false) {
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<int32_t> tok(0, int32_t(std::min<int64_t>(vocab, 32000) - 1));
   SamplingParams p;
@@ -76,7 +89,7 @@ RunResult run_once(Engine& e, int B, int prompt_len, int gen_len, uint64_t seed,
   RunResult r;
   const double t0 = now_ms();
   for (int b = 0; b < B; ++b) {
-    std::vector<int32_t> ids(static_cast<size_t>(prompt_len));
+    std::vector<int32_t> ids(static_cast<size_t>(len_of(lens, b)));
     for (auto& t : ids) t = tok(rng);
     e.add_request(std::move(ids), p);
   }
@@ -104,8 +117,9 @@ RunResult run_once(Engine& e, int B, int prompt_len, int gen_len, uint64_t seed,
 }
 
 // One eager run with every decode op timed: where a decode step's time goes.
-nlohmann::json profile_decode(Engine& e, int B, int prompt_len, int gen_len, int64_t vocab) {
-  RunResult r = run_once(e, B, prompt_len, gen_len, 999, vocab, true);
+nlohmann::json profile_decode(Engine& e, int B, const std::vector<int>& lens, int gen_len,
+                              int64_t vocab) {
+  RunResult r = run_once(e, B, lens, gen_len, 999, vocab, true);
   std::vector<Engine::ProfileRow> rows = e.profile_report();
   e.set_profiling(false);
   const double steps = double(r.step_ms.size());
@@ -129,20 +143,27 @@ nlohmann::json profile_decode(Engine& e, int B, int prompt_len, int gen_len, int
 }
 
 void run_bench(BenchArgs& a) {
-  const std::vector<int> batches = parse_batches(a.batches);
+  const std::vector<int> batches = parse_int_list(a.batches, "--batch", 1, 4096);
   LL_CHECK(a.prompt_len >= 1 && a.gen_len >= 2, "--prompt-len >= 1 and --gen-len >= 2 required");
   LL_CHECK(a.runs >= 1 && a.warmup >= 0, "--runs >= 1 and --warmup >= 0 required");
+  const std::vector<int> lens = a.prompt_lens.empty()
+                                    ? std::vector<int>{a.prompt_len}
+                                    : parse_int_list(a.prompt_lens, "--prompt-lens", 1, 1 << 20);
+  const int max_len = *std::max_element(lens.begin(), lens.end());
   const int max_b = *std::max_element(batches.begin(), batches.end());
+  const int64_t max_prompt_tokens = prompt_tokens(lens, max_b);
   EngineOptions& o = a.model.engine;
   if (o.max_num_seqs == 0) o.max_num_seqs = max_b;
-  if (o.ctx == 0) o.ctx = a.prompt_len + a.gen_len + 8;
+  if (o.ctx == 0) o.ctx = max_len + a.gen_len + 8;
   if (o.kv_tokens == 0) o.kv_tokens = int64_t(max_b) * o.ctx;  // KV pool sized to the run
-  if (o.max_batched_tokens == 0) o.max_batched_tokens = std::max(8192, std::min(max_b * a.prompt_len, 65536));
+  if (o.max_batched_tokens == 0)
+    o.max_batched_tokens = int(std::max<int64_t>(8192, std::min<int64_t>(max_prompt_tokens, 65536)));
   auto engine = open_engine(a.model);
   const ModelInfo& info = engine->info();
   nlohmann::json out = {{"model", info.name},        {"path", info.path},
                         {"backend", info.backend},   {"weight_dtype", info.weight_dtype},
-                        {"prompt_len", a.prompt_len}, {"gen_len", a.gen_len},
+                        {"prompt_len", max_len},
+                        {"prompt_lens", lens},       {"gen_len", a.gen_len},
                         {"runs", a.runs},             {"warmup", a.warmup},
                         {"cuda_graph", o.cuda_graph}, {"weight_bytes", info.weight_bytes},
                         {"kv_bytes", info.kv_bytes},  {"activation_bytes", info.activation_bytes},
@@ -151,14 +172,14 @@ void run_bench(BenchArgs& a) {
               "decode t/s", "TTFT ms", "step ms (med/min/max)", "peak GPU MiB");
   uint64_t seed = 1;
   for (int B : batches) {
-    for (int w = 0; w < a.warmup; ++w) run_once(*engine, B, a.prompt_len, a.gen_len, seed++, info.vocab_size);
+    for (int w = 0; w < a.warmup; ++w) run_once(*engine, B, lens, a.gen_len, seed++, info.vocab_size);
     std::vector<double> total, ttft, prefill_tps, decode_tps, steps;
     size_t peak = 0;
     for (int r = 0; r < a.runs; ++r) {
-      RunResult rr = run_once(*engine, B, a.prompt_len, a.gen_len, seed++, info.vocab_size);
+      RunResult rr = run_once(*engine, B, lens, a.gen_len, seed++, info.vocab_size);
       total.push_back(rr.total_ms);
       ttft.push_back(rr.ttft_ms);
-      prefill_tps.push_back(double(B) * a.prompt_len * 1000.0 / rr.prefill_ms);
+      prefill_tps.push_back(double(prompt_tokens(lens, B)) * 1000.0 / rr.prefill_ms);
       decode_tps.push_back(double(B) * (a.gen_len - 1) * 1000.0 / rr.decode_ms);
       steps.insert(steps.end(), rr.step_ms.begin(), rr.step_ms.end());
       peak = std::max(peak, rr.peak_used);
@@ -169,7 +190,7 @@ void run_bench(BenchArgs& a) {
                 pt.median, dt.median, tt.median, st.median, st.min, st.max, double(peak) / (1 << 20));
     std::fflush(stdout);
     nlohmann::json prof;
-    if (a.profile) prof = profile_decode(*engine, B, a.prompt_len, a.gen_len, info.vocab_size);
+    if (a.profile) prof = profile_decode(*engine, B, lens, a.gen_len, info.vocab_size);
     out["results"].push_back({{"batch", B},
                               {"profile", prof},
                               {"total_ms", to_json(tot)},
@@ -194,6 +215,9 @@ void register_bench(CLI::App& app) {
   add_model_options(c, a->model);
   c->add_option("--batch", a->batches, "comma-separated batch sizes")->capture_default_str();
   c->add_option("--prompt-len", a->prompt_len, "prompt tokens per request")->capture_default_str();
+  c->add_option("--prompt-lens", a->prompt_lens,
+                "comma-separated prompt lengths, request b of a batch gets the (b mod n)-th "
+                "(a real prompt set's token counts; overrides --prompt-len)");
   c->add_option("--gen-len", a->gen_len, "generated tokens per request")->capture_default_str();
   c->add_option("--runs", a->runs, "timed runs per batch size")->capture_default_str();
   c->add_option("--warmup", a->warmup, "untimed runs first")->capture_default_str();
