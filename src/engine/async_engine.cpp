@@ -142,6 +142,8 @@ void AsyncEngine::loop() {
           it->stream->push(o);
           incoming.erase(it);
           found = true;
+          std::lock_guard<std::mutex> lock(mu_);
+          ++stats_.requests_cancelled;
           break;
         }
       auto e = engine_id.find(id);

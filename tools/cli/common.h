@@ -35,5 +35,6 @@ void register_info(CLI::App& app);
 void register_score(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_pull(CLI::App& app);
+void register_serve(CLI::App& app);  // where cpp-httplib is installed (LL_HAVE_SERVER)
 
 }  // namespace lite_llama::cli

@@ -17,6 +17,9 @@ int main(int argc, char** argv) {
   cli::register_score(app);
   cli::register_bench(app);
   cli::register_pull(app);
+#ifdef LL_HAVE_SERVER
+  cli::register_serve(app);
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

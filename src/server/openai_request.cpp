@@ -1,0 +1,349 @@
+#include "server/openai_request.h"
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace lite_llama::server {
+namespace {
+
+using json = nlohmann::json;
+
+[[noreturn]] void bad(const std::string& param, const std::string& msg, const std::string& code = "") {
+  throw ApiError(400, msg, param, code);
+}
+
+// nlohmann's parser keeps its own stack, but destroying or walking a value nested a million
+// levels deep recurses; no OpenAI request needs more than a handful of levels.
+void check_nesting(std::string_view body, int max_depth) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : body) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) bad("", fmt::format("the request nests deeper than {} levels", max_depth));
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+}
+
+const char* type_name(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::object: return "an object";
+    case json::value_t::array: return "an array";
+    case json::value_t::string: return "a string";
+    case json::value_t::boolean: return "a boolean";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned: return "an integer";
+    case json::value_t::number_float: return "a number";
+    default: return "invalid";
+  }
+}
+
+[[noreturn]] void wrong_type(const std::string& key, const char* want, const json& got) {
+  bad(key, fmt::format("'{}' must be {}, got {}", key, want, type_name(got)));
+}
+
+// Present and not null (clients send null for "default").
+const json* field(const json& o, const char* key) {
+  auto it = o.find(key);
+  if (it == o.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+std::optional<bool> get_bool(const json& o, const char* key) {
+  const json* v = field(o, key);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) wrong_type(key, "a boolean", *v);
+  return v->get<bool>();
+}
+
+// Integers as int64; unsigned values beyond int64 are clamped (every limit is far below).
+int64_t as_int(const std::string& key, const json& v) {
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    return u > uint64_t(std::numeric_limits<int64_t>::max()) ? std::numeric_limits<int64_t>::max()
+                                                              : int64_t(u);
+  }
+  if (v.is_number_integer()) return v.get<int64_t>();
+  // 5.0 is an integer to JavaScript clients.
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15) return int64_t(d);
+  }
+  wrong_type(key, "an integer", v);
+}
+
+std::optional<int64_t> get_int(const json& o, const char* key) {
+  const json* v = field(o, key);
+  if (!v) return std::nullopt;
+  return as_int(key, *v);
+}
+
+// Numbers become float; beyond float's range is out of every parameter's range anyway.
+std::optional<float> get_float(const json& o, const char* key) {
+  const json* v = field(o, key);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) wrong_type(key, "a number", *v);
+  const double d = v->get<double>();
+  if (!std::isfinite(d) || std::fabs(d) > 1e30) bad(key, fmt::format("'{}' is out of range", key));
+  return float(d);
+}
+
+std::optional<std::string> get_string(const json& o, const char* key) {
+  const json* v = field(o, key);
+  if (!v) return std::nullopt;
+  if (!v->is_string()) wrong_type(key, "a string", *v);
+  return v->get<std::string>();
+}
+
+int checked_token(const std::string& key, const json& v, const RequestLimits& lim) {
+  const int64_t t = as_int(key, v);
+  if (t < 0 || t >= lim.vocab_size)
+    bad(key, fmt::format("token id {} in '{}' is out of range [0, {})", t, key, lim.vocab_size));
+  return int(t);
+}
+
+bool all_integers(const json& a) {
+  for (const json& x : a)
+    if (!x.is_number_integer() && !x.is_number_unsigned()) return false;
+  return true;
+}
+
+void parse_prompt(const json& body, OpenAIRequest& r, const RequestLimits& lim) {
+  const json* p = field(body, "prompt");
+  if (!p) bad("prompt", "'prompt' is required");
+  const json* one = p;
+  if (p->is_array()) {
+    if (p->empty()) bad("prompt", "'prompt' must not be empty");
+    if (!all_integers(*p)) {
+      if (p->size() > 1)
+        bad("prompt", "a list of several prompts is not supported; send one prompt per request");
+      one = &(*p)[0];
+    }
+  }
+  if (one->is_string()) {
+    r.prompt_text = one->get<std::string>();
+    if (r.prompt_text.empty()) bad("prompt", "'prompt' must not be empty");
+    return;
+  }
+  if (!one->is_array()) wrong_type("prompt", "a string, a list of one string, or token ids", *one);
+  if (one->empty()) bad("prompt", "'prompt' must not be empty");
+  r.prompt_is_tokens = true;
+  for (const json& t : *one) r.prompt_tokens.push_back(checked_token("prompt", t, lim));
+}
+
+std::string message_content(const json& m, const std::string& role) {
+  const json* c = field(m, "content");
+  if (!c) {
+    // An assistant turn may be content-less (a tool call in OpenAI's API).
+    if (role == "assistant") return "";
+    bad("messages", fmt::format("a '{}' message needs 'content'", role));
+  }
+  if (c->is_string()) return c->get<std::string>();
+  if (!c->is_array()) wrong_type("messages.content", "a string or a list of content parts", *c);
+  std::string text;
+  for (const json& part : *c) {
+    if (!part.is_object()) wrong_type("messages.content", "a list of content parts", part);
+    const std::optional<std::string> type = get_string(part, "type");
+    if (type != "text")
+      bad("messages.content", fmt::format("content parts of type '{}' are not supported (text only)",
+                                          type.value_or("")));
+    const std::optional<std::string> t = get_string(part, "text");
+    if (!t) bad("messages.content", "a text content part needs 'text'");
+    if (!text.empty()) text += "\n";
+    text += *t;
+  }
+  return text;
+}
+
+void parse_messages(const json& body, OpenAIRequest& r) {
+  const json* ms = field(body, "messages");
+  if (!ms) bad("messages", "'messages' is required");
+  if (!ms->is_array()) wrong_type("messages", "a list of messages", *ms);
+  if (ms->empty()) bad("messages", "'messages' must not be empty");
+  for (const json& m : *ms) {
+    if (!m.is_object()) wrong_type("messages", "a list of message objects", m);
+    std::optional<std::string> role = get_string(m, "role");
+    if (!role) bad("messages", "every message needs a 'role'");
+    if (*role == "developer") role = "system";  // OpenAI's newer name for the system role
+    if (*role != "system" && *role != "user" && *role != "assistant")
+      bad("messages", fmt::format("role '{}' is not supported (system, user or assistant)", *role));
+    ChatMessage cm;
+    cm.role = *role;
+    cm.content = message_content(m, *role);
+    if (std::optional<std::string> rc = get_string(m, "reasoning_content")) cm.reasoning_content = *rc;
+    r.messages.push_back(std::move(cm));
+  }
+  if (const json* k = field(body, "chat_template_kwargs")) {
+    if (!k->is_object()) wrong_type("chat_template_kwargs", "an object", *k);
+    r.template_kwargs_json = k->dump();
+  }
+  if (std::optional<bool> g = get_bool(body, "add_generation_prompt")) r.add_generation_prompt = *g;
+}
+
+void parse_stop(const json& body, SamplingParams& p) {
+  const json* s = field(body, "stop");
+  if (!s) return;
+  if (s->is_string()) {
+    p.stop.push_back(s->get<std::string>());
+    return;
+  }
+  if (!s->is_array()) wrong_type("stop", "a string or a list of strings", *s);
+  if (s->size() > 16) bad("stop", fmt::format("at most 16 stop strings, got {}", s->size()));
+  for (const json& x : *s) {
+    if (!x.is_string()) wrong_type("stop", "a list of strings", x);
+    p.stop.push_back(x.get<std::string>());
+  }
+}
+
+// Parameters this server does not implement are refused rather than silently ignored when
+// they would change the result.
+void refuse_unsupported(const json& body) {
+  if (get_bool(body, "echo").value_or(false)) bad("echo", "'echo' is not supported");
+  if (get_int(body, "best_of").value_or(1) > 1) bad("best_of", "'best_of' is not supported");
+  if (!get_string(body, "suffix").value_or("").empty()) bad("suffix", "'suffix' is not supported");
+  for (const char* key : {"tools", "functions", "logit_bias"})
+    if (const json* v = field(body, key); v && !v->empty())
+      bad(key, fmt::format("'{}' is not supported", key));
+  if (const json* f = field(body, "response_format")) {
+    if (!f->is_object()) wrong_type("response_format", "an object", *f);
+    if (get_string(*f, "type").value_or("text") != "text")
+      bad("response_format", "only response_format {\"type\": \"text\"} is supported");
+  }
+}
+
+void parse_logprobs(const json& body, OpenAIRequest& r) {
+  if (r.endpoint == Endpoint::Completions) {
+    if (std::optional<int64_t> k = get_int(body, "logprobs")) {
+      if (*k < 0 || *k > 20) bad("logprobs", fmt::format("'logprobs' must be in [0, 20], got {}", *k));
+      r.logprobs = true;
+      r.params.top_logprobs = int(*k);
+    }
+    return;
+  }
+  r.logprobs = get_bool(body, "logprobs").value_or(false);
+  const std::optional<int64_t> k = get_int(body, "top_logprobs");
+  if (k && (*k < 0 || *k > 20))
+    bad("top_logprobs", fmt::format("'top_logprobs' must be in [0, 20], got {}", *k));
+  if (k && !r.logprobs) bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+  if (r.logprobs) r.params.top_logprobs = int(k.value_or(0));
+}
+
+void parse_sampling(const json& body, OpenAIRequest& r, const RequestLimits& lim) {
+  SamplingParams& p = r.params;
+  if (auto v = get_float(body, "temperature")) p.temperature = *v;
+  if (auto v = get_float(body, "top_p")) p.top_p = *v;
+  if (auto v = get_float(body, "min_p")) p.min_p = *v;
+  if (auto v = get_float(body, "presence_penalty")) p.presence_penalty = *v;
+  if (auto v = get_float(body, "frequency_penalty")) p.frequency_penalty = *v;
+  if (auto v = get_float(body, "repetition_penalty")) p.repetition_penalty = *v;
+  if (auto k = get_int(body, "top_k")) {
+    if (*k < -1) bad("top_k", fmt::format("top_k must be >= -1 (-1 or 0 disables it), got {}", *k));
+    p.top_k = *k <= 0 ? 0 : int(std::min<int64_t>(*k, std::numeric_limits<int32_t>::max()));
+  }
+  if (auto s = get_int(body, "seed")) p.seed = uint64_t(*s);
+  if (auto e = get_bool(body, "ignore_eos")) p.ignore_eos = *e;
+  parse_stop(body, p);
+  if (const json* ids = field(body, "stop_token_ids")) {
+    if (!ids->is_array()) wrong_type("stop_token_ids", "a list of token ids", *ids);
+    for (const json& t : *ids) p.stop_token_ids.push_back(checked_token("stop_token_ids", t, lim));
+  }
+  // max_completion_tokens is the chat API's newer name; it wins where both are given.
+  const char* key = "max_tokens";
+  std::optional<int64_t> m = get_int(body, key);
+  if (auto c = get_int(body, "max_completion_tokens")) {
+    m = c;
+    key = "max_completion_tokens";
+  }
+  if (m) {
+    if (*m < 1) bad(key, fmt::format("{} must be >= 1, got {}", key, *m));
+    if (*m > lim.ctx)
+      bad(key, fmt::format("{} is {}, more than the model's context of {} tokens", key, *m, lim.ctx),
+          "context_length_exceeded");
+    p.max_tokens = int(*m);
+    r.max_tokens_given = true;
+  } else {
+    p.max_tokens = 1;  // provisional: resolve_max_tokens sets it from the prompt length
+  }
+  parse_logprobs(body, r);
+  try {
+    p.validate();
+  } catch (const Error& e) {
+    // validate() messages start with the parameter's name.
+    const std::string msg = e.what();
+    bad(msg.substr(0, msg.find(' ')), msg);
+  }
+}
+
+}  // namespace
+
+OpenAIRequest parse_openai_request(std::string_view body, Endpoint endpoint,
+                                   const RequestLimits& lim) {
+  check_nesting(body, 32);
+  json j;
+  try {
+    j = json::parse(body);
+  } catch (const json::exception& e) {
+    bad("", fmt::format("the request body is not valid JSON: {}", e.what()), "invalid_json");
+  }
+  if (!j.is_object()) bad("", "the request body must be a JSON object");
+  OpenAIRequest r;
+  r.endpoint = endpoint;
+  r.model = get_string(j, "model").value_or(lim.model_name);
+  if (r.model != lim.model_name)
+    throw ApiError(404, fmt::format("The model '{}' does not exist; this server serves '{}'.",
+                                    r.model, lim.model_name),
+                   "model", "model_not_found");
+  refuse_unsupported(j);
+  if (auto n = get_int(j, "n")) {
+    if (*n < 1 || *n > lim.max_n) bad("n", fmt::format("'n' must be in [1, {}], got {}", lim.max_n, *n));
+    r.n = int(*n);
+  }
+  r.stream = get_bool(j, "stream").value_or(false);
+  if (const json* so = field(j, "stream_options")) {
+    if (!so->is_object()) wrong_type("stream_options", "an object", *so);
+    r.include_usage = get_bool(*so, "include_usage").value_or(false);
+  }
+  parse_sampling(j, r, lim);
+  if (endpoint == Endpoint::Completions)
+    parse_prompt(j, r, lim);
+  else
+    parse_messages(j, r);
+  return r;
+}
+
+void resolve_max_tokens(OpenAIRequest& r, int64_t n_prompt, const RequestLimits& lim) {
+  const std::string what = r.endpoint == Endpoint::Chat ? "messages" : "prompt";
+  if (n_prompt <= 0) bad(what, fmt::format("the {} is empty", what));
+  if (n_prompt >= lim.ctx)
+    bad(what,
+        fmt::format("This model's maximum context length is {} tokens, but the {} has {} tokens.",
+                    lim.ctx, what, n_prompt),
+        "context_length_exceeded");
+  if (!r.max_tokens_given) {
+    r.params.max_tokens = int(lim.ctx - n_prompt);
+  } else if (n_prompt + r.params.max_tokens > lim.ctx) {
+    bad("max_tokens",
+        fmt::format("This model's maximum context length is {} tokens, but {} tokens were requested "
+                    "({} in the {}, {} for the completion).",
+                    lim.ctx, n_prompt + r.params.max_tokens, n_prompt, what, r.params.max_tokens),
+        "context_length_exceeded");
+  }
+}
+
+}  // namespace lite_llama::server

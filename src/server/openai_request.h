@@ -1,0 +1,64 @@
+// OpenAI request bodies -> validated request structs. Pure functions of (bytes, limits): no
+// engine, no HTTP, so the fuzzer can drive them directly (tests/fuzz/fuzz_openai_request.cpp).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lite_llama/chat.h"
+#include "lite_llama/sampling_params.h"
+
+namespace lite_llama::server {
+
+enum class Endpoint { Completions, Chat };
+
+// An error the client caused (or the server must refuse), in OpenAI's error-object shape.
+struct ApiError : std::runtime_error {
+  int status;
+  std::string type, param, code;
+  ApiError(int status, std::string message, std::string param = "", std::string code = "",
+           std::string type = "invalid_request_error")
+      : std::runtime_error(std::move(message)), status(status), type(std::move(type)),
+        param(std::move(param)), code(std::move(code)) {}
+};
+
+// What the parser needs to know about the served model.
+struct RequestLimits {
+  int64_t ctx = 0;         // tokens per sequence (prompt + completion)
+  int64_t vocab_size = 0;  // valid token ids are [0, vocab_size)
+  std::string model_name;  // the only model served
+  int max_n = 16;          // choices per request
+};
+
+struct OpenAIRequest {
+  Endpoint endpoint = Endpoint::Completions;
+  std::string model;
+  // Completions: text, or token ids when prompt_is_tokens.
+  std::string prompt_text;
+  std::vector<int32_t> prompt_tokens;
+  bool prompt_is_tokens = false;
+  // Chat: the conversation and extra template variables (a JSON object, or empty).
+  std::vector<ChatMessage> messages;
+  std::string template_kwargs_json;
+  bool add_generation_prompt = true;
+
+  SamplingParams params;  // max_tokens is final only after resolve_max_tokens
+  bool max_tokens_given = false;
+  int n = 1;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  bool logprobs = false;       // return logprobs (params.top_logprobs alternatives each)
+};
+
+// Parses and validates a request body. Throws ApiError (400 or 404) naming the parameter.
+OpenAIRequest parse_openai_request(std::string_view body, Endpoint endpoint,
+                                   const RequestLimits& limits);
+
+// Once the prompt is tokenized: refuses prompts that leave no room in the context and
+// max_tokens beyond it; without max_tokens, generation may run to the end of the context.
+void resolve_max_tokens(OpenAIRequest& req, int64_t prompt_tokens, const RequestLimits& limits);
+
+}  // namespace lite_llama::server

@@ -1,0 +1,34 @@
+// The OpenAI-compatible HTTP server: routes, API-key check, access log, metrics, and the
+// lifecycle (SIGINT/SIGTERM: stop accepting, drain for a grace period, cancel the rest, exit).
+#pragma once
+#include <memory>
+#include <string>
+
+#include "lite_llama/engine.h"
+
+namespace lite_llama::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;                 // 0 = any free port (printed at start)
+  std::string api_key;             // empty = no authentication
+  std::string served_model_name;   // empty = the model file or directory base name
+  int http_threads = 128;          // each open connection holds one (streams last long)
+  double shutdown_grace_s = 10;    // how long running requests may finish after SIGTERM
+  int max_waiting = 512;           // queued requests before 429
+  int max_n = 16;                  // choices per request
+};
+
+// Blocks SIGINT and SIGTERM in the calling thread and in every thread started after it, so
+// that only run_server's signal thread takes them. Call before creating the engine (whose
+// worker threads would otherwise receive the signal and kill the process).
+void block_shutdown_signals();
+
+// The model name a server reports by default: the model path's base name without .gguf or .json.
+std::string default_model_name(const std::string& model_path);
+
+// Serves until SIGINT or SIGTERM; returns the process exit code. Throws lite_llama::Error when
+// it cannot listen.
+int run_server(std::unique_ptr<Engine> engine, const ServerOptions& opts);
+
+}  // namespace lite_llama::server

@@ -1,0 +1,74 @@
+// libFuzzer target for the OpenAI request parser: any byte string, read as a body of either
+// endpoint, must parse into a request that passes the engine's own checks, or throw ApiError
+// with a 4xx status; and every response shape must serialise whatever text it is given.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "server/openai_request.h"
+#include "server/openai_response.h"
+#include "server/sse.h"
+
+using namespace lite_llama;
+using namespace lite_llama::server;
+
+namespace {
+
+void check(bool ok) {
+  if (!ok) __builtin_trap();
+}
+
+void exercise(std::string_view body, Endpoint ep, const RequestLimits& lim) {
+  OpenAIRequest r;
+  try {
+    r = parse_openai_request(body, ep, lim);
+  } catch (const ApiError& e) {
+    check(e.status == 400 || e.status == 404);
+    return;
+  }
+  // What the server relies on once parsing succeeded.
+  check(r.n >= 1 && r.n <= lim.max_n);
+  check(r.model == lim.model_name);
+  if (ep == Endpoint::Chat) check(!r.messages.empty());
+  if (ep == Endpoint::Completions) check(r.prompt_is_tokens ? !r.prompt_tokens.empty() : !r.prompt_text.empty());
+  for (int32_t t : r.prompt_tokens) check(t >= 0 && t < lim.vocab_size);
+  // The text's byte count stands in for its token count.
+  const int64_t n_prompt = r.prompt_is_tokens ? int64_t(r.prompt_tokens.size())
+                                              : int64_t(r.prompt_text.size() + r.messages.size());
+  try {
+    resolve_max_tokens(r, n_prompt, lim);
+  } catch (const ApiError& e) {
+    check(e.status == 400);
+    return;
+  }
+  check(r.params.max_tokens >= 1 && n_prompt + r.params.max_tokens <= lim.ctx);
+  r.params.validate();  // must not throw: the parser validated already
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view body(reinterpret_cast<const char*>(data), size);
+  RequestLimits lim;
+  lim.ctx = 2048;
+  lim.vocab_size = 49152;
+  lim.model_name = "m";
+  exercise(body, Endpoint::Completions, lim);
+  exercise(body, Endpoint::Chat, lim);
+
+  // Raw bytes (invalid UTF-8 included) as generated text and as token pieces.
+  const std::string text(body.substr(0, 256));
+  auto text_of = [&](int32_t id) { return text.substr(0, size_t(id) % (text.size() + 1)); };
+  TokenLogprobs lp;
+  lp.token = int32_t(size);
+  lp.logprob = size % 2 ? -1.5f : -__builtin_inff();
+  lp.top = {{1, -0.5f}, {int32_t(size / 2), -__builtin_inff()}};
+  for (Endpoint ep : {Endpoint::Completions, Endpoint::Chat}) {
+    const ResponseMeta meta = make_meta(ep, "m", true);
+    int64_t offset = 0;
+    check(!sse_event(chunk_json(meta, 0, text, {lp}, FinishReason::Stop, text_of, &offset, true)).empty());
+    check(!dump(response_json(meta, {{text, {lp, lp}, FinishReason::Length}}, {1, 2}, text_of)).empty());
+  }
+  return 0;
+}

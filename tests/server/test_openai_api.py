@@ -1,0 +1,167 @@
+"""The OpenAI API through the official `openai` client: completions, chat, streaming, stop
+strings, seeds, usage, n, logprobs."""
+import pytest
+import requests
+
+from conftest import Server, tokenize_count
+
+CHAT = [{"role": "user", "content": "Name three colours."}]
+
+
+def test_models(client, model):
+    models = client.models.list().data
+    assert [m.id for m in models] == [model]
+    assert model == "SmolLM2-135M-Instruct.Q4_1"
+    assert client.models.retrieve(model).id == model
+
+
+def test_completion(client, model):
+    r = client.completions.create(model=model, prompt="The capital of France is", max_tokens=8, temperature=0)
+    assert r.id.startswith("cmpl-") and r.object == "text_completion" and r.created > 0
+    assert r.model == model
+    assert len(r.choices) == 1 and r.choices[0].index == 0
+    assert r.choices[0].text.strip()
+    assert r.choices[0].finish_reason in ("stop", "length")
+    assert r.usage.prompt_tokens == tokenize_count("The capital of France is")
+    assert r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens
+
+
+def test_chat(client, model):
+    r = client.chat.completions.create(model=model, messages=CHAT, max_tokens=12, temperature=0)
+    assert r.id.startswith("chatcmpl-") and r.object == "chat.completion"
+    assert r.choices[0].message.role == "assistant"
+    assert r.choices[0].message.content.strip()
+    assert r.usage.completion_tokens <= 12
+
+
+def test_chat_content_parts_and_template_kwargs(client, model):
+    parts = [{"role": "user", "content": [{"type": "text", "text": "Name three colours."}]}]
+    a = client.chat.completions.create(model=model, messages=parts, max_tokens=8, temperature=0)
+    b = client.chat.completions.create(model=model, messages=CHAT, max_tokens=8, temperature=0,
+                                       extra_body={"chat_template_kwargs": {"enable_thinking": False}})
+    assert a.choices[0].message.content == b.choices[0].message.content
+    assert a.usage.prompt_tokens == b.usage.prompt_tokens
+
+
+def test_stream_completion_equals_blocking(client, model):
+    kw = dict(model=model, prompt="Once upon a time", max_tokens=16, temperature=0)
+    full = client.completions.create(**kw).choices[0].text
+    chunks = list(client.completions.create(stream=True, **kw))
+    assert "".join(c.choices[0].text for c in chunks if c.choices) == full
+    assert chunks[-1].choices[0].finish_reason in ("stop", "length")
+    assert all(c.id == chunks[0].id for c in chunks)
+
+
+def test_stream_chat_with_usage(client, model):
+    kw = dict(model=model, messages=CHAT, max_tokens=16, temperature=0)
+    full = client.chat.completions.create(**kw)
+    chunks = list(client.chat.completions.create(stream=True, stream_options={"include_usage": True}, **kw))
+    assert chunks[0].choices[0].delta.role == "assistant"
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == full.choices[0].message.content
+    finals = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+    assert finals == [full.choices[0].finish_reason]
+    assert chunks[-1].choices == [] and chunks[-1].usage is not None
+    assert chunks[-1].usage.completion_tokens == full.usage.completion_tokens
+    assert chunks[-1].usage.prompt_tokens == full.usage.prompt_tokens
+    assert all(c.usage is None for c in chunks[:-1])
+
+
+def test_stream_raw_sse_ends_with_done(server, model):
+    body = {"model": model, "prompt": "Hi", "max_tokens": 4, "stream": True}
+    with requests.post(server.url + "/v1/completions", json=body, stream=True, timeout=60) as r:
+        assert r.status_code == 200
+        assert r.headers["Content-Type"].startswith("text/event-stream")
+        raw = r.content.decode()
+    events = [e for e in raw.split("\n\n") if e]
+    assert all(e.startswith("data: ") for e in events)
+    assert events[-1] == "data: [DONE]"
+
+
+def test_stop_sequence(client, model):
+    kw = dict(model=model, prompt="1, 2, 3, 4, 5,", max_tokens=24, temperature=0)
+    free = client.completions.create(**kw).choices[0].text
+    assert " 8" in free, free
+    stopped = client.completions.create(stop=[" 8", "never"], **kw).choices[0]
+    assert stopped.text == free[: free.index(" 8")]
+    assert stopped.finish_reason == "stop"
+    # Streaming holds back text that could start a stop string.
+    chunks = list(client.completions.create(stop=" 8", stream=True, **kw))
+    assert "".join(c.choices[0].text for c in chunks) == stopped.text
+
+
+def test_seed_reproducible(client, model):
+    kw = dict(model=model, prompt="My favourite animal is", max_tokens=12, temperature=1.0)
+    a = client.completions.create(seed=1234, **kw).choices[0].text
+    b = client.completions.create(seed=1234, **kw).choices[0].text
+    assert a == b
+    others = {client.completions.create(seed=s, **kw).choices[0].text for s in range(5)}
+    assert len(others) >= 2
+
+
+def test_usage_counts_tokens(client, model):
+    prompt = "Count the tokens <|im_start|> here"
+    r = client.completions.create(model=model, prompt=prompt, max_tokens=7, temperature=0,
+                                  logprobs=0, extra_body={"ignore_eos": True})
+    assert r.usage.prompt_tokens == tokenize_count(prompt)
+    assert r.usage.completion_tokens == 7 == len(r.choices[0].logprobs.tokens)
+    assert r.choices[0].finish_reason == "length"
+
+
+def test_prompt_as_token_ids(client, model):
+    r = client.completions.create(model=model, prompt=[19556, 905], max_tokens=4, temperature=0)
+    t = client.completions.create(model=model, prompt="Hello world", max_tokens=4, temperature=0)
+    assert r.usage.prompt_tokens == 2
+    assert r.choices[0].text == t.choices[0].text
+
+
+def test_n_choices_follow_seeds(client, model):
+    kw = dict(model=model, prompt="A short poem:", max_tokens=8, temperature=1.0)
+    both = client.completions.create(n=2, seed=7, **kw)
+    assert [c.index for c in both.choices] == [0, 1]
+    first = client.completions.create(seed=7, **kw).choices[0].text
+    second = client.completions.create(seed=8, **kw).choices[0].text
+    assert [c.text for c in both.choices] == [first, second]
+    assert both.usage.completion_tokens == sum(
+        client.completions.create(seed=s, **kw).usage.completion_tokens for s in (7, 8))
+    # Streaming with n = 2: every chunk names its choice.
+    chunks = list(client.completions.create(n=2, seed=7, stream=True, **kw))
+    texts = ["", ""]
+    for c in chunks:
+        texts[c.choices[0].index] += c.choices[0].text
+    assert texts == [first, second]
+
+
+def test_completion_logprobs(client, model):
+    r = client.completions.create(model=model, prompt="The sky is", max_tokens=5, temperature=0, logprobs=3)
+    lp = r.choices[0].logprobs
+    assert len(lp.tokens) == len(lp.token_logprobs) == len(lp.top_logprobs) == r.usage.completion_tokens
+    assert "".join(lp.tokens) == r.choices[0].text
+    for chosen, top in zip(lp.token_logprobs, lp.top_logprobs):
+        assert 1 <= len(top) <= 3
+        assert chosen <= 0
+        assert chosen == pytest.approx(max(top.values()), abs=1e-4)  # greedy picks the best
+
+
+def test_chat_logprobs(client, model):
+    r = client.chat.completions.create(model=model, messages=CHAT, max_tokens=4, temperature=0,
+                                       logprobs=True, top_logprobs=2)
+    content = r.choices[0].logprobs.content
+    assert len(content) == r.usage.completion_tokens
+    for t in content:
+        assert len(t.top_logprobs) == 2
+        assert bytes(t.bytes).decode("utf-8", "replace") == t.token or t.bytes
+        assert t.logprob == pytest.approx(t.top_logprobs[0].logprob, abs=1e-4)
+
+
+def test_default_max_tokens_runs_to_context():
+    # Without max_tokens the budget is the rest of the context: a 61-token prompt in a context
+    # of 64 leaves 3 tokens.
+    s = Server("--max-num-seqs", "1", ctx=64)
+    try:
+        c = s.client()
+        r = c.completions.create(model=c.models.list().data[0].id, prompt=[19556] * 61, temperature=0,
+                                 extra_body={"ignore_eos": True})
+        assert r.usage.completion_tokens == 3 and r.choices[0].finish_reason == "length"
+    finally:
+        assert s.stop() == 0

@@ -1,0 +1,148 @@
+// The OpenAI request parser and response writers, without engine or HTTP.
+#include <gtest/gtest.h>
+
+#include "server/openai_request.h"
+#include "server/openai_response.h"
+#include "server/sse.h"
+
+using namespace lite_llama;
+using namespace lite_llama::server;
+
+namespace {
+
+RequestLimits limits() {
+  RequestLimits l;
+  l.ctx = 100;
+  l.vocab_size = 1000;
+  l.model_name = "tiny";
+  return l;
+}
+
+ApiError parse_error(const std::string& body, Endpoint ep = Endpoint::Completions) {
+  try {
+    parse_openai_request(body, ep, limits());
+  } catch (const ApiError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no error for " << body;
+  return ApiError(0, "");
+}
+
+}  // namespace
+
+TEST(OpenAIRequest, CompletionFields) {
+  OpenAIRequest r = parse_openai_request(
+      R"({"model":"tiny","prompt":"hi","max_tokens":5,"temperature":0,"top_p":0.5,"top_k":-1,
+          "min_p":0.1,"stop":"x","seed":3,"n":2,"logprobs":2,"stream":true,
+          "stream_options":{"include_usage":true},"ignore_eos":true,"repetition_penalty":1.2})",
+      Endpoint::Completions, limits());
+  EXPECT_EQ(r.prompt_text, "hi");
+  EXPECT_FALSE(r.prompt_is_tokens);
+  EXPECT_EQ(r.params.max_tokens, 5);
+  EXPECT_TRUE(r.max_tokens_given);
+  EXPECT_EQ(r.params.temperature, 0.0f);
+  EXPECT_EQ(r.params.top_k, 0);
+  EXPECT_EQ(r.params.stop, std::vector<std::string>{"x"});
+  EXPECT_EQ(r.params.seed, 3u);
+  EXPECT_EQ(r.n, 2);
+  EXPECT_TRUE(r.logprobs);
+  EXPECT_EQ(r.params.top_logprobs, 2);
+  EXPECT_TRUE(r.stream && r.include_usage && r.params.ignore_eos);
+}
+
+TEST(OpenAIRequest, PromptShapes) {
+  auto tokens = [](const std::string& body) {
+    return parse_openai_request(body, Endpoint::Completions, limits()).prompt_tokens;
+  };
+  EXPECT_EQ(tokens(R"({"prompt":[1,2,3]})"), (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_EQ(tokens(R"({"prompt":[[4,5]]})"), (std::vector<int32_t>{4, 5}));
+  EXPECT_EQ(parse_openai_request(R"({"prompt":["one"]})", Endpoint::Completions, limits()).prompt_text,
+            "one");
+  EXPECT_EQ(parse_error(R"({"prompt":["a","b"]})").param, "prompt");
+  EXPECT_EQ(parse_error(R"({"prompt":[1000]})").param, "prompt");
+  EXPECT_EQ(parse_error(R"({"prompt":""})").param, "prompt");
+  EXPECT_EQ(parse_error(R"({})").param, "prompt");
+}
+
+TEST(OpenAIRequest, ChatMessages) {
+  OpenAIRequest r = parse_openai_request(
+      R"({"messages":[{"role":"developer","content":"sys"},
+                      {"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},
+                      {"role":"assistant","content":null}],
+          "chat_template_kwargs":{"enable_thinking":false},"logprobs":true,"top_logprobs":3,
+          "max_completion_tokens":7})",
+      Endpoint::Chat, limits());
+  ASSERT_EQ(r.messages.size(), 3u);
+  EXPECT_EQ(r.messages[0].role, "system");
+  EXPECT_EQ(r.messages[1].content, "a\nb");
+  EXPECT_EQ(r.messages[2].content, "");
+  EXPECT_EQ(r.template_kwargs_json, R"({"enable_thinking":false})");
+  EXPECT_EQ(r.params.top_logprobs, 3);
+  EXPECT_EQ(r.params.max_tokens, 7);
+  EXPECT_EQ(parse_error(R"({"messages":[]})", Endpoint::Chat).param, "messages");
+  EXPECT_EQ(parse_error(R"({"messages":[{"role":"tool","content":"x"}]})", Endpoint::Chat).param,
+            "messages");
+  EXPECT_EQ(parse_error(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":1})",
+                        Endpoint::Chat)
+                .param,
+            "top_logprobs");
+}
+
+TEST(OpenAIRequest, ErrorsNameTheParameter) {
+  EXPECT_EQ(parse_error("{oops").code, "invalid_json");
+  EXPECT_EQ(parse_error("[1]").status, 400);
+  EXPECT_EQ(parse_error(std::string(100, '[')).status, 400);
+  const ApiError model = parse_error(R"({"model":"other","prompt":"x"})");
+  EXPECT_EQ(model.status, 404);
+  EXPECT_EQ(model.code, "model_not_found");
+  EXPECT_EQ(parse_error(R"({"prompt":"x","temperature":"hot"})").param, "temperature");
+  EXPECT_EQ(parse_error(R"({"prompt":"x","temperature":-1})").param, "temperature");
+  EXPECT_EQ(parse_error(R"({"prompt":"x","top_p":1e300})").param, "top_p");
+  EXPECT_EQ(parse_error(R"({"prompt":"x","max_tokens":0})").param, "max_tokens");
+  EXPECT_EQ(parse_error(R"({"prompt":"x","max_tokens":101})").param, "max_tokens");
+  EXPECT_EQ(parse_error(R"({"prompt":"x","max_tokens":1.5})").param, "max_tokens");
+  EXPECT_EQ(parse_error(R"({"prompt":"x","n":17})").param, "n");
+  EXPECT_EQ(parse_error(R"({"prompt":"x","stop":[""]})").param, "stop");
+  EXPECT_EQ(parse_error(R"({"prompt":"x","echo":true})").param, "echo");
+}
+
+TEST(OpenAIRequest, MaxTokensFromContext) {
+  OpenAIRequest r = parse_openai_request(R"({"prompt":"x"})", Endpoint::Completions, limits());
+  resolve_max_tokens(r, 30, limits());
+  EXPECT_EQ(r.params.max_tokens, 70);
+  OpenAIRequest g = parse_openai_request(R"({"prompt":"x","max_tokens":70})", Endpoint::Completions, limits());
+  resolve_max_tokens(g, 30, limits());
+  EXPECT_EQ(g.params.max_tokens, 70);
+  OpenAIRequest over = parse_openai_request(R"({"prompt":"x","max_tokens":71})", Endpoint::Completions, limits());
+  EXPECT_THROW(resolve_max_tokens(over, 30, limits()), ApiError);
+  EXPECT_THROW(resolve_max_tokens(r, 100, limits()), ApiError);
+}
+
+TEST(OpenAIResponse, ShapesAndInvalidUtf8) {
+  const ResponseMeta chat = make_meta(Endpoint::Chat, "tiny", true);
+  EXPECT_EQ(chat.id.rfind("chatcmpl-", 0), 0u);
+  TokenLogprobs lp;
+  lp.token = 1;
+  lp.logprob = -0.5f;
+  lp.top = {{1, -0.5f}, {2, -2.0f}};
+  auto text_of = [](int32_t id) { return id == 1 ? std::string("\xe2\x82") : std::string("b"); };
+  const nlohmann::json j =
+      nlohmann::json::parse(dump(response_json(chat, {{"hi", {lp}, FinishReason::Stop}}, {3, 1}, text_of)));
+  EXPECT_EQ(j["object"], "chat.completion");
+  EXPECT_EQ(j["choices"][0]["message"]["content"], "hi");
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(j["choices"][0]["logprobs"]["content"][0]["bytes"], nlohmann::json({0xe2, 0x82}));
+  EXPECT_EQ(j["usage"]["total_tokens"], 4);
+
+  const ResponseMeta cmpl = make_meta(Endpoint::Completions, "tiny", false);
+  int64_t offset = 0;
+  const std::string ev = sse_event(chunk_json(cmpl, 0, "x", {}, std::nullopt, text_of, &offset, true));
+  EXPECT_EQ(ev.rfind("data: {", 0), 0u);
+  EXPECT_EQ(ev.substr(ev.size() - 2), "\n\n");
+  const nlohmann::json c = nlohmann::json::parse(ev.substr(6));
+  EXPECT_EQ(c["choices"][0]["text"], "x");
+  EXPECT_TRUE(c["choices"][0]["finish_reason"].is_null());
+  EXPECT_TRUE(c.contains("usage") && c["usage"].is_null());
+  EXPECT_EQ(sse_done(), "data: [DONE]\n\n");
+  EXPECT_TRUE(usage_chunk_json(cmpl, {2, 3})["choices"].empty());
+}

@@ -1,0 +1,57 @@
+// `lite-llama serve`: the OpenAI-compatible HTTP server (src/server) over one model.
+#include <cstdlib>
+
+#include "common.h"
+#include "core/log.h"
+#include "server/server.h"
+
+namespace lite_llama::cli {
+namespace {
+
+struct ServeArgs {
+  ModelArgs model;
+  server::ServerOptions server;
+};
+
+void run_serve(ServeArgs& a) {
+  // Before any thread exists (the engine starts its workers while loading).
+  server::block_shutdown_signals();
+  // A server says what it loaded (info level) unless --quiet; the request log goes to stderr.
+  set_log_level(a.model.quiet ? LogLevel::Error : a.model.verbose ? LogLevel::Debug : LogLevel::Info);
+  auto engine = Engine::create(a.model.engine);
+  const int rc = server::run_server(std::move(engine), a.server);
+  if (rc != 0) std::exit(rc);
+}
+
+}  // namespace
+
+void register_serve(CLI::App& app) {
+  auto a = std::make_shared<ServeArgs>();
+  CLI::App* c = app.add_subcommand("serve", "OpenAI-compatible HTTP server (completions, chat, SSE)");
+  add_model_options(c, a->model);
+  server::ServerOptions& s = a->server;
+  c->add_option("--host", s.host, "address to listen on")->capture_default_str();
+  c->add_option("--port", s.port, "port (0 = any free port)")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  c->add_option("--api-key", s.api_key, "require 'Authorization: Bearer KEY' on /v1/*");
+  c->add_option("--served-model-name", s.served_model_name,
+                "model id in the API (default: the model file or directory name)");
+  c->add_option("--max-waiting", s.max_waiting, "requests waiting for a slot before 429")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  c->add_option("--http-threads", s.http_threads,
+                "HTTP worker threads (each open connection holds one)")
+      ->check(CLI::Range(4, 4096))
+      ->capture_default_str();
+  c->add_option("--shutdown-grace", s.shutdown_grace_s,
+                "seconds running requests may finish after SIGTERM/SIGINT")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  c->add_option("--max-n", s.max_n, "choices per request ('n') at most")
+      ->check(CLI::Range(1, 128))
+      ->capture_default_str();
+  c->callback([a] { run_serve(*a); });
+}
+
+}  // namespace lite_llama::cli
