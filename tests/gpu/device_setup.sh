@@ -16,4 +16,8 @@ need /usr/include/CLI/CLI.hpp 'libcli11-dev_*.deb'
 need /usr/include/nlohmann/json.hpp 'nlohmann-json3-dev_*.deb'
 need /usr/include/fmt/format.h 'libfmt-dev_*.deb' 'libfmt9_*.deb'
 need /usr/include/x86_64-linux-gnu/curl/curl.h 'libcurl4-openssl-dev_*.deb'
+# cpp-httplib's pkg-config file requires these (it was built with TLS, zlib and brotli).
+need /usr/include/openssl/ssl.h 'libssl-dev_*.deb'
+need /usr/include/zlib.h 'zlib1g-dev_*.deb'
+need /usr/include/brotli/decode.h 'libbrotli-dev_*.deb'
 ldconfig
