@@ -14,12 +14,14 @@ PORT=18431
 SERVER=$!
 for i in $(seq 1 120); do curl -sf "http://127.0.0.1:$PORT/health" >/dev/null && break; sleep 0.5; done
 # Several client processes: one Python process alone cannot parse 64 streams at ~40k tokens/s.
+CLIENTS=()
 for p in 0 1 2 3; do
   python3 "$ROOT/bench/serve_bench.py" --url "http://127.0.0.1:$PORT" --concurrency 16 \
     --num-requests 64 --prompt-len 128 128 --output-len 256 256 --seed $p --warmup 0 \
-    --out "$OUT/serve_$p.json" >/dev/null 2>&1 &
+    --out "$OUT/serve_$p.json" >"$OUT/client_$p.log" 2>&1 &
+  CLIENTS+=($!)
 done
-wait $(jobs -p | grep -v "^$SERVER$") 2>/dev/null
+wait "${CLIENTS[@]}"
 curl -sf "http://127.0.0.1:$PORT/metrics" > "$OUT/metrics.txt"
 kill -TERM $SERVER; wait $SERVER
 python3 - "$OUT" <<'PY'
