@@ -5,6 +5,7 @@ same GGUF, same threads, same prompts, interleaved runs on the same machine. Not
 Set-up (builds llama.cpp from source with GGML_NATIVE):
     python3 -m venv /opt/llamacpp && CMAKE_ARGS="-DGGML_NATIVE=ON" /opt/llamacpp/bin/pip install llama-cpp-python
 usage: /opt/llamacpp/bin/python bench/cpu_vs_llamacpp.py BUILD_BIN MODEL_GGUF [--threads 2] [--runs 5] [--tokens 128]
+           [--no-int8]  (skip the LITE_LLAMA_CPU_Q8 row: K-quant weights always take the fp32 path)
 """
 import argparse, json, os, statistics, subprocess, time
 
@@ -23,13 +24,18 @@ def ours(bin_, model, prompt, threads, n, env=None):
 
 
 def llamacpp(llm, prompt, n):
-    llm.reset()
+    # Llama.generate yields sampled tokens without stopping at end-of-generation ones, as
+    # lite-llama's --ignore-eos (a random test model may otherwise stop after a few tokens).
+    llm.reset()  # no KV prefix reuse between runs
+    tokens = llm.tokenize(prompt.encode(), add_bos=False, special=False)
     t0 = time.perf_counter()
     first, count = None, 0
-    for _ in llm.create_completion(prompt, max_tokens=n, temperature=0.0, stream=True):
+    for _ in llm.generate(tokens, temp=0.0, top_k=1, reset=True):
         count += 1
         if first is None:
             first = time.perf_counter()
+        if count == n:
+            break
     end = time.perf_counter()
     return (first - t0) * 1e3, (count - 1) / (end - first)
 
@@ -41,6 +47,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--tokens", type=int, default=128)
+    ap.add_argument("--no-int8", action="store_true")
     a = ap.parse_args()
     llm = llama_cpp.Llama(model_path=a.model, n_threads=a.threads, n_threads_batch=a.threads,
                           n_ctx=2048, n_batch=512, verbose=False, logits_all=False)
@@ -49,9 +56,11 @@ def main():
     for _ in range(a.runs):
         for p in PROMPTS:
             rows["lite-llama"].append(ours(a.bin, a.model, p, a.threads, a.tokens))
-            rows["lite-llama (int8 activations)"].append(ours(a.bin, a.model, p, a.threads, a.tokens, q8_env))
+            if not a.no_int8:
+                rows["lite-llama (int8 activations)"].append(ours(a.bin, a.model, p, a.threads, a.tokens, q8_env))
             rows["llama.cpp"].append(llamacpp(llm, p, a.tokens))
-    out = {"threads": a.threads, "runs": a.runs, "tokens": a.tokens, "prompts": len(PROMPTS),
+    rows = {k: v for k, v in rows.items() if v}
+    out = {"model": os.path.basename(a.model), "threads": a.threads, "runs": a.runs, "tokens": a.tokens, "prompts": len(PROMPTS),
            "llama_cpp_python": llama_cpp.__version__, "cpu": open("/proc/cpuinfo").read().split("model name")[1].split("\n")[0].strip(": "),
            "results": {}}
     for k, v in rows.items():

@@ -60,7 +60,8 @@ class CpuBackend final : public ops::Backend {
 
   Tensor prepare_weight(const Tensor& host, std::vector<Buffer>& keep) override {
     LL_CHECK(host.dtype == DType::F32 || host.dtype == DType::F16 || host.dtype == DType::BF16 ||
-                 uses_q8_activations(host.dtype),
+                 uses_q8_activations(host.dtype) || host.dtype == DType::Q4_K ||
+                 host.dtype == DType::Q5_K || host.dtype == DType::Q6_K,
              "cpu backend: weights of type {} are not supported", dtype_name(host.dtype));
     return host;
   }

@@ -9,33 +9,22 @@
 #include <cstring>
 #include <vector>
 
+#include "backends/cpu/gemm_kquants.h"
+#include "backends/cpu/simd_f32.h"
 #include "core/half.h"
 #include "core/quant.h"
 
-#if defined(__AVX512F__) && defined(__AVX512BW__)
-#define LL_VEC 16
-#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-#define LL_VEC 8
-#else
-#define LL_VEC 1
-#endif
-#if LL_VEC > 1
-#include <immintrin.h>
-#endif
-
 namespace lite_llama::cpu {
 namespace {
+
+#if LL_VEC > 1
+using namespace simd;
+#endif
 
 constexpr int kBlock = 32;     // elements dequantised at a time (one Q4/Q8 block)
 constexpr int kTokTile = 8;    // tokens sharing one dequantised block
 
 #if LL_VEC == 16
-using V = __m512;
-constexpr int kPer = kBlock / 16;  // vectors per block
-inline V vzero() { return _mm512_setzero_ps(); }
-inline V vload(const float* p) { return _mm512_loadu_ps(p); }
-inline V vfma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-inline float vsum(V v) { return _mm512_reduce_add_ps(v); }
 inline V bytes_u8(__m128i b) { return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(b)); }
 inline V bytes_s8(__m128i b) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b)); }
 
@@ -91,17 +80,6 @@ inline void dequant(const uint8_t* row, int64_t k, V* w) {
   }
 }
 #elif LL_VEC == 8
-using V = __m256;
-constexpr int kPer = kBlock / 8;
-inline V vzero() { return _mm256_setzero_ps(); }
-inline V vload(const float* p) { return _mm256_loadu_ps(p); }
-inline V vfma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
-inline float vsum(V v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 inline V u8x8(__m128i b) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b)); }
 inline V s8x8(__m128i b) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b)); }
 
@@ -167,7 +145,8 @@ inline void dequant(const uint8_t* row, int64_t k, V* w) {
 // R weight rows x NT tokens: R*NT independent accumulators hide the FMA latency (decode uses
 // 8 rows x 1 token, prefill 1 row x 8 tokens); each weight block is dequantised once per tile.
 template <DType t, int R, int NT>
-void tile(const uint8_t* w, size_t stride, const float* x, int64_t K, float* out, int64_t ldo) {
+void tile_blocks(const uint8_t* w, size_t stride, const float* x, int64_t K, float* out,
+                 int64_t ldo) {
   V acc[R][NT];
   for (int r = 0; r < R; ++r)
     for (int i = 0; i < NT; ++i) acc[r][i] = vzero();
@@ -182,6 +161,15 @@ void tile(const uint8_t* w, size_t stride, const float* x, int64_t K, float* out
   }
   for (int r = 0; r < R; ++r)
     for (int i = 0; i < NT; ++i) out[i * ldo + r] = vsum(acc[r][i]);
+}
+
+// K-quant weights decode whole 256-element super-blocks instead (gemm_kquants.h).
+template <DType t, int R, int NT>
+void tile(const uint8_t* w, size_t stride, const float* x, int64_t K, float* out, int64_t ldo) {
+  if constexpr (kquant::is_kquant(t))
+    kquant::tile<t, R, NT>(w, stride, x, K, out, ldo);
+  else
+    tile_blocks<t, R, NT>(w, stride, x, K, out, ldo);
 }
 
 template <DType t, int R>
@@ -267,6 +255,14 @@ void gemm_f32(DType t, const void* w, size_t row_stride, int64_t rows, const flo
       case DType::F16: return gemm_typed<DType::F16>(base, row_stride, rows, x, T, K, out, ldo);
       case DType::BF16: return gemm_typed<DType::BF16>(base, row_stride, rows, x, T, K, out, ldo);
       case DType::F32: return gemm_typed<DType::F32>(base, row_stride, rows, x, T, K, out, ldo);
+      default: break;
+    }
+  }
+  if (K % kQK_K == 0) {
+    switch (t) {
+      case DType::Q4_K: return gemm_typed<DType::Q4_K>(base, row_stride, rows, x, T, K, out, ldo);
+      case DType::Q5_K: return gemm_typed<DType::Q5_K>(base, row_stride, rows, x, T, K, out, ldo);
+      case DType::Q6_K: return gemm_typed<DType::Q6_K>(base, row_stride, rows, x, T, K, out, ldo);
       default: break;
     }
   }

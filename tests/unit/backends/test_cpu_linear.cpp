@@ -1,6 +1,7 @@
 // CpuBackend::linear against cpu::ref::linear for every weight type, over many shapes, with
 // weights split in several row blocks (ops::Linear parts) and a bias. Both the default fp32
-// path (gemm_f32) and the int8-activation path (LITE_LLAMA_CPU_Q8=1) are covered.
+// path (gemm_f32) and the int8-activation path (LITE_LLAMA_CPU_Q8=1) are covered, and the GGUF
+// K-quants (Q4_K, Q5_K, Q6_K) on the fp32 path.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -18,6 +19,19 @@ using namespace lite_llama::test;
 namespace ref = lite_llama::cpu::ref;
 
 namespace {
+
+bool kquant(DType t) { return t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K; }
+
+// K-quant weights from random blocks (the engine has no K-quant quantiser; every bit pattern of
+// the packed scales and quants is a valid weight, and random_kquant_row keeps d/dmin finite).
+Weight make_kquant_weight(std::mt19937& rng, DType t, int64_t rows, int64_t K) {
+  Weight w{t, rows, K, {}};
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<uint8_t> row = random_kquant_row(rng, t, K);
+    w.bytes.insert(w.bytes.end(), row.begin(), row.end());
+  }
+  return w;
+}
 
 // Length of the longest chain of dependent fp32 additions in one output of gemm_f32: each SIMD
 // lane accumulates K/lanes products, then the lanes are summed as a tree (log2 lanes levels).
@@ -51,7 +65,9 @@ void check_linear(ops::Backend& be, std::mt19937& rng, const Case& c, int64_t T,
   ops::Linear lin;
   lin.in_features = K;
   lin.out_features = N;
-  for (int64_t n : c.parts) ws.push_back(make_weight(rng, c.wtype, n, K));
+  for (int64_t n : c.parts)
+    ws.push_back(kquant(c.wtype) ? make_kquant_weight(rng, c.wtype, n, K)
+                                 : make_weight(rng, c.wtype, n, K));
   for (Weight& w : ws) lin.parts.push_back(w.tensor());
   std::vector<float> bias = randn(rng, size_t(N));
   if (c.bias) lin.bias = Tensor(bias.data(), DType::F32, {N});
@@ -141,6 +157,55 @@ TEST(CpuLinear, MatchesReferenceAllTypesAndShapes) {
   for (const Case& c : cases())
     for (int64_t K : {32, 64, 576, 1536})
       for (int64_t T : kTs) check_linear(*be, rng, c, T, K, false);
+}
+
+// Q4_K/Q5_K/Q6_K: K is a multiple of the 256-element super-block. Same part layouts and bound
+// as above (the weights' dequantisation is bit-exact, gemm_kquants.h). With int8 activations
+// requested, K-quant weights still take the fp32 path, so the fp32 bound holds there too.
+TEST(CpuLinear, KQuantsMatchReference) {
+  for (bool int8 : {false, true}) {
+    auto be = make_backend(int8);
+    std::vector<uint8_t> raw(1024);  // two rows of any of these types
+    std::vector<Buffer> keep;
+    for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K})
+      EXPECT_NO_THROW(be->prepare_weight(Tensor(raw.data(), t, {2, 256}), keep));
+    for (DType t : {DType::Q2_K, DType::Q3_K, DType::Q5_0})  // no dot product for these
+      EXPECT_THROW(be->prepare_weight(Tensor(raw.data(), t, {2, 256}), keep), std::runtime_error);
+    std::mt19937 rng(int8 ? 107 : 106);
+    for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K})
+      for (const std::vector<int64_t>& parts : {std::vector<int64_t>{7, 17, 9},
+                                                std::vector<int64_t>{37}, std::vector<int64_t>{1},
+                                                std::vector<int64_t>{16, 5}})
+        for (int64_t K : {256, 512, 1536, 2560})
+          for (int64_t T : kTs) check_linear(*be, rng, {t, parts, parts.size() != 1}, T, K, int8);
+  }
+}
+
+// x = the identity (T = K tokens) makes out[t, n] = W[n, t] exactly: every dequantised weight of
+// every sub-block must equal dequantize_row's, bit for bit, for both the decode tile (T = 1,
+// 8 rows at a time) and the prefill tiles.
+TEST(CpuLinear, KQuantWeightsDequantiseExactly) {
+  std::mt19937 rng(108);
+  for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+    const int64_t K = 512, N = 11;
+    Weight w = make_kquant_weight(rng, t, N, K);
+    const std::vector<float> want = w.values();
+    std::vector<float> eye(size_t(K * K), 0.f);
+    for (int64_t k = 0; k < K; ++k) eye[size_t(k * K + k)] = 1.f;
+    std::vector<float> out(size_t(K * N), NAN);
+    cpu::gemm_f32(t, w.bytes.data(), row_bytes(t, K), N, eye.data(), K, K, out.data(), N);
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t n = 0; n < N; ++n)
+        ASSERT_EQ(out[size_t(k * N + n)], want[size_t(n * K + k)])
+            << dtype_name(t) << " row " << n << " k " << k;
+    for (int64_t k = 0; k < K; k += 37) {  // one token at a time: the decode tile
+      std::vector<float> o1(size_t(N), NAN);
+      cpu::gemm_f32(t, w.bytes.data(), row_bytes(t, K), N, eye.data() + k * K, 1, K, o1.data(), N);
+      for (int64_t n = 0; n < N; ++n)
+        ASSERT_EQ(o1[size_t(n)], want[size_t(n * K + k)])
+            << dtype_name(t) << " T=1 row " << n << " k " << k;
+    }
+  }
 }
 
 TEST(CpuLinear, FloatWeightsKNotMultipleOf32) {
