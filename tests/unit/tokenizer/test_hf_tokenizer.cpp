@@ -12,12 +12,16 @@
 #include <nlohmann/json.hpp>
 
 #include "common/default_model.h"
+#include "common/test_text.h"
 #include "core/error.h"
 #include "io/gguf.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/unicode.h"
 
 using namespace lite_llama;
+using lite_llama::testing::TempDir;
+using lite_llama::testing::escaped;
+using lite_llama::testing::ids_str;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
@@ -39,40 +43,6 @@ json read_json(const std::string& path) {
   return json::parse(f);
 }
 
-std::string escaped(std::string_view s, size_t max = 80) {
-  std::string out;
-  for (size_t i = 0; i < s.size() && out.size() < max; ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c == '\n') out += "\\n";
-    else if (c < 0x20 || c == 0x7F) out += fmt::format("\\x{:02x}", c);
-    else out += static_cast<char>(c);
-  }
-  return out;
-}
-
-std::string ids_str(const std::vector<int32_t>& ids, size_t max = 24) {
-  std::string out = "[";
-  for (size_t i = 0; i < ids.size() && i < max; ++i) out += (i ? "," : "") + std::to_string(ids[i]);
-  return out + (ids.size() > max ? ",...]" : "]");
-}
-
-// A scratch directory removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    static int n = 0;
-    path_ = fs::temp_directory_path() / fmt::format("ll_hftok_{}_{}", getpid(), n++);
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  void write(const std::string& name, const std::string& text) const {
-    std::ofstream(path_ / name, std::ios::binary) << text;
-  }
-  std::string str() const { return path_.string(); }
-
- private:
-  fs::path path_;
-};
 
 // ----------------------------------------------------------------------------------------------
 // Parity with HF on the corpus

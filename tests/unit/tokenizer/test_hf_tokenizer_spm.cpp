@@ -11,33 +11,21 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "common/test_text.h"
 #include "core/error.h"
 #include "tokenizer/hf_pretokenizer.h"
 #include "tokenizer/tokenizer.h"
 
 using namespace lite_llama;
+using lite_llama::testing::TempDir;
+using lite_llama::testing::escaped;
+using lite_llama::testing::ids_str;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 using Ids = std::vector<int32_t>;
 
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    static int n = 0;
-    path_ = fs::temp_directory_path() / fmt::format("ll_hfspm_{}_{}", getpid(), n++);
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  void write(const std::string& name, const std::string& text) const {
-    std::ofstream(path_ / name, std::ios::binary) << text;
-  }
-  std::string str() const { return path_.string(); }
-
- private:
-  fs::path path_;
-};
 
 // <unk> <s> </s>, the 256 byte tokens (ids 3..258), then ▁=259 a=260 b=261 ▁a=262 ab=263
 // ▁ab=264 é=265 c=266; merges "▁ a", "a b", "▁a b". The layout of Llama 2's tokenizer.json.

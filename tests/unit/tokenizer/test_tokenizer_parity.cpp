@@ -11,12 +11,15 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/test_text.h"
 #include "io/gguf.h"
 #include "tokenizer/pretokenizer.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/unicode.h"
 
 using namespace lite_llama;
+using lite_llama::testing::escaped;
+using lite_llama::testing::ids_str;
 using json = nlohmann::json;
 
 namespace {
@@ -30,26 +33,6 @@ json read_json(const std::string& path) {
   std::ifstream f(path);
   if (!f) throw std::runtime_error("cannot open " + path);
   return json::parse(f);
-}
-
-// Printable rendering of a test string for failure messages.
-std::string escaped(std::string_view s, size_t max = 80) {
-  std::string out;
-  for (size_t i = 0; i < s.size() && out.size() < max; ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += "\\t";
-    else if (c < 0x20 || c == 0x7F) out += fmt::format("\\x{:02x}", c);
-    else out += static_cast<char>(c);
-  }
-  return out;
-}
-
-std::string ids_str(const std::vector<int32_t>& ids, size_t max = 24) {
-  std::string out = "[";
-  for (size_t i = 0; i < ids.size() && i < max; ++i) out += (i ? "," : "") + std::to_string(ids[i]);
-  return out + (ids.size() > max ? ",...]" : "]");
 }
 
 struct Fixture {
