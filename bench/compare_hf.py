@@ -91,6 +91,9 @@ TOKEN_COUNTS = os.path.join(PROMPTS_DIR, "token_counts.json")
 MODELS = ["llama-3.2-1b", "llama-3.2-3b", "qwen2.5-3b", "qwen3-4b"]
 SECTIONS = ["batch", "seed004", "prompts", "long"]
 ENGINES = ["lite-llama", "hf_eager", "hf_static"]
+# Also selectable with --engines (the quantization table, docs/benchmarks/quantization.md):
+# lite-llama with `--quantize int8|int4|fp8`, and HF eager in fp16 (seed 004's HF baseline).
+QUANT_ENGINES = ["lite-llama-int8", "lite-llama-int4", "lite-llama-fp8", "hf_eager_fp16"]
 SCHEMA = "lite-llama-compare-hf/1"
 SEED = 0
 
@@ -246,8 +249,9 @@ def gpu_used_bytes():
         return None
 
 
-def run_lite_llama(args, model, wdir, case, workdir):
-    out = os.path.join(workdir, f"ll_{model_name(model)}_{case['id'].replace(':', '_')}.json")
+def run_lite_llama(args, model, wdir, case, workdir, engine="lite-llama"):
+    quant = engine[len("lite-llama-"):] if engine.startswith("lite-llama-") else None
+    out = os.path.join(workdir, f"{engine}_{model_name(model)}_{case['id'].replace(':', '_')}.json")
     cmd = [args.bin, "bench", "-m", wdir, "--device", args.device, "-q",
            "--batch", str(case["batch"]), "--gen-len", str(case["gen_len"]),
            "--runs", str(args.runs), "--warmup", str(args.warmup), "--json", out]
@@ -255,6 +259,8 @@ def run_lite_llama(args, model, wdir, case, workdir):
     cmd += ["--prompt-len", str(lens[0])] if len(lens) == 1 else ["--prompt-lens", ",".join(map(str, lens))]
     if args.device == "cpu":
         cmd += ["--threads", "0"]
+    if quant:
+        cmd += ["--quantize", quant]
     base = gpu_used_bytes() if args.device == "cuda" else None
     log(f"+ {shlex.join(cmd)}")
     t0 = time.time()
@@ -333,7 +339,7 @@ def run_hf(args, model, wdir, engine, cases, workdir):
 def _hf_worker_main(argv):
     ap = argparse.ArgumentParser(prog="compare_hf.py _hf-worker")
     ap.add_argument("wdir")
-    ap.add_argument("engine", choices=["hf_eager", "hf_static"])
+    ap.add_argument("engine", choices=["hf_eager", "hf_static", "hf_eager_fp16"])
     ap.add_argument("cases")
     ap.add_argument("out_jsonl")
     ap.add_argument("--runs", type=int, default=5)
@@ -353,7 +359,8 @@ def _hf_worker_main(argv):
                   "accumulated_recompile_limit"):
             if hasattr(torch._dynamo.config, k):
                 setattr(torch._dynamo.config, k, 256)
-    model = AutoModelForCausalLM.from_pretrained(a.wdir, dtype=torch.bfloat16,
+    dtype = torch.float16 if a.engine.endswith("_fp16") else torch.bfloat16
+    model = AutoModelForCausalLM.from_pretrained(a.wdir, dtype=dtype,
                                                  attn_implementation="sdpa").to(a.device).eval()
     vocab = model.config.vocab_size
 
@@ -573,7 +580,7 @@ def parse_run_args(argv):
     a = ap.parse_args(argv)
     a.models = csv(a.models)
     a.sections = csv(a.sections, SECTIONS, "section")
-    a.engines = csv(a.engines, ENGINES, "engine")
+    a.engines = csv(a.engines, ENGINES + QUANT_ENGINES, "engine")
     a.batch_list = [int(x) for x in csv(a.batches)] if a.batches else None
     if a.runs is None:
         a.runs = 2 if a.quick else 5
@@ -599,7 +606,7 @@ def run_main(argv):
                 f"prompt_lens={lens if len(lens) > 1 else lens[0]} gen={c['gen_len']}")
         log(f"{len(plan)} cases x {len(a.engines)} engines, runs={a.runs} warmup={a.warmup}")
         return
-    if "lite-llama" in a.engines and not os.access(a.bin, os.X_OK):
+    if any(e.startswith("lite-llama") for e in a.engines) and not os.access(a.bin, os.X_OK):
         raise SystemExit(f"--bin {a.bin}: not an executable (build it first)")
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     piece_path = os.path.join(a.out, f"piece_{stamp}_{os.getpid()}.json")
@@ -639,13 +646,13 @@ def run_main(argv):
                     add(m, c, eng, {"error": str(e)[-2000:]})
             continue
         # lite-llama first: no other process holds GPU memory while it measures its peak.
-        if "lite-llama" in a.engines:
+        for eng in [e for e in a.engines if e.startswith("lite-llama")]:
             for c in cases:
                 if a.time_left() <= 0:
-                    add(m, c, "lite-llama", {"error": "time limit reached (--time-limit-s)"})
+                    add(m, c, eng, {"error": "time limit reached (--time-limit-s)"})
                     continue
-                add(m, c, "lite-llama", run_lite_llama(a, m, wdir, c, workdir))
-        for eng in ("hf_eager", "hf_static"):
+                add(m, c, eng, run_lite_llama(a, m, wdir, c, workdir, eng))
+        for eng in ("hf_eager", "hf_static", "hf_eager_fp16"):
             if eng not in a.engines:
                 continue
             if a.time_left() <= 0:

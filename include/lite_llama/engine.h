@@ -24,6 +24,8 @@ struct EngineOptions {
   float gpu_memory_utilization = 0.9f;
   bool cuda_graph = true;
   std::string dtype = "bf16";     // CUDA activations: bf16 | fp16
+  // CUDA weight storage: auto (keep a file's quantisation) | none (16-bit) | int8 | int4 | fp8
+  std::string quantize = "auto";
   std::string load_format = "auto";  // auto | dummy (random weights from a config.json)
   uint64_t dummy_seed = 0;
 };

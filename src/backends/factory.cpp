@@ -2,6 +2,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "core/error.h"
+#include "core/gq.h"
 #include "core/thread_pool.h"
 
 #ifdef LL_HAVE_CUDA
@@ -33,11 +34,15 @@ std::unique_ptr<ops::Backend> make_backend(const BackendOptions& o) {
   if (want_cuda) {
 #ifdef LL_HAVE_CUDA
     LL_CHECK(cuda_available(), "--device cuda: no CUDA device is present");
-    return cuda::make_cuda_backend(o.dtype);
+    return cuda::make_cuda_backend(o.dtype, o.quantize);
 #else
     fail("--device cuda: this build has no CUDA backend (configure with -DLITE_LLAMA_CUDA=ON)");
 #endif
   }
+  const QuantMode q = parse_quant_mode(o.quantize);
+  LL_CHECK(q == QuantMode::Auto || q == QuantMode::None,
+           "--quantize {} needs the CUDA backend; on the CPU use a quantised GGUF file (Q8_0, Q4_K, ...)",
+           o.quantize);
   int threads = o.threads > 0 ? o.threads : default_thread_count();
   return cpu::make_cpu_backend(threads);
 }

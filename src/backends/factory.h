@@ -11,6 +11,7 @@ struct BackendOptions {
   std::string device = "auto";  // auto | cpu | cuda
   int threads = 0;              // CPU threads, 0 = all cores
   std::string dtype = "bf16";   // CUDA activation dtype
+  std::string quantize = "auto";  // weight storage (core/gq.h QuantMode)
 };
 
 bool cuda_built();

@@ -1,6 +1,7 @@
 #include "core/dtype.h"
 
 #include "core/error.h"
+#include "core/gq.h"
 
 namespace lite_llama {
 namespace {
@@ -31,6 +32,14 @@ constexpr Entry kTable[] = {
     {27, {"I64", 1, 8, false}},
     {28, {"F64", 1, 8, false}},
     {30, {"BF16", 1, 2, true}},
+    {200, {"GQ8", 32, 0, true}},
+    {201, {"GQ8_G16", 32, 0, true}},
+    {202, {"GQ8_G32", 32, 0, true}},
+    {210, {"GQ4_G32", 32, 0, true}},
+    {211, {"GQ4_G64", 64, 0, true}},
+    {212, {"GQ4_G128", 128, 0, true}},
+    {213, {"GQ4", 32, 0, true}},
+    {220, {"GF8", 32, 0, true}},
 };
 
 }  // namespace
@@ -49,6 +58,10 @@ const DTypeInfo& dtype_info(DType t) {
 
 size_t row_bytes(DType t, int64_t n) {
   const DTypeInfo& i = dtype_info(t);
+  if (auto f = gq_format(t)) {
+    LL_CHECK(gq_row_ok(*f, n), "row of {} elements does not fit the {} layout", n, i.name);
+    return f->row_bytes(n);
+  }
   LL_CHECK(n % i.block_size == 0, "row of {} elements is not a multiple of the {} block size {}", n,
            i.name, i.block_size);
   return size_t(n / i.block_size) * i.block_bytes;

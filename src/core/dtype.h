@@ -27,7 +27,18 @@ enum class DType : uint32_t {
   I64 = 27,
   F64 = 28,
   BF16 = 30,
+  // Not GGUF types: the GPU's quantised weight layouts (core/gq.h), made at load time.
+  GQ8 = 200,      // int8, one scale per row (per output channel)
+  GQ8_G16 = 201,  // int8 with per-16 scale/offset (GGUF Q6_K)
+  GQ8_G32 = 202,  // int8 with per-32 scale/offset (GGUF Q8_0, Q5_K)
+  GQ4_G32 = 210,  // int4 with per-32 scale/offset (GGUF Q4_0, Q4_1, Q4_K)
+  GQ4_G64 = 211,
+  GQ4_G128 = 212,  // int4 group 128 (--quantize int4, GPTQ, AWQ)
+  GQ4 = 213,       // int4, one scale/offset per row
+  GF8 = 220,       // fp8 e4m3, one scale per row
 };
+// ids from here on are this engine's own, never valid in a GGUF file
+constexpr uint32_t kFirstOwnDType = 200;
 
 struct DTypeInfo {
   std::string_view name;

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/gq.h"
 #include "core/half.h"
 
 namespace lite_llama {
@@ -119,6 +120,7 @@ void dequant_q6_k(const BlockQ6_K* b, float* y, int64_t nb) {
 }  // namespace
 
 void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
+  if (auto f = gq_format(t)) return dequantize_row_gq(*f, src, dst, n);
   int64_t nb = n / dtype_info(t).block_size;
   switch (t) {
     case DType::F32: std::memcpy(dst, src, size_t(n) * 4); return;
@@ -203,6 +205,7 @@ void quantize_row_q4_1(const float* x, void* dst, int64_t n) {
 }
 
 void quantize_row(DType t, const float* x, void* dst, int64_t n) {
+  if (auto f = gq_format(t)) return quantize_row_gq(*f, x, dst, n);
   switch (t) {
     case DType::F32: std::memcpy(dst, x, size_t(n) * 4); return;
     case DType::F16:

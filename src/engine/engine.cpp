@@ -50,9 +50,14 @@ class EngineImpl final : public Engine {
     files_ = o.load_format == "dummy" ? open_dummy_model(o.model, o.dummy_seed)
                                       : open_model_files(o.model);
     const ModelConfig& cfg = files_.config;
-    backend_ = make_backend({o.device, o.threads, o.dtype});
+    backend_ = make_backend({o.device, o.threads, o.dtype, o.quantize});
     const bool cpu = backend_->device() == Device::CPU;
     Weights weights = load_weights(cfg, *files_.weights, *backend_);
+    // What the device computes with, where it differs from the file (GQ layouts, 16-bit).
+    if (!weights.layers.empty() && !cpu) {
+      const std::string dev(dtype_name(weights.layers[0].gate_up.parts[0].dtype));
+      if (dev != files_.weight_dtype) files_.weight_dtype += " -> " + dev;
+    }
 
     LL_CHECK(o.ctx >= 0, "--ctx must be positive, got {}", o.ctx);
     LL_CHECK(o.ctx <= cfg.max_position_embeddings,

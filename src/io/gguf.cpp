@@ -290,7 +290,7 @@ void File::parse_all() {
       ti.ne.push_back(int64_t(n));
     }
     uint32_t type = r.read<uint32_t>("tensor type");
-    const DTypeInfo* info = dtype_info(type);
+    const DTypeInfo* info = type < kFirstOwnDType ? dtype_info(type) : nullptr;
     if (!info) fail("{}: tensor '{}' has unknown type id {}", name_, ti.name, type);
     ti.type = DType(type);
     if (ti.ne[0] % info->block_size != 0)

@@ -142,9 +142,9 @@ class Loader {
   Tensor norm(WeightRole r, int l, int64_t n) { return vector_f32({&get(r, l, n, 0)}); }
 
   // Dummy 2-D weights (data == nullptr) are generated on the backend's device.
-  Tensor random(int64_t rows, int64_t cols) {
+  Tensor random(int64_t rows, int64_t cols, bool embedding = false) {
     const float scale = 1.0f / std::sqrt(float(cols));  // keeps activations O(1) layer to layer
-    return be_.random_weight(rows, cols, 0x9e3779b97f4a7c15ull * ++random_count_, scale, w_.keep);
+    return be_.random_weight(rows, cols, 0x9e3779b97f4a7c15ull * ++random_count_, scale, w_.keep, embedding);
   }
 
   ops::Linear linear(std::initializer_list<const Tensor*> parts, Tensor bias) {
@@ -169,7 +169,7 @@ class Loader {
     const int64_t H = cfg_.hidden_size, V = cfg_.vocab_size, F = cfg_.intermediate_size;
     const int64_t D = cfg_.head_dim, Hq = cfg_.num_heads, Hkv = cfg_.num_kv_heads;
     const Tensor& emb = get(WeightRole::Embed, -1, V, H);
-    w_.embed = emb.data ? be_.prepare_weight(emb, w_.keep) : random(V, H);
+    w_.embed = emb.data ? be_.prepare_weight(emb, w_.keep) : random(V, H, true);
     w_.final_norm = norm(WeightRole::FinalNorm, -1, H);
     if (cfg_.tie_word_embeddings) {
       // Reuse the prepared embedding: a tied head costs no second copy on any device.

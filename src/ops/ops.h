@@ -84,9 +84,10 @@ class Backend {
   // Copies a tensor as it is (same dtype) to the device; the CPU returns `host` itself.
   virtual Tensor upload(const Tensor& host, std::vector<Buffer>& keep) = 0;
   // A [rows, cols] weight of uniform values in [-scale, scale] from `seed` (dummy weights for
-  // benchmarks: no file, any model size). Stored in act_dtype (BF16 on the CPU).
+  // benchmarks: no file, any model size). Stored in act_dtype (BF16 on the CPU), or quantised
+  // the way --quantize would store a loaded one (`embedding`: the token table).
   virtual Tensor random_weight(int64_t rows, int64_t cols, uint64_t seed, float scale,
-                               std::vector<Buffer>& keep) = 0;
+                               std::vector<Buffer>& keep, bool embedding = false) = 0;
   // Fuses row blocks into one weight where the backend benefits (CUDA); identity on the CPU.
   virtual Linear prepare_linear(const Linear& host, std::vector<Buffer>& keep) = 0;
 

@@ -26,6 +26,10 @@ void add_model_options(CLI::App* app, ModelArgs& a, bool engine_sizing) {
     app->add_flag("!--no-cuda-graph", a.engine.cuda_graph, "run decode without CUDA graphs");
     app->add_option("--dtype", a.engine.dtype, "CUDA activation type: bf16 | fp16")
         ->check(CLI::IsMember({"bf16", "fp16"}));
+    app->add_option("--quantize", a.engine.quantize,
+                    "CUDA weights: auto (keep the file's quantisation) | none (16-bit) | int8 (W8A16, "
+                    "per channel) | int4 (W4A16, group 128) | fp8 (e4m3, per channel)")
+        ->check(CLI::IsMember({"auto", "none", "int8", "int4", "fp8"}));
   }
   app->add_option("--load-format", a.engine.load_format,
                   "auto | dummy (random weights; -m names a config.json)")

@@ -10,6 +10,7 @@
 #include "backends/cpu/ref_ops.h"
 #include "backends/cpu/vec_dot.h"
 #include "core/error.h"
+#include "core/gq.h"
 #include "core/half.h"
 #include "core/hash_random.h"
 #include "core/quant.h"
@@ -59,6 +60,7 @@ class CpuBackend final : public ops::Backend {
   void synchronize() override {}
 
   Tensor prepare_weight(const Tensor& host, std::vector<Buffer>& keep) override {
+    if (is_gq(host.dtype)) return gq_to_bf16(host, keep);
     LL_CHECK(host.dtype == DType::F32 || host.dtype == DType::F16 || host.dtype == DType::BF16 ||
                  uses_q8_activations(host.dtype) || host.dtype == DType::Q4_K ||
                  host.dtype == DType::Q5_K || host.dtype == DType::Q6_K,
@@ -66,8 +68,8 @@ class CpuBackend final : public ops::Backend {
     return host;
   }
   Tensor upload(const Tensor& host, std::vector<Buffer>& keep) override { return host; }
-  Tensor random_weight(int64_t rows, int64_t cols, uint64_t seed, float scale,
-                       std::vector<Buffer>& keep) override {
+  Tensor random_weight(int64_t rows, int64_t cols, uint64_t seed, float scale, std::vector<Buffer>& keep,
+                       bool) override {
     Buffer b = host_buffer(size_t(rows * cols) * 2);
     auto* p = b.as<uint16_t>();
     pool_.parallel_for(rows * cols, [&](int64_t lo, int64_t hi) {
@@ -78,8 +80,26 @@ class CpuBackend final : public ops::Backend {
     return t;
   }
   ops::Linear prepare_linear(const ops::Linear& host, std::vector<Buffer>& keep) override {
-    for (const Tensor& p : host.parts) prepare_weight(p, keep);
-    return host;
+    ops::Linear l = host;
+    for (Tensor& p : l.parts) p = prepare_weight(p, keep);
+    return l;
+  }
+  // GPU-layout weights (GPTQ/AWQ checkpoints): the CPU has no kernels for them, so it computes
+  // with a BF16 copy (2 bytes per weight instead of ~0.5).
+  Tensor gq_to_bf16(const Tensor& host, std::vector<Buffer>& keep) {
+    const int64_t rows = host.rows(), cols = host.cols();
+    Buffer b = host_buffer(size_t(rows * cols) * 2);
+    auto* p = b.as<uint16_t>();
+    pool_.parallel_for(rows, [&](int64_t lo, int64_t hi) {
+      std::vector<float> f(static_cast<size_t>(cols));
+      for (int64_t r = lo; r < hi; ++r) {
+        dequantize_row(host.dtype, host.row(r), f.data(), cols);
+        for (int64_t c = 0; c < cols; ++c) p[r * cols + c] = f32_to_bf16(f[size_t(c)]);
+      }
+    });
+    Tensor t(b.data(), DType::BF16, {rows, cols});
+    keep.push_back(std::move(b));
+    return t;
   }
 
   void embedding(const Tensor& table, const int32_t* ids, int n, Tensor out) override {

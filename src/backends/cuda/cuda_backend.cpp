@@ -9,6 +9,7 @@
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/launchers.h"
 #include "backends/cuda/profiler.h"
+#include "core/gq.h"
 #include "core/half.h"
 #include "core/quant.h"
 
@@ -17,10 +18,12 @@ namespace {
 
 constexpr size_t kGemmWorkspace = 32u << 20;
 
+constexpr size_t kDeqElems = 8u << 20;  // dequantised weight tile for GEMMs: 16 MiB, stays in L2
+
 class CudaBackend final : public ops::Backend {
  public:
-  explicit CudaBackend(const std::string& dtype)
-      : act_(dtype == "fp16" ? Act::F16 : Act::BF16), gemm_(kGemmWorkspace) {
+  CudaBackend(const std::string& dtype, const std::string& quantize)
+      : act_(dtype == "fp16" ? Act::F16 : Act::BF16), qmode_(parse_quant_mode(quantize)), gemm_(kGemmWorkspace) {
     LL_CHECK(dtype == "bf16" || dtype == "fp16", "--dtype must be bf16 or fp16, got '{}'", dtype);
     LL_CUDA(cudaGetDevice(&device_));
     LL_CUDA(cudaGetDeviceProperties(&props_, device_));
@@ -74,26 +77,15 @@ class CudaBackend final : public ops::Backend {
   }
 
   Tensor prepare_weight(const Tensor& host, std::vector<Buffer>& keep) override {
-    Buffer b = alloc(size_t(host.numel()) * 2);
-    upload_rows(host, b.as<uint8_t>());
-    Tensor t(b.data(), act_dtype(), {host.rows(), host.cols()}, Device::CUDA);
-    keep.push_back(std::move(b));
-    return t;
+    return prepare_matrix({host}, host.rows(), host.cols(), true, keep);
   }
 
   ops::Linear prepare_linear(const ops::Linear& host, std::vector<Buffer>& keep) override {
     // One fused [N, K] matrix (q|k|v, gate|up): a single GEMM per projection.
-    Buffer b = alloc(size_t(host.out_features) * size_t(host.in_features) * 2);
-    size_t off = 0;
-    for (const Tensor& p : host.parts) {
-      upload_rows(p, b.as<uint8_t>() + off);
-      off += size_t(p.numel()) * 2;
-    }
     ops::Linear l;
     l.in_features = host.in_features;
     l.out_features = host.out_features;
-    l.parts = {Tensor(b.data(), act_dtype(), {host.out_features, host.in_features}, Device::CUDA)};
-    keep.push_back(std::move(b));
+    l.parts = {prepare_matrix(host.parts, host.out_features, host.in_features, false, keep)};
     if (host.bias.data) {  // F32 on the device (upload) -> activation type for the epilogue
       Buffer bb = alloc(size_t(host.out_features) * 2);
       LL_CUDA(convert_f32(act_, host.bias.ptr<float>(), bb.data(), size_t(host.out_features), stream_));
@@ -104,19 +96,23 @@ class CudaBackend final : public ops::Backend {
     return l;
   }
 
-  Tensor random_weight(int64_t rows, int64_t cols, uint64_t seed, float scale,
-                       std::vector<Buffer>& keep) override {
+  Tensor random_weight(int64_t rows, int64_t cols, uint64_t seed, float scale, std::vector<Buffer>& keep,
+                       bool embedding) override {
     Buffer b = alloc(size_t(rows * cols) * 2);
     LL_CUDA(random_fill(act_, b.data(), size_t(rows * cols), seed, scale, stream_));
     synchronize();
     Tensor t(b.data(), act_dtype(), {rows, cols}, Device::CUDA);
+    if (auto f = explicit_format(cols, embedding)) return quantize_on_device(t, *f, keep);
     keep.push_back(std::move(b));
     return t;
   }
 
   void embedding(const Tensor& table, const int32_t* ids, int n, Tensor out) override {
     ProfileScope ps(prof_, "embedding", stream_);
-    LL_CUDA(cuda::embedding(table.data, ids, out.data, n, int(table.cols()), stream_));
+    if (is_gq(table.dtype))
+      LL_CUDA(dequant_gq(act_, gq_args(table), table.data, ids, 0, n, int(table.cols()), out.data, stream_));
+    else
+      LL_CUDA(cuda::embedding(table.data, ids, out.data, n, int(table.cols()), stream_));
   }
   void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor out) override {
     ProfileScope ps(prof_, "norm", stream_);
@@ -133,6 +129,7 @@ class CudaBackend final : public ops::Backend {
     if (T == 0) return;
     const bool f32 = out.dtype == DType::F32;
     const void* bias = w.bias.data;
+    if (is_gq(w.parts[0].dtype)) return linear_gq(x, w, out, T, N, K, f32);
     // Up to 2 tokens the CUDA-core GEMV streams weights at bandwidth; from 3 tokens its fp32
     // math is the limit (8 FLOP per weight byte at 8 tokens), so tensor cores (cuBLASLt) win.
     if (T <= 2 && K % 8 == 0) {
@@ -260,36 +257,149 @@ class CudaBackend final : public ops::Backend {
     LL_CUDA(cudaStreamSynchronize(stream_));
   }
 
-  // Host tensor of any supported storage type -> 16-bit rows on the device, in chunks so the
-  // host never holds a converted copy of the whole model.
+  // Host tensor of any supported storage type -> 16-bit rows on the device.
   void upload_rows(const Tensor& host, uint8_t* dst) {
-    const int64_t rows = host.rows(), cols = host.cols();
+    const int64_t cols = host.cols();
     if (host.dtype == act_dtype()) {
-      copy_sync(dst, host.data, size_t(rows * cols) * 2);
+      copy_sync(dst, host.data, host.nbytes());
       return;
     }
-    const int64_t chunk = std::max<int64_t>(1, (int64_t(16) << 20) / std::max<int64_t>(cols, 1));
-    std::vector<uint16_t> buf(static_cast<size_t>(std::min(chunk, rows) * cols));
+    upload_rows(host, dst, size_t(cols) * 2, [&](const void* src, void* out) {
+      std::vector<float> f(static_cast<size_t>(cols));
+      dequantize_row(host.dtype, src, f.data(), cols);
+      auto* o = static_cast<uint16_t*>(out);
+      for (int64_t c = 0; c < cols; ++c)
+        o[c] = act_ == Act::BF16 ? f32_to_bf16(f[size_t(c)]) : f32_to_f16(f[size_t(c)]);
+    });
+  }
+  // Host rows converted by `convert(src row, dst row of out_rb bytes)` on a few threads, uploaded
+  // in chunks so the host never holds a converted copy of the whole model.
+  template <typename Convert>
+  void upload_rows(const Tensor& host, uint8_t* dst, size_t out_rb, Convert&& convert) {
+    const int64_t rows = host.rows();
+    const int64_t chunk = std::max<int64_t>(1, int64_t(32u << 20) / int64_t(out_rb));
+    std::vector<uint8_t> buf(size_t(std::min(chunk, rows)) * out_rb);
     const int nthreads = int(std::max(1u, std::min(8u, std::thread::hardware_concurrency())));
     for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
       const int64_t n = std::min(chunk, rows - r0);
       std::vector<std::thread> pool;
       for (int ti = 0; ti < nthreads; ++ti)
         pool.emplace_back([&, ti] {
-          std::vector<float> f(static_cast<size_t>(cols));
-          for (int64_t r = ti; r < n; r += nthreads) {
-            dequantize_row(host.dtype, host.row(r0 + r), f.data(), cols);
-            uint16_t* o = buf.data() + r * cols;
-            for (int64_t c = 0; c < cols; ++c)
-              o[c] = act_ == Act::BF16 ? f32_to_bf16(f[size_t(c)]) : f32_to_f16(f[size_t(c)]);
-          }
+          for (int64_t r = ti; r < n; r += nthreads) convert(host.row(r0 + r), buf.data() + size_t(r) * out_rb);
         });
       for (auto& th : pool) th.join();
-      copy_sync(dst + size_t(r0 * cols) * 2, buf.data(), size_t(n * cols) * 2);
+      copy_sync(dst + size_t(r0) * out_rb, buf.data(), size_t(n) * out_rb);
     }
   }
 
+  static GqArgs gq_args(const Tensor& w) {
+    const GqFormat f = *gq_format(w.dtype);
+    return GqArgs{int(f.kind), f.group, w.row_nbytes()};
+  }
+
+  // Quantised weights: a GEMV that dequantises in registers for decode batches; above that,
+  // tiles of rows dequantised into an L2-sized scratch, each one cuBLASLt GEMM into its columns.
+  void linear_gq(const Tensor& x, const ops::Linear& w, Tensor out, int T, int N, int K, bool f32) {
+    const Tensor& wt = w.parts[0];
+    const GqArgs q = gq_args(wt);
+    if (T <= kGqGemvMaxTokens) {
+      LL_CUDA(gemv_gq(act_, q, x.data, wt.data, w.bias.data, out.data, f32, T, N, K, N, stream_));
+      return;
+    }
+    const int tile = std::max(16, int(kDeqElems / size_t(K)) / 16 * 16);
+    const size_t es = f32 ? 4 : 2;
+    for (int n0 = 0; n0 < N; n0 += tile) {
+      const int nc = std::min(tile, N - n0);
+      LL_CUDA(dequant_gq(act_, q, wt.data, nullptr, n0, nc, K, deq_.data(), stream_));
+      const void* bias = w.bias.data && !f32 ? static_cast<const uint8_t*>(w.bias.data) + size_t(n0) * 2 : nullptr;
+      gemm_.run(act_, x.data, deq_.data(), bias, static_cast<uint8_t*>(out.data) + size_t(n0) * es, f32, T, nc,
+                K, stream_, N);
+    }
+    if (f32 && w.bias.data)
+      LL_CUDA(add_bias_f32(act_, static_cast<float*>(out.data), w.bias.data, T, N, stream_));
+  }
+
+  // The format --quantize int8/int4/fp8 gives a matrix with rows of K (embeddings stay int8 under
+  // int4: the tied LM head is where 4 bits cost the most accuracy).
+  std::optional<GqFormat> explicit_format(int64_t K, bool embedding) const {
+    switch (qmode_) {
+      case QuantMode::Int8: return GqFormat{GqKind::Int8, 0};
+      case QuantMode::Fp8: return GqFormat{GqKind::Fp8, 0};
+      case QuantMode::Int4:
+        if (embedding) return GqFormat{GqKind::Int8, 0};
+        for (int g : {128, 64, 32})
+          if (K % g == 0) return GqFormat{GqKind::Int4, g};
+        return std::nullopt;
+      default: return std::nullopt;
+    }
+  }
+
+  // Converts host parts (row blocks of one matrix) to what this backend computes with.
+  Tensor prepare_matrix(const std::vector<Tensor>& parts, int64_t N, int64_t K, bool embedding,
+                        std::vector<Buffer>& keep) {
+    const bool prequantized = std::any_of(parts.begin(), parts.end(), [](const Tensor& p) { return is_gq(p.dtype); });
+    LL_CHECK(!(prequantized && qmode_ != QuantMode::Auto && qmode_ != QuantMode::None),
+             "--quantize {}: the checkpoint is already quantised ({}); leave --quantize out",
+             quant_mode_name(qmode_), dtype_name(parts[0].dtype));
+    if (auto f = explicit_format(K, embedding)) {
+      // Upload as 16-bit, quantise on the device (fast, and no host copy of the model).
+      Tensor t = prepare_matrix(parts, N, K, embedding, keep, /*plain=*/true);
+      return quantize_on_device(t, *f, keep);
+    }
+    std::vector<DType> types;
+    for (const Tensor& p : parts) types.push_back(p.dtype);
+    if (qmode_ == QuantMode::Auto)
+      if (auto f = gq_common_format(types); f && gq_row_ok(*f, K)) {
+        Buffer b = alloc(f->row_bytes(K) * size_t(N));
+        size_t off = 0;
+        for (const Tensor& p : parts) {
+          const GqFormat target = *f;
+          upload_rows(p, b.as<uint8_t>() + off, target.row_bytes(K),
+                      [&](const void* src, void* dst) { to_gq_row(p.dtype, src, target, dst, K); });
+          off += target.row_bytes(K) * size_t(p.rows());
+        }
+        ensure_deq_scratch();
+        Tensor t(b.data(), gq_dtype(*f), {N, K}, Device::CUDA);
+        keep.push_back(std::move(b));
+        return t;
+      }
+    return prepare_matrix(parts, N, K, embedding, keep, true);
+  }
+  // The 16-bit case (`plain`): every part converted to the activation type.
+  Tensor prepare_matrix(const std::vector<Tensor>& parts, int64_t N, int64_t K, bool, std::vector<Buffer>& keep,
+                        bool /*plain*/) {
+    Buffer b = alloc(size_t(N) * size_t(K) * 2);
+    size_t off = 0;
+    for (const Tensor& p : parts) {
+      upload_rows(p, b.as<uint8_t>() + off);
+      off += size_t(p.numel()) * 2;
+    }
+    Tensor t(b.data(), act_dtype(), {N, K}, Device::CUDA);
+    keep.push_back(std::move(b));
+    return t;
+  }
+
+  // 16-bit device matrix `t` (owned by the last buffer in keep, or by the caller) -> format f.
+  Tensor quantize_on_device(const Tensor& t, GqFormat f, std::vector<Buffer>& keep) {
+    const int64_t N = t.rows(), K = t.cols();
+    LL_CHECK(gq_row_ok(f, K), "--quantize {}: rows of {} weights do not fit its groups", quant_mode_name(qmode_), K);
+    Buffer b = alloc(f.row_bytes(K) * size_t(N));
+    LL_CUDA(quantize_gq(act_, GqArgs{int(f.kind), f.group, f.row_bytes(K)}, t.data, b.data(), int(N), int(K), stream_));
+    synchronize();
+    if (!keep.empty() && keep.back().data() == t.data) keep.pop_back();  // the 16-bit copy
+    ensure_deq_scratch();
+    Tensor q(b.data(), gq_dtype(f), {N, K}, Device::CUDA);
+    keep.push_back(std::move(b));
+    return q;
+  }
+
+  void ensure_deq_scratch() {
+    if (!deq_.data()) deq_ = alloc(kDeqElems * 2);
+  }
+
   Act act_;
+  QuantMode qmode_;
+  Buffer deq_;
   int device_ = 0;
   cudaDeviceProp props_{};
   cudaStream_t stream_ = nullptr;
@@ -311,8 +421,8 @@ int device_count() {
   return n;
 }
 
-std::unique_ptr<ops::Backend> make_cuda_backend(const std::string& dtype) {
-  return std::make_unique<CudaBackend>(dtype);
+std::unique_ptr<ops::Backend> make_cuda_backend(const std::string& dtype, const std::string& quantize) {
+  return std::make_unique<CudaBackend>(dtype, quantize);
 }
 
 }  // namespace lite_llama::cuda

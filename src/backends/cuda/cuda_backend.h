@@ -9,7 +9,7 @@
 namespace lite_llama::cuda {
 
 int device_count();
-// dtype: "bf16" or "fp16".
-std::unique_ptr<ops::Backend> make_cuda_backend(const std::string& dtype);
+// dtype: "bf16" or "fp16"; quantize: a --quantize mode (core/gq.h).
+std::unique_ptr<ops::Backend> make_cuda_backend(const std::string& dtype, const std::string& quantize);
 
 }  // namespace lite_llama::cuda

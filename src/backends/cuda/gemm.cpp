@@ -22,8 +22,8 @@ Gemm::~Gemm() {
 
 // Row-major out[T, N] is column-major out^T [N, T] = W (col-major [K, N], transposed) x x^T
 // (col-major [K, T]): so A = W with op T, B = x with op N, m = N, n = T, k = K.
-Gemm::Plan& Gemm::plan(Act act, bool out_f32, bool bias, int T, int N, int K) {
-  const Key key{int(act), out_f32, bias, T, N, K};
+Gemm::Plan& Gemm::plan(Act act, bool out_f32, bool bias, int T, int N, int K, int ldo) {
+  const Key key{int(act), out_f32, bias, T, N, K, ldo};
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
   Plan p;
@@ -41,7 +41,7 @@ Gemm::Plan& Gemm::plan(Act act, bool out_f32, bool bias, int T, int N, int K) {
   }
   LL_CUBLAS(cublasLtMatrixLayoutCreate(&p.a, in, K, N, K));
   LL_CUBLAS(cublasLtMatrixLayoutCreate(&p.b, in, K, T, K));
-  LL_CUBLAS(cublasLtMatrixLayoutCreate(&p.c, outt, N, T, N));
+  LL_CUBLAS(cublasLtMatrixLayoutCreate(&p.c, outt, N, T, ldo));
   cublasLtMatmulPreference_t pref;
   LL_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
   LL_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
@@ -56,9 +56,9 @@ Gemm::Plan& Gemm::plan(Act act, bool out_f32, bool bias, int T, int N, int K) {
 }
 
 void Gemm::run(Act act, const void* x, const void* w, const void* bias, void* out, bool out_f32, int T,
-               int N, int K, cudaStream_t s) {
+               int N, int K, cudaStream_t s, int ldo) {
   if (T == 0) return;
-  Plan& p = plan(act, out_f32, bias != nullptr, T, N, K);
+  Plan& p = plan(act, out_f32, bias != nullptr, T, N, K, ldo ? ldo : N);
   if (bias)
     LL_CUBLAS(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
   const float alpha = 1.f, beta = 0.f;

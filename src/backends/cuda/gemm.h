@@ -19,8 +19,9 @@ class Gemm {
   Gemm(const Gemm&) = delete;
   Gemm& operator=(const Gemm&) = delete;
 
+  // ldo: the output's row stride in elements (N when 0); a column block of a wider output.
   void run(Act act, const void* x, const void* w, const void* bias, void* out, bool out_f32, int T,
-           int N, int K, cudaStream_t s);
+           int N, int K, cudaStream_t s, int ldo = 0);
 
  private:
   struct Plan {
@@ -28,8 +29,8 @@ class Gemm {
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
     cublasLtMatmulAlgo_t algo{};
   };
-  using Key = std::tuple<int, bool, bool, int, int, int>;
-  Plan& plan(Act act, bool out_f32, bool bias, int T, int N, int K);
+  using Key = std::tuple<int, bool, bool, int, int, int, int>;
+  Plan& plan(Act act, bool out_f32, bool bias, int T, int N, int K, int ldo);
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;

@@ -13,6 +13,23 @@ enum class Act { BF16, F16 };
 cudaError_t gemv(Act act, const void* x, const void* w, const void* bias, void* out, bool out_f32,
                  int T, int N, int K, int ldo, cudaStream_t s);
 
+// Quantised weights in the GQ layout (core/gq.h). kind: 0 int8, 1 int4, 2 fp8 (GqKind order);
+// group 0 = one (scale, offset) pair per row; row_bytes = the row stride.
+struct GqArgs {
+  int kind;
+  int group;
+  size_t row_bytes;
+};
+constexpr int kGqGemvMaxTokens = 8;
+// out[t, n] = sum_k x[t, k] * dequant(w)[n, k] (+ bias[n]) for T <= kGqGemvMaxTokens.
+cudaError_t gemv_gq(Act act, const GqArgs& q, const void* x, const void* w, const void* bias, void* out,
+                    bool out_f32, int T, int N, int K, int ldo, cudaStream_t s);
+// dst[i, :] = dequant(w row (rows ? rows[i] : row0 + i)) as 16-bit activations, rows of K.
+cudaError_t dequant_gq(Act act, const GqArgs& q, const void* w, const int32_t* rows, int row0, int n, int K,
+                       void* dst, cudaStream_t s);
+// 16-bit src[N, K] -> GQ dst (N rows of q.row_bytes), round to nearest.
+cudaError_t quantize_gq(Act act, const GqArgs& q, const void* src, void* dst, int N, int K, cudaStream_t s);
+
 cudaError_t rms_norm(Act act, const void* x, const float* w, float eps, void* out, int rows, int n,
                      cudaStream_t s);
 // residual += x; out = rms_norm(residual) * w

@@ -1,0 +1,181 @@
+// Quantised (GQ) weights on CUDA against the CPU: the GEMV (T <= 8) and the dequantise + cuBLASLt
+// path of every layout, the embedding gather, the on-device quantiser behind --quantize
+// int8 / int4 / fp8, and GGUF K-quant parts fused into one linear. The reference is the CPU
+// backend computing with F32 weights = dequantize_row of the very bytes the GPU holds (the
+// engine's reference dequantiser), so only the GPU's arithmetic is under test; the GPU rounds
+// each dequantised weight to fp16 (2^-11 relative), well inside the 16-bit output bound.
+#include "common/random_blocks.h"
+#include "core/gq.h"
+#include "kernels/cuda_test_util.h"
+
+using namespace lite_llama;
+using namespace lite_llama::kt;
+
+namespace {
+
+// Host rows of `t` quantised from random values with sd 1/sqrt(K).
+std::vector<uint8_t> random_rows(std::mt19937& rng, DType t, int64_t rows, int64_t K) {
+  std::vector<float> v = randn(rng, size_t(rows * K), 1.0f / std::sqrt(float(K)));
+  const size_t rb = row_bytes(t, K);
+  std::vector<uint8_t> b(rb * size_t(rows));
+  for (int64_t r = 0; r < rows; ++r) quantize_row(t, v.data() + r * K, b.data() + size_t(r) * rb, K);
+  return b;
+}
+
+std::vector<float> dequant_all(DType t, const uint8_t* bytes, int64_t rows, int64_t K) {
+  std::vector<float> f(size_t(rows * K));
+  const size_t rb = row_bytes(t, K);
+  for (int64_t r = 0; r < rows; ++r) dequantize_row(t, bytes + size_t(r) * rb, f.data() + r * K, K);
+  return f;
+}
+
+// out = x @ W^T on both backends; W given to the GPU as `gpu_lin`, to the CPU as F32 `ref`.
+void check_linear(ops::Backend& gpu, ops::Backend& cpu, const ops::Linear& gpu_lin, std::vector<float>& ref,
+                  std::vector<float>* bias, std::mt19937& rng, DType act, std::vector<Buffer>& keep) {
+  const int64_t K = gpu_lin.in_features, N = gpu_lin.out_features;
+  ops::Linear cl;
+  cl.in_features = K, cl.out_features = N;
+  cl.parts = {Tensor(ref.data(), DType::F32, {N, K})};
+  if (bias) cl.bias = Tensor(bias->data(), DType::F32, {N});
+  for (int64_t T : {1, 2, 3, 8, 9, 64, 130}) {
+    SCOPED_TRACE(::testing::Message() << "K " << K << " N " << N << " T " << T);
+    std::vector<float> x = rand_act(rng, size_t(T * K), act);
+    std::vector<float> want(size_t(T * N), NAN);
+    cpu.linear(host_f32(x, {T, K}), cl, host_f32(want, {T, N}));
+    DevTensor dx = dev_from(gpu, x, act, {T, K});
+    DevTensor out = dev_alloc(gpu, act, {T, N});
+    poison(gpu, out.t);
+    gpu.linear(dx.t, gpu_lin, out.t);
+    EXPECT_TRUE(close_rows(to_host(gpu, out.t), want, size_t(N), act_tol(act), "token"));
+    DevTensor o32 = dev_alloc(gpu, DType::F32, {T, N});
+    poison(gpu, o32.t);
+    gpu.linear(dx.t, gpu_lin, o32.t);
+    EXPECT_TRUE(close_rows(to_host(gpu, o32.t), want, size_t(N), act_tol(act), "token")) << "F32 output";
+  }
+}
+
+class CudaGq : public CudaVsCpu {};
+
+}  // namespace
+
+TEST_P(CudaGq, PrequantisedLayoutsGemvAndGemm) {
+  // Row blocks already in a GQ layout (as the GPTQ / AWQ loaders produce) are uploaded as they are.
+  std::mt19937 rng(301);
+  const DType types[] = {DType::GQ8, DType::GQ8_G16, DType::GQ8_G32, DType::GQ4_G32,
+                         DType::GQ4_G64, DType::GQ4_G128, DType::GQ4, DType::GF8};
+  int idx = 0;
+  for (DType t : types)
+    for (int64_t K : {576, 2048, 4864}) {
+      if (!gq_row_ok(*gq_format(t), K)) continue;
+      const int64_t N = idx % 2 ? 1000 : 264;
+      const bool with_bias = idx++ % 3 == 0;
+      SCOPED_TRACE(::testing::Message() << dtype_name(t) << " bias " << with_bias);
+      const int64_t n1 = N / 2, n2 = N - n1;
+      std::vector<uint8_t> a = random_rows(rng, t, n1, K), b = random_rows(rng, t, n2, K);
+      ops::Linear host;
+      host.in_features = K, host.out_features = N;
+      host.parts = {Tensor(a.data(), t, {n1, K}), Tensor(b.data(), t, {n2, K})};
+      std::vector<float> bias = rand_act(rng, size_t(N), act, 0.5f);
+      if (with_bias) {
+        host.bias = upload_f32(*gpu, bias, {N}, keep);
+        settle(*gpu);
+      }
+      const ops::Linear gl = gpu->prepare_linear(host, keep);
+      settle(*gpu);
+      ASSERT_EQ(gl.parts[0].dtype, t);
+      std::vector<float> ref = dequant_all(t, a.data(), n1, K), rb = dequant_all(t, b.data(), n2, K);
+      ref.insert(ref.end(), rb.begin(), rb.end());
+      check_linear(*gpu, *cpu, gl, ref, with_bias ? &bias : nullptr, rng, act, keep);
+      keep.clear();
+    }
+}
+
+TEST_P(CudaGq, EmbeddingRowsDequantised) {
+  std::mt19937 rng(302);
+  for (DType t : {DType::GQ8, DType::GQ4_G128, DType::GQ4_G32, DType::GF8, DType::GQ8_G16}) {
+    const int64_t V = 3000, H = 1024;
+    std::vector<uint8_t> table = random_rows(rng, t, V, H);
+    const Tensor dt = gpu->prepare_weight(Tensor(table.data(), t, {V, H}), keep);
+    settle(*gpu);
+    ASSERT_EQ(dt.dtype, t);
+    std::vector<int32_t> ids = {0, 2999, 17, 17, 1500, 42, 2048};
+    DevInts dids = dev_ints(*gpu, ids);
+    DevTensor out = dev_alloc(*gpu, act, {int64_t(ids.size()), H});
+    poison(*gpu, out.t);
+    gpu->embedding(dt, dids.ptr(), int(ids.size()), out.t);
+    std::vector<float> want;
+    for (int32_t id : ids) {
+      std::vector<float> row(static_cast<size_t>(H));
+      dequantize_row(t, table.data() + size_t(id) * row_bytes(t, H), row.data(), H);
+      want.insert(want.end(), row.begin(), row.end());
+    }
+    EXPECT_TRUE(close_rows(to_host(*gpu, out.t), want, size_t(H), act_tol(act))) << dtype_name(t);
+    keep.clear();
+  }
+}
+
+TEST_P(CudaGq, QuantiseOnDevice) {
+  // --quantize: 16-bit weights quantised by the GPU. The stored codes, dequantised on the host,
+  // must be within each scheme's rounding of the original weights, and the linear must agree
+  // with the CPU on those dequantised values.
+  std::mt19937 rng(303);
+  struct Mode {
+    const char* name;
+    DType want;
+    double step;  // max |error| / max|w| of the row (half a quantisation step, with margin)
+  } modes[] = {{"int8", DType::GQ8, 0.5 / 127 * 1.05}, {"int4", DType::GQ4_G128, 0.5 * 2 / 15 * 1.05},
+               {"fp8", DType::GF8, 1.0 / 16 * 1.05}};
+  for (const Mode& m : modes) {
+    SCOPED_TRACE(m.name);
+    auto qgpu = make_backend({"cuda", 0, GetParam(), m.name});
+    const int64_t K = 2048, N = 1000;
+    std::vector<float> w = randn(rng, size_t(N * K), 0.02f);
+    for (float& v : w) v = round_to(act, round_to(DType::BF16, v));
+    ops::Linear host;
+    host.in_features = K, host.out_features = N;
+    host.parts = {Tensor(w.data(), DType::F32, {600, K}), Tensor(w.data() + 600 * K, DType::F32, {400, K})};
+    const ops::Linear gl = qgpu->prepare_linear(host, keep);
+    qgpu->synchronize();
+    ASSERT_EQ(gl.parts[0].dtype, m.want);
+    const std::vector<uint8_t> bytes = to_host_bytes(*qgpu, gl.parts[0]);
+    std::vector<float> deq = dequant_all(m.want, bytes.data(), N, K);
+    for (int64_t r = 0; r < N; ++r) {
+      double amax = 0, err = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        amax = std::max(amax, double(std::fabs(w[size_t(r * K + k)])));
+        err = std::max(err, double(std::fabs(deq[size_t(r * K + k)] - w[size_t(r * K + k)])));
+      }
+      ASSERT_LE(err, m.step * amax) << "row " << r;
+    }
+    check_linear(*qgpu, *cpu, gl, deq, nullptr, rng, act, keep);
+    // The embedding table: int8 per row under int4 (the tied LM head keeps 8 bits).
+    const Tensor emb = qgpu->prepare_weight(Tensor(w.data(), DType::F32, {N, K}), keep);
+    EXPECT_EQ(emb.dtype, m.want == DType::GQ4_G128 ? DType::GQ8 : m.want);
+    keep.clear();
+  }
+}
+
+TEST_P(CudaGq, GgufKQuantPartsFused) {
+  // A Q4_K_M-style projection: Q4_K, Q6_K and Q5_K row blocks fused into one int8 / 16 matrix;
+  // the CPU computes with the GGUF blocks themselves (its own K-quant kernels).
+  std::mt19937 rng(304);
+  const int64_t K = 2048;
+  using lite_llama::testing::random_gguf_rows;
+  std::vector<uint8_t> a = random_gguf_rows(DType::Q4_K, 512, K, rng), b = random_gguf_rows(DType::Q6_K, 256, K, rng),
+                       c = random_gguf_rows(DType::Q5_K, 256, K, rng);
+  ops::Linear host;
+  host.in_features = K, host.out_features = 1024;
+  host.parts = {Tensor(a.data(), DType::Q4_K, {512, K}), Tensor(b.data(), DType::Q6_K, {256, K}),
+                Tensor(c.data(), DType::Q5_K, {256, K})};
+  const ops::Linear gl = gpu->prepare_linear(host, keep);
+  settle(*gpu);
+  ASSERT_EQ(gl.parts[0].dtype, DType::GQ8_G16);
+  std::vector<float> ref = dequant_all(DType::Q4_K, a.data(), 512, K);
+  for (auto [t, p, n] : {std::tuple{DType::Q6_K, &b, 256}, std::tuple{DType::Q5_K, &c, 256}}) {
+    std::vector<float> r = dequant_all(t, p->data(), n, K);
+    ref.insert(ref.end(), r.begin(), r.end());
+  }
+  check_linear(*gpu, *cpu, gl, ref, nullptr, rng, act, keep);
+}
+
+LL_INSTANTIATE_DTYPES(CudaGq);
