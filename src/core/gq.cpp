@@ -48,6 +48,13 @@ uint8_t f32_to_e4m3(float x) {
   return uint8_t(code | (x < 0 ? 0x80 : 0));
 }
 
+// Unsigned codes (0..2c-1) held as int8 become code - c with offset m + c s: the same weights,
+// but the decode GEMV's int8 activation rounding then scales with |w|, not |w - m|.
+void center_codes(int32_t* codes, const float* s, float* m, int64_t K, int64_t G, int c) {
+  for (int64_t k = 0; k < K; ++k) codes[k] -= c;
+  for (int64_t g = 0; g < K / G; ++g) m[g] += float(c) * s[g];
+}
+
 uint16_t* params_of(GqFormat f, void* row, int64_t K) {
   return reinterpret_cast<uint16_t*>(static_cast<uint8_t*>(row) + f.code_bytes(K));
 }
@@ -237,6 +244,7 @@ void repack_gguf_row(DType t, const void* src, void* dst, int64_t K) {
     const float sg = s[size_t(k / G)];
     codes[size_t(k)] = sg != 0 ? int32_t(std::lround((w[size_t(k)] - m[size_t(k / G)]) / sg)) : 0;
   }
+  if (t == DType::Q5_K) center_codes(codes.data(), s.data(), m.data(), K, G, 16);
   pack_row_gq(*f, codes.data(), s.data(), m.data(), dst, K);
 }
 
@@ -306,6 +314,7 @@ void to_gq_row(DType t, const void* src, GqFormat f, void* dst, int64_t K) {
   std::vector<float> fs(static_cast<size_t>(nf)), fm(static_cast<size_t>(nf));
   const int64_t ratio = nf / ng;
   for (int64_t g = 0; g < nf; ++g) fs[size_t(g)] = s[size_t(g / ratio)], fm[size_t(g)] = m[size_t(g / ratio)];
+  if (from->kind == GqKind::Int4) center_codes(codes.data(), fs.data(), fm.data(), K, f.group_size(K), 8);
   pack_row_gq(f, codes.data(), fs.data(), fm.data(), dst, K);
 }
 

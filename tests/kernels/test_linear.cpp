@@ -120,10 +120,10 @@ TEST_P(CudaLinear, GemvAndCublasShapes) {
 }
 
 TEST_P(CudaLinear, QuantizedWeightsConvertedAtUpload) {
-  // GGUF Q8_0 / Q4_1 / Q4_0 parts become act rows at upload (dequantise, round once). The CPU
-  // computes with the exact dequantised values, so every weight differs by <= u relative:
-  // the product moves by ~u/sqrt(3) relative (random signs), as one output rounding does; the
-  // 16-bit bound covers both, and it also applies to the F32 output here.
+  // GGUF Q8_0 / Q4_1 / Q4_0 parts stay quantised on the GPU (repacked into one int8 / 32 GQ
+  // matrix, tests/kernels/test_gq.cpp); up to 8 tokens the GEMV quantises activations to int8
+  // per block of 32 (~0.5% relative, see int_path_tol there), above that the dequantised tiles
+  // go through cuBLASLt with the 16-bit bound.
   std::mt19937 rng(102);
   for (int64_t K : {64, 576, 2048})
     for (int64_t N : {200, 1000}) {
@@ -133,7 +133,8 @@ TEST_P(CudaLinear, QuantizedWeightsConvertedAtUpload) {
       if (HasFatalFailure()) return;
       for (int64_t T : {1, 4, 8, 17, 64}) {
         SCOPED_TRACE(::testing::Message() << "K " << K << " N " << N << " T " << T);
-        check_T(*gpu, *cpu, L, rng, T, act, act_tol(act), act_tol(act), K != 576 || T <= 8);
+        const Tol tol = T <= 8 ? Tol{1.5e-2, 6e-2} : act_tol(act);
+        check_T(*gpu, *cpu, L, rng, T, act, tol, tol, K != 576 || T <= 8);
       }
       keep.clear();
     }
@@ -147,7 +148,8 @@ TEST_P(CudaLinear, SinglePartQ8_0AndQ4_1) {
     if (HasFatalFailure()) return;
     for (int64_t T : {1, 3, 8, 9, 130}) {
       SCOPED_TRACE(::testing::Message() << dtype_name(t) << " T " << T);
-      check_T(*gpu, *cpu, L, rng, T, act, act_tol(act), act_tol(act), true);
+      const Tol tol = T <= 8 ? Tol{1.5e-2, 6e-2} : act_tol(act);  // as above
+      check_T(*gpu, *cpu, L, rng, T, act, tol, tol, true);
     }
     keep.clear();
   }

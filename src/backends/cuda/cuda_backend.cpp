@@ -1,6 +1,7 @@
 #include "backends/cuda/cuda_backend.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -18,7 +19,7 @@ namespace {
 
 constexpr size_t kGemmWorkspace = 32u << 20;
 
-constexpr size_t kDeqElems = 8u << 20;  // dequantised weight tile for GEMMs: 16 MiB, stays in L2
+constexpr size_t kDeqElems = 16u << 20;  // dequantised weight tile for GEMMs: 32 MiB, mostly in L2
 
 class CudaBackend final : public ops::Backend {
  public:
@@ -302,8 +303,10 @@ class CudaBackend final : public ops::Backend {
   void linear_gq(const Tensor& x, const ops::Linear& w, Tensor out, int T, int N, int K, bool f32) {
     const Tensor& wt = w.parts[0];
     const GqArgs q = gq_args(wt);
-    if (T <= kGqGemvMaxTokens) {
-      LL_CUDA(gemv_gq(act_, q, x.data, wt.data, w.bias.data, out.data, f32, T, N, K, N, stream_));
+    // fp8 has no integer path: its fp32 GEMV is math-bound from 3 tokens, where tiles win.
+    if (T <= kGqGemvMaxTokens && (q.kind != int(GqKind::Fp8) || T <= 2)) {
+      LL_CUDA(gemv_gq(act_, q, x.data, wt.data, w.bias.data, out.data, f32, T, N, K, N,
+                      gq_fp32_ ? nullptr : gq_scratch_.data(), stream_));
       return;
     }
     const int tile = std::max(16, int(kDeqElems / size_t(K)) / 16 * 16);
@@ -395,11 +398,15 @@ class CudaBackend final : public ops::Backend {
 
   void ensure_deq_scratch() {
     if (!deq_.data()) deq_ = alloc(kDeqElems * 2);
+    if (!gq_scratch_.data()) gq_scratch_ = alloc(kGqScratchBytes);
   }
 
   Act act_;
   QuantMode qmode_;
-  Buffer deq_;
+  Buffer deq_, gq_scratch_;
+  // LITE_LLAMA_GQ_FP32=1: decode GEMVs keep 16-bit activations (fp32 math) instead of the int8 /
+  // dp4a path, to measure what quantising activations costs in accuracy.
+  const bool gq_fp32_ = std::getenv("LITE_LLAMA_GQ_FP32") && std::string(std::getenv("LITE_LLAMA_GQ_FP32")) == "1";
   int device_ = 0;
   cudaDeviceProp props_{};
   cudaStream_t stream_ = nullptr;

@@ -21,9 +21,13 @@ struct GqArgs {
   size_t row_bytes;
 };
 constexpr int kGqGemvMaxTokens = 8;
-// out[t, n] = sum_k x[t, k] * dequant(w)[n, k] (+ bias[n]) for T <= kGqGemvMaxTokens.
+constexpr int kGqMaxK = 65536;  // the integer path's activation scratch holds rows up to this
+constexpr size_t kGqScratchBytes = size_t(kGqGemvMaxTokens) * kGqMaxK * 3 / 2;  // xq + (K / 32) x 16 B
+// out[t, n] = sum_k x[t, k] * dequant(w)[n, k] (+ bias[n]) for T <= kGqGemvMaxTokens. With
+// `scratch` (kGqScratchBytes), int8 / int4 weights take the integer path: x quantised to int8 per
+// block of 32, dp4a products; without it (and for fp8) the fp32 path.
 cudaError_t gemv_gq(Act act, const GqArgs& q, const void* x, const void* w, const void* bias, void* out,
-                    bool out_f32, int T, int N, int K, int ldo, cudaStream_t s);
+                    bool out_f32, int T, int N, int K, int ldo, void* scratch, cudaStream_t s);
 // dst[i, :] = dequant(w row (rows ? rows[i] : row0 + i)) as 16-bit activations, rows of K.
 cudaError_t dequant_gq(Act act, const GqArgs& q, const void* w, const int32_t* rows, int row0, int n, int K,
                        void* dst, cudaStream_t s);

@@ -132,7 +132,7 @@ TEST(Gq, GgufRepackMatchesBlocks) {
   }
 }
 
-TEST(Gq, WideningIsExact) {
+TEST(Gq, WideningKeepsValues) {
   std::mt19937 rng(3);
   const int64_t K = 256;
   // Q4_K (int4 / 32) and Q6_K (int8 / 16) parts fused: the common layout is int8 / 16.
@@ -145,7 +145,16 @@ TEST(Gq, WideningIsExact) {
     std::vector<uint8_t> nat(gq_for_gguf(t)->row_bytes(K)), wide(common->row_bytes(K));
     repack_gguf_row(t, src.data(), nat.data(), K);
     to_gq_row(t, src.data(), *common, wide.data(), K);
-    EXPECT_EQ(dequant(gq_dtype(*gq_for_gguf(t)), nat, K), dequant(gq_dtype(*common), wide, K)) << dtype_name(t);
+    // Int4 codes are re-centred in int8 (offset m + 8 s, rounded to fp16): exact up to that.
+    const std::vector<float> a = dequant(gq_dtype(*gq_for_gguf(t)), nat, K), b = dequant(gq_dtype(*common), wide, K);
+    for (int64_t k = 0; k < K; ++k) {
+      if (gq_for_gguf(t)->kind == GqKind::Int8) ASSERT_EQ(a[size_t(k)], b[size_t(k)]) << dtype_name(t) << " " << k;
+      else {
+        const auto* p = reinterpret_cast<const uint16_t*>(wide.data() + common->code_bytes(K));
+        const double m = std::fabs(f16_to_f32(p[2 * (k / 16) + 1]));
+        ASSERT_NEAR(a[size_t(k)], b[size_t(k)], 1e-3 * (std::fabs(a[size_t(k)]) + m) + 1e-6) << dtype_name(t) << " " << k;
+      }
+    }
   }
 }
 
