@@ -72,9 +72,10 @@ TEST_P(CudaMisc, GatherRows) {
 }
 
 TEST_P(CudaMisc, EmbeddingFromPreparedTables) {
-  // prepare_weight turns an F32 / BF16 / F16 / Q8_0 / Q4_1 host table into act rows
-  // (dequantise, round to nearest even once); the lookup then copies rows. So every output
-  // must equal the CPU's (exact, dequantised) value rounded to act, bit for bit.
+  // prepare_weight turns an F32 / BF16 / F16 host table into act rows (round to nearest even
+  // once); the lookup then copies rows, so every output must equal the CPU's value rounded to
+  // act, bit for bit. Q8_0 / Q4_1 tables stay quantised (GQ, dequantised per lookup through an
+  // fp16 FMA): within the 16-bit bound instead.
   std::mt19937 rng(303);
   const int64_t vocab = 1000;
   for (DType t : {DType::F32, DType::BF16, DType::F16, DType::Q8_0, DType::Q4_1})
@@ -89,7 +90,7 @@ TEST_P(CudaMisc, EmbeddingFromPreparedTables) {
       Tensor host(bytes.data(), t, {vocab, dim});
       Tensor table = gpu->prepare_weight(host, keep);
       settle(*gpu);
-      ASSERT_EQ(table.dtype, act);
+      ASSERT_EQ(table.dtype == act, !is_quantized(t)) << dtype_name(table.dtype);
       for (int n : {1, 7, 64, 300}) {
         std::uniform_int_distribution<int32_t> id(0, int32_t(vocab - 1));
         std::vector<int32_t> ids(static_cast<size_t>(n));
@@ -102,7 +103,10 @@ TEST_P(CudaMisc, EmbeddingFromPreparedTables) {
         poison(*gpu, out.t);
         DevInts dids = dev_ints(*gpu, ids);
         gpu->embedding(table, dids.ptr(), n, out.t);
-        ASSERT_TRUE(equal_rounded(to_host(*gpu, out.t), want, act)) << "n " << n;
+        if (is_quantized(t))
+          ASSERT_TRUE(close_rows(to_host(*gpu, out.t), want, size_t(dim), act_tol(act))) << "n " << n;
+        else
+          ASSERT_TRUE(equal_rounded(to_host(*gpu, out.t), want, act)) << "n " << n;
       }
       keep.clear();
     }

@@ -135,12 +135,12 @@ cudaError_t launch_gemv(const void* x, const void* w, size_t rb, int gshift, con
   auto* wp = static_cast<const uint8_t*>(w);
   auto* bp = static_cast<const T*>(bias);
   auto* op = static_cast<OutT*>(out);
-  constexpr int R = 1;  // one row per warp: small matrices still give every SM many warps
+  constexpr int R = KIND == kInt4 ? 2 : 4;
   const dim3 grid(ceil_div(N, 8 * R)), block(256);
   switch (T_) {
 #define LL_CASE(n)                                                                              \
   case n:                                                                                       \
-    gemv_gq_kernel<T, KIND, n, R, 4, OutT><<<grid, block, 0, s>>>(xp, wp, rb, gshift, bp, op, N, K, ldo); \
+    gemv_gq_kernel<T, KIND, n, R, 2, OutT><<<grid, block, 0, s>>>(xp, wp, rb, gshift, bp, op, N, K, ldo); \
     break;
     LL_CASE(1) LL_CASE(2) LL_CASE(3) LL_CASE(4) LL_CASE(5) LL_CASE(6) LL_CASE(7) LL_CASE(8)
 #undef LL_CASE
@@ -176,43 +176,52 @@ __global__ void quantize_x_kernel(const T* __restrict__ x, int8_t* __restrict__ 
   if (lane == 0) xs[size_t(t) * nb + b] = make_float4(d, half, hi, qsum);
 }
 
-// A block of 8 warps computes 8 / WPR rows; the WPR warps of a row split its chunks (so small
-// matrices still fill the GPU: a 2560-row projection gives 2560 x WPR warps), each lane issuing
-// all U of its 16-byte loads before any math, then a shared-memory sum over the WPR warps.
-template <int KIND, int NT, int U, typename OutT>
+// A block of 8 warps computes R x 8 / WPR rows; the WPR warps of a row group split its chunks
+// (small matrices still fill the GPU), each lane issuing all R x U 16-byte loads before any math
+// and reusing each activation load for R rows; then a shared-memory sum over the WPR warps.
+template <int KIND, int NT, int R, int U, typename OutT>
 __global__ void __launch_bounds__(256) gemv_gq_dp4a_kernel(const int8_t* __restrict__ xq, const float4* __restrict__ xs,
                                                            const uint8_t* __restrict__ w, size_t rb, int gshift,
                                                            const void* __restrict__ bias, bool bias_bf16,
                                                            OutT* __restrict__ out, int N, int K, int ldo, int wpr) {
   constexpr int V = kVals<KIND>;
-  __shared__ float part[8][NT];
+  __shared__ float part[8][R][NT];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int row = blockIdx.x * (8 / wpr) + warp / wpr;
+  const int row0 = (blockIdx.x * (8 / wpr) + warp / wpr) * R;
   const int sub = warp % wpr;
   const int chunks = K / V, nb = K / 32;
   const size_t qb = code_bytes(KIND, K);
-  float acc[NT];
+  float acc[R][NT];
 #pragma unroll
-  for (int t = 0; t < NT; ++t) acc[t] = 0.f;
-  const uint8_t* wr = w + size_t(row < N ? row : 0) * rb;
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
   const int stride = 32 * wpr;
   for (int c0 = sub * 32 + lane; c0 < chunks; c0 += stride * U) {
-    uint4 q[U];
-    uint32_t sm[U];
+    uint4 q[U][R];
+    uint32_t sm[U][R];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int c = c0 + stride * u;
-      const bool ok = c < chunks && row < N;
-      q[u] = ok ? ld_stream(wr + size_t(c) * 16) : make_uint4(0, 0, 0, 0);
-      sm[u] = ok ? __ldg(reinterpret_cast<const uint32_t*>(wr + qb) + ((c * V) >> gshift)) : 0u;
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const bool ok = c < chunks && row0 + r < N;
+        const uint8_t* wr = w + size_t(row0 + r) * rb;
+        q[u][r] = ok ? ld_stream(wr + size_t(c) * 16) : make_uint4(0, 0, 0, 0);
+        sm[u][r] = ok ? __ldg(reinterpret_cast<const uint32_t*>(wr + qb) + ((c * V) >> gshift)) : 0u;
+      }
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int c = c0 + stride * u;
       if (c >= chunks) break;
       const int k0 = c * V;
-      const float2 sf = __half22float2(as_h2(sm[u]));
-      const uint32_t v[4] = {q[u].x, q[u].y, q[u].z, q[u].w};
+      float s[R], m[R];
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const float2 f = __half22float2(as_h2(sm[u][r]));
+        s[r] = f.x, m[r] = f.y;
+      }
 #pragma unroll
       for (int t = 0; t < NT; ++t) {
         const float4 bs = __ldg(xs + size_t(t) * nb + (k0 >> 5));
@@ -221,39 +230,61 @@ __global__ void __launch_bounds__(256) gemv_gq_dp4a_kernel(const int8_t* __restr
           const uint4 a = __ldg(xp), b = __ldg(xp + 1);
           const uint32_t xw[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
           // Codes of word j: (v & 0x0F0F0F0F) = elements (0, 4, 1, 5), (v >> 4) & .. = (2, 6, 3, 7).
-          int isum = 0;
+          uint32_t p0[4], p1[4];
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
-            isum = __dp4a(int(v[j] & 0x0F0F0F0Fu), int(__byte_perm(xw[2 * j], xw[2 * j + 1], 0x5140)), isum);
-            isum = __dp4a(int((v[j] >> 4) & 0x0F0F0F0Fu), int(__byte_perm(xw[2 * j], xw[2 * j + 1], 0x7362)), isum);
+            p0[j] = __byte_perm(xw[2 * j], xw[2 * j + 1], 0x5140);
+            p1[j] = __byte_perm(xw[2 * j], xw[2 * j + 1], 0x7362);
           }
-          // Centred codes (q - 8) keep the activation rounding error proportional to |w|, not
-          // to |w - m|: sum (q - 8) xq = isum - 8 sum xq, and m + 8 s multiplies sum x.
-          acc[t] += sf.x * (bs.x * float(isum - 8 * __float2int_rn(bs.w))) + (sf.y + 8.f * sf.x) * (bs.y + bs.z);
+          const float dq = bs.x, sx = bs.y + bs.z;
+          const int qs8 = 8 * __float2int_rn(bs.w);
+#pragma unroll
+          for (int r = 0; r < R; ++r) {
+            const uint32_t v[4] = {q[u][r].x, q[u][r].y, q[u][r].z, q[u][r].w};
+            int isum = 0;
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+              isum = __dp4a(int(v[j] & 0x0F0F0F0Fu), int(p0[j]), isum);
+              isum = __dp4a(int((v[j] >> 4) & 0x0F0F0F0Fu), int(p1[j]), isum);
+            }
+            // Centred codes (q - 8) keep the activation rounding error proportional to |w|, not
+            // to |w - m|: sum (q - 8) xq = isum - 8 sum xq, and m + 8 s multiplies sum x.
+            acc[r][t] += s[r] * (dq * float(isum - qs8)) + (m[r] + 8.f * s[r]) * sx;
+          }
         } else {
           const uint4 a = __ldg(reinterpret_cast<const uint4*>(xq + size_t(t) * K + k0));
           const uint32_t xw[4] = {a.x, a.y, a.z, a.w};
-          int isum = 0;
+          const float sx = (k0 & 16) ? bs.z : bs.y;
 #pragma unroll
-          for (int j = 0; j < 4; ++j) isum = __dp4a(int(v[j] ^ 0x80808080u), int(xw[j]), isum);  // code + 128 -> code
-          acc[t] += sf.x * (bs.x * float(isum)) + sf.y * ((k0 & 16) ? bs.z : bs.y);
+          for (int r = 0; r < R; ++r) {
+            const uint32_t v[4] = {q[u][r].x, q[u][r].y, q[u][r].z, q[u][r].w};
+            int isum = 0;
+#pragma unroll
+            for (int j = 0; j < 4; ++j) isum = __dp4a(int(v[j] ^ 0x80808080u), int(xw[j]), isum);  // code + 128 -> code
+            acc[r][t] += s[r] * (bs.x * float(isum)) + m[r] * sx;
+          }
         }
       }
     }
   }
 #pragma unroll
-  for (int t = 0; t < NT; ++t) {
-    const float v = warp_sum(acc[t]);
-    if (lane == 0) part[warp][t] = v;
-  }
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      const float v = warp_sum(acc[r][t]);
+      if (lane == 0) part[warp][r][t] = v;
+    }
   __syncthreads();
-  if (sub == 0 && lane < NT && row < N) {
-    float v = 0.f;
-    for (int i = 0; i < wpr; ++i) v += part[warp + i][lane];
-    if (bias)
-      v += bias_bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(bias)[row])
-                     : __half2float(static_cast<const __half*>(bias)[row]);
-    out[size_t(lane) * ldo + row] = from_f<OutT>(v);
+  if (sub == 0 && lane < R * NT) {
+    const int r = lane / NT, t = lane % NT;
+    if (row0 + r < N) {
+      float v = 0.f;
+      for (int i = 0; i < wpr; ++i) v += part[warp + i][r][t];
+      if (bias)
+        v += bias_bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(bias)[row0 + r])
+                       : __half2float(static_cast<const __half*>(bias)[row0 + r]);
+      out[size_t(t) * ldo + row0 + r] = from_f<OutT>(v);
+    }
   }
 }
 
@@ -262,17 +293,17 @@ cudaError_t launch_dp4a(const int8_t* xq, const float4* xs, const void* w, size_
                         bool bias_bf16, void* out, int T_, int N, int K, int ldo, cudaStream_t s) {
   auto* wp = static_cast<const uint8_t*>(w);
   auto* op = static_cast<OutT*>(out);
-  constexpr int U = 2;
-  // Warps per row: enough that each lane has about U chunks.
+  constexpr int R = 2, U = 2;
+  // Warps per row group: enough that each lane has about U chunks.
   const int chunks = K / kVals<KIND>;
   int wpr = 1;
   while (wpr < 8 && chunks > wpr * 32 * U) wpr *= 2;
-  const dim3 grid(ceil_div(N, 8 / wpr)), block(256);
+  const dim3 grid(ceil_div(N, R * (8 / wpr))), block(256);
   switch (T_) {
-#define LL_CASE(n)                                                                                         \
-  case n:                                                                                                  \
-    gemv_gq_dp4a_kernel<KIND, n, U, OutT><<<grid, block, 0, s>>>(xq, xs, wp, rb, gshift, bias, bias_bf16, \
-                                                                 op, N, K, ldo, wpr);                      \
+#define LL_CASE(n)                                                                                            \
+  case n:                                                                                                     \
+    gemv_gq_dp4a_kernel<KIND, n, R, U, OutT><<<grid, block, 0, s>>>(xq, xs, wp, rb, gshift, bias, bias_bf16, \
+                                                                    op, N, K, ldo, wpr);                      \
     break;
     LL_CASE(1) LL_CASE(2) LL_CASE(3) LL_CASE(4) LL_CASE(5) LL_CASE(6) LL_CASE(7) LL_CASE(8)
 #undef LL_CASE
