@@ -152,7 +152,7 @@ TEST_P(CudaGq, QuantiseOnDevice) {
     const char* name;
     DType want;
     double step;  // max |error| / max|w| of the row (half a quantisation step, with margin)
-  } modes[] = {{"int8", DType::GQ8, 0.5 / 127 * 1.05}, {"int4", DType::GQ4_G128, 0.5 * 2 / 15 * 1.05},
+  } modes[] = {{"int8", DType::GQ8, 0.5 / 127 * 1.05}, {"int4", DType::GQ4_G128, 0.3},
                {"fp8", DType::GF8, 1.0 / 16 * 1.05}};
   for (const Mode& m : modes) {
     SCOPED_TRACE(m.name);
@@ -168,6 +168,22 @@ TEST_P(CudaGq, QuantiseOnDevice) {
     ASSERT_EQ(gl.parts[0].dtype, m.want);
     const std::vector<uint8_t> bytes = to_host_bytes(*qgpu, gl.parts[0]);
     std::vector<float> deq = dequant_all(m.want, bytes.data(), N, K);
+    if (m.want == DType::GQ4_G128) {
+      // The int4 quantiser searches clipped ranges per group: outliers may move by more than half
+      // a min/max step, but the total squared error must not exceed plain min/max rounding's
+      // (the host reference quantiser), and nothing moves by more than 30% of the row's max.
+      std::vector<uint8_t> ref_rows(row_bytes(m.want, K) * size_t(N));
+      for (int64_t r = 0; r < N; ++r)
+        quantize_row(m.want, w.data() + r * K, ref_rows.data() + size_t(r) * row_bytes(m.want, K), K);
+      const std::vector<float> ref_deq = dequant_all(m.want, ref_rows.data(), N, K);
+      double e_gpu = 0, e_ref = 0;
+      for (size_t i = 0; i < w.size(); ++i) {
+        e_gpu += double(deq[i] - w[i]) * (deq[i] - w[i]);
+        e_ref += double(ref_deq[i] - w[i]) * (ref_deq[i] - w[i]);
+      }
+      EXPECT_LE(e_gpu, e_ref * 1.01);
+      EXPECT_GT(e_gpu, 0.2 * e_ref);  // still 4-bit rounding, not a copy
+    }
     for (int64_t r = 0; r < N; ++r) {
       double amax = 0, err = 0;
       for (int64_t k = 0; k < K; ++k) {
