@@ -60,6 +60,25 @@ __host__ __device__ constexpr size_t code_bytes(int kind, int K) {
   return kind == kInt4 ? size_t(K) / 2 : size_t(K);
 }
 
+// Issues the 16-byte code loads (and group-param loads) of chunks c0 + stride * u for R rows
+// before any math, so a lane keeps R x U streaming loads in flight; out-of-range ones read 0.
+template <int V, int R, int U>
+__device__ __forceinline__ void load_chunks(const uint8_t* __restrict__ w, size_t rb, size_t qb, int gshift,
+                                            int row0, int N, int c0, int stride, int chunks, uint4 (&q)[U][R],
+                                            uint32_t (&sm)[U][R]) {
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const int c = c0 + stride * u;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const bool ok = c < chunks && row0 + r < N;
+      const uint8_t* row = w + size_t(row0 + r) * rb;
+      q[u][r] = ok ? ld_stream(row + size_t(c) * 16) : make_uint4(0, 0, 0, 0);
+      sm[u][r] = ok ? __ldg(reinterpret_cast<const uint32_t*>(row + qb) + ((c * V) >> gshift)) : 0u;
+    }
+  }
+}
+
 // Each warp computes R rows for NT tokens; per iteration a lane loads U chunks of every row
 // (R * U streaming 16-byte loads in flight), dequantises them once and reuses them for all tokens.
 template <typename T, int KIND, int NT, int R, int U, typename OutT>
@@ -80,17 +99,7 @@ __global__ void __launch_bounds__(256) gemv_gq_kernel(const T* __restrict__ x, c
   for (int c0 = lane; c0 < chunks; c0 += 32 * U) {
     uint4 q[U][R];
     uint32_t sm[U][R];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int c = c0 + 32 * u;
-#pragma unroll
-      for (int r = 0; r < R; ++r) {
-        const bool ok = c < chunks && row0 + r < N;
-        const uint8_t* row = w + size_t(row0 + r) * rb;
-        q[u][r] = ok ? ld_stream(row + size_t(c) * 16) : make_uint4(0, 0, 0, 0);
-        sm[u][r] = ok ? __ldg(reinterpret_cast<const uint32_t*>(row + qb) + ((c * V) >> gshift)) : 0u;
-      }
-    }
+    load_chunks<V, R, U>(w, rb, qb, gshift, row0, N, c0, 32, chunks, q, sm);
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int c = c0 + 32 * u;
@@ -200,17 +209,7 @@ __global__ void __launch_bounds__(256) gemv_gq_dp4a_kernel(const int8_t* __restr
   for (int c0 = sub * 32 + lane; c0 < chunks; c0 += stride * U) {
     uint4 q[U][R];
     uint32_t sm[U][R];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int c = c0 + stride * u;
-#pragma unroll
-      for (int r = 0; r < R; ++r) {
-        const bool ok = c < chunks && row0 + r < N;
-        const uint8_t* wr = w + size_t(row0 + r) * rb;
-        q[u][r] = ok ? ld_stream(wr + size_t(c) * 16) : make_uint4(0, 0, 0, 0);
-        sm[u][r] = ok ? __ldg(reinterpret_cast<const uint32_t*>(wr + qb) + ((c * V) >> gshift)) : 0u;
-      }
-    }
+    load_chunks<V, R, U>(w, rb, qb, gshift, row0, N, c0, stride, chunks, q, sm);
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int c = c0 + stride * u;
