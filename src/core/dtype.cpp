@@ -40,6 +40,8 @@ constexpr Entry kTable[] = {
     {212, {"GQ4_G128", 128, 0, true}},
     {213, {"GQ4", 32, 0, true}},
     {220, {"GF8", 32, 0, true}},
+    {221, {"GF8_G128", 128, 0, true}},
+    {230, {"F8_E4M3", 1, 1, false}},
 };
 
 }  // namespace

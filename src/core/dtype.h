@@ -36,6 +36,8 @@ enum class DType : uint32_t {
   GQ4_G128 = 212,  // int4 group 128 (--quantize int4, GPTQ, AWQ)
   GQ4 = 213,       // int4, one scale/offset per row
   GF8 = 220,       // fp8 e4m3, one scale per row
+  GF8_G128 = 221,  // fp8 e4m3, a scale per 128 (the Qwen3-*-FP8 128 x 128 blocks)
+  F8_E4M3 = 230,   // raw e4m3 elements (safetensors F8_E4M3), converted at load
 };
 // ids from here on are this engine's own, never valid in a GGUF file
 constexpr uint32_t kFirstOwnDType = 200;

@@ -22,6 +22,7 @@ constexpr Entry kFormats[] = {
     {DType::GQ8_G32, {GqKind::Int8, 32}},    {DType::GQ4_G32, {GqKind::Int4, 32}},
     {DType::GQ4_G64, {GqKind::Int4, 64}},    {DType::GQ4_G128, {GqKind::Int4, 128}},
     {DType::GQ4, {GqKind::Int4, 0}},         {DType::GF8, {GqKind::Fp8, 0}},
+    {DType::GF8_G128, {GqKind::Fp8, 128}},
 };
 
 float e4m3_to_f32(uint8_t v) {
@@ -132,8 +133,10 @@ void pack_row_gq(GqFormat f, const int32_t* codes, const float* scales, const fl
       word |= q << ((i % 2) * 16 + (i / 2) * 4);
       std::memcpy(out + 4 * w, &word, 4);
     }
-  } else {
+  } else if (f.kind == GqKind::Int8) {
     for (int64_t k = 0; k < K; ++k) out[k] = uint8_t(std::clamp(codes[k], -128, 127) + 128);
+  } else {  // fp8: the e4m3 bit patterns themselves
+    for (int64_t k = 0; k < K; ++k) out[k] = uint8_t(codes[k] & 0xFF);
   }
   uint16_t* params = params_of(f, dst, K);
   for (int64_t g = 0; g < f.groups(K); ++g) {

@@ -52,7 +52,8 @@ void dequantize_row_gq(GqFormat f, const void* src, float* dst, int64_t K);
 void quantize_row_gq(GqFormat f, const float* x, void* dst, int64_t K);
 
 // Builds one row from integer codes and per-group params given as floats (Int8 codes in
-// [-128, 127], Int4 in [0, 15]); how the GGUF, GPTQ and AWQ loaders repack.
+// [-128, 127], Int4 in [0, 15], Fp8 the e4m3 bit patterns); how the GGUF, GPTQ, AWQ and FP8
+// loaders repack.
 void pack_row_gq(GqFormat f, const int32_t* codes, const float* scales, const float* offsets,
                  void* dst, int64_t K);
 

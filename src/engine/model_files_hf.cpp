@@ -26,7 +26,12 @@ ModelFiles open_hf_dir(const std::string& dir) {
   size_t most = 0;
   for (const auto& [k, v] : bytes)
     if (v > most) m.weight_dtype = k, most = v;
-  m.weights = hf_weight_source(std::move(archive));
+  m.weights = hf_weight_source(std::move(archive), m.config.quant);
+  if (!m.config.quant.method.empty())
+    m.weight_dtype = m.config.quant.method == "fp8"
+                         ? fmt::format("FP8 e4m3{}", m.config.quant.fp8_block ? " (128x128 blocks)" : "")
+                         : fmt::format("{} int{} g{}", m.config.quant.method == "gptq" ? "GPTQ" : "AWQ",
+                                       m.config.quant.bits, m.config.quant.group_size);
   if (fs::exists(fs::path(dir) / "tokenizer.json")) {
     m.tokenizer = Tokenizer::from_hf_dir(dir);
     LL_CHECK(m.tokenizer->vocab_size() <= m.config.vocab_size,

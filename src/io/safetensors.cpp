@@ -27,7 +27,8 @@ DType parse_dtype(const std::string& s, const std::string& file, const std::stri
   if (s == "I64") return DType::I64;
   if (s == "F64") return DType::F64;
   if (s == "I16") return DType::I16;
-  fail("{}: tensor '{}' has unsupported dtype '{}' (F32, F16, BF16 and integer types are)", file,
+  if (s == "F8_E4M3") return DType::F8_E4M3;
+  fail("{}: tensor '{}' has unsupported dtype '{}' (F32, F16, BF16, F8_E4M3 and integer types are)", file,
        tensor, s);
 }
 

@@ -1,6 +1,8 @@
 // HF config.json -> ModelConfig for the architectures of the arch table.
 #include <nlohmann/json.hpp>
 
+#include <cctype>
+
 #include <fstream>
 
 #include "core/error.h"
@@ -32,6 +34,56 @@ bool get_bool(const json& j, const char* key, const std::string& file, bool def)
   if (!j.contains(key) || j[key].is_null()) return def;
   LL_CHECK(j[key].is_boolean(), "{}: field '{}' must be true or false", file, key);
   return j[key].get<bool>();
+}
+
+std::string get_str(const json& j, const char* key, const std::string& file, const std::string& def) {
+  if (!j.contains(key) || j[key].is_null()) return def;
+  LL_CHECK(j[key].is_string(), "{}: quantization_config.{} must be a string", file, key);
+  return j[key].get<std::string>();
+}
+
+// quantization_config: GPTQ and AWQ 4-bit (groups of 32/64/128 or per channel), FP8 e4m3 with
+// per-channel/tensor scales or 128 x 128 blocks. Anything else is refused here, at load.
+QuantConfig parse_quantization(const json& q, const std::string& file) {
+  LL_CHECK(q.is_object(), "{}: quantization_config must be an object", file);
+  QuantConfig c;
+  c.method = get_str(q, "quant_method", file, "");
+  for (auto& ch : c.method) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  auto group = [&]() {
+    const int64_t g = get_int(q, "group_size", file, 128);
+    LL_CHECK(g == -1 || g == 32 || g == 64 || g == 128,
+             "{}: quantization_config.group_size {} is not supported (32, 64, 128 or -1)", file, g);
+    return g == -1 ? 0 : int(g);
+  };
+  if (c.method == "gptq") {
+    c.bits = int(get_int(q, "bits", file));
+    LL_CHECK(c.bits == 4, "{}: GPTQ with {} bits is not supported (4)", file, c.bits);
+    c.group_size = group();
+    const std::string fmt = get_str(q, "checkpoint_format", file, "gptq");
+    LL_CHECK(fmt == "gptq" || fmt == "gptq_v2", "{}: GPTQ checkpoint_format '{}' is not supported (gptq, gptq_v2)",
+             file, fmt);
+    c.gptq_v1 = fmt == "gptq";
+  } else if (c.method == "awq") {
+    c.bits = int(get_int(q, q.contains("w_bit") && !q.contains("bits") ? "w_bit" : "bits", file));
+    LL_CHECK(c.bits == 4, "{}: AWQ with {} bits is not supported (4)", file, c.bits);
+    c.group_size = group();
+    std::string ver = get_str(q, "version", file, "gemm");
+    for (auto& ch : ver) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+    LL_CHECK(ver == "gemm", "{}: AWQ version '{}' is not supported (gemm packing)", file, ver);
+    LL_CHECK(get_bool(q, "zero_point", file, true), "{}: AWQ without zero points is not supported", file);
+  } else if (c.method == "fp8") {
+    const std::string fmt = get_str(q, "fmt", file, "e4m3");
+    LL_CHECK(fmt == "e4m3", "{}: FP8 format '{}' is not supported (e4m3)", file, fmt);
+    if (q.contains("weight_block_size") && !q["weight_block_size"].is_null()) {
+      const json& b = q["weight_block_size"];
+      LL_CHECK(b.is_array() && b.size() == 2 && b[0] == 128 && b[1] == 128,
+               "{}: FP8 weight_block_size {} is not supported ([128, 128])", file, b.dump());
+      c.fp8_block = 128;
+    }
+  } else {
+    fail("{}: quantization method '{}' is not supported (gptq, awq, fp8)", file, c.method);
+  }
+  return c;
 }
 
 void parse_rope_scaling(const json& r, const std::string& file, ModelConfig& c) {
@@ -79,8 +131,7 @@ ModelConfig config_from_hf_json(const std::string& path) {
   LL_CHECK(!get_bool(j, "mlp_bias", path, false), "{}: mlp_bias=true is not supported", path);
   LL_CHECK(!get_bool(j, "use_sliding_window", path, false),
            "{}: sliding-window attention is not supported", path);
-  LL_CHECK(!j.contains("quantization_config"),
-           "{}: quantized checkpoints (quantization_config) are not supported yet", path);
+  if (j.contains("quantization_config")) c.quant = parse_quantization(j["quantization_config"], path);
   c.arch = spec->name;
   c.name = j.value("_name_or_path", std::string(spec->name));
   c.vocab_size = get_int(j, "vocab_size", path);

@@ -15,6 +15,15 @@ class File;
 enum class RopeScaling { None, Linear, Llama3 };
 const char* rope_scaling_name(RopeScaling r);
 
+// A HF checkpoint's quantization_config (config.json), as far as the loaders use it.
+struct QuantConfig {
+  std::string method;     // "" (none), "gptq", "awq", "fp8"
+  int bits = 0;           // gptq / awq: 4
+  int group_size = 0;     // gptq / awq: weights per scale (0 = one per output channel)
+  bool gptq_v1 = true;    // gptq: zeros stored minus one (checkpoint_format "gptq")
+  int fp8_block = 0;      // fp8: 128 for weight_block_size [128, 128]; 0 = per-channel/tensor scale
+};
+
 struct ModelConfig {
   std::string arch;          // "llama", "qwen2", "qwen3" (see arch.h)
   std::string name;
@@ -39,6 +48,7 @@ struct ModelConfig {
   bool tie_word_embeddings = false;
   bool qkv_bias = false;
   bool qk_norm = false;
+  QuantConfig quant;
 
   // Rotary inverse frequencies after scaling (rope_dim / 2 values).
   std::vector<float> inv_freq() const;

@@ -8,6 +8,7 @@
 #include "core/quant.h"
 #include "io/gguf.h"
 #include "io/safetensors.h"
+#include "model/hf_quant.h"
 
 #include <random>
 
@@ -35,10 +36,25 @@ class GgufSource final : public WeightSource {
 
 class HfSource final : public WeightSource {
  public:
-  explicit HfSource(std::shared_ptr<const safetensors::Archive> a) : a_(std::move(a)) {}
+  HfSource(std::shared_ptr<const safetensors::Archive> a, const QuantConfig& q) : a_(std::move(a)) {
+    if (q.method.empty()) return;
+    // Quantised layers become GQ host tensors under their plain "<prefix>.weight" names.
+    for (const auto& [name, e] : a_->tensors()) {
+      std::string prefix;
+      if (name.size() > 8 && name.ends_with(".qweight")) prefix = name.substr(0, name.size() - 8);
+      else if (name.ends_with(".weight") && e.view.dtype == DType::F8_E4M3) prefix = name.substr(0, name.size() - 7);
+      else continue;
+      Tensor t;
+      if (load_quantized_linear(*a_, q, prefix, keep_, t)) quantized_[prefix + ".weight"] = t;
+    }
+    LL_CHECK(!quantized_.empty(), "{}: quantization_config says '{}' but no quantised tensors were found",
+             a_->path(), q.method);
+  }
   const std::string& path() const override { return a_->path(); }
   const Tensor* find(WeightRole role, int layer) const override {
-    const safetensors::TensorEntry* e = a_->find(hf_tensor_name(role, layer));
+    const std::string name = hf_tensor_name(role, layer);
+    if (auto it = quantized_.find(name); it != quantized_.end()) return &it->second;
+    const safetensors::TensorEntry* e = a_->find(name);
     return e ? &e->view : nullptr;
   }
   std::string tensor_name(WeightRole role, int layer) const override {
@@ -47,6 +63,8 @@ class HfSource final : public WeightSource {
 
  private:
   std::shared_ptr<const safetensors::Archive> a_;
+  std::map<std::string, Tensor> quantized_;
+  std::vector<Buffer> keep_;
 };
 
 class DummySource final : public WeightSource {
@@ -215,8 +233,9 @@ std::unique_ptr<WeightSource> gguf_weight_source(std::shared_ptr<const gguf::Fil
   return std::make_unique<GgufSource>(std::move(f));
 }
 
-std::unique_ptr<WeightSource> hf_weight_source(std::shared_ptr<const safetensors::Archive> a) {
-  return std::make_unique<HfSource>(std::move(a));
+std::unique_ptr<WeightSource> hf_weight_source(std::shared_ptr<const safetensors::Archive> a,
+                                               const QuantConfig& quant) {
+  return std::make_unique<HfSource>(std::move(a), quant);
 }
 
 std::unique_ptr<WeightSource> dummy_weight_source(const ModelConfig& cfg, uint64_t seed) {

@@ -30,7 +30,9 @@ class Archive;
 }
 
 std::unique_ptr<WeightSource> gguf_weight_source(std::shared_ptr<const gguf::File> f);
-std::unique_ptr<WeightSource> hf_weight_source(std::shared_ptr<const safetensors::Archive> a);
+// `quant`: the checkpoint's quantization_config; its layers are converted at construction.
+std::unique_ptr<WeightSource> hf_weight_source(std::shared_ptr<const safetensors::Archive> a,
+                                               const QuantConfig& quant = {});
 // Random weights of the config's shapes: 2-D tensors come with data == nullptr (the backend
 // fills them on its device); norms and biases get host values near 1 and 0.
 std::unique_ptr<WeightSource> dummy_weight_source(const ModelConfig& cfg, uint64_t seed);

@@ -90,7 +90,7 @@ void run_prequantised(ops::Backend& gpu_be, ops::Backend& cpu_be, DType act, std
   ops::Backend* cpu = &cpu_be;
   std::mt19937 rng(301);
   const DType types[] = {DType::GQ8, DType::GQ8_G16, DType::GQ8_G32, DType::GQ4_G32,
-                         DType::GQ4_G64, DType::GQ4_G128, DType::GQ4, DType::GF8};
+                         DType::GQ4_G64, DType::GQ4_G128, DType::GQ4, DType::GF8, DType::GF8_G128};
   int idx = 0;
   for (DType t : types)
     for (int64_t K : {576, 2048, 4864}) {
