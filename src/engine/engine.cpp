@@ -52,6 +52,9 @@ class EngineImpl final : public Engine {
     const ModelConfig& cfg = files_.config;
     backend_ = make_backend({o.device, o.threads, o.dtype, o.quantize});
     const bool cpu = backend_->device() == Device::CPU;
+    LL_CHECK(cpu || cfg.head_dim == 64 || cfg.head_dim == 128,
+             "{}: head_dim {} is not supported by the CUDA attention kernels (64, 128); use --device cpu",
+             files_.path, cfg.head_dim);
     Weights weights = load_weights(cfg, *files_.weights, *backend_);
     // What the device computes with, where it differs from the file (GQ layouts, 16-bit).
     if (!weights.layers.empty() && !cpu) {
