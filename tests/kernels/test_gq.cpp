@@ -223,4 +223,69 @@ TEST_P(CudaGq, GgufKQuantPartsFused) {
   check_linear(*gpu, *cpu, gl, ref, nullptr, rng, act, keep);
 }
 
+TEST_P(CudaGq, NormAndSwigluWriteInt8FormForNextGemv) {
+  // With int8/int4 weights loaded, RMSNorm and SwiGLU also write their output's int8 form and the
+  // next decode GEMV reads it instead of quantising x itself: the chain must equal the CPU's.
+  std::mt19937 rng(305);
+  auto qgpu = make_backend({"cuda", 0, GetParam(), "int4"});
+  const int64_t H = 1024, F = 2048;
+  std::vector<float> w1 = randn(rng, size_t(F * H), 0.03f), w2 = randn(rng, size_t(H * F), 0.03f);
+  ops::Linear h1, h2;
+  h1.in_features = H, h1.out_features = F, h1.parts = {Tensor(w1.data(), DType::F32, {F, H})};
+  h2.in_features = F, h2.out_features = H, h2.parts = {Tensor(w2.data(), DType::F32, {H, F})};
+  const ops::Linear g1 = qgpu->prepare_linear(h1, keep), g2 = qgpu->prepare_linear(h2, keep);
+  qgpu->synchronize();
+  std::vector<float> r1 = dequant_all(g1.parts[0].dtype, to_host_bytes(*qgpu, g1.parts[0]).data(), F, H);
+  std::vector<float> r2 = dequant_all(g2.parts[0].dtype, to_host_bytes(*qgpu, g2.parts[0]).data(), H, F);
+  ops::Linear c1 = h1, c2 = h2;
+  c1.parts = {Tensor(r1.data(), DType::F32, {F, H})};
+  c2.parts = {Tensor(r2.data(), DType::F32, {H, F})};
+  std::vector<float> nw = rand_act(rng, size_t(H), DType::BF16, 0.3f);
+  for (float& v : nw) v += 1.f;
+  const Tensor gnw = upload_f32(*qgpu, nw, {H}, keep);
+  settle(*qgpu);
+  for (int64_t T : {1, 3, 8}) {
+    SCOPED_TRACE(::testing::Message() << "T " << T);
+    std::vector<float> x = rand_act(rng, size_t(T * H), act), res = rand_act(rng, size_t(T * H), act);
+    // CPU: res += x; n = norm(res) * nw; y = n W1^T (as gate|up halves); s = silu(g) u; z = s W2^T
+    std::vector<float> cres = res, cn(size_t(T * H)), cy(size_t(T * F)), cs(size_t(T * F / 2)),
+                       cz(size_t(T * H));
+    // The GPU rounds n and s to 16 bits before quantising; so does the CPU reference here.
+    cpu->add_rms_norm(host_f32(cres, {T, H}), host_f32(x, {T, H}), Tensor(nw.data(), DType::F32, {H}), 1e-5f,
+                      host_f32(cn, {T, H}));
+    for (float& v : cn) v = round_to(act, v);
+    cpu->linear(host_f32(cn, {T, H}), c1, host_f32(cy, {T, F}));
+    for (float& v : cy) v = round_to(act, v);
+    cpu->swiglu(host_f32(cy, {T, F}), host_f32(cs, {T, F / 2}));
+    for (float& v : cs) v = round_to(act, v);
+    ops::Linear c2h = c2;  // down projection takes F / 2 inputs here: use the first F / 2 columns
+    std::vector<float> r2h(size_t(H * F / 2));
+    for (int64_t n = 0; n < H; ++n)
+      std::copy(r2.begin() + n * F, r2.begin() + n * F + F / 2, r2h.begin() + n * F / 2);
+    c2h.in_features = F / 2, c2h.parts = {Tensor(r2h.data(), DType::F32, {H, F / 2})};
+    cpu->linear(host_f32(cs, {T, F / 2}), c2h, host_f32(cz, {T, H}));
+    DevTensor dx = dev_from(*qgpu, x, act, {T, H}), dres = dev_from(*qgpu, res, act, {T, H});
+    DevTensor dn = dev_alloc(*qgpu, act, {T, H}), dy = dev_alloc(*qgpu, act, {T, F}),
+              ds = dev_alloc(*qgpu, act, {T, F / 2}), dz = dev_alloc(*qgpu, act, {T, H});
+    qgpu->add_rms_norm(dres.t, dx.t, gnw, 1e-5f, dn.t);
+    qgpu->linear(dn.t, g1, dy.t);
+    qgpu->swiglu(dy.t, ds.t);
+    // A GQ matrix of the first F / 2 columns of W2, quantised by the same device quantiser.
+    ops::Linear h2h = h2;
+    std::vector<float> w2h(size_t(H * F / 2));
+    for (int64_t n = 0; n < H; ++n)
+      std::copy(w2.begin() + n * F, w2.begin() + n * F + F / 2, w2h.begin() + n * F / 2);
+    h2h.in_features = F / 2, h2h.parts = {Tensor(w2h.data(), DType::F32, {H, F / 2})};
+    const ops::Linear g2h = qgpu->prepare_linear(h2h, keep);
+    qgpu->synchronize();
+    std::vector<float> r2q = dequant_all(g2h.parts[0].dtype, to_host_bytes(*qgpu, g2h.parts[0]).data(), H, F / 2);
+    c2h.parts = {Tensor(r2q.data(), DType::F32, {H, F / 2})};
+    cpu->linear(host_f32(cs, {T, F / 2}), c2h, host_f32(cz, {T, H}));
+    qgpu->swiglu(dy.t, ds.t);  // again: prepare_linear ran in between
+    qgpu->linear(ds.t, g2h, dz.t);
+    EXPECT_TRUE(close_rows(to_host(*qgpu, dy.t), cy, size_t(F), Tol{1.5e-2, 6e-2}, "token")) << "norm -> gate_up";
+    EXPECT_TRUE(close_rows(to_host(*qgpu, dz.t), cz, size_t(H), Tol{2.5e-2, 1e-1}, "token")) << "swiglu -> down";
+  }
+}
+
 LL_INSTANTIATE_DTYPES(CudaGq);

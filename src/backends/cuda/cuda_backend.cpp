@@ -109,6 +109,7 @@ class CudaBackend final : public ops::Backend {
   }
 
   void embedding(const Tensor& table, const int32_t* ids, int n, Tensor out) override {
+    xq_of_ = nullptr;
     ProfileScope ps(prof_, "embedding", stream_);
     if (is_gq(table.dtype))
       LL_CUDA(dequant_gq(act_, gq_args(table), table.data, ids, 0, n, int(table.cols()), out.data, stream_));
@@ -117,12 +118,14 @@ class CudaBackend final : public ops::Backend {
   }
   void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor out) override {
     ProfileScope ps(prof_, "norm", stream_);
-    LL_CUDA(cuda::rms_norm(act_, x.data, w.ptr<float>(), eps, out.data, int(x.rows()), int(x.cols()), stream_));
+    void* xq = quantize_x_for(out, norm_quantizes_x(int(x.rows()), int(x.cols())));
+    LL_CUDA(cuda::rms_norm(act_, x.data, w.ptr<float>(), eps, out.data, int(x.rows()), int(x.cols()), stream_, xq));
   }
   void add_rms_norm(Tensor residual, const Tensor& x, const Tensor& w, float eps, Tensor out) override {
     ProfileScope ps(prof_, "norm", stream_);
+    void* xq = quantize_x_for(out, norm_quantizes_x(int(x.rows()), int(x.cols())));
     LL_CUDA(cuda::add_rms_norm(act_, residual.data, x.data, w.ptr<float>(), eps, out.data, int(x.rows()),
-                               int(x.cols()), stream_));
+                               int(x.cols()), stream_, xq));
   }
   void linear(const Tensor& x, const ops::Linear& w, Tensor out) override {
     ProfileScope ps(prof_, "gemm", stream_);
@@ -130,6 +133,11 @@ class CudaBackend final : public ops::Backend {
     if (T == 0) return;
     const bool f32 = out.dtype == DType::F32;
     const void* bias = w.bias.data;
+    struct Forget {  // the output overwrites what the recorded int8 form described
+      const void*& of;
+      const void* out;
+      ~Forget() { if (of == out) of = nullptr; }
+    } forget{xq_of_, out.data};
     if (is_gq(w.parts[0].dtype)) return linear_gq(x, w, out, T, N, K, f32);
     // Up to 2 tokens the CUDA-core GEMV streams weights at bandwidth; from 3 tokens its fp32
     // math is the limit (8 FLOP per weight byte at 8 tokens), so tensor cores (cuBLASLt) win.
@@ -147,6 +155,7 @@ class CudaBackend final : public ops::Backend {
                       const int32_t* t_positions, const int32_t* t_slots, const ops::RopeTable& rope,
                       int num_heads, int num_kv_heads, int head_dim, ops::KvLayer kv,
                       Tensor q_out) override {
+    xq_of_ = nullptr;
     ProfileScope ps(prof_, "rope+kv write", stream_);
     RopeKvArgs a{qkv.data, q_out.data, kv.k.data, kv.v.data,
                  q_norm ? q_norm->ptr<float>() : nullptr, k_norm ? k_norm->ptr<float>() : nullptr, eps,
@@ -157,6 +166,7 @@ class CudaBackend final : public ops::Backend {
   }
   void write_slot_table(int32_t* req_to_slot, int stride, const int32_t* t_req_idx,
                         const int32_t* t_positions, const int32_t* t_slots, int n) override {
+    xq_of_ = nullptr;
     ProfileScope ps(prof_, "copies", stream_);
     LL_CUDA(cuda::write_slot_table(req_to_slot, stride, t_req_idx, t_positions, t_slots, n, stream_));
   }
@@ -167,6 +177,7 @@ class CudaBackend final : public ops::Backend {
   }
   void attention(const Tensor& q, const ops::KvLayer& kv, const ops::AttnMeta& m, int num_heads,
                  int num_kv_heads, int head_dim, float scale, Tensor out) override {
+    xq_of_ = nullptr;
     AttnArgs a{q.data, kv.k.data, kv.v.data, out.data, m.b_q_start, m.b_q_len, m.b_seq_len, m.b_req_idx,
                m.req_to_slot, m.req_stride, 0, 0, m.max_seq_len, num_heads, num_kv_heads, head_dim, scale};
     const int nd = m.num_decode_seqs;
@@ -190,9 +201,11 @@ class CudaBackend final : public ops::Backend {
   }
   void swiglu(const Tensor& gate_up, Tensor out) override {
     ProfileScope ps(prof_, "activation", stream_);
-    LL_CUDA(cuda::swiglu(act_, gate_up.data, out.data, int(out.rows()), int(out.cols()), stream_));
+    void* xq = quantize_x_for(out, swiglu_quantizes_x(int(out.rows()), int(out.cols())));
+    LL_CUDA(cuda::swiglu(act_, gate_up.data, out.data, int(out.rows()), int(out.cols()), stream_, xq));
   }
   void gather_rows(const Tensor& x, const int32_t* rows, int n, Tensor out) override {
+    xq_of_ = nullptr;
     ProfileScope ps(prof_, "copies", stream_);
     LL_CUDA(cuda::gather_rows(x.data, rows, out.data, n, x.row_nbytes(), stream_));
   }
@@ -305,8 +318,9 @@ class CudaBackend final : public ops::Backend {
     const GqArgs q = gq_args(wt);
     // fp8 has no integer path: its fp32 GEMV is math-bound from 3 tokens, where tiles win.
     if (T <= kGqGemvMaxTokens && (q.kind != int(GqKind::Fp8) || T <= 2)) {
+      const bool ready = xq_of_ == x.data && xq_rows_ == T && xq_cols_ == K;
       LL_CUDA(gemv_gq(act_, q, x.data, wt.data, w.bias.data, out.data, f32, T, N, K, N,
-                      gq_fp32_ ? nullptr : gq_scratch_.data(), stream_));
+                      gq_fp32_ ? nullptr : gq_scratch_.data(), ready, stream_));
       return;
     }
     const int tile = std::max(16, int(kDeqElems / size_t(K)) / 16 * 16);
@@ -362,6 +376,7 @@ class CudaBackend final : public ops::Backend {
           off += target.row_bytes(K) * size_t(p.rows());
         }
         ensure_deq_scratch();
+        int_weights_ |= f->kind != GqKind::Fp8;
         Tensor t(b.data(), gq_dtype(*f), {N, K}, Device::CUDA);
         keep.push_back(std::move(b));
         return t;
@@ -391,9 +406,21 @@ class CudaBackend final : public ops::Backend {
     synchronize();
     if (!keep.empty() && keep.back().data() == t.data) keep.pop_back();  // the 16-bit copy
     ensure_deq_scratch();
+    int_weights_ |= f.kind != GqKind::Fp8;
     Tensor q(b.data(), gq_dtype(f), {N, K}, Device::CUDA);
     keep.push_back(std::move(b));
     return q;
+  }
+
+  // Producers (norms, SwiGLU) also write their output's int8 form into gq_scratch_ when a
+  // quantised decode GEMV will read it: returns the scratch to pass (or nullptr) and records
+  // which tensor it describes; every other op that writes activations forgets it.
+  void* quantize_x_for(const Tensor& out, bool shape_ok) {
+    xq_of_ = nullptr;
+    if (!gq_scratch_.data() || gq_fp32_ || !int_weights_ || !shape_ok) return nullptr;
+    xq_of_ = out.data;
+    xq_rows_ = int(out.rows()), xq_cols_ = int(out.cols());
+    return gq_scratch_.data();
   }
 
   void ensure_deq_scratch() {
@@ -404,6 +431,9 @@ class CudaBackend final : public ops::Backend {
   Act act_;
   QuantMode qmode_;
   Buffer deq_, gq_scratch_;
+  const void* xq_of_ = nullptr;  // the activation whose int8 form gq_scratch_ holds
+  int xq_rows_ = 0, xq_cols_ = 0;
+  bool int_weights_ = false;     // some weights are int8 / int4 GQ (the integer decode path)
   // LITE_LLAMA_GQ_FP32=1: decode GEMVs keep 16-bit activations (fp32 math) instead of the int8 /
   // dp4a path, to measure what quantising activations costs in accuracy.
   const bool gq_fp32_ = std::getenv("LITE_LLAMA_GQ_FP32") && std::string(std::getenv("LITE_LLAMA_GQ_FP32")) == "1";

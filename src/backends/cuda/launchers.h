@@ -22,23 +22,28 @@ struct GqArgs {
 };
 constexpr int kGqGemvMaxTokens = 8;
 constexpr int kGqMaxK = 65536;  // the integer path's activation scratch holds rows up to this
+constexpr size_t kGqXsOffset = size_t(kGqGemvMaxTokens) * kGqMaxK;  // xq [T, K] int8, then xs
 constexpr size_t kGqScratchBytes = size_t(kGqGemvMaxTokens) * kGqMaxK * 3 / 2;  // xq + (K / 32) x 16 B
 // out[t, n] = sum_k x[t, k] * dequant(w)[n, k] (+ bias[n]) for T <= kGqGemvMaxTokens. With
 // `scratch` (kGqScratchBytes), int8 / int4 weights take the integer path: x quantised to int8 per
 // block of 32, dp4a products; without it (and for fp8) the fp32 path.
+// x_ready: the scratch already holds x's int8 form (written by the producing norm / SwiGLU).
 cudaError_t gemv_gq(Act act, const GqArgs& q, const void* x, const void* w, const void* bias, void* out,
-                    bool out_f32, int T, int N, int K, int ldo, void* scratch, cudaStream_t s);
+                    bool out_f32, int T, int N, int K, int ldo, void* scratch, bool x_ready, cudaStream_t s);
 // dst[i, :] = dequant(w row (rows ? rows[i] : row0 + i)) as 16-bit activations, rows of K.
 cudaError_t dequant_gq(Act act, const GqArgs& q, const void* w, const int32_t* rows, int row0, int n, int K,
                        void* dst, cudaStream_t s);
 // 16-bit src[N, K] -> GQ dst (N rows of q.row_bytes), round to nearest.
 cudaError_t quantize_gq(Act act, const GqArgs& q, const void* src, void* dst, int N, int K, cudaStream_t s);
 
+// With xq_scratch (kGqScratchBytes, layout of gemv_gq's), the output's int8 form is written there
+// too; only where *_quantizes_x(rows, n) holds.
+bool norm_quantizes_x(int rows, int n);
 cudaError_t rms_norm(Act act, const void* x, const float* w, float eps, void* out, int rows, int n,
-                     cudaStream_t s);
+                     cudaStream_t s, void* xq_scratch = nullptr);
 // residual += x; out = rms_norm(residual) * w
 cudaError_t add_rms_norm(Act act, void* residual, const void* x, const float* w, float eps, void* out,
-                         int rows, int n, cudaStream_t s);
+                         int rows, int n, cudaStream_t s, void* xq_scratch = nullptr);
 
 // qkv[T, (Hq + 2 Hkv) D] -> q_out[T, Hq D] (rotated, optionally head-normed), K/V into the pool.
 struct RopeKvArgs {
@@ -82,7 +87,9 @@ cudaError_t attention_prefill(Act act, const AttnArgs& a, cudaStream_t s);
 int decode_splits(int num_seqs, int Hkv, int max_seq_len, int num_sms);
 cudaError_t attention_decode(Act act, const AttnArgs& a, int splits, float* partial, cudaStream_t s);
 
-cudaError_t swiglu(Act act, const void* gate_up, void* out, int T, int F, cudaStream_t s);
+bool swiglu_quantizes_x(int T, int F);
+cudaError_t swiglu(Act act, const void* gate_up, void* out, int T, int F, cudaStream_t s,
+                   void* xq_scratch = nullptr);
 // out[i, :] = table[ids[i], :] (16-bit rows of width n)
 cudaError_t embedding(const void* table, const int32_t* ids, void* out, int count, int n,
                       cudaStream_t s);

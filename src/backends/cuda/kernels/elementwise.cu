@@ -9,7 +9,8 @@ namespace {
 
 // out[t, i] = silu(g) * u with gate_up[t] = [g(F) | u(F)]; 8 elements per thread when F % 8 == 0.
 template <typename T>
-__global__ void swiglu_kernel(const T* __restrict__ gu, T* __restrict__ out, int T_, int F) {
+__global__ void swiglu_kernel(const T* __restrict__ gu, T* __restrict__ out, int T_, int F, int8_t* __restrict__ xq,
+                              float4* __restrict__ xs) {
   const int t = blockIdx.y;
   const T* g = gu + size_t(t) * 2 * F;
   const T* u = g + F;
@@ -21,7 +22,12 @@ __global__ void swiglu_kernel(const T* __restrict__ gu, T* __restrict__ out, int
       unpack8<T>(*reinterpret_cast<const uint4*>(u + i), uf);
 #pragma unroll
       for (int j = 0; j < 8; ++j) of[j] = gf[j] / (1.0f + __expf(-gf[j])) * uf[j];
-      *reinterpret_cast<uint4*>(o + i) = pack8<T>(of);
+      const uint4 packed = pack8<T>(of);
+      *reinterpret_cast<uint4*>(o + i) = packed;
+      if (xq) {  // the int8 form for the down projection's quantised GEMV (F % 32 == 0 here)
+        unpack8<T>(packed, of);
+        quantize8_to_blocks(of, size_t(t) * F + i, xq, xs);
+      }
     }
   } else {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < F; i += gridDim.x * blockDim.x) {
@@ -71,14 +77,24 @@ __global__ void random_kernel(T* dst, size_t n, uint64_t seed, float scale) {
 
 }  // namespace
 
-cudaError_t swiglu(Act act, const void* gate_up, void* out, int T, int F, cudaStream_t s) {
+bool swiglu_quantizes_x(int T, int F) { return T <= kGqGemvMaxTokens && F % 32 == 0 && F <= kGqMaxK; }
+
+cudaError_t swiglu(Act act, const void* gate_up, void* out, int T, int F, cudaStream_t s, void* xq_scratch) {
   if (T == 0) return cudaSuccess;
+  int8_t* xq = nullptr;
+  float4* xs = nullptr;
+  if (xq_scratch) {
+    if (!swiglu_quantizes_x(T, F)) return cudaErrorInvalidValue;
+    xq = static_cast<int8_t*>(xq_scratch);
+    xs = reinterpret_cast<float4*>(xq + kGqXsOffset);
+  }
   dim3 grid(std::min<unsigned>(ceil_div(F, 256 * 8), 64), T);
   if (act == Act::BF16)
     swiglu_kernel<<<grid, 256, 0, s>>>(static_cast<const __nv_bfloat16*>(gate_up),
-                                       static_cast<__nv_bfloat16*>(out), T, F);
+                                       static_cast<__nv_bfloat16*>(out), T, F, xq, xs);
   else
-    swiglu_kernel<<<grid, 256, 0, s>>>(static_cast<const __half*>(gate_up), static_cast<__half*>(out), T, F);
+    swiglu_kernel<<<grid, 256, 0, s>>>(static_cast<const __half*>(gate_up), static_cast<__half*>(out), T, F,
+                                       xq, xs);
   return cudaGetLastError();
 }
 

@@ -293,10 +293,18 @@ cudaError_t launch_dp4a(const int8_t* xq, const float4* xs, const void* w, size_
   auto* wp = static_cast<const uint8_t*>(w);
   auto* op = static_cast<OutT*>(out);
   constexpr int R = 2, U = 2;
-  // Warps per row group: enough that each lane has about U chunks.
+  // Warps per row group: enough that each lane has about U chunks, and more while the grid would
+  // give the GPU fewer than ~4 blocks per SM (small projections: o_proj, k/v).
   const int chunks = K / kVals<KIND>;
   int wpr = 1;
   while (wpr < 8 && chunks > wpr * 32 * U) wpr *= 2;
+  static const int sms = [] {
+    int dev = 0, n = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
+    return n > 0 ? n : 100;
+  }();
+  while (wpr < 8 && int64_t(N) * wpr / (R * 8) < 4 * sms && chunks >= wpr * 2 * 32) wpr *= 2;
   const dim3 grid(ceil_div(N, R * (8 / wpr))), block(256);
   switch (T_) {
 #define LL_CASE(n)                                                                                            \
@@ -417,17 +425,19 @@ cudaError_t by_kind(int kind, F&& f) {
 }  // namespace
 
 cudaError_t gemv_gq(Act act, const GqArgs& q, const void* x, const void* w, const void* bias, void* out,
-                    bool out_f32, int T, int N, int K, int ldo, void* scratch, cudaStream_t s) {
+                    bool out_f32, int T, int N, int K, int ldo, void* scratch, bool x_ready, cudaStream_t s) {
   const int gshift = group_shift(q.group);
   if (gshift < 0 || T < 1 || T > kGqGemvMaxTokens || K % 32 != 0) return cudaErrorInvalidValue;
   if (scratch && q.kind != kFp8 && K <= kGqMaxK) {
     auto* xq = static_cast<int8_t*>(scratch);
-    auto* xs = reinterpret_cast<float4*>(xq + size_t(kGqGemvMaxTokens) * kGqMaxK);
+    auto* xs = reinterpret_cast<float4*>(xq + kGqXsOffset);
     const unsigned qgrid = ceil_div(int64_t(T) * (K / 32) * 32, 256);
-    if (act == Act::BF16)
+    if (x_ready) {
+    } else if (act == Act::BF16) {
       quantize_x_kernel<__nv_bfloat16><<<qgrid, 256, 0, s>>>(static_cast<const __nv_bfloat16*>(x), xq, xs, T, K);
-    else
+    } else {
       quantize_x_kernel<__half><<<qgrid, 256, 0, s>>>(static_cast<const __half*>(x), xq, xs, T, K);
+    }
     const bool bb = act == Act::BF16;
     if (q.kind == kInt4)
       return out_f32 ? launch_dp4a<kInt4, float>(xq, xs, w, q.row_bytes, gshift, bias, bb, out, T, N, K, ldo, s)

@@ -14,7 +14,8 @@ constexpr int kMaxPerThread = 8 * 4;  // rows up to 256 * 32 = 8192 elements sta
 template <typename T, bool kAdd>
 __global__ void __launch_bounds__(kThreads) norm_kernel(T* residual, const T* __restrict__ x,
                                                         const float* __restrict__ w, float eps,
-                                                        T* __restrict__ out, int n) {
+                                                        T* __restrict__ out, int n, int8_t* __restrict__ xq,
+                                                        float4* __restrict__ xs) {
   __shared__ float red[32];
   const size_t row = blockIdx.x;
   const T* xr = x + row * n;
@@ -50,7 +51,12 @@ __global__ void __launch_bounds__(kThreads) norm_kernel(T* residual, const T* __
       float o[8];
 #pragma unroll
       for (int j = 0; j < 8; ++j) o[j] = v[c * 8 + j] * inv * w[i + j];
-      *reinterpret_cast<uint4*>(out + row * n + i) = pack8<T>(o);
+      const uint4 packed = pack8<T>(o);
+      *reinterpret_cast<uint4*>(out + row * n + i) = packed;
+      if (xq) {  // the int8 form for a following quantised GEMV (n % 32 == 0 here)
+        unpack8<T>(packed, o);
+        quantize8_to_blocks(o, row * n + i, xq, xs);
+      }
     }
     return;
   }
@@ -70,29 +76,40 @@ __global__ void __launch_bounds__(kThreads) norm_kernel(T* residual, const T* __
 
 template <bool kAdd>
 cudaError_t launch(Act act, void* residual, const void* x, const float* w, float eps, void* out,
-                   int rows, int n, cudaStream_t s) {
+                   int rows, int n, void* xq_scratch, cudaStream_t s) {
   if (rows == 0) return cudaSuccess;
+  int8_t* xq = nullptr;
+  float4* xs = nullptr;
+  if (xq_scratch) {
+    if (!norm_quantizes_x(rows, n)) return cudaErrorInvalidValue;
+    xq = static_cast<int8_t*>(xq_scratch);
+    xs = reinterpret_cast<float4*>(xq + kGqXsOffset);
+  }
   if (act == Act::BF16)
     norm_kernel<__nv_bfloat16, kAdd><<<rows, kThreads, 0, s>>>(
         static_cast<__nv_bfloat16*>(residual), static_cast<const __nv_bfloat16*>(x), w, eps,
-        static_cast<__nv_bfloat16*>(out), n);
+        static_cast<__nv_bfloat16*>(out), n, xq, xs);
   else
     norm_kernel<__half, kAdd><<<rows, kThreads, 0, s>>>(static_cast<__half*>(residual),
                                                         static_cast<const __half*>(x), w, eps,
-                                                        static_cast<__half*>(out), n);
+                                                        static_cast<__half*>(out), n, xq, xs);
   return cudaGetLastError();
 }
 
 }  // namespace
 
+bool norm_quantizes_x(int rows, int n) {
+  return rows <= kGqGemvMaxTokens && n % 32 == 0 && n <= kThreads * kMaxPerThread;
+}
+
 cudaError_t rms_norm(Act act, const void* x, const float* w, float eps, void* out, int rows, int n,
-                     cudaStream_t s) {
-  return launch<false>(act, nullptr, x, w, eps, out, rows, n, s);
+                     cudaStream_t s, void* xq_scratch) {
+  return launch<false>(act, nullptr, x, w, eps, out, rows, n, xq_scratch, s);
 }
 
 cudaError_t add_rms_norm(Act act, void* residual, const void* x, const float* w, float eps, void* out,
-                         int rows, int n, cudaStream_t s) {
-  return launch<true>(act, residual, x, w, eps, out, rows, n, s);
+                         int rows, int n, cudaStream_t s, void* xq_scratch) {
+  return launch<true>(act, residual, x, w, eps, out, rows, n, xq_scratch, s);
 }
 
 }  // namespace lite_llama::cuda
