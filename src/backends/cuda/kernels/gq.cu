@@ -292,7 +292,7 @@ cudaError_t launch_dp4a(const int8_t* xq, const float4* xs, const void* w, size_
                         bool bias_bf16, void* out, int T_, int N, int K, int ldo, cudaStream_t s) {
   auto* wp = static_cast<const uint8_t*>(w);
   auto* op = static_cast<OutT*>(out);
-  constexpr int R = 2, U = 2;
+  constexpr int R = 2, U = 4;
   // Warps per row group: enough that each lane has about U chunks, and more while the grid would
   // give the GPU fewer than ~4 blocks per SM (small projections: o_proj, k/v).
   const int chunks = K / kVals<KIND>;
