@@ -465,6 +465,10 @@ def _hf_worker_main(argv):
 # ----------------------------------------------------------------------------------------------
 
 def git_commit():
+    # The GPU machine's copy of the tree may carry a stale .git (only the working tree is synced):
+    # LITE_LLAMA_COMMIT names the commit that was sent.
+    if os.environ.get("LITE_LLAMA_COMMIT"):
+        return os.environ["LITE_LLAMA_COMMIT"]
     try:
         c = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], text=True,
                            capture_output=True).stdout.strip()

@@ -684,7 +684,7 @@ def memory_notes(recs, m):
                    f"{mm['peak_device_bytes'] / GIB:.2f} GiB (the rest: CUDA context, cuBLAS, CUDA graphs"
                    + (", and in the 2026-11-22 run the parent Python process's own CUDA context, since "
                       "`bench/gpu_speed.py` had used torch before starting lite-llama; there the KV pool "
-                      "was sized for batch 64 at every batch size)" if r.get("source", "").startswith("docs/") else ")")
+                      "was sized for batch 64 at every batch size)" if "gpu_speed" in r.get("source", "") else ")")
                    + ".")
     if hf:
         s = ", ".join(f"{ENGINE_TITLE[r['engine']].split(' (')[0]} b{r['batch']} {r['memory']['device_used_bytes'] / GIB:.2f}"
