@@ -136,6 +136,9 @@ class Loader {
     LL_CHECK(ok, "{}: tensor '{}' has shape {}, expected [{}{}]", src_.path(),
              src_.tensor_name(r, l), t->shape_str(), rows, cols ? fmt::format(", {}", cols) : "");
     // Checked here, where the tensor's name is known: the backends would only name the type.
+    LL_CHECK(t->dtype != DType::F8_E4M3,
+             "{}: tensor '{}' has type F8_E4M3, but config.json has no fp8 quantization_config (its scales)",
+             src_.path(), src_.tensor_name(r, l));
     LL_CHECK(t->dtype != DType::I32 && dtype_info(t->dtype).supported,
              "{}: tensor '{}' has type {}, which cannot hold weights (F32, F16, BF16, Q8_0, "
              "Q4_0, Q4_1, Q4_K, Q5_K, Q6_K can)",

@@ -209,9 +209,19 @@ TEST_F(HfErrors, UnknownDtypeString) {
   const fs::path d = copy_fixture("qwen2");
   StFile f = read_st(d / "model.safetensors");
   StTensor& t = f.at("model.layers.1.mlp.down_proj.weight");
+  t.dtype = "F8_E5M2", t.bytes.resize(t.bytes.size() / 4);
+  write_st(d / "model.safetensors", f);
+  expect_error(d, {"model.safetensors", "model.layers.1.mlp.down_proj.weight", "F8_E5M2"});
+}
+
+TEST_F(HfErrors, Fp8WeightWithoutQuantizationConfig) {
+  // F8_E4M3 is read (FP8 checkpoints), but without quantization_config there is no scale.
+  const fs::path d = copy_fixture("qwen2");
+  StFile f = read_st(d / "model.safetensors");
+  StTensor& t = f.at("model.layers.1.mlp.down_proj.weight");
   t.dtype = "F8_E4M3", t.bytes.resize(t.bytes.size() / 4);
   write_st(d / "model.safetensors", f);
-  expect_error(d, {"model.safetensors", "model.layers.1.mlp.down_proj.weight", "F8_E4M3"});
+  expect_error(d, {"model.layers.1.mlp.down_proj.weight", "F8_E4M3", "quantization_config"});
 }
 
 TEST_F(HfErrors, MissingShard) {
