@@ -205,23 +205,24 @@ TEST_F(HfErrors, I8NormWeight) {
   expect_error(d, {"model.norm.weight", "I8"});
 }
 
-TEST_F(HfErrors, UnknownDtypeString) {
-  const fs::path d = copy_fixture("qwen2");
+namespace {
+// The qwen2 fixture with layer 1's down_proj stored as a 1-byte `dtype` (its bytes truncated).
+fs::path with_one_byte_down_proj_in(const fs::path& d, const char* dtype) {
   StFile f = read_st(d / "model.safetensors");
   StTensor& t = f.at("model.layers.1.mlp.down_proj.weight");
-  t.dtype = "F8_E5M2", t.bytes.resize(t.bytes.size() / 4);
+  t.dtype = dtype, t.bytes.resize(t.bytes.size() / 4);
   write_st(d / "model.safetensors", f);
-  expect_error(d, {"model.safetensors", "model.layers.1.mlp.down_proj.weight", "F8_E5M2"});
+  return d;
+}
+}  // namespace
+
+TEST_F(HfErrors, UnknownDtypeString) {
+  expect_error(with_one_byte_down_proj_in(copy_fixture("qwen2"), "F8_E5M2"), {"model.safetensors", "model.layers.1.mlp.down_proj.weight", "F8_E5M2"});
 }
 
 TEST_F(HfErrors, Fp8WeightWithoutQuantizationConfig) {
   // F8_E4M3 is read (FP8 checkpoints), but without quantization_config there is no scale.
-  const fs::path d = copy_fixture("qwen2");
-  StFile f = read_st(d / "model.safetensors");
-  StTensor& t = f.at("model.layers.1.mlp.down_proj.weight");
-  t.dtype = "F8_E4M3", t.bytes.resize(t.bytes.size() / 4);
-  write_st(d / "model.safetensors", f);
-  expect_error(d, {"model.layers.1.mlp.down_proj.weight", "F8_E4M3", "quantization_config"});
+  expect_error(with_one_byte_down_proj_in(copy_fixture("qwen2"), "F8_E4M3"), {"model.layers.1.mlp.down_proj.weight", "F8_E4M3", "quantization_config"});
 }
 
 TEST_F(HfErrors, MissingShard) {

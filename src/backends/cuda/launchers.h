@@ -38,6 +38,11 @@ cudaError_t quantize_gq(Act act, const GqArgs& q, const void* src, void* dst, in
 
 // With xq_scratch (kGqScratchBytes, layout of gemv_gq's), the output's int8 form is written there
 // too; only where *_quantizes_x(rows, n) holds.
+// The two views of that scratch: int8 codes [T, K], then per-32 (d, sum lo16, sum hi16, code sum).
+inline void gq_x_views(void* scratch, int8_t** xq, float4** xs) {
+  *xq = static_cast<int8_t*>(scratch);
+  *xs = reinterpret_cast<float4*>(*xq + kGqXsOffset);
+}
 bool norm_quantizes_x(int rows, int n);
 cudaError_t rms_norm(Act act, const void* x, const float* w, float eps, void* out, int rows, int n,
                      cudaStream_t s, void* xq_scratch = nullptr);

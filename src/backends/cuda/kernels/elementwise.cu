@@ -85,8 +85,7 @@ cudaError_t swiglu(Act act, const void* gate_up, void* out, int T, int F, cudaSt
   float4* xs = nullptr;
   if (xq_scratch) {
     if (!swiglu_quantizes_x(T, F)) return cudaErrorInvalidValue;
-    xq = static_cast<int8_t*>(xq_scratch);
-    xs = reinterpret_cast<float4*>(xq + kGqXsOffset);
+    gq_x_views(xq_scratch, &xq, &xs);
   }
   dim3 grid(std::min<unsigned>(ceil_div(F, 256 * 8), 64), T);
   if (act == Act::BF16)

@@ -429,8 +429,9 @@ cudaError_t gemv_gq(Act act, const GqArgs& q, const void* x, const void* w, cons
   const int gshift = group_shift(q.group);
   if (gshift < 0 || T < 1 || T > kGqGemvMaxTokens || K % 32 != 0) return cudaErrorInvalidValue;
   if (scratch && q.kind != kFp8 && K <= kGqMaxK) {
-    auto* xq = static_cast<int8_t*>(scratch);
-    auto* xs = reinterpret_cast<float4*>(xq + kGqXsOffset);
+    int8_t* xq;
+    float4* xs;
+    gq_x_views(scratch, &xq, &xs);
     const unsigned qgrid = ceil_div(int64_t(T) * (K / 32) * 32, 256);
     if (x_ready) {
     } else if (act == Act::BF16) {

@@ -82,8 +82,7 @@ cudaError_t launch(Act act, void* residual, const void* x, const float* w, float
   float4* xs = nullptr;
   if (xq_scratch) {
     if (!norm_quantizes_x(rows, n)) return cudaErrorInvalidValue;
-    xq = static_cast<int8_t*>(xq_scratch);
-    xs = reinterpret_cast<float4*>(xq + kGqXsOffset);
+    gq_x_views(xq_scratch, &xq, &xs);
   }
   if (act == Act::BF16)
     norm_kernel<__nv_bfloat16, kAdd><<<rows, kThreads, 0, s>>>(
