@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -62,4 +63,23 @@ TEST(CliBench, BadListsExitWithCode2) {
   EXPECT_EQ(run("--prompt-lens 3,0 --gen-len 2 --runs 1"), 2);
   EXPECT_EQ(run("--prompt-lens 4a --gen-len 2 --runs 1"), 2);
   EXPECT_EQ(run("--batch 1,,x --gen-len 2 --runs 1"), 2);
+}
+
+TEST(CliBench, QuantizeFlagOnCpu) {
+  // int8/int4/fp8 storage is a CUDA feature: on the CPU one line says so (exit 2, as every
+  // load error); an unknown scheme is rejected by the option parser (exit 2); auto / none run.
+  const fs::path err = tmp_file("quant_err.txt");
+  const std::string cmd = std::string("'") + LL_CLI_PATH + "' bench -q --device cpu -t 1 -m '" + model() +
+                          "' --quantize int4 --gen-len 2 --runs 1 --warmup 0 >/dev/null 2>'" + err.string() + "'";
+  const int rc = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(rc));
+  EXPECT_EQ(WEXITSTATUS(rc), 2);
+  std::ifstream f(err);
+  std::string text((std::istreambuf_iterator<char>(f)), {});
+  EXPECT_NE(text.find("--quantize int4 needs the CUDA backend"), std::string::npos) << text;
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
+  fs::remove(err);
+  EXPECT_EQ(run("--quantize int3 --gen-len 2 --runs 1"), 2);
+  EXPECT_EQ(run("--quantize none --gen-len 2 --runs 1 --warmup 0"), 0);
+  EXPECT_EQ(run("--quantize auto --gen-len 2 --runs 1 --warmup 0"), 0);
 }
