@@ -68,6 +68,16 @@ struct BlockQ4_1 {
   uint16_t d, m;           // fp16 scale and min
   uint8_t qs[kQK / 2];
 };
+struct BlockQ5_0 {
+  uint16_t d;
+  uint8_t qh[4];        // bit j: the 5th bit of element j
+  uint8_t qs[kQK / 2];  // low nibbles as Q4_0
+};
+struct BlockQ5_1 {
+  uint16_t d, m;
+  uint8_t qh[4];
+  uint8_t qs[kQK / 2];
+};
 struct BlockQ8_0 {
   uint16_t d;
   int8_t qs[kQK];
@@ -78,6 +88,7 @@ struct BlockQ8_1 {
   int8_t qs[kQK];
 };
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ8_0) == 34);
+static_assert(sizeof(BlockQ5_0) == 22 && sizeof(BlockQ5_1) == 24);
 
 constexpr int kQK_K = 256;  // super-block of the K-quants
 struct BlockQ4_K {

@@ -190,7 +190,7 @@ void quantize_row_gq(GqFormat f, const float* x, void* dst, int64_t K) {
 
 std::optional<GqFormat> gq_for_gguf(DType t) {
   switch (t) {
-    case DType::Q8_0: case DType::Q5_K: return GqFormat{GqKind::Int8, 32};
+    case DType::Q8_0: case DType::Q5_K: case DType::Q5_0: case DType::Q5_1: return GqFormat{GqKind::Int8, 32};
     case DType::Q6_K: return GqFormat{GqKind::Int8, 16};
     case DType::Q4_0: case DType::Q4_1: case DType::Q4_K: return GqFormat{GqKind::Int4, 32};
     default: return std::nullopt;
@@ -214,6 +214,16 @@ void repack_gguf_row(DType t, const void* src, void* dst, int64_t K) {
       }
       case DType::Q4_1: {
         const auto& b = reinterpret_cast<const BlockQ4_1*>(in)[g];
+        s[size_t(g)] = f16_to_f32(b.d), m[size_t(g)] = f16_to_f32(b.m);
+        break;
+      }
+      case DType::Q5_0: {
+        const float d = f16_to_f32(reinterpret_cast<const BlockQ5_0*>(in)[g].d);
+        s[size_t(g)] = d, m[size_t(g)] = -16.f * d;
+        break;
+      }
+      case DType::Q5_1: {
+        const auto& b = reinterpret_cast<const BlockQ5_1*>(in)[g];
         s[size_t(g)] = f16_to_f32(b.d), m[size_t(g)] = f16_to_f32(b.m);
         break;
       }
@@ -247,7 +257,7 @@ void repack_gguf_row(DType t, const void* src, void* dst, int64_t K) {
     const float sg = s[size_t(k / G)];
     codes[size_t(k)] = sg != 0 ? int32_t(std::lround((w[size_t(k)] - m[size_t(k / G)]) / sg)) : 0;
   }
-  if (t == DType::Q5_K) center_codes(codes.data(), s.data(), m.data(), K, G, 16);
+  if (t == DType::Q5_K || t == DType::Q5_0 || t == DType::Q5_1) center_codes(codes.data(), s.data(), m.data(), K, G, 16);
   pack_row_gq(*f, codes.data(), s.data(), m.data(), dst, K);
 }
 

@@ -57,8 +57,8 @@ void quantize_row_gq(GqFormat f, const float* x, void* dst, int64_t K);
 void pack_row_gq(GqFormat f, const int32_t* codes, const float* scales, const float* offsets,
                  void* dst, int64_t K);
 
-// The GQ format that holds a GGUF block type without requantising (Q8_0 -> Int8/32,
-// Q4_0/Q4_1/Q4_K -> Int4/32, Q5_K -> Int8/32, Q6_K -> Int8/16); nullopt for other types.
+// The GQ format that holds a GGUF block type without requantising (Q8_0, Q5_0, Q5_1, Q5_K ->
+// Int8/32, Q4_0/Q4_1/Q4_K -> Int4/32, Q6_K -> Int8/16); nullopt for other types.
 std::optional<GqFormat> gq_for_gguf(DType t);
 // Repacks one GGUF row of K weights into gq_for_gguf(t) (scales rounded to fp16).
 void repack_gguf_row(DType t, const void* src, void* dst, int64_t K);

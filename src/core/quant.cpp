@@ -31,6 +31,36 @@ void dequant_q4_1(const BlockQ4_1* b, float* y, int64_t nb) {
   }
 }
 
+// 5-bit codes: low nibble as Q4_0, the 5th bit of element j (j < 16) in qh bit j, of element
+// j + 16 in qh bit j + 16 (ggml's layout).
+template <typename B>
+void q5_codes(const B& b, int* q) {
+  uint32_t qh;
+  std::memcpy(&qh, b.qh, 4);
+  for (int j = 0; j < kQK / 2; ++j) {
+    q[j] = (b.qs[j] & 0x0f) | int(((qh >> j) & 1) << 4);
+    q[j + kQK / 2] = (b.qs[j] >> 4) | int(((qh >> (j + 16)) & 1) << 4);
+  }
+}
+
+void dequant_q5_0(const BlockQ5_0* b, float* y, int64_t nb) {
+  int q[kQK];
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = f16_to_f32(b[i].d);
+    q5_codes(b[i], q);
+    for (int j = 0; j < kQK; ++j) y[i * kQK + j] = float(q[j] - 16) * d;
+  }
+}
+
+void dequant_q5_1(const BlockQ5_1* b, float* y, int64_t nb) {
+  int q[kQK];
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = f16_to_f32(b[i].d), m = f16_to_f32(b[i].m);
+    q5_codes(b[i], q);
+    for (int j = 0; j < kQK; ++j) y[i * kQK + j] = float(q[j]) * d + m;
+  }
+}
+
 void dequant_q8_0(const BlockQ8_0* b, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i) {
     float d = f16_to_f32(b[i].d);
@@ -137,6 +167,8 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
     case DType::Q4_0: dequant_q4_0(static_cast<const BlockQ4_0*>(src), dst, nb); return;
     case DType::Q4_1: dequant_q4_1(static_cast<const BlockQ4_1*>(src), dst, nb); return;
     case DType::Q8_0: dequant_q8_0(static_cast<const BlockQ8_0*>(src), dst, nb); return;
+    case DType::Q5_0: dequant_q5_0(static_cast<const BlockQ5_0*>(src), dst, nb); return;
+    case DType::Q5_1: dequant_q5_1(static_cast<const BlockQ5_1*>(src), dst, nb); return;
     case DType::Q4_K: dequant_q4_k(static_cast<const BlockQ4_K*>(src), dst, nb); return;
     case DType::Q5_K: dequant_q5_k(static_cast<const BlockQ5_K*>(src), dst, nb); return;
     case DType::Q6_K: dequant_q6_k(static_cast<const BlockQ6_K*>(src), dst, nb); return;
@@ -201,6 +233,17 @@ void quantize_row_q4_1(const float* x, void* dst, int64_t n) {
       int q1 = std::min(15, int((v[j + kQK / 2] - lo) * id + 0.5f));
       b[i].qs[j] = uint8_t(q0 | (q1 << 4));
     }
+  }
+}
+
+void q5_0_to_q8_0(const void* src, void* dst, int64_t n) {
+  const auto* in = static_cast<const BlockQ5_0*>(src);
+  auto* out = static_cast<BlockQ8_0*>(dst);
+  int q[kQK];
+  for (int64_t i = 0; i < n / kQK; ++i) {
+    q5_codes(in[i], q);
+    out[i].d = in[i].d;
+    for (int j = 0; j < kQK; ++j) out[i].qs[j] = int8_t(q[j] - 16);
   }
 }
 

@@ -16,6 +16,8 @@ void quantize_row_q8_0(const float* x, void* dst, int64_t n);
 void quantize_row_q4_0(const float* x, void* dst, int64_t n);
 void quantize_row_q4_1(const float* x, void* dst, int64_t n);
 void quantize_row_q8_1(const float* x, BlockQ8_1* dst, int64_t n);
+// Q5_0 blocks as Q8_0 blocks with the same scale and codes (exact): how the CPU runs Q5_0.
+void q5_0_to_q8_0(const void* src, void* dst, int64_t n);
 // Any supported weight type from F32 (F16/BF16 round to nearest even).
 void quantize_row(DType t, const float* x, void* dst, int64_t n);
 

@@ -141,7 +141,7 @@ class Loader {
              src_.path(), src_.tensor_name(r, l));
     LL_CHECK(t->dtype != DType::I32 && dtype_info(t->dtype).supported,
              "{}: tensor '{}' has type {}, which cannot hold weights (F32, F16, BF16, Q8_0, "
-             "Q4_0, Q4_1, Q4_K, Q5_K, Q6_K can)",
+             "Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K can)",
              src_.path(), src_.tensor_name(r, l), dtype_name(t->dtype));
     return *t;
   }

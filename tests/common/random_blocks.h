@@ -23,8 +23,8 @@ inline std::vector<uint8_t> random_gguf_rows(DType t, int64_t rows, int64_t K, s
   const size_t bb = dtype_info(t).block_bytes;
   for (size_t o = 0; o < b.size(); o += bb) {
     switch (t) {
-      case DType::Q8_0: case DType::Q4_0: set(o); break;
-      case DType::Q4_1: case DType::Q4_K: case DType::Q5_K: set(o), set(o + 2); break;
+      case DType::Q8_0: case DType::Q4_0: case DType::Q5_0: set(o); break;
+      case DType::Q4_1: case DType::Q5_1: case DType::Q4_K: case DType::Q5_K: set(o), set(o + 2); break;
       case DType::Q6_K: set(o + offsetof(BlockQ6_K, d)); break;
       default: break;
     }

@@ -13,6 +13,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/gemm_f32.h"
 #include "backends/cpu/ref_ops.h"
+#include "common/random_blocks.h"
 
 using namespace lite_llama;
 using namespace lite_llama::test;
@@ -169,7 +170,7 @@ TEST(CpuLinear, KQuantsMatchReference) {
     std::vector<Buffer> keep;
     for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K})
       EXPECT_NO_THROW(be->prepare_weight(Tensor(raw.data(), t, {2, 256}), keep));
-    for (DType t : {DType::Q2_K, DType::Q3_K, DType::Q5_0})  // no dot product for these
+    for (DType t : {DType::Q2_K, DType::Q3_K, DType::Q8_K})  // no dot product for these
       EXPECT_THROW(be->prepare_weight(Tensor(raw.data(), t, {2, 256}), keep), std::runtime_error);
     std::mt19937 rng(int8 ? 107 : 106);
     for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K})
@@ -266,4 +267,28 @@ TEST(CpuLinear, RejectsMismatchedShapes) {
   EXPECT_THROW(be->linear(Tensor(x.data(), DType::F32, {2, 32}), lin,
                           Tensor(out.data(), DType::F32, {1, 8})),
                std::runtime_error);
+}
+
+// Q5_0 / Q5_1 are converted at load: Q5_0 to Q8_0 with the same values (exact), Q5_1 to F16
+// (one rounding of each value).
+TEST(CpuLinear, Q5WeightsConvertedAtLoad) {
+  auto be = make_backend(false);
+  std::mt19937 rng(108);
+  std::vector<Buffer> keep;
+  for (DType t : {DType::Q5_0, DType::Q5_1}) {
+    SCOPED_TRACE(dtype_name(t));
+    const int64_t rows = 5, K = 320;
+    std::vector<uint8_t> raw = lite_llama::testing::random_gguf_rows(t, rows, K, rng);
+    const Tensor p = be->prepare_weight(Tensor(raw.data(), t, {rows, K}), keep);
+    EXPECT_EQ(p.dtype, t == DType::Q5_0 ? DType::Q8_0 : DType::F16);
+    std::vector<float> want(static_cast<size_t>(K)), got(static_cast<size_t>(K));
+    for (int64_t r = 0; r < rows; ++r) {
+      dequantize_row(t, raw.data() + size_t(r) * row_bytes(t, K), want.data(), K);
+      dequantize_row(p.dtype, p.row(r), got.data(), K);
+      for (int64_t k = 0; k < K; ++k) {
+        if (t == DType::Q5_0) ASSERT_EQ(got[size_t(k)], want[size_t(k)]) << r << "," << k;
+        else ASSERT_NEAR(got[size_t(k)], want[size_t(k)], std::fabs(want[size_t(k)]) / 1024 + 1e-7) << r << "," << k;
+      }
+    }
+  }
 }

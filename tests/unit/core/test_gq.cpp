@@ -111,7 +111,8 @@ TEST(Gq, QuantiserErrorBounds) {
 TEST(Gq, GgufRepackMatchesBlocks) {
   std::mt19937 rng(11);
   const int64_t K = 512;
-  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q5_0,
+                  DType::Q5_1}) {
     const auto f = gq_for_gguf(t);
     ASSERT_TRUE(f.has_value()) << dtype_name(t);
     for (int rep = 0; rep < 20; ++rep) {

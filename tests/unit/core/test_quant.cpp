@@ -257,7 +257,8 @@ TEST(Quant, DequantMatchesGgufReference) {
   const auto fx = load_fixture();
   const std::pair<const char*, DType> types[] = {{"Q4_0", DType::Q4_0}, {"Q4_1", DType::Q4_1},
                                                  {"Q8_0", DType::Q8_0}, {"Q4_K", DType::Q4_K},
-                                                 {"Q5_K", DType::Q5_K}, {"Q6_K", DType::Q6_K}};
+                                                 {"Q5_K", DType::Q5_K}, {"Q6_K", DType::Q6_K},
+                                                 {"Q5_0", DType::Q5_0}, {"Q5_1", DType::Q5_1}};
   for (const auto& [name, t] : types) {
     SCOPED_TRACE(name);
     auto it = fx.find(name);
