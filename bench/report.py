@@ -177,23 +177,24 @@ def ratio(a, b):
     return f"{v:.1f}x" if v >= 10 else f"{v:.2f}x"
 
 
-def peak_gib(r):
-    """The engine's own peak memory figure: HF tensors (max_memory_allocated), lite-llama the
-    device-wide cudaMemGetInfo peak."""
+def memory_gib(r, hf_key):
+    """lite-llama's device-wide cudaMemGetInfo peak, or HF's figure under `hf_key`, in GiB."""
     if not r or r.get("error"):
         return None
     m = r.get("memory") or {}
-    v = m.get("peak_device_bytes") if r["engine"].startswith("lite-llama") else m.get("max_allocated_bytes")
+    v = m.get("peak_device_bytes") if r["engine"].startswith("lite-llama") else m.get(hf_key)
     return v / GIB if v else None
+
+
+def peak_gib(r):
+    """The engine's own peak memory figure: HF tensors (max_memory_allocated), lite-llama the
+    device-wide peak."""
+    return memory_gib(r, "max_allocated_bytes")
 
 
 def device_gib(r):
     """Device-wide figure: lite-llama's peak_device_bytes, HF's total - free after the runs."""
-    if not r or r.get("error"):
-        return None
-    m = r.get("memory") or {}
-    v = m.get("peak_device_bytes") if r["engine"].startswith("lite-llama") else m.get("device_used_bytes")
-    return v / GIB if v else None
+    return memory_gib(r, "device_used_bytes")
 
 
 def ok(r):

@@ -206,38 +206,23 @@ void repack_gguf_row(DType t, const void* src, void* dst, int64_t K) {
   // Per-group scale and offset as the block stores them (weight = s * code + m).
   for (int64_t g = 0; g < ng; ++g) {
     switch (t) {
-      case DType::Q8_0: s[size_t(g)] = f16_to_f32(reinterpret_cast<const BlockQ8_0*>(in)[g].d); break;
-      case DType::Q4_0: {
-        const float d = f16_to_f32(reinterpret_cast<const BlockQ4_0*>(in)[g].d);
-        s[size_t(g)] = d, m[size_t(g)] = -8.f * d;
-        break;
-      }
-      case DType::Q4_1: {
-        const auto& b = reinterpret_cast<const BlockQ4_1*>(in)[g];
-        s[size_t(g)] = f16_to_f32(b.d), m[size_t(g)] = f16_to_f32(b.m);
-        break;
-      }
-      case DType::Q5_0: {
-        const float d = f16_to_f32(reinterpret_cast<const BlockQ5_0*>(in)[g].d);
-        s[size_t(g)] = d, m[size_t(g)] = -16.f * d;
-        break;
-      }
-      case DType::Q5_1: {
-        const auto& b = reinterpret_cast<const BlockQ5_1*>(in)[g];
-        s[size_t(g)] = f16_to_f32(b.d), m[size_t(g)] = f16_to_f32(b.m);
+      case DType::Q8_0: case DType::Q4_0: case DType::Q5_0: case DType::Q4_1: case DType::Q5_1: {
+        // Each 32-weight block starts with its fp16 scale d (then, for *_1, its offset m).
+        uint16_t h[2];
+        std::memcpy(h, in + size_t(g) * dtype_info(t).block_bytes, 4);
+        const float d = f16_to_f32(h[0]);
+        s[size_t(g)] = d;
+        m[size_t(g)] = t == DType::Q4_1 || t == DType::Q5_1 ? f16_to_f32(h[1])
+                       : t == DType::Q4_0                   ? -8.f * d
+                       : t == DType::Q5_0                   ? -16.f * d
+                                                            : 0.f;
         break;
       }
       case DType::Q4_K: case DType::Q5_K: {
         const size_t bb = t == DType::Q4_K ? sizeof(BlockQ4_K) : sizeof(BlockQ5_K);
         const auto& b = *reinterpret_cast<const BlockQ4_K*>(in + size_t(g / 8) * bb);  // same head
-        const int j = int(g % 8);
         uint8_t sc, mn;
-        if (j < 4) {
-          sc = b.scales[j] & 63, mn = b.scales[j + 4] & 63;
-        } else {
-          sc = (b.scales[j + 4] & 0xF) | ((b.scales[j - 4] >> 6) << 4);
-          mn = (b.scales[j + 4] >> 4) | ((b.scales[j] >> 6) << 4);
-        }
+        scale_min_k4(int(g % 8), b.scales, &sc, &mn);
         s[size_t(g)] = f16_to_f32(b.d) * sc, m[size_t(g)] = -f16_to_f32(b.dmin) * mn;
         break;
       }

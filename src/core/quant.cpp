@@ -68,16 +68,6 @@ void dequant_q8_0(const BlockQ8_0* b, float* y, int64_t nb) {
   }
 }
 
-// 6-bit scale/min pair j of a Q4_K/Q5_K super-block (ggml's get_scale_min_k4).
-void scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
-  if (j < 4) {
-    *d = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-  }
-}
 
 void dequant_q4_k(const BlockQ4_K* b, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i) {
@@ -148,6 +138,16 @@ void dequant_q6_k(const BlockQ6_K* b, float* y, int64_t nb) {
 }
 
 }  // namespace
+
+void scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
+  if (j < 4) {
+    *d = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
 
 void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
   if (auto f = gq_format(t)) return dequantize_row_gq(*f, src, dst, n);

@@ -60,8 +60,7 @@ class CpuBackend final : public ops::Backend {
   void synchronize() override {}
 
   Tensor prepare_weight(const Tensor& host, std::vector<Buffer>& keep) override {
-    if (is_gq(host.dtype)) return gq_to_bf16(host, keep);
-    if (host.dtype == DType::Q5_0 || host.dtype == DType::Q5_1) return q5_converted(host, keep);
+    if (is_gq(host.dtype) || host.dtype == DType::Q5_0 || host.dtype == DType::Q5_1) return converted(host, keep);
     LL_CHECK(host.dtype == DType::F32 || host.dtype == DType::F16 || host.dtype == DType::BF16 ||
                  uses_q8_activations(host.dtype) || host.dtype == DType::Q4_K ||
                  host.dtype == DType::Q5_K || host.dtype == DType::Q6_K,
@@ -85,11 +84,13 @@ class CpuBackend final : public ops::Backend {
     for (Tensor& p : l.parts) p = prepare_weight(p, keep);
     return l;
   }
-  // Q5_0 / Q5_1 (llama.cpp's fallback for rows that K-quants cannot hold): no 5-bit kernels here.
-  // Q5_0 becomes Q8_0 exactly (same scale, codes - 16); Q5_1 (scale and offset) becomes F16.
-  Tensor q5_converted(const Tensor& host, std::vector<Buffer>& keep) {
+  // Weight types without CPU kernels, converted once at load into a new buffer: Q5_0 / Q5_1
+  // (llama.cpp's fallback for rows that K-quants cannot hold) and the GPU layouts of GPTQ / AWQ /
+  // FP8 checkpoints. Q5_0 becomes Q8_0 exactly (same scale, codes - 16); Q5_1 (scale and offset)
+  // F16; GQ rows BF16 (2 bytes per weight instead of ~0.5).
+  Tensor converted(const Tensor& host, std::vector<Buffer>& keep) {
     const int64_t rows = host.rows(), cols = host.cols();
-    const DType to = host.dtype == DType::Q5_0 ? DType::Q8_0 : DType::F16;
+    const DType to = host.dtype == DType::Q5_0 ? DType::Q8_0 : host.dtype == DType::Q5_1 ? DType::F16 : DType::BF16;
     const size_t rb = row_bytes(to, cols);
     Buffer b = host_buffer(rb * size_t(rows));
     pool_.parallel_for(rows, [&](int64_t lo, int64_t hi) {
@@ -100,28 +101,11 @@ class CpuBackend final : public ops::Backend {
           q5_0_to_q8_0(host.row(r), dst, cols);
         } else {
           dequantize_row(host.dtype, host.row(r), f.data(), cols);
-          quantize_row(DType::F16, f.data(), dst, cols);
+          quantize_row(to, f.data(), dst, cols);
         }
       }
     });
     Tensor t(b.data(), to, {rows, cols});
-    keep.push_back(std::move(b));
-    return t;
-  }
-  // GPU-layout weights (GPTQ/AWQ checkpoints): the CPU has no kernels for them, so it computes
-  // with a BF16 copy (2 bytes per weight instead of ~0.5).
-  Tensor gq_to_bf16(const Tensor& host, std::vector<Buffer>& keep) {
-    const int64_t rows = host.rows(), cols = host.cols();
-    Buffer b = host_buffer(size_t(rows * cols) * 2);
-    auto* p = b.as<uint16_t>();
-    pool_.parallel_for(rows, [&](int64_t lo, int64_t hi) {
-      std::vector<float> f(static_cast<size_t>(cols));
-      for (int64_t r = lo; r < hi; ++r) {
-        dequantize_row(host.dtype, host.row(r), f.data(), cols);
-        for (int64_t c = 0; c < cols; ++c) p[r * cols + c] = f32_to_bf16(f[size_t(c)]);
-      }
-    });
-    Tensor t(b.data(), DType::BF16, {rows, cols});
     keep.push_back(std::move(b));
     return t;
   }

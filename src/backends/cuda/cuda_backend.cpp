@@ -279,7 +279,8 @@ class CudaBackend final : public ops::Backend {
       return;
     }
     upload_rows(host, dst, size_t(cols) * 2, [&](const void* src, void* out) {
-      std::vector<float> f(static_cast<size_t>(cols));
+      thread_local std::vector<float> f;  // one row of floats per uploading thread
+      f.resize(static_cast<size_t>(cols));
       dequantize_row(host.dtype, src, f.data(), cols);
       auto* o = static_cast<uint16_t*>(out);
       for (int64_t c = 0; c < cols; ++c)
@@ -360,7 +361,7 @@ class CudaBackend final : public ops::Backend {
              quant_mode_name(qmode_), dtype_name(parts[0].dtype));
     if (auto f = explicit_format(K, embedding)) {
       // Upload as 16-bit, quantise on the device (fast, and no host copy of the model).
-      Tensor t = prepare_matrix(parts, N, K, embedding, keep, /*plain=*/true);
+      Tensor t = upload_16bit(parts, N, K, keep);
       return quantize_on_device(t, *f, keep);
     }
     std::vector<DType> types;
@@ -381,11 +382,10 @@ class CudaBackend final : public ops::Backend {
         keep.push_back(std::move(b));
         return t;
       }
-    return prepare_matrix(parts, N, K, embedding, keep, true);
+    return upload_16bit(parts, N, K, keep);
   }
-  // The 16-bit case (`plain`): every part converted to the activation type.
-  Tensor prepare_matrix(const std::vector<Tensor>& parts, int64_t N, int64_t K, bool, std::vector<Buffer>& keep,
-                        bool /*plain*/) {
+  // Every part converted to the activation type, fused into one [N, K] matrix.
+  Tensor upload_16bit(const std::vector<Tensor>& parts, int64_t N, int64_t K, std::vector<Buffer>& keep) {
     Buffer b = alloc(size_t(N) * size_t(K) * 2);
     size_t off = 0;
     for (const Tensor& p : parts) {
