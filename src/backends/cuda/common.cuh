@@ -119,36 +119,6 @@ __device__ __forceinline__ void quantize8_to_blocks(const float* v, size_t i, in
   if ((threadIdx.x & 3) == 0) xs[i / 32] = make_float4(d, pair, other, float(qsum));
 }
 
-// Max over the block; every thread gets the result. `smem` holds >= 32 floats.
-__device__ __forceinline__ float block_max(float v, float* smem) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
-  v = warp_max(v);
-  __syncthreads();
-  if (lane == 0) smem[warp] = v;
-  __syncthreads();
-  v = lane < nwarps ? smem[lane] : -INFINITY;
-  return warp_max(v);
-}
-
-// GEMV epilogue: each warp's lanes hold partial sums of R rows x NT tokens; lane 0 writes
-// out[t * ldo + row0 + r] = sum (+ bias[row0 + r]) for the rows below N.
-template <int R, int NT, typename BiasT, typename OutT>
-__device__ __forceinline__ void warp_store_rows(float (&acc)[R][NT], const BiasT* __restrict__ bias,
-                                                OutT* __restrict__ out, int row0, int N, int ldo) {
-#pragma unroll
-  for (int r = 0; r < R; ++r)
-#pragma unroll
-    for (int t = 0; t < NT; ++t) acc[r][t] = warp_sum(acc[r][t]);
-  if ((threadIdx.x & 31) != 0) return;
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    if (row0 + r >= N) break;
-    const float b = bias ? to_f(bias[row0 + r]) : 0.f;
-#pragma unroll
-    for (int t = 0; t < NT; ++t) out[size_t(t) * ldo + row0 + r] = from_f<OutT>(acc[r][t] + b);
-  }
-}
-
 inline unsigned ceil_div(long a, long b) { return unsigned((a + b - 1) / b); }
 
 }  // namespace lite_llama::cuda

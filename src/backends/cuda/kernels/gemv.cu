@@ -20,7 +20,11 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__
   const int row0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * R;
   if (row0 >= N) return;
   const int chunks = K / 8;
-  float acc[R][NT] = {};
+  float acc[R][NT];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
   for (int c0 = lane; c0 < chunks; c0 += 32 * U) {
     uint4 wv[U][R];
 #pragma unroll
@@ -49,7 +53,19 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__
       }
     }
   }
-  warp_store_rows<R, NT>(acc, bias, out, row0, N, ldo);
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[r][t] = warp_sum(acc[r][t]);
+  if (lane == 0) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      if (row0 + r >= N) break;
+      const float b = bias ? to_f(bias[row0 + r]) : 0.f;
+#pragma unroll
+      for (int t = 0; t < NT; ++t) out[size_t(t) * ldo + row0 + r] = from_f<OutT>(acc[r][t] + b);
+    }
+  }
 }
 
 // One token, K a multiple of 64: a block of 8 warps computes 4 rows, each warp one eighth of K,

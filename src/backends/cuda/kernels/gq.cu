@@ -91,7 +91,11 @@ __global__ void __launch_bounds__(256) gemv_gq_kernel(const T* __restrict__ x, c
   if (row0 >= N) return;
   const int chunks = K / V;
   const size_t qb = code_bytes(KIND, K);
-  float acc[R][NT] = {};
+  float acc[R][NT];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
   for (int c0 = lane; c0 < chunks; c0 += 32 * U) {
     uint4 q[U][R];
     uint32_t sm[U][R];
@@ -118,7 +122,19 @@ __global__ void __launch_bounds__(256) gemv_gq_kernel(const T* __restrict__ x, c
       }
     }
   }
-  warp_store_rows<R, NT>(acc, bias, out, row0, N, ldo);
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[r][t] = warp_sum(acc[r][t]);
+  if (lane == 0) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      if (row0 + r >= N) break;
+      const float b = bias ? to_f(bias[row0 + r]) : 0.f;
+#pragma unroll
+      for (int t = 0; t < NT; ++t) out[size_t(t) * ldo + row0 + r] = from_f<OutT>(acc[r][t] + b);
+    }
+  }
 }
 
 template <typename T, int KIND, typename OutT>
@@ -184,7 +200,11 @@ __global__ void __launch_bounds__(256) gemv_gq_dp4a_kernel(const int8_t* __restr
   const int sub = warp % wpr;
   const int chunks = K / V, nb = K / 32;
   const size_t qb = code_bytes(KIND, K);
-  float acc[R][NT] = {};
+  float acc[R][NT];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
   const int stride = 32 * wpr;
   for (int c0 = sub * 32 + lane; c0 < chunks; c0 += stride * U) {
     uint4 q[U][R];
