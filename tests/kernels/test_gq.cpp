@@ -1,5 +1,5 @@
-// Quantised (GQ) weights on CUDA against the CPU: the GEMV (T <= 8) and the dequantise + cuBLASLt
-// path of every layout, the embedding gather, the on-device quantiser behind --quantize
+// Quantised (GQ) weights on CUDA against the CPU: the GEMV (T <= 8), the tensor-core GEMM (to 256
+// tokens) and the dequantise + cuBLASLt path of every layout, the embedding gather, the on-device quantiser behind --quantize
 // int8 / int4 / fp8, and GGUF K-quant parts fused into one linear. The reference is the CPU
 // backend computing with F32 weights = dequantize_row of the very bytes the GPU holds (the
 // engine's reference dequantiser), so only the GPU's arithmetic is under test; the GPU rounds
@@ -48,7 +48,7 @@ void check_linear(ops::Backend& gpu, ops::Backend& cpu, const ops::Linear& gpu_l
   cl.in_features = K, cl.out_features = N;
   cl.parts = {Tensor(ref.data(), DType::F32, {N, K})};
   if (bias) cl.bias = Tensor(bias->data(), DType::F32, {N});
-  for (int64_t T : {1, 2, 3, 8, 9, 64, 130}) {
+  for (int64_t T : {1, 2, 3, 8, 9, 17, 33, 64, 130, 300}) {
     SCOPED_TRACE(::testing::Message() << "K " << K << " N " << N << " T " << T);
     std::vector<float> x = rand_act(rng, size_t(T * K), act);
     std::vector<float> want(size_t(T * N), NAN);

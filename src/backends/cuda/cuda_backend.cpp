@@ -312,8 +312,9 @@ class CudaBackend final : public ops::Backend {
     return GqArgs{int(f.kind), f.group, w.row_nbytes()};
   }
 
-  // Quantised weights: a GEMV that dequantises in registers for decode batches; above that,
-  // tiles of rows dequantised into an L2-sized scratch, each one cuBLASLt GEMM into its columns.
+  // Quantised weights: a GEMV that dequantises in registers for decode batches, a tensor-core
+  // GEMM that does the same up to kGqMmaMaxTokens; above that (long prefills), tiles of rows
+  // dequantised into an L2-sized scratch, each one cuBLASLt GEMM into its columns.
   void linear_gq(const Tensor& x, const ops::Linear& w, Tensor out, int T, int N, int K, bool f32) {
     const Tensor& wt = w.parts[0];
     const GqArgs q = gq_args(wt);
@@ -322,6 +323,11 @@ class CudaBackend final : public ops::Backend {
       const bool ready = xq_of_ == x.data && xq_rows_ == T && xq_cols_ == K;
       LL_CUDA(gemv_gq(act_, q, x.data, wt.data, w.bias.data, out.data, f32, T, N, K, N,
                       gq_fp32_ ? nullptr : gq_scratch_.data(), ready, stream_));
+      return;
+    }
+    if (T <= gq_mma_max_) {
+      LL_CUDA(gemm_gq_mma(act_, q, x.data, wt.data, w.bias.data, out.data, f32, T, N, K, N, deq_.data(),
+                          kDeqElems * 2, stream_));
       return;
     }
     const int tile = std::max(16, int(kDeqElems / size_t(K)) / 16 * 16);
@@ -437,6 +443,9 @@ class CudaBackend final : public ops::Backend {
   // LITE_LLAMA_GQ_FP32=1: decode GEMVs keep 16-bit activations (fp32 math) instead of the int8 /
   // dp4a path, to measure what quantising activations costs in accuracy.
   const bool gq_fp32_ = std::getenv("LITE_LLAMA_GQ_FP32") && std::string(std::getenv("LITE_LLAMA_GQ_FP32")) == "1";
+  // LITE_LLAMA_GQ_MMA_MAX=n: the largest T for the tensor-core GEMM (0: tiles from 9 tokens).
+  const int gq_mma_max_ = std::getenv("LITE_LLAMA_GQ_MMA_MAX") ? std::atoi(std::getenv("LITE_LLAMA_GQ_MMA_MAX"))
+                                                               : kGqMmaMaxTokens;
   int device_ = 0;
   cudaDeviceProp props_{};
   cudaStream_t stream_ = nullptr;

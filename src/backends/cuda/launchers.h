@@ -30,6 +30,11 @@ constexpr size_t kGqScratchBytes = size_t(kGqGemvMaxTokens) * kGqMaxK * 3 / 2;  
 // x_ready: the scratch already holds x's int8 form (written by the producing norm / SwiGLU).
 cudaError_t gemv_gq(Act act, const GqArgs& q, const void* x, const void* w, const void* bias, void* out,
                     bool out_f32, int T, int N, int K, int ldo, void* scratch, bool x_ready, cudaStream_t s);
+// The same product for kGqGemvMaxTokens < T <= kGqMmaMaxTokens (and fp8 from 3 tokens) on tensor
+// cores, weights dequantised in registers; `ws` (ws_bytes) holds split-K fp32 partials.
+constexpr int kGqMmaMaxTokens = 256;
+cudaError_t gemm_gq_mma(Act act, const GqArgs& q, const void* x, const void* w, const void* bias, void* out,
+                        bool out_f32, int T, int N, int K, int ldo, void* ws, size_t ws_bytes, cudaStream_t s);
 // dst[i, :] = dequant(w row (rows ? rows[i] : row0 + i)) as 16-bit activations, rows of K.
 cudaError_t dequant_gq(Act act, const GqArgs& q, const void* w, const int32_t* rows, int row0, int n, int K,
                        void* dst, cudaStream_t s);
