@@ -2,6 +2,7 @@
 // conversions and dummy-weight fill.
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/launchers.h"
+#include "backends/cuda/pdl.cuh"
 #include "core/hash_random.h"
 
 namespace lite_llama::cuda {
@@ -11,6 +12,7 @@ namespace {
 template <typename T>
 __global__ void swiglu_kernel(const T* __restrict__ gu, T* __restrict__ out, int T_, int F, int8_t* __restrict__ xq,
                               float4* __restrict__ xs) {
+  pdl_trigger();  // the down projection's quantised GEMV may start fetching its weights
   const int t = blockIdx.y;
   const T* g = gu + size_t(t) * 2 * F;
   const T* u = g + F;

@@ -4,8 +4,12 @@
 // (no int->float conversions), one fp16 FMA applies scale and offset, math is then fp32.
 #include <cuda_fp8.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/launchers.h"
+#include "backends/cuda/pdl.cuh"
 
 namespace lite_llama::cuda {
 namespace {
@@ -168,6 +172,7 @@ cudaError_t launch_gemv(const void* x, const void* w, size_t rb, int gshift, con
 template <typename T>
 __global__ void quantize_x_kernel(const T* __restrict__ x, int8_t* __restrict__ xq, float4* __restrict__ xs,
                                   int T_, int K) {
+  pdl_trigger();
   const int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
   const int nb = K / 32;
   if (warp >= T_ * nb) return;
@@ -206,10 +211,13 @@ __global__ void __launch_bounds__(256) gemv_gq_dp4a_kernel(const int8_t* __restr
 #pragma unroll
     for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
   const int stride = 32 * wpr;
-  for (int c0 = sub * 32 + lane; c0 < chunks; c0 += stride * U) {
-    uint4 q[U][R];
-    uint32_t sm[U][R];
-    load_chunks<V, R, U>(w, rb, qb, gshift, row0, N, c0, stride, chunks, q, sm);
+  uint4 q[U][R];
+  uint32_t sm[U][R];
+  int c0 = sub * 32 + lane;
+  load_chunks<V, R, U>(w, rb, qb, gshift, row0, N, c0, stride, chunks, q, sm);
+  pdl_wait();  // the first weights are in flight; now the activations are ready
+  for (; c0 < chunks; c0 += stride * U) {
+    if (c0 != sub * 32 + lane) load_chunks<V, R, U>(w, rb, qb, gshift, row0, N, c0, stride, chunks, q, sm);
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int c = c0 + stride * u;
@@ -309,9 +317,8 @@ cudaError_t launch_dp4a(const int8_t* xq, const float4* xs, const void* w, size_
   switch (T_) {
 #define LL_CASE(n)                                                                                            \
   case n:                                                                                                     \
-    gemv_gq_dp4a_kernel<KIND, n, R, U, OutT><<<grid, block, 0, s>>>(xq, xs, wp, rb, gshift, bias, bias_bf16, \
-                                                                    op, N, K, ldo, wpr);                      \
-    break;
+    return launch_pdl(gemv_gq_dp4a_kernel<KIND, n, R, U, OutT>, grid, block, 0, s, xq, xs, wp, rb, gshift, bias, \
+                      bias_bf16, op, N, K, ldo, wpr);
     LL_CASE(1) LL_CASE(2) LL_CASE(3) LL_CASE(4) LL_CASE(5) LL_CASE(6) LL_CASE(7) LL_CASE(8)
 #undef LL_CASE
     default: return cudaErrorInvalidValue;
@@ -423,6 +430,18 @@ cudaError_t by_kind(int kind, F&& f) {
 }
 
 }  // namespace
+
+bool pdl_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("LITE_LLAMA_PDL");
+    if (e && std::string(e) == "0") return false;
+    int dev = 0, major = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    return major >= 9;
+  }();
+  return on;
+}
 
 cudaError_t gemv_gq(Act act, const GqArgs& q, const void* x, const void* w, const void* bias, void* out,
                     bool out_f32, int T, int N, int K, int ldo, void* scratch, bool x_ready, cudaStream_t s) {

@@ -1,10 +1,10 @@
 // Quantised (GQ, core/gq.h) weights times 8 < T <= kGqMmaMaxTokens tokens on tensor cores: each
 // warp multiplies 32 weight rows by up to 64 tokens with mma.sync m16n8k16, dequantising weight
 // pairs in registers straight from the packed codes, so no 16-bit copy of the matrix is written
-// and re-read (the tile path's cost). A block's 8 warps (256 rows) share the activation chunk
-// (64 tokens x 128 k) in shared memory, double-buffered with cp.async; the next chunk's weights
-// are loaded into registers while the current one is multiplied. K is split across blocks until
-// the GPU is full, and the fp32 partials are summed in a fixed order (deterministic).
+// and re-read (the tile path's cost). A block's 8 warps (256 rows) share the activation chunk (up
+// to 64 tokens x 128 k) in shared memory; activations, codes and group params stream through a
+// 3-4 stage cp.async pipeline. K is split across blocks while the row blocks alone would leave
+// most SMs idle, and the fp32 partials are summed in a fixed order (deterministic).
 //
 // k order: mma only needs A and B to agree on k, so each lane of a quad reads its own 32
 // consecutive weights (16 bytes of int4 or 32 of int8 / fp8) of rows g and g + 8, and the k-step
@@ -14,6 +14,7 @@
 
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/launchers.h"
+#include "backends/cuda/pdl.cuh"
 
 namespace lite_llama::cuda {
 namespace {
@@ -88,53 +89,70 @@ __device__ __forceinline__ float2 code_pair(const uint32_t* v, int P) {
 // bank groups.
 __device__ __forceinline__ int swz(int unit, int tok) { return unit ^ (((unit >> 3) & 1) << 1) ^ (tok & 1); }
 
+// Shared memory of one pipeline stage: activations [NTOK][16 units], codes [256 rows][RB bytes]
+// (8-bit rows: 16-byte unit u of row r at u ^ (r & 1), so rows g and g + 1 use other banks),
+// group params [256 rows][8 words] (the chunk's (s, m) pairs; 128 / group of them).
+template <int KIND, int NTI>
+struct Stage {
+  static constexpr int kNtok = NTI * 8;
+  static constexpr int kRowBytes = KIND == kInt4 ? kKc / 2 : kKc;
+  static constexpr int kXBytes = kNtok * kKc * 2, kWBytes = kBlockRows * kRowBytes, kPBytes = kBlockRows * 32;
+  static constexpr int kBytes = kXBytes + kWBytes + kPBytes;
+  static constexpr int kStages = 4 * kBytes <= 200 * 1024 ? 4 : 3;
+};
+
+__device__ __forceinline__ void cp_async4(void* smem, const void* src, bool ok) {
+  const unsigned dst = unsigned(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(ok ? 4 : 0));
+}
+
 template <typename T, int KIND, int NTI>
 __global__ void __launch_bounds__(256) gemm_gq_mma_kernel(const T* __restrict__ x, const uint8_t* __restrict__ w,
                                                           size_t rb, int gshift, const T* __restrict__ bias,
                                                           void* __restrict__ out, bool out_f32, float* __restrict__ part,
                                                           int T_, int N, int K, int ldo, int kper) {
-  constexpr int NTOK = NTI * 8;
+  using S = Stage<KIND, NTI>;
+  constexpr int NTOK = S::kNtok, RB = S::kRowBytes, UNITS = RB / 16, STAGES = S::kStages;
   constexpr int NW = KIND == kInt4 ? 4 : 8;  // 32-bit words of a lane's 32-weight slice
-  __shared__ __align__(16) uint4 xs[2][NTOK][kKc / 8];
+  extern __shared__ __align__(16) uint8_t smem[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tig = lane & 3;
-  const int t0 = blockIdx.z * NTOK;
+  const int t0 = blockIdx.z * NTOK, row0 = blockIdx.x * kBlockRows;
   const int k_begin = blockIdx.y * kper, k_end = min(K, k_begin + kper);
+  const int nchunks = (k_end - k_begin + kKc - 1) / kKc;
   const size_t qb = KIND == kInt4 ? size_t(K) / 2 : size_t(K);
-  const int wrow0 = blockIdx.x * kBlockRows + warp * kWarpRows;
-  // This lane's rows: wrow0 + 8 i + g (i = 0..3: m-tile i / 2, upper half i % 2).
-  const uint8_t* rows[4];
-  bool rok[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int r = wrow0 + 8 * i + g;
-    rok[i] = r < N;
-    rows[i] = w + size_t(rok[i] ? r : 0) * rb;
-  }
+  const int pwords = gshift >= 7 ? 1 : kKc >> gshift;  // param words per row and chunk
+  auto xs_of = [&](int st) { return reinterpret_cast<uint4*>(smem + st * S::kBytes); };
+  auto ws_of = [&](int st) { return reinterpret_cast<uint4*>(smem + st * S::kBytes + S::kXBytes); };
+  auto ps_of = [&](int st) { return reinterpret_cast<uint32_t*>(smem + st * S::kBytes + S::kXBytes + S::kWBytes); };
 
-  auto load_x = [&](int kc, int buf) {
+  // One chunk (128 k) of activations (load_x), codes and params (load_w) into stage st; rows
+  // past N, tokens past T and k past the split's end read zeros.
+  auto load_x = [&](int c, int st) {
+    const int kc = k_begin + c * kKc;
+    uint4* xs = xs_of(st);
     for (int u = threadIdx.x; u < NTOK * (kKc / 8); u += 256) {
       const int tok = u / (kKc / 8), unit = u % (kKc / 8);
       const int t = t0 + tok, k = kc + unit * 8;
       const bool ok = t < T_ && k < k_end;
-      cp_async16(&xs[buf][tok][swz(unit, tok)], ok ? x + size_t(t) * K + k : x, ok);
+      cp_async16(xs + tok * (kKc / 8) + swz(unit, tok), ok ? x + size_t(t) * K + k : x, ok);
     }
-    asm volatile("cp.async.commit_group;");
   };
-  auto load_w = [&](int kc, uint32_t (&v)[4][NW], float2 (&sm)[4][2]) {
-    const int k = kc + 32 * tig;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const bool ok = k < k_end && rok[i];
-      const uint8_t* codes = rows[i] + (KIND == kInt4 ? size_t(k) / 2 : size_t(k));
-#pragma unroll
-      for (int c = 0; c < NW / 4; ++c) {
-        const uint4 q = ok ? ld_stream(codes + 16 * c) : make_uint4(0, 0, 0, 0);
-        v[i][4 * c] = q.x, v[i][4 * c + 1] = q.y, v[i][4 * c + 2] = q.z, v[i][4 * c + 3] = q.w;
-      }
-      const uint32_t* params = reinterpret_cast<const uint32_t*>(rows[i] + qb);
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-        sm[i][h] = ok ? __half22float2(as_half2(__ldg(params + ((k + 16 * h) >> gshift)))) : make_float2(0.f, 0.f);
+  auto load_w = [&](int c, int st) {
+    const int kc = k_begin + c * kKc;
+    uint4* ws = ws_of(st);
+    for (int u = threadIdx.x; u < kBlockRows * UNITS; u += 256) {
+      const int r = u / UNITS, unit = u % UNITS;
+      const int k = kc + unit * (KIND == kInt4 ? 32 : 16);
+      const bool ok = row0 + r < N && k < k_end;
+      const uint8_t* src = w + size_t(ok ? row0 + r : 0) * rb + (KIND == kInt4 ? size_t(kc) / 2 : size_t(kc)) + 16 * unit;
+      cp_async16(ws + r * UNITS + (KIND == kInt4 ? unit : unit ^ (r & 1)), ok ? src : w, ok);
+    }
+    uint32_t* ps = ps_of(st);
+    for (int u = threadIdx.x; u < kBlockRows * pwords; u += 256) {
+      const int r = u / pwords, j = u % pwords;
+      const bool ok = row0 + r < N && kc + (j << min(gshift, 7)) < k_end;
+      const uint32_t* src = reinterpret_cast<const uint32_t*>(w + size_t(ok ? row0 + r : 0) * rb + qb) + (kc >> gshift) + j;
+      cp_async4(ps + r * 8 + j, ok ? src : reinterpret_cast<const uint32_t*>(w), ok);
     }
   };
 
@@ -145,58 +163,77 @@ __global__ void __launch_bounds__(256) gemm_gq_mma_kernel(const T* __restrict__ 
     for (int nt = 0; nt < NTI; ++nt)
 #pragma unroll
       for (int q = 0; q < 4; ++q) acc[mt][nt][q] = 0.f;
-  uint32_t v[4][NW];
-  float2 sm[4][2];
-  load_x(k_begin, 0);
-  load_w(k_begin, v, sm);
-  int buf = 0;
-  for (int kc = k_begin; kc < k_end; kc += kKc, buf ^= 1) {
-    asm volatile("cp.async.wait_all;");
+  // Weights first: they do not depend on the kernel before this one (see pdl.cuh).
+#pragma unroll
+  for (int c = 0; c < STAGES - 1; ++c)
+    if (c < nchunks) load_w(c, c);
+  pdl_wait();
+#pragma unroll
+  for (int c = 0; c < STAGES - 1; ++c) {
+    if (c < nchunks) load_x(c, c);
+    asm volatile("cp.async.commit_group;");
+  }
+  for (int c = 0; c < nchunks; ++c) {
+    asm volatile("cp.async.wait_group %0;" ::"n"(STAGES - 2));
     __syncthreads();
-    const bool more = kc + kKc < k_end;
-    uint32_t vn[4][NW];
-    float2 smn[4][2];
-    if (more) {
-      load_x(kc + kKc, buf ^ 1);
-      load_w(kc + kKc, vn, smn);
+    if (c + STAGES - 1 < nchunks) {
+      load_w(c + STAGES - 1, (c + STAGES - 1) % STAGES);
+      load_x(c + STAGES - 1, (c + STAGES - 1) % STAGES);
+    }
+    asm volatile("cp.async.commit_group;");
+    const int st = c % STAGES;
+    const uint4* xs = xs_of(st);
+    const uint4* ws = ws_of(st);
+    const uint32_t* ps = ps_of(st);
+    // This lane's 32-weight slices (k = 32 tig ..) of rows 8 i + g, i = 0..3 (m-tile i / 2,
+    // upper half i % 2), and their (s, m) for the slice's two halves.
+    uint32_t v[4][NW];
+    float2 sm[4][2];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int r = warp * kWarpRows + 8 * i + g;
+#pragma unroll
+      for (int cc = 0; cc < NW / 4; ++cc) {
+        const int unit = (NW / 4) * tig + cc;
+        const uint4 q = ws[r * UNITS + (KIND == kInt4 ? unit : unit ^ (r & 1))];
+        v[i][4 * cc] = q.x, v[i][4 * cc + 1] = q.y, v[i][4 * cc + 2] = q.z, v[i][4 * cc + 3] = q.w;
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int word = gshift >= 7 ? 0 : (32 * tig + 16 * h) >> gshift;
+        sm[i][h] = __half22float2(as_half2(ps[r * 8 + word]));
+      }
     }
 #pragma unroll
     for (int jj = 0; jj < 4; ++jj) {
-      uint4 xb[NTI];
+      uint32_t a[2][2][4];  // [k-step 2jj + hh][m-tile][fragment register]
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh)
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+          for (int q = 0; q < 4; ++q) {
+            // a0: row g, pair 2s (k 2tig..); a1: row g + 8; a2, a3: pair 2s + 1 (k 2tig + 8..).
+            const int i = 2 * mt + (q & 1), P = 2 * (2 * jj + hh) + (q >> 1);
+            const float2 cw = code_pair<KIND>(v[i], P);
+            const float2 f = sm[i][P >> 3];
+            a[hh][mt][q] = Mma<T>::pack(fmaf(cw.x, f.x, f.y), fmaf(cw.y, f.x, f.y));
+          }
 #pragma unroll
       for (int nt = 0; nt < NTI; ++nt) {
         const int tok = nt * 8 + g;
-        xb[nt] = xs[buf][tok][swz(4 * tig + jj, tok)];
-      }
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        const int s = 2 * jj + hh;  // k-step: pairs 2s (k 2tig..) and 2s + 1 (k 2tig + 8..)
+        const uint4 xb = xs[tok * (kKc / 8) + swz(4 * tig + jj, tok)];
 #pragma unroll
         for (int mt = 0; mt < 2; ++mt) {
-          uint32_t a[4];
-#pragma unroll
-          for (int q = 0; q < 4; ++q) {
-            const int i = 2 * mt + (q & 1), P = 2 * s + (q >> 1);
-            const float2 c = code_pair<KIND>(v[i], P);
-            const float2 f = sm[i][P >> 3];
-            a[q] = Mma<T>::pack(fmaf(c.x, f.x, f.y), fmaf(c.y, f.x, f.y));
-          }
-#pragma unroll
-          for (int nt = 0; nt < NTI; ++nt)
-            Mma<T>::run(acc[mt][nt], a, hh ? xb[nt].z : xb[nt].x, hh ? xb[nt].w : xb[nt].y);
+          Mma<T>::run(acc[mt][nt], a[0][mt], xb.x, xb.y);
+          Mma<T>::run(acc[mt][nt], a[1][mt], xb.z, xb.w);
         }
       }
     }
-    if (more) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-#pragma unroll
-        for (int j = 0; j < NW; ++j) v[i][j] = vn[i][j];
-        sm[i][0] = smn[i][0], sm[i][1] = smn[i][1];
-      }
-    }
   }
-  // C fragment: acc[mt][nt][q] is row wrow0 + 16 mt + g + 8 (q >> 1), token t0 + 8 nt + 2 tig + (q & 1).
+  asm volatile("cp.async.wait_all;");
+  // C fragment: acc[mt][nt][q] is row 16 mt + g + 8 (q >> 1) of the warp, token 8 nt + 2 tig + (q & 1).
+  const int wrow0 = row0 + warp * kWarpRows;
 #pragma unroll
   for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
@@ -246,19 +283,25 @@ cudaError_t launch(const GqArgs& q, int gshift, const void* x, const void* w, co
   constexpr int NTOK = NTI * 8;
   const int row_blocks = ceil_div(N, kBlockRows), tok_tiles = ceil_div(T_, NTOK);
   const int chunks = ceil_div(K, kKc);
-  // Split K until the blocks about fill the GPU (one block of 8 streaming warps per SM), as far
-  // as the workspace holds the partials.
-  int splits = std::min(std::min(int(ceil_div(sm_count(), row_blocks * tok_tiles)), chunks), 16);
+  // Split K while the blocks would fill less than half the GPU (one block of 8 warps per SM),
+  // as far as the workspace holds the partials: partials cost a write and a read per split.
+  const int blocks = row_blocks * tok_tiles;
+  int splits = 2 * blocks >= sm_count() ? 1 : std::min(std::min(int(ceil_div(sm_count(), blocks)), chunks), 16);
   const size_t per_split = size_t(T_) * size_t(N) * sizeof(float);
   splits = std::max(1, std::min<int>(splits, int(ws_bytes / per_split)));
   const int kper = ceil_div(chunks, splits) * kKc;
   splits = ceil_div(K, kper);
   float* part = splits > 1 ? static_cast<float*>(ws) : nullptr;
   const dim3 grid(row_blocks, splits, tok_tiles);
-  gemm_gq_mma_kernel<T, KIND, NTI><<<grid, kWarps * 32, 0, s>>>(
-      static_cast<const T*>(x), static_cast<const uint8_t*>(w), q.row_bytes, gshift, static_cast<const T*>(bias),
-      out, out_f32, part, T_, N, K, ldo, kper);
-  if (!part) return cudaGetLastError();
+  constexpr int smem = Stage<KIND, NTI>::kBytes * Stage<KIND, NTI>::kStages;
+  static const cudaError_t attr =
+      cudaFuncSetAttribute(gemm_gq_mma_kernel<T, KIND, NTI>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  if (attr != cudaSuccess) return attr;
+  if (cudaError_t e = launch_pdl(gemm_gq_mma_kernel<T, KIND, NTI>, grid, dim3(kWarps * 32), smem, s,
+                                 static_cast<const T*>(x), static_cast<const uint8_t*>(w), q.row_bytes, gshift,
+                                 static_cast<const T*>(bias), out, out_f32, part, T_, N, K, ldo, kper);
+      e != cudaSuccess || !part)
+    return e;
   const int64_t total = int64_t(T_) * N;
   sum_parts_kernel<T><<<unsigned(ceil_div(total, 256)), 256, 0, s>>>(part, splits, static_cast<const T*>(bias), out,
                                                                      out_f32, T_, N, ldo);

@@ -2,6 +2,7 @@
 // fp32 statistics, 16-bit in/out.
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/launchers.h"
+#include "backends/cuda/pdl.cuh"
 
 namespace lite_llama::cuda {
 namespace {
@@ -17,6 +18,7 @@ __global__ void __launch_bounds__(kThreads) norm_kernel(T* residual, const T* __
                                                         T* __restrict__ out, int n, int8_t* __restrict__ xq,
                                                         float4* __restrict__ xs) {
   __shared__ float red[32];
+  pdl_trigger();  // a quantised GEMV after this may start fetching its weights
   const size_t row = blockIdx.x;
   const T* xr = x + row * n;
   T* rr = kAdd ? residual + row * n : nullptr;
