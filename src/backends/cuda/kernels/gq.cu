@@ -194,7 +194,7 @@ __global__ void quantize_x_kernel(const T* __restrict__ x, int8_t* __restrict__ 
 // (small matrices still fill the GPU), each lane issuing all R x U 16-byte loads before any math
 // and reusing each activation load for R rows; then a shared-memory sum over the WPR warps.
 template <int KIND, int NT, int R, int U, typename OutT>
-__global__ void __launch_bounds__(256) gemv_gq_dp4a_kernel(const int8_t* __restrict__ xq, const float4* __restrict__ xs,
+__global__ void __launch_bounds__(256, 2) gemv_gq_dp4a_kernel(const int8_t* __restrict__ xq, const float4* __restrict__ xs,
                                                            const uint8_t* __restrict__ w, size_t rb, int gshift,
                                                            const void* __restrict__ bias, bool bias_bf16,
                                                            OutT* __restrict__ out, int N, int K, int ldo, int wpr) {
