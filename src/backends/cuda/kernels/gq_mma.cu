@@ -6,10 +6,8 @@
 // 3-4 stage cp.async pipeline. K is split across blocks while the row blocks alone would leave
 // most SMs idle, and the fp32 partials are summed in a fixed order (deterministic).
 //
-// k order: mma only needs A and B to agree on k, so each lane of a quad reads its own 32
-// consecutive weights (16 bytes of int4 or 32 of int8 / fp8) of rows g and g + 8, and the k-step
-// s of a 128 chunk takes weight pairs 2s and 2s + 1 of every lane's slice; the matching
-// activations are 8 consecutive values per two steps, one 16-byte shared-memory load.
+// mma only needs A and B to agree on the order of k, which is chosen so that every lane's codes
+// and activations are whole words (see the kernel).
 #include <cuda_fp8.h>
 
 #include "backends/cuda/common.cuh"
@@ -66,39 +64,44 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* src, bool ok)
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(ok ? 16 : 0));
 }
 
-// Pair P (weights 2P, 2P + 1 of a lane's 32-weight slice) as codes: int4 nibbles and int8 bytes
-// through the fp16 0x6400 exponent trick, e4m3 through the hardware conversion.
+// Pair p (0..3) of a lane's 8 weights of one k-step pair, as raw floats: int4 nibbles -> 1024 + q
+// and int8 bytes -> 1024 + (code + 128) through the fp16 0x6400 exponent trick (kOff below is
+// folded into the offset), e4m3 through the hardware conversion.
 template <int KIND>
-__device__ __forceinline__ float2 code_pair(const uint32_t* v, int P) {
+__device__ __forceinline__ float2 code_pair(const uint32_t* v, int p) {
   if constexpr (KIND == kInt4) {
-    const uint32_t h = ((v[P >> 2] >> (4 * (P & 3))) & 0x000F000Fu) | 0x64006400u;
-    const float2 f = __half22float2(as_half2(h));
-    return make_float2(f.x - 1024.f, f.y - 1024.f);
+    return __half22float2(as_half2(((v[0] >> (4 * p)) & 0x000F000Fu) | 0x64006400u));
   } else if constexpr (KIND == kInt8) {
-    const uint32_t h = __byte_perm(v[P >> 1], 0x64646464u, (P & 1) ? 0x4342 : 0x4140);
-    const float2 f = __half22float2(as_half2(h));
-    return make_float2(f.x - 1152.f, f.y - 1152.f);  // 1024 (exponent) + 128 (code bias)
+    return __half22float2(as_half2(__byte_perm(v[p >> 1], 0x64646464u, (p & 1) ? 0x4342 : 0x4140)));
   } else {
-    const __half2_raw r = __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(v[P >> 1] >> (16 * (P & 1))), __NV_E4M3);
+    const __half2_raw r = __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(v[p >> 1] >> (16 * (p & 1))), __NV_E4M3);
     return __half22float2(__half2(r));
   }
 }
+template <int KIND>
+constexpr float kOff = KIND == kInt4 ? 1024.f : KIND == kInt8 ? 1152.f : 0.f;
 
-// The 16-byte unit `unit` (k = 8 unit ..) of token `tok` in a chunk sits at this index: the 8
-// lanes of one shared-memory phase (g in {0, 1}, tig 0..3, same jj) then hit 8 different 16-byte
-// bank groups.
-__device__ __forceinline__ int swz(int unit, int tok) { return unit ^ (((unit >> 3) & 1) << 1) ^ (tok & 1); }
+// Shared-memory swizzles (16-byte units), so that no two lanes of one access phase share banks:
+// activations: unit u (k = 8u..) of token tok at u ^ 4 (tok & 1); codes: int4 rows (4 units) put
+// unit u of row r at u ^ ((r >> 1) & 3), 8-bit rows (8 units) at 2 ((u >> 1) ^ (r & 3)) + (u & 1).
+__device__ __forceinline__ int swz_x(int unit, int tok) { return unit ^ ((tok & 1) << 2); }
+template <int KIND>
+__device__ __forceinline__ int swz_w(int unit, int r) {
+  if constexpr (KIND == kInt4) return unit ^ ((r >> 1) & 3);
+  else return 2 * ((unit >> 1) ^ (r & 3)) + (unit & 1);
+}
 
-// Shared memory of one pipeline stage: activations [NTOK][16 units], codes [256 rows][RB bytes]
-// (8-bit rows: 16-byte unit u of row r at u ^ (r & 1), so rows g and g + 1 use other banks),
-// group params [256 rows][8 words] (the chunk's (s, m) pairs; 128 / group of them).
+// Shared memory of one pipeline stage: activations [NTOK][16 units], codes [256 rows][RB bytes],
+// group params [256 rows][PW words] (the chunk's (s, m) pairs: 128 / group of them; int4 groups
+// are >= 32, 8-bit ones >= 16). Two blocks fit an SM.
 template <int KIND, int NTI>
 struct Stage {
   static constexpr int kNtok = NTI * 8;
   static constexpr int kRowBytes = KIND == kInt4 ? kKc / 2 : kKc;
-  static constexpr int kXBytes = kNtok * kKc * 2, kWBytes = kBlockRows * kRowBytes, kPBytes = kBlockRows * 32;
+  static constexpr int kPWords = KIND == kInt4 ? 4 : 8;
+  static constexpr int kXBytes = kNtok * kKc * 2, kWBytes = kBlockRows * kRowBytes, kPBytes = kBlockRows * kPWords * 4;
   static constexpr int kBytes = kXBytes + kWBytes + kPBytes;
-  static constexpr int kStages = 4 * kBytes <= 200 * 1024 ? 4 : 3;
+  static constexpr int kStages = std::max(2, std::min(4, 113 * 1024 / kBytes));
 };
 
 __device__ __forceinline__ void cp_async4(void* smem, const void* src, bool ok) {
@@ -106,14 +109,19 @@ __device__ __forceinline__ void cp_async4(void* smem, const void* src, bool ok) 
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(ok ? 4 : 0));
 }
 
+// k order within a 128 chunk: at step pair jj (k-steps 2jj, 2jj + 1) lane tig of a quad takes the
+// 8 weights k = 32 jj + 8 tig .. + 7 of its rows (one 32-bit word of int4 codes, two of 8-bit),
+// pairs 0, 1 for the first k-step's a0-a3 and 2, 3 for the second; its activations are then the
+// 16-byte unit 4 jj + tig of each token (b0, b1 = .x, .y; then .z, .w).
 template <typename T, int KIND, int NTI>
-__global__ void __launch_bounds__(256) gemm_gq_mma_kernel(const T* __restrict__ x, const uint8_t* __restrict__ w,
-                                                          size_t rb, int gshift, const T* __restrict__ bias,
-                                                          void* __restrict__ out, bool out_f32, float* __restrict__ part,
-                                                          int T_, int N, int K, int ldo, int kper) {
+__global__ void __launch_bounds__(256, 2) gemm_gq_mma_kernel(const T* __restrict__ x, const uint8_t* __restrict__ w,
+                                                             size_t rb, int gshift, const T* __restrict__ bias,
+                                                             void* __restrict__ out, bool out_f32,
+                                                             float* __restrict__ part, int T_, int N, int K, int ldo,
+                                                             int kper) {
   using S = Stage<KIND, NTI>;
-  constexpr int NTOK = S::kNtok, RB = S::kRowBytes, UNITS = RB / 16, STAGES = S::kStages;
-  constexpr int NW = KIND == kInt4 ? 4 : 8;  // 32-bit words of a lane's 32-weight slice
+  constexpr int NTOK = S::kNtok, RB = S::kRowBytes, UNITS = RB / 16, STAGES = S::kStages, PW = S::kPWords;
+  constexpr int NV = KIND == kInt4 ? 1 : 2;  // code words per lane, row and step pair
   extern __shared__ __align__(16) uint8_t smem[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tig = lane & 3;
   const int t0 = blockIdx.z * NTOK, row0 = blockIdx.x * kBlockRows;
@@ -134,7 +142,7 @@ __global__ void __launch_bounds__(256) gemm_gq_mma_kernel(const T* __restrict__ 
       const int tok = u / (kKc / 8), unit = u % (kKc / 8);
       const int t = t0 + tok, k = kc + unit * 8;
       const bool ok = t < T_ && k < k_end;
-      cp_async16(xs + tok * (kKc / 8) + swz(unit, tok), ok ? x + size_t(t) * K + k : x, ok);
+      cp_async16(xs + tok * (kKc / 8) + swz_x(unit, tok), ok ? x + size_t(t) * K + k : x, ok);
     }
   };
   auto load_w = [&](int c, int st) {
@@ -145,14 +153,14 @@ __global__ void __launch_bounds__(256) gemm_gq_mma_kernel(const T* __restrict__ 
       const int k = kc + unit * (KIND == kInt4 ? 32 : 16);
       const bool ok = row0 + r < N && k < k_end;
       const uint8_t* src = w + size_t(ok ? row0 + r : 0) * rb + (KIND == kInt4 ? size_t(kc) / 2 : size_t(kc)) + 16 * unit;
-      cp_async16(ws + r * UNITS + (KIND == kInt4 ? unit : unit ^ (r & 1)), ok ? src : w, ok);
+      cp_async16(ws + r * UNITS + swz_w<KIND>(unit, r), ok ? src : w, ok);
     }
     uint32_t* ps = ps_of(st);
     for (int u = threadIdx.x; u < kBlockRows * pwords; u += 256) {
       const int r = u / pwords, j = u % pwords;
       const bool ok = row0 + r < N && kc + (j << min(gshift, 7)) < k_end;
       const uint32_t* src = reinterpret_cast<const uint32_t*>(w + size_t(ok ? row0 + r : 0) * rb + qb) + (kc >> gshift) + j;
-      cp_async4(ps + r * 8 + j, ok ? src : reinterpret_cast<const uint32_t*>(w), ok);
+      cp_async4(ps + r * PW + j, ok ? src : reinterpret_cast<const uint32_t*>(w), ok);
     }
   };
 
@@ -183,29 +191,27 @@ __global__ void __launch_bounds__(256) gemm_gq_mma_kernel(const T* __restrict__ 
     asm volatile("cp.async.commit_group;");
     const int st = c % STAGES;
     const uint4* xs = xs_of(st);
-    const uint4* ws = ws_of(st);
+    const uint32_t* wsw = reinterpret_cast<const uint32_t*>(ws_of(st));
     const uint32_t* ps = ps_of(st);
-    // This lane's 32-weight slices (k = 32 tig ..) of rows 8 i + g, i = 0..3 (m-tile i / 2,
-    // upper half i % 2), and their (s, m) for the slice's two halves.
-    uint32_t v[4][NW];
-    float2 sm[4][2];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int r = warp * kWarpRows + 8 * i + g;
-#pragma unroll
-      for (int cc = 0; cc < NW / 4; ++cc) {
-        const int unit = (NW / 4) * tig + cc;
-        const uint4 q = ws[r * UNITS + (KIND == kInt4 ? unit : unit ^ (r & 1))];
-        v[i][4 * cc] = q.x, v[i][4 * cc + 1] = q.y, v[i][4 * cc + 2] = q.z, v[i][4 * cc + 3] = q.w;
-      }
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int word = gshift >= 7 ? 0 : (32 * tig + 16 * h) >> gshift;
-        sm[i][h] = __half22float2(as_half2(ps[r * 8 + word]));
-      }
-    }
-#pragma unroll
+    // Rolled: the unrolled chunk overflowed the instruction cache (ncu: "no instruction" stalls).
+#pragma unroll 1
     for (int jj = 0; jj < 4; ++jj) {
+      // This lane's rows 8 i + g (i = 0..3: m-tile i / 2, upper half i % 2): codes and (s, m').
+      uint32_t v[4][NV];
+      float sc[4], mo[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int r = warp * kWarpRows + 8 * i + g;
+        if constexpr (KIND == kInt4) {
+          v[i][0] = wsw[r * (RB / 4) + 4 * (jj ^ ((r >> 1) & 3)) + tig];
+        } else {
+          const uint2 q = *reinterpret_cast<const uint2*>(wsw + r * (RB / 4) + 2 * (4 * (jj ^ (r & 3)) + tig));
+          v[i][0] = q.x, v[i][1] = q.y;
+        }
+        const int word = gshift >= 7 ? 0 : (32 * jj + 8 * tig) >> gshift;
+        const float2 f = __half22float2(as_half2(ps[r * PW + word]));
+        sc[i] = f.x, mo[i] = fmaf(-kOff<KIND>, f.x, f.y);
+      }
       uint32_t a[2][2][4];  // [k-step 2jj + hh][m-tile][fragment register]
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh)
@@ -213,16 +219,15 @@ __global__ void __launch_bounds__(256) gemm_gq_mma_kernel(const T* __restrict__ 
         for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
           for (int q = 0; q < 4; ++q) {
-            // a0: row g, pair 2s (k 2tig..); a1: row g + 8; a2, a3: pair 2s + 1 (k 2tig + 8..).
-            const int i = 2 * mt + (q & 1), P = 2 * (2 * jj + hh) + (q >> 1);
-            const float2 cw = code_pair<KIND>(v[i], P);
-            const float2 f = sm[i][P >> 3];
-            a[hh][mt][q] = Mma<T>::pack(fmaf(cw.x, f.x, f.y), fmaf(cw.y, f.x, f.y));
+            // a0: row g, pair 2hh (k 2tig..); a1: row g + 8; a2, a3: pair 2hh + 1 (k 2tig + 8..).
+            const int i = 2 * mt + (q & 1), pr = 2 * hh + (q >> 1);
+            const float2 cw = code_pair<KIND>(v[i], pr);
+            a[hh][mt][q] = Mma<T>::pack(fmaf(cw.x, sc[i], mo[i]), fmaf(cw.y, sc[i], mo[i]));
           }
 #pragma unroll
       for (int nt = 0; nt < NTI; ++nt) {
         const int tok = nt * 8 + g;
-        const uint4 xb = xs[tok * (kKc / 8) + swz(4 * tig + jj, tok)];
+        const uint4 xb = xs[tok * (kKc / 8) + swz_x(4 * jj + tig, tok)];
 #pragma unroll
         for (int mt = 0; mt < 2; ++mt) {
           Mma<T>::run(acc[mt][nt], a[0][mt], xb.x, xb.y);
