@@ -78,6 +78,8 @@ __device__ __forceinline__ float2 code_pair(const uint32_t* v, int p) {
     return __half22float2(__half2(r));
   }
 }
+template <typename T, int KIND>
+constexpr bool kBf16Int4 = KIND == kInt4 && std::is_same_v<T, __nv_bfloat16>;
 template <int KIND>
 constexpr float kOff = KIND == kInt4 ? 1024.f : KIND == kInt8 ? 1152.f : 0.f;
 
@@ -134,33 +136,46 @@ __global__ void __launch_bounds__(256, 2) gemm_gq_mma_kernel(const T* __restrict
   auto ps_of = [&](int st) { return reinterpret_cast<uint32_t*>(smem + st * S::kBytes + S::kXBytes + S::kWBytes); };
 
   // One chunk (128 k) of activations (load_x), codes and params (load_w) into stage st; rows
-  // past N, tokens past T and k past the split's end read zeros.
+  // past N, tokens past T and k past the split's end read zeros. Each thread copies fixed
+  // 16-byte columns of fixed rows, so the addresses are computed once.
+  constexpr int XPT = NTOK * (kKc / 8) / 256, WPT = kBlockRows * UNITS / 256;
+  const int xtok = threadIdx.x >> 4, xunit = threadIdx.x & 15;
+  const T* xsrc = x + size_t(t0 + xtok) * K + xunit * 8;
+  const int xdst = xtok * (kKc / 8) + swz_x(xunit, xtok);
+  const int wr = threadIdx.x / UNITS, wunit = threadIdx.x % UNITS;
+  const uint8_t* wsrc = w + size_t(row0 + wr) * rb + 16 * wunit;
+  const int wdst = wr * UNITS + swz_w<KIND>(wunit, wr);
+  int pshift = 0;
+  while ((1 << pshift) < pwords) ++pshift;
+  const int pr = threadIdx.x >> pshift, pj = threadIdx.x & (pwords - 1);
+  const uint8_t* psrc = w + size_t(row0 + pr) * rb + qb + 4 * pj;
   auto load_x = [&](int c, int st) {
     const int kc = k_begin + c * kKc;
     uint4* xs = xs_of(st);
-    for (int u = threadIdx.x; u < NTOK * (kKc / 8); u += 256) {
-      const int tok = u / (kKc / 8), unit = u % (kKc / 8);
-      const int t = t0 + tok, k = kc + unit * 8;
-      const bool ok = t < T_ && k < k_end;
-      cp_async16(xs + tok * (kKc / 8) + swz_x(unit, tok), ok ? x + size_t(t) * K + k : x, ok);
+    const bool kok = kc + xunit * 8 < k_end;
+#pragma unroll
+    for (int j = 0; j < XPT; ++j) {
+      const bool ok = kok && t0 + xtok + 16 * j < T_;
+      cp_async16(xs + xdst + j * 16 * (kKc / 8), ok ? xsrc + size_t(16 * j) * K + kc : x, ok);
     }
   };
   auto load_w = [&](int c, int st) {
     const int kc = k_begin + c * kKc;
     uint4* ws = ws_of(st);
-    for (int u = threadIdx.x; u < kBlockRows * UNITS; u += 256) {
-      const int r = u / UNITS, unit = u % UNITS;
-      const int k = kc + unit * (KIND == kInt4 ? 32 : 16);
-      const bool ok = row0 + r < N && k < k_end;
-      const uint8_t* src = w + size_t(ok ? row0 + r : 0) * rb + (KIND == kInt4 ? size_t(kc) / 2 : size_t(kc)) + 16 * unit;
-      cp_async16(ws + r * UNITS + swz_w<KIND>(unit, r), ok ? src : w, ok);
+    const bool kok = kc + wunit * (KIND == kInt4 ? 32 : 16) < k_end;
+    const size_t kb = KIND == kInt4 ? size_t(kc) / 2 : size_t(kc);
+#pragma unroll
+    for (int j = 0; j < WPT; ++j) {
+      const bool ok = kok && row0 + wr + j * (256 / UNITS) < N;
+      cp_async16(ws + wdst + j * 256, ok ? wsrc + size_t(j * (256 / UNITS)) * rb + kb : w, ok);
     }
     uint32_t* ps = ps_of(st);
-    for (int u = threadIdx.x; u < kBlockRows * pwords; u += 256) {
-      const int r = u / pwords, j = u % pwords;
-      const bool ok = row0 + r < N && kc + (j << min(gshift, 7)) < k_end;
-      const uint32_t* src = reinterpret_cast<const uint32_t*>(w + size_t(ok ? row0 + r : 0) * rb + qb) + (kc >> gshift) + j;
-      cp_async4(ps + r * PW + j, ok ? src : reinterpret_cast<const uint32_t*>(w), ok);
+    const bool pok = kc + (pj << min(gshift, 7)) < k_end;
+    const size_t pb = size_t(kc >> gshift) * 4;
+    for (int j = 0; j < pwords; ++j) {
+      const int r = pr + j * (256 >> pshift);
+      const bool ok = pok && row0 + r < N;
+      cp_async4(ps + r * PW + pj, ok ? psrc + size_t(j * (256 >> pshift)) * rb + pb : w, ok);
     }
   };
 
@@ -199,6 +214,7 @@ __global__ void __launch_bounds__(256, 2) gemm_gq_mma_kernel(const T* __restrict
       // This lane's rows 8 i + g (i = 0..3: m-tile i / 2, upper half i % 2): codes and (s, m').
       uint32_t v[4][NV];
       float sc[4], mo[4];
+      __nv_bfloat162 s2[4], m2[4];  // int4 with bf16 activations: bf16 math (see below)
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const int r = warp * kWarpRows + 8 * i + g;
@@ -211,6 +227,7 @@ __global__ void __launch_bounds__(256, 2) gemm_gq_mma_kernel(const T* __restrict
         const int word = gshift >= 7 ? 0 : (32 * jj + 8 * tig) >> gshift;
         const float2 f = __half22float2(as_half2(ps[r * PW + word]));
         sc[i] = f.x, mo[i] = fmaf(-kOff<KIND>, f.x, f.y);
+        if constexpr (kBf16Int4<T, KIND>) s2[i] = __float2bfloat162_rn(f.x), m2[i] = __float2bfloat162_rn(f.y);
       }
       uint32_t a[2][2][4];  // [k-step 2jj + hh][m-tile][fragment register]
 #pragma unroll
@@ -220,9 +237,19 @@ __global__ void __launch_bounds__(256, 2) gemm_gq_mma_kernel(const T* __restrict
 #pragma unroll
           for (int q = 0; q < 4; ++q) {
             // a0: row g, pair 2hh (k 2tig..); a1: row g + 8; a2, a3: pair 2hh + 1 (k 2tig + 8..).
-            const int i = 2 * mt + (q & 1), pr = 2 * hh + (q >> 1);
-            const float2 cw = code_pair<KIND>(v[i], pr);
-            a[hh][mt][q] = Mma<T>::pack(fmaf(cw.x, sc[i], mo[i]), fmaf(cw.y, sc[i], mo[i]));
+            const int i = 2 * mt + (q & 1), p = 2 * hh + (q >> 1);
+            if constexpr (kBf16Int4<T, KIND>) {
+              // 0x4300 | q is the bf16 128 + q: 3 instructions a pair instead of 7 (scale and
+              // offset rounded to bf16: 2^-9 relative, far below the 4-bit step).
+              __nv_bfloat162 h;
+              const uint32_t bits = ((v[i][0] >> (4 * p)) & 0x000F000Fu) | 0x43004300u;
+              memcpy(&h, &bits, 4);
+              const __nv_bfloat162 wv = __hfma2(__hsub2(h, __float2bfloat162_rn(128.f)), s2[i], m2[i]);
+              memcpy(&a[hh][mt][q], &wv, 4);
+            } else {
+              const float2 cw = code_pair<KIND>(v[i], p);
+              a[hh][mt][q] = Mma<T>::pack(fmaf(cw.x, sc[i], mo[i]), fmaf(cw.y, sc[i], mo[i]));
+            }
           }
 #pragma unroll
       for (int nt = 0; nt < NTI; ++nt) {
