@@ -1,7 +1,7 @@
 // Quantised (GQ, core/gq.h) weights times 8 < T <= kGqMmaMaxTokens tokens on tensor cores: each
 // warp multiplies 32 weight rows by up to 64 tokens with mma.sync m16n8k16, dequantising weight
 // pairs in registers straight from the packed codes, so no 16-bit copy of the matrix is written
-// and re-read (the tile path's cost). A block's 8 warps (256 rows) share the activation chunk (up
+// and re-read (the tile path's cost). A block's 16 warps (256 rows) share the activation chunk (up
 // to 64 tokens x 128 k) in shared memory; activations, codes and group params stream through a
 // 3-4 stage cp.async pipeline. K is split across blocks while the row blocks alone would leave
 // most SMs idle, and the fp32 partials are summed in a fixed order (deterministic).
@@ -18,7 +18,10 @@ namespace lite_llama::cuda {
 namespace {
 
 constexpr int kInt8 = 0, kInt4 = 1, kFp8 = 2;
-constexpr int kWarps = 8, kWarpRows = 32, kBlockRows = kWarps * kWarpRows, kKc = 128;
+// 16 warps of 16 rows: more warps per SM hide the dequantise -> mma latency chains (with 8 warps
+// of 32 rows ncu showed 2 warps per scheduler stalled most of the time).
+constexpr int kWarps = 16, kWarpRows = 16, kMt = kWarpRows / 16, kThreads = kWarps * 32;
+constexpr int kBlockRows = kWarps * kWarpRows, kKc = 128;
 
 __device__ __forceinline__ __half2 as_half2(uint32_t v) {
   __half2 h;
@@ -95,7 +98,7 @@ __device__ __forceinline__ int swz_w(int unit, int r) {
 
 // Shared memory of one pipeline stage: activations [NTOK][16 units], codes [256 rows][RB bytes],
 // group params [256 rows][PW words] (the chunk's (s, m) pairs: 128 / group of them; int4 groups
-// are >= 32, 8-bit ones >= 16). Two blocks fit an SM.
+// are >= 32, 8-bit ones >= 16).
 template <int KIND, int NTI>
 struct Stage {
   static constexpr int kNtok = NTI * 8;
@@ -103,7 +106,7 @@ struct Stage {
   static constexpr int kPWords = KIND == kInt4 ? 4 : 8;
   static constexpr int kXBytes = kNtok * kKc * 2, kWBytes = kBlockRows * kRowBytes, kPBytes = kBlockRows * kPWords * 4;
   static constexpr int kBytes = kXBytes + kWBytes + kPBytes;
-  static constexpr int kStages = std::max(2, std::min(4, 113 * 1024 / kBytes));
+  static constexpr int kStages = std::max(2, std::min(4, 220 * 1024 / kBytes));
 };
 
 __device__ __forceinline__ void cp_async4(void* smem, const void* src, bool ok) {
@@ -116,7 +119,7 @@ __device__ __forceinline__ void cp_async4(void* smem, const void* src, bool ok) 
 // pairs 0, 1 for the first k-step's a0-a3 and 2, 3 for the second; its activations are then the
 // 16-byte unit 4 jj + tig of each token (b0, b1 = .x, .y; then .z, .w).
 template <typename T, int KIND, int NTI>
-__global__ void __launch_bounds__(256, 2) gemm_gq_mma_kernel(const T* __restrict__ x, const uint8_t* __restrict__ w,
+__global__ void __launch_bounds__(kThreads) gemm_gq_mma_kernel(const T* __restrict__ x, const uint8_t* __restrict__ w,
                                                              size_t rb, int gshift, const T* __restrict__ bias,
                                                              void* __restrict__ out, bool out_f32,
                                                              float* __restrict__ part, int T_, int N, int K, int ldo,
@@ -138,7 +141,8 @@ __global__ void __launch_bounds__(256, 2) gemm_gq_mma_kernel(const T* __restrict
   // One chunk (128 k) of activations (load_x), codes and params (load_w) into stage st; rows
   // past N, tokens past T and k past the split's end read zeros. Each thread copies fixed
   // 16-byte columns of fixed rows, so the addresses are computed once.
-  constexpr int XPT = NTOK * (kKc / 8) / 256, WPT = kBlockRows * UNITS / 256;
+  constexpr int XPT = (NTOK * (kKc / 8) + kThreads - 1) / kThreads, WPT = kBlockRows * UNITS / kThreads;
+  constexpr int XSTEP = kThreads / (kKc / 8), WSTEP = kThreads / UNITS;  // tokens / rows per j
   const int xtok = threadIdx.x >> 4, xunit = threadIdx.x & 15;
   const T* xsrc = x + size_t(t0 + xtok) * K + xunit * 8;
   const int xdst = xtok * (kKc / 8) + swz_x(xunit, xtok);
@@ -155,8 +159,9 @@ __global__ void __launch_bounds__(256, 2) gemm_gq_mma_kernel(const T* __restrict
     const bool kok = kc + xunit * 8 < k_end;
 #pragma unroll
     for (int j = 0; j < XPT; ++j) {
-      const bool ok = kok && t0 + xtok + 16 * j < T_;
-      cp_async16(xs + xdst + j * 16 * (kKc / 8), ok ? xsrc + size_t(16 * j) * K + kc : x, ok);
+      if (XPT * XSTEP > NTOK && xtok + XSTEP * j >= NTOK) break;
+      const bool ok = kok && t0 + xtok + XSTEP * j < T_;
+      cp_async16(xs + xdst + j * XSTEP * (kKc / 8), ok ? xsrc + size_t(XSTEP * j) * K + kc : x, ok);
     }
   };
   auto load_w = [&](int c, int st) {
@@ -166,22 +171,21 @@ __global__ void __launch_bounds__(256, 2) gemm_gq_mma_kernel(const T* __restrict
     const size_t kb = KIND == kInt4 ? size_t(kc) / 2 : size_t(kc);
 #pragma unroll
     for (int j = 0; j < WPT; ++j) {
-      const bool ok = kok && row0 + wr + j * (256 / UNITS) < N;
-      cp_async16(ws + wdst + j * 256, ok ? wsrc + size_t(j * (256 / UNITS)) * rb + kb : w, ok);
+      const bool ok = kok && row0 + wr + j * WSTEP < N;
+      cp_async16(ws + wdst + j * kThreads, ok ? wsrc + size_t(j * WSTEP) * rb + kb : w, ok);
     }
     uint32_t* ps = ps_of(st);
     const bool pok = kc + (pj << min(gshift, 7)) < k_end;
     const size_t pb = size_t(kc >> gshift) * 4;
-    for (int j = 0; j < pwords; ++j) {
-      const int r = pr + j * (256 >> pshift);
+    for (int r = pr, j = 0; r < kBlockRows; r += kThreads >> pshift, ++j) {
       const bool ok = pok && row0 + r < N;
-      cp_async4(ps + r * PW + pj, ok ? psrc + size_t(j * (256 >> pshift)) * rb + pb : w, ok);
+      cp_async4(ps + r * PW + pj, ok ? psrc + size_t(j * (kThreads >> pshift)) * rb + pb : w, ok);
     }
   };
 
-  float acc[2][NTI][4];
+  float acc[kMt][NTI][4];
 #pragma unroll
-  for (int mt = 0; mt < 2; ++mt)
+  for (int mt = 0; mt < kMt; ++mt)
 #pragma unroll
     for (int nt = 0; nt < NTI; ++nt)
 #pragma unroll
@@ -211,12 +215,12 @@ __global__ void __launch_bounds__(256, 2) gemm_gq_mma_kernel(const T* __restrict
     // Rolled: the unrolled chunk overflowed the instruction cache (ncu: "no instruction" stalls).
 #pragma unroll 1
     for (int jj = 0; jj < 4; ++jj) {
-      // This lane's rows 8 i + g (i = 0..3: m-tile i / 2, upper half i % 2): codes and (s, m').
-      uint32_t v[4][NV];
-      float sc[4], mo[4];
-      __nv_bfloat162 s2[4], m2[4];  // int4 with bf16 activations: bf16 math (see below)
+      // This lane's rows 8 i + g (m-tile i / 2, upper half i % 2): codes and (s, m').
+      uint32_t v[2 * kMt][NV];
+      float sc[2 * kMt], mo[2 * kMt];
+      __nv_bfloat162 s2[2 * kMt], m2[2 * kMt];  // int4 with bf16 activations: bf16 math (see below)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
+      for (int i = 0; i < 2 * kMt; ++i) {
         const int r = warp * kWarpRows + 8 * i + g;
         if constexpr (KIND == kInt4) {
           v[i][0] = wsw[r * (RB / 4) + 4 * (jj ^ ((r >> 1) & 3)) + tig];
@@ -227,24 +231,25 @@ __global__ void __launch_bounds__(256, 2) gemm_gq_mma_kernel(const T* __restrict
         const int word = gshift >= 7 ? 0 : (32 * jj + 8 * tig) >> gshift;
         const float2 f = __half22float2(as_half2(ps[r * PW + word]));
         sc[i] = f.x, mo[i] = fmaf(-kOff<KIND>, f.x, f.y);
-        if constexpr (kBf16Int4<T, KIND>) s2[i] = __float2bfloat162_rn(f.x), m2[i] = __float2bfloat162_rn(f.y);
+        if constexpr (kBf16Int4<T, KIND>) s2[i] = __float2bfloat162_rn(f.x), m2[i] = __float2bfloat162_rn(fmaf(8.f, f.x, f.y));
       }
-      uint32_t a[2][2][4];  // [k-step 2jj + hh][m-tile][fragment register]
+      uint32_t a[2][kMt][4];  // [k-step 2jj + hh][m-tile][fragment register]
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh)
 #pragma unroll
-        for (int mt = 0; mt < 2; ++mt)
+        for (int mt = 0; mt < kMt; ++mt)
 #pragma unroll
           for (int q = 0; q < 4; ++q) {
             // a0: row g, pair 2hh (k 2tig..); a1: row g + 8; a2, a3: pair 2hh + 1 (k 2tig + 8..).
             const int i = 2 * mt + (q & 1), p = 2 * hh + (q >> 1);
             if constexpr (kBf16Int4<T, KIND>) {
-              // 0x4300 | q is the bf16 128 + q: 3 instructions a pair instead of 7 (scale and
-              // offset rounded to bf16: 2^-9 relative, far below the 4-bit step).
+              // 0x4300 | q is the bf16 128 + q: 3 instructions a pair instead of 7. Centred,
+              // w = (q - 8) s + (m + 8 s), so that rounding s and the centre to bf16 (2^-9
+              // relative) errs like rounding the weight itself, without m and q s cancelling.
               __nv_bfloat162 h;
               const uint32_t bits = ((v[i][0] >> (4 * p)) & 0x000F000Fu) | 0x43004300u;
               memcpy(&h, &bits, 4);
-              const __nv_bfloat162 wv = __hfma2(__hsub2(h, __float2bfloat162_rn(128.f)), s2[i], m2[i]);
+              const __nv_bfloat162 wv = __hfma2(__hsub2(h, __float2bfloat162_rn(136.f)), s2[i], m2[i]);
               memcpy(&a[hh][mt][q], &wv, 4);
             } else {
               const float2 cw = code_pair<KIND>(v[i], p);
@@ -256,7 +261,7 @@ __global__ void __launch_bounds__(256, 2) gemm_gq_mma_kernel(const T* __restrict
         const int tok = nt * 8 + g;
         const uint4 xb = xs[tok * (kKc / 8) + swz_x(4 * jj + tig, tok)];
 #pragma unroll
-        for (int mt = 0; mt < 2; ++mt) {
+        for (int mt = 0; mt < kMt; ++mt) {
           Mma<T>::run(acc[mt][nt], a[0][mt], xb.x, xb.y);
           Mma<T>::run(acc[mt][nt], a[1][mt], xb.z, xb.w);
         }
@@ -267,7 +272,7 @@ __global__ void __launch_bounds__(256, 2) gemm_gq_mma_kernel(const T* __restrict
   // C fragment: acc[mt][nt][q] is row 16 mt + g + 8 (q >> 1) of the warp, token 8 nt + 2 tig + (q & 1).
   const int wrow0 = row0 + warp * kWarpRows;
 #pragma unroll
-  for (int mt = 0; mt < 2; ++mt)
+  for (int mt = 0; mt < kMt; ++mt)
 #pragma unroll
     for (int nt = 0; nt < NTI; ++nt)
 #pragma unroll
@@ -329,7 +334,7 @@ cudaError_t launch(const GqArgs& q, int gshift, const void* x, const void* w, co
   static const cudaError_t attr =
       cudaFuncSetAttribute(gemm_gq_mma_kernel<T, KIND, NTI>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (attr != cudaSuccess) return attr;
-  if (cudaError_t e = launch_pdl(gemm_gq_mma_kernel<T, KIND, NTI>, grid, dim3(kWarps * 32), smem, s,
+  if (cudaError_t e = launch_pdl(gemm_gq_mma_kernel<T, KIND, NTI>, grid, dim3(kThreads), smem, s,
                                  static_cast<const T*>(x), static_cast<const uint8_t*>(w), q.row_bytes, gshift,
                                  static_cast<const T*>(bias), out, out_f32, part, T_, N, K, ldo, kper);
       e != cudaSuccess || !part)
