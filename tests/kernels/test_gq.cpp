@@ -73,19 +73,15 @@ void run_prequantised(ops::Backend& gpu, ops::Backend& cpu, DType act, std::vect
 
 TEST_P(CudaGq, PrequantisedLayoutsGemvAndGemm) {
   // Row blocks already in a GQ layout (as the GPTQ / AWQ loaders produce) are uploaded as they are.
-  // Both decode paths: the integer one (default) and the fp32 one (LITE_LLAMA_GQ_FP32=1); the
-  // tensor-core GEMM's split-K sums through a cluster (sm_90) and through global partials.
-  for (int mode : {0, 1, 2}) {
-    SCOPED_TRACE(mode == 1 ? "fp32 GEMV path" : mode == 2 ? "split-K partials in global memory" : "default paths");
-    if (mode == 1) setenv("LITE_LLAMA_GQ_FP32", "1", 1);
+  // Both decode paths: the integer one (default) and the fp32 one (LITE_LLAMA_GQ_FP32=1).
+  for (bool fp32 : {false, true}) {
+    SCOPED_TRACE(fp32 ? "fp32 GEMV path" : "integer GEMV path");
+    if (fp32) setenv("LITE_LLAMA_GQ_FP32", "1", 1);
     else unsetenv("LITE_LLAMA_GQ_FP32");
-    if (mode == 2) setenv("LITE_LLAMA_GQ_CLUSTER", "0", 1);
-    else unsetenv("LITE_LLAMA_GQ_CLUSTER");
     gpu = make_gpu(GetParam());
     run_prequantised(*gpu, *cpu, act, keep);
   }
   unsetenv("LITE_LLAMA_GQ_FP32");
-  unsetenv("LITE_LLAMA_GQ_CLUSTER");
 }
 
 namespace {

@@ -317,7 +317,7 @@ cudaError_t launch_dp4a(const int8_t* xq, const float4* xs, const void* w, size_
   switch (T_) {
 #define LL_CASE(n)                                                                                            \
   case n:                                                                                                     \
-    return launch_pdl(gemv_gq_dp4a_kernel<KIND, n, R, U, OutT>, grid, block, 0, s, dim3(1, 1, 1), xq, xs, wp, rb, gshift, bias, \
+    return launch_pdl(gemv_gq_dp4a_kernel<KIND, n, R, U, OutT>, grid, block, 0, s, xq, xs, wp, rb, gshift, bias, \
                       bias_bf16, op, N, K, ldo, wpr);
     LL_CASE(1) LL_CASE(2) LL_CASE(3) LL_CASE(4) LL_CASE(5) LL_CASE(6) LL_CASE(7) LL_CASE(8)
 #undef LL_CASE

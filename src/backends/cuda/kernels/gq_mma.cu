@@ -8,15 +8,11 @@
 //
 // mma only needs A and B to agree on the order of k, which is chosen so that every lane's codes
 // and activations are whole words (see the kernel).
-#include <cooperative_groups.h>
 #include <cuda_fp8.h>
 
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/launchers.h"
 #include "backends/cuda/pdl.cuh"
-
-#include <cstdlib>
-#include <string>
 
 namespace lite_llama::cuda {
 namespace {
@@ -126,8 +122,8 @@ template <typename T, int KIND, int NTI>
 __global__ void __launch_bounds__(kThreads) gemm_gq_mma_kernel(const T* __restrict__ x, const uint8_t* __restrict__ w,
                                                              size_t rb, int gshift, const T* __restrict__ bias,
                                                              void* __restrict__ out, bool out_f32,
-                                                             float* __restrict__ part, bool cluster_sum, int T_, int N,
-                                                             int K, int ldo, int kper) {
+                                                             float* __restrict__ part, int T_, int N, int K, int ldo,
+                                                             int kper) {
   using S = Stage<KIND, NTI>;
   constexpr int NTOK = S::kNtok, RB = S::kRowBytes, UNITS = RB / 16, STAGES = S::kStages, PW = S::kPWords;
   constexpr int NV = KIND == kInt4 ? 1 : 2;  // code words per lane, row and step pair
@@ -275,39 +271,6 @@ __global__ void __launch_bounds__(kThreads) gemm_gq_mma_kernel(const T* __restri
   asm volatile("cp.async.wait_all;");
   // C fragment: acc[mt][nt][q] is row 16 mt + g + 8 (q >> 1) of the warp, token 8 nt + 2 tig + (q & 1).
   const int wrow0 = row0 + warp * kWarpRows;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (cluster_sum) {
-    // The K splits of this row block form one cluster: each block leaves its tile in its shared
-    // memory [token][row] (row stride 260 words: the fragment stores hit distinct banks), then
-    // sums 1 / S of the tile over all S blocks, in rank order (deterministic), through DSMEM.
-    constexpr int RS = kBlockRows + 4;
-    float* red = reinterpret_cast<float*>(smem);
-    __syncthreads();  // every warp is done with the pipeline's shared memory
-#pragma unroll
-    for (int mt = 0; mt < kMt; ++mt)
-#pragma unroll
-      for (int nt = 0; nt < NTI; ++nt)
-#pragma unroll
-        for (int q = 0; q < 4; ++q)
-          red[(8 * nt + 2 * tig + (q & 1)) * RS + warp * kWarpRows + 16 * mt + g + 8 * (q >> 1)] = acc[mt][nt][q];
-    namespace cg = cooperative_groups;
-    cg::cluster_group cl = cg::this_cluster();
-    cl.sync();
-    const int S = int(cl.num_blocks()), rank = int(cl.block_rank());
-    for (int e = rank * kThreads + int(threadIdx.x); e < NTOK * kBlockRows; e += S * kThreads) {
-      const int tl = e / kBlockRows, rl = e % kBlockRows;
-      float v = 0.f;
-      for (int b = 0; b < S; ++b) v += cl.map_shared_rank(red, b)[tl * RS + rl];
-      const int t = t0 + tl, r = row0 + rl;
-      if (t >= T_ || r >= N) continue;
-      if (bias) v += to_f(bias[r]);
-      if (out_f32) static_cast<float*>(out)[size_t(t) * ldo + r] = v;
-      else static_cast<T*>(out)[size_t(t) * ldo + r] = from_f<T>(v);
-    }
-    cl.sync();  // peers may still be reading this block's tile
-    return;
-  }
-#endif
 #pragma unroll
   for (int mt = 0; mt < kMt; ++mt)
 #pragma unroll
@@ -357,46 +320,29 @@ cudaError_t launch(const GqArgs& q, int gshift, const void* x, const void* w, co
   constexpr int NTOK = NTI * 8;
   const int row_blocks = ceil_div(N, kBlockRows), tok_tiles = ceil_div(T_, NTOK);
   const int chunks = ceil_div(K, kKc);
-  // Split K while the row blocks would fill less than half the GPU (one block per SM). On sm_90
-  // the splits of a row block are one thread-block cluster (at most 8) that sums its partial
-  // tiles through distributed shared memory; elsewhere (or if the cluster launch fails) fp32
-  // partials go through `ws` and a second kernel.
+  // Split K while the blocks would fill less than half the GPU (one block of 8 warps per SM),
+  // as far as the workspace holds the partials: partials cost a write and a read per split.
   const int blocks = row_blocks * tok_tiles;
-  const int want = 2 * blocks >= sm_count() ? 1 : std::min(int(ceil_div(sm_count(), blocks)), chunks);
+  int splits = 2 * blocks >= sm_count() ? 1 : std::min(std::min(int(ceil_div(sm_count(), blocks)), chunks), 16);
+  const size_t per_split = size_t(T_) * size_t(N) * sizeof(float);
+  splits = std::max(1, std::min<int>(splits, int(ws_bytes / per_split)));
+  const int kper = ceil_div(chunks, splits) * kKc;
+  splits = ceil_div(K, kper);
+  float* part = splits > 1 ? static_cast<float*>(ws) : nullptr;
+  const dim3 grid(row_blocks, splits, tok_tiles);
   constexpr int smem = Stage<KIND, NTI>::kBytes * Stage<KIND, NTI>::kStages;
-  static_assert(NTI * 8 * (kBlockRows + 4) * 4 <= smem, "the cluster sum reuses the pipeline's shared memory");
   static const cudaError_t attr =
       cudaFuncSetAttribute(gemm_gq_mma_kernel<T, KIND, NTI>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (attr != cudaSuccess) return attr;
-  auto run = [&](int max_splits, bool cluster) {
-    int splits = std::min(want, max_splits);
-    const int kper = ceil_div(chunks, splits) * kKc;
-    splits = ceil_div(K, kper);
-    float* part = splits > 1 && !cluster ? static_cast<float*>(ws) : nullptr;
-    const dim3 grid(row_blocks, splits, tok_tiles);
-    cudaError_t e = launch_pdl(gemm_gq_mma_kernel<T, KIND, NTI>, grid, dim3(kThreads), smem, s,
-                               dim3(1, cluster ? splits : 1, 1), static_cast<const T*>(x),
-                               static_cast<const uint8_t*>(w), q.row_bytes, gshift, static_cast<const T*>(bias), out,
-                               out_f32, part, cluster && splits > 1, T_, N, K, ldo, kper);
-    if (e != cudaSuccess || !part) return e;
-    const int64_t total = int64_t(T_) * N;
-    sum_parts_kernel<T><<<unsigned(ceil_div(total, 256)), 256, 0, s>>>(part, splits, static_cast<const T*>(bias),
-                                                                       out, out_f32, T_, N, ldo);
-    return cudaGetLastError();
-  };
-  static const bool sm90 = [] {
-    int dev = 0, major = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-    return major >= 9;
-  }();
-  const char* env = std::getenv("LITE_LLAMA_GQ_CLUSTER");  // 0: partials through ws (tests both)
-  if (want > 1 && sm90 && !(env && std::string(env) == "0")) {
-    if (run(8, true) == cudaSuccess) return cudaSuccess;
-    (void)cudaGetLastError();  // e.g. no room for a cluster: fall back to partials
-  }
-  const int by_ws = int(ws_bytes / (size_t(T_) * size_t(N) * sizeof(float)));
-  return run(std::max(1, std::min(16, by_ws)), false);
+  if (cudaError_t e = launch_pdl(gemm_gq_mma_kernel<T, KIND, NTI>, grid, dim3(kThreads), smem, s,
+                                 static_cast<const T*>(x), static_cast<const uint8_t*>(w), q.row_bytes, gshift,
+                                 static_cast<const T*>(bias), out, out_f32, part, T_, N, K, ldo, kper);
+      e != cudaSuccess || !part)
+    return e;
+  const int64_t total = int64_t(T_) * N;
+  sum_parts_kernel<T><<<unsigned(ceil_div(total, 256)), 256, 0, s>>>(part, splits, static_cast<const T*>(bias), out,
+                                                                     out_f32, T_, N, ldo);
+  return cudaGetLastError();
 }
 
 template <typename T, int KIND>
