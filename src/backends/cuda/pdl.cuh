@@ -1,7 +1,7 @@
 // Programmatic dependent launch (sm_90+). A kernel launched with launch_pdl may start while the
 // previous kernel in the stream still runs, once every block of that kernel has executed
 // pdl_trigger(); before pdl_wait() it may only read what no earlier kernel writes (weights), so
-// the quantised GEMVs fetch their first weights while the norm or SwiGLU before them finishes.
+// the quantised GEMM fetches its first weight chunks while the norm or SwiGLU before it finishes.
 // pdl_wait() waits for the previous kernel's completion and its memory; without PDL both are no-ops.
 // LITE_LLAMA_PDL=0 launches normally.
 #pragma once

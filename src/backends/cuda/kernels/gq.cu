@@ -194,7 +194,7 @@ __global__ void quantize_x_kernel(const T* __restrict__ x, int8_t* __restrict__ 
 // (small matrices still fill the GPU), each lane issuing all R x U 16-byte loads before any math
 // and reusing each activation load for R rows; then a shared-memory sum over the WPR warps.
 template <int KIND, int NT, int R, int U, typename OutT>
-__global__ void __launch_bounds__(256, 2) gemv_gq_dp4a_kernel(const int8_t* __restrict__ xq, const float4* __restrict__ xs,
+__global__ void __launch_bounds__(256) gemv_gq_dp4a_kernel(const int8_t* __restrict__ xq, const float4* __restrict__ xs,
                                                            const uint8_t* __restrict__ w, size_t rb, int gshift,
                                                            const void* __restrict__ bias, bool bias_bf16,
                                                            OutT* __restrict__ out, int N, int K, int ldo, int wpr) {
@@ -211,13 +211,13 @@ __global__ void __launch_bounds__(256, 2) gemv_gq_dp4a_kernel(const int8_t* __re
 #pragma unroll
     for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
   const int stride = 32 * wpr;
-  uint4 q[U][R];
-  uint32_t sm[U][R];
-  int c0 = sub * 32 + lane;
-  load_chunks<V, R, U>(w, rb, qb, gshift, row0, N, c0, stride, chunks, q, sm);
-  pdl_wait();  // the first weights are in flight; now the activations are ready
-  for (; c0 < chunks; c0 += stride * U) {
-    if (c0 != sub * 32 + lane) load_chunks<V, R, U>(w, rb, qb, gshift, row0, N, c0, stride, chunks, q, sm);
+  // Launched with PDL (pdl.cuh): the launch overlaps the producer's tail. Fetching the first
+  // weights before this wait kept 137 registers (one block per SM), which cost more than it won.
+  pdl_wait();
+  for (int c0 = sub * 32 + lane; c0 < chunks; c0 += stride * U) {
+    uint4 q[U][R];
+    uint32_t sm[U][R];
+    load_chunks<V, R, U>(w, rb, qb, gshift, row0, N, c0, stride, chunks, q, sm);
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int c = c0 + stride * u;
