@@ -1,5 +1,5 @@
 // Quantised (GQ, core/gq.h) weights times 8 < T <= kGqMmaMaxTokens tokens on tensor cores: each
-// warp multiplies 32 weight rows by up to 64 tokens with mma.sync m16n8k16, dequantising weight
+// warp multiplies 16 weight rows by up to 64 tokens with mma.sync m16n8k16, dequantising weight
 // pairs in registers straight from the packed codes, so no 16-bit copy of the matrix is written
 // and re-read (the tile path's cost). A block's 16 warps (256 rows) share the activation chunk (up
 // to 64 tokens x 128 k) in shared memory; activations, codes and group params stream through a
