@@ -29,38 +29,32 @@ __device__ __forceinline__ __half2 as_half2(uint32_t v) {
   return h;
 }
 
+// Two floats as the 16-bit pair an mma operand register holds (low half first).
 template <typename T>
-struct Mma;
-template <>
-struct Mma<__nv_bfloat16> {
-  static __device__ __forceinline__ uint32_t pack(float a, float b) {
+__device__ __forceinline__ uint32_t pack2(float a, float b) {
+  uint32_t r;
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
     const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
-    uint32_t r;
     memcpy(&r, &h, 4);
-    return r;
-  }
-  static __device__ __forceinline__ void run(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-};
-template <>
-struct Mma<__half> {
-  static __device__ __forceinline__ uint32_t pack(float a, float b) {
+  } else {
     const __half2 h = __floats2half2_rn(a, b);
-    uint32_t r;
     memcpy(&r, &h, 4);
-    return r;
   }
-  static __device__ __forceinline__ void run(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-};
+  return r;
+}
+
+// c += a (16 x 16, row) * b (16 x 8, col), fp32 accumulate; TY: "bf16" or "f16".
+#define LL_MMA16816(TY)                                                                                 \
+  asm("mma.sync.aligned.m16n8k16.row.col.f32." TY "." TY ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, " \
+      "{%0,%1,%2,%3};"                                                                                  \
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                                                  \
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1))
+template <typename T>
+__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) LL_MMA16816("bf16");
+  else LL_MMA16816("f16");
+}
+#undef LL_MMA16816
 
 __device__ __forceinline__ void cp_async16(void* smem, const void* src, bool ok) {
   const unsigned dst = unsigned(__cvta_generic_to_shared(smem));
@@ -253,7 +247,7 @@ __global__ void __launch_bounds__(kThreads) gemm_gq_mma_kernel(const T* __restri
               memcpy(&a[hh][mt][q], &wv, 4);
             } else {
               const float2 cw = code_pair<KIND>(v[i], p);
-              a[hh][mt][q] = Mma<T>::pack(fmaf(cw.x, sc[i], mo[i]), fmaf(cw.y, sc[i], mo[i]));
+              a[hh][mt][q] = pack2<T>(fmaf(cw.x, sc[i], mo[i]), fmaf(cw.y, sc[i], mo[i]));
             }
           }
 #pragma unroll
@@ -262,8 +256,8 @@ __global__ void __launch_bounds__(kThreads) gemm_gq_mma_kernel(const T* __restri
         const uint4 xb = xs[tok * (kKc / 8) + swz_x(4 * jj + tig, tok)];
 #pragma unroll
         for (int mt = 0; mt < kMt; ++mt) {
-          Mma<T>::run(acc[mt][nt], a[0][mt], xb.x, xb.y);
-          Mma<T>::run(acc[mt][nt], a[1][mt], xb.z, xb.w);
+          mma16816<T>(acc[mt][nt], a[0][mt], xb.x, xb.y);
+          mma16816<T>(acc[mt][nt], a[1][mt], xb.z, xb.w);
         }
       }
     }
