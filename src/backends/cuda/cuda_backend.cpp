@@ -28,6 +28,9 @@ class CudaBackend final : public ops::Backend {
     LL_CHECK(dtype == "bf16" || dtype == "fp16", "--dtype must be bf16 or fp16, got '{}'", dtype);
     LL_CUDA(cudaGetDevice(&device_));
     LL_CUDA(cudaGetDeviceProperties(&props_, device_));
+    // bf16 math, cp.async and the mma.sync shapes of the kernels need sm_80 (built for 80 and 90).
+    LL_CHECK(props_.major >= 8, "{} has compute capability {}.{}; lite-llama's CUDA kernels need 8.0 or newer "
+             "(use --device cpu)", props_.name, props_.major, props_.minor);
     LL_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   }
   ~CudaBackend() override {
