@@ -1,9 +1,10 @@
 // Quantised (GQ) weights on CUDA against the CPU: the GEMV (T <= 8), the tensor-core GEMM (to 256
-// tokens) and the dequantise + cuBLASLt path of every layout, the embedding gather, the on-device quantiser behind --quantize
-// int8 / int4 / fp8, and GGUF K-quant parts fused into one linear. The reference is the CPU
-// backend computing with F32 weights = dequantize_row of the very bytes the GPU holds (the
-// engine's reference dequantiser), so only the GPU's arithmetic is under test; the GPU rounds
-// each dequantised weight to fp16 (2^-11 relative), well inside the 16-bit output bound.
+// tokens) and the dequantise + cuBLASLt path of every layout, the embedding gather, the on-device
+// quantiser behind --quantize int8 / int4 / fp8, and GGUF K-quant parts fused into one linear.
+// The reference is the CPU backend computing with F32 weights = dequantize_row of the very bytes
+// the GPU holds (the engine's reference dequantiser), so only the GPU's arithmetic is under test;
+// the GPU rounds each dequantised weight to fp16 (2^-11 relative), well inside the 16-bit output
+// bound.
 #include "common/random_blocks.h"
 #include "core/gq.h"
 

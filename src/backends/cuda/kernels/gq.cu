@@ -8,26 +8,20 @@
 #include <string>
 
 #include "backends/cuda/common.cuh"
+#include "backends/cuda/kernels/gq_common.cuh"
 #include "backends/cuda/launchers.h"
 #include "backends/cuda/pdl.cuh"
 
 namespace lite_llama::cuda {
 namespace {
 
-constexpr int kInt8 = 0, kInt4 = 1, kFp8 = 2;
 template <int KIND>
 constexpr int kVals = KIND == kInt4 ? 32 : 16;  // weights per 16-byte chunk of codes
-
-__device__ __forceinline__ __half2 as_h2(uint32_t v) {
-  __half2 h;
-  memcpy(&h, &v, 4);
-  return h;
-}
 
 // One 16-byte chunk of codes -> kVals<KIND> weights (all in one group: s = low, m = high half).
 template <int KIND>
 __device__ __forceinline__ void dequant_chunk(const uint4& q, uint32_t sm_bits, float* wf) {
-  const __half2 sm = as_h2(sm_bits);
+  const __half2 sm = as_half2(sm_bits);
   const __half2 s2 = __low2half2(sm), m2 = __high2half2(sm);
   const uint32_t v[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
@@ -37,7 +31,7 @@ __device__ __forceinline__ void dequant_chunk(const uint4& q, uint32_t sm_bits, 
 #pragma unroll
       for (int p = 0; p < 2; ++p) {
         const uint32_t h = __byte_perm(v[j], 0x64646464u, p ? 0x4342 : 0x4140);
-        const float2 f = __half22float2(__hfma2(__hsub2(as_h2(h), off), s2, m2));
+        const float2 f = __half22float2(__hfma2(__hsub2(as_half2(h), off), s2, m2));
         wf[4 * j + 2 * p] = f.x, wf[4 * j + 2 * p + 1] = f.y;
       }
     } else if constexpr (KIND == kInt4) {
@@ -45,7 +39,7 @@ __device__ __forceinline__ void dequant_chunk(const uint4& q, uint32_t sm_bits, 
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const uint32_t h = ((v[j] >> (4 * i)) & 0x000F000Fu) | 0x64006400u;
-        const float2 f = __half22float2(__hfma2(__hsub2(as_h2(h), off), s2, m2));
+        const float2 f = __half22float2(__hfma2(__hsub2(as_half2(h), off), s2, m2));
         wf[8 * j + 2 * i] = f.x, wf[8 * j + 2 * i + 1] = f.y;
       }
     } else {
@@ -226,7 +220,7 @@ __global__ void __launch_bounds__(256) gemv_gq_dp4a_kernel(const int8_t* __restr
       float s[R], m[R];
 #pragma unroll
       for (int r = 0; r < R; ++r) {
-        const float2 f = __half22float2(as_h2(sm[u][r]));
+        const float2 f = __half22float2(as_half2(sm[u][r]));
         s[r] = f.x, m[r] = f.y;
       }
 #pragma unroll
@@ -306,13 +300,7 @@ cudaError_t launch_dp4a(const int8_t* xq, const float4* xs, const void* w, size_
   const int chunks = K / kVals<KIND>;
   int wpr = 1;
   while (wpr < 8 && chunks > wpr * 32 * U) wpr *= 2;
-  static const int sms = [] {
-    int dev = 0, n = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
-    return n > 0 ? n : 100;
-  }();
-  while (wpr < 8 && int64_t(N) * wpr / (R * 8) < 4 * sms && chunks >= wpr * 2 * 32) wpr *= 2;
+  while (wpr < 8 && int64_t(N) * wpr / (R * 8) < 4 * sm_count() && chunks >= wpr * 2 * 32) wpr *= 2;
   const dim3 grid(ceil_div(N, R * (8 / wpr))), block(256);
   switch (T_) {
 #define LL_CASE(n)                                                                                            \
@@ -410,13 +398,6 @@ __global__ void quantize_gq_kernel(const T* __restrict__ src, uint8_t* __restric
     }
     *reinterpret_cast<uint32_t*>(row + (size_t(g) * G + k0) * (KIND == kInt4 ? 4 : 8) / 8) = word;
   }
-}
-
-int group_shift(int group) {
-  if (group == 0) return 31;  // per channel: (k >> 31) == 0 for every k
-  int sh = 0;
-  while ((1 << sh) < group) ++sh;
-  return (1 << sh) == group ? sh : -1;
 }
 
 template <typename F>

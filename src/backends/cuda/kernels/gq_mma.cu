@@ -11,23 +11,17 @@
 #include <cuda_fp8.h>
 
 #include "backends/cuda/common.cuh"
+#include "backends/cuda/kernels/gq_common.cuh"
 #include "backends/cuda/launchers.h"
 #include "backends/cuda/pdl.cuh"
 
 namespace lite_llama::cuda {
 namespace {
 
-constexpr int kInt8 = 0, kInt4 = 1, kFp8 = 2;
 // 16 warps of 16 rows: more warps per SM hide the dequantise -> mma latency chains (with 8 warps
 // of 32 rows ncu showed 2 warps per scheduler stalled most of the time).
 constexpr int kWarps = 16, kWarpRows = 16, kMt = kWarpRows / 16, kThreads = kWarps * 32;
 constexpr int kBlockRows = kWarps * kWarpRows, kKc = 128;
-
-__device__ __forceinline__ __half2 as_half2(uint32_t v) {
-  __half2 h;
-  memcpy(&h, &v, 4);
-  return h;
-}
 
 // Two floats as the 16-bit pair an mma operand register holds (low half first).
 template <typename T>
@@ -298,23 +292,13 @@ __global__ void sum_parts_kernel(const float* __restrict__ part, int splits, con
   else static_cast<T*>(out)[size_t(t) * ldo + n] = from_f<T>(v);
 }
 
-int sm_count() {
-  static const int sms = [] {
-    int dev = 0, n = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
-    return n > 0 ? n : 100;
-  }();
-  return sms;
-}
-
 template <typename T, int KIND, int NTI>
 cudaError_t launch(const GqArgs& q, int gshift, const void* x, const void* w, const void* bias, void* out,
                    bool out_f32, int T_, int N, int K, int ldo, void* ws, size_t ws_bytes, cudaStream_t s) {
   constexpr int NTOK = NTI * 8;
   const int row_blocks = ceil_div(N, kBlockRows), tok_tiles = ceil_div(T_, NTOK);
   const int chunks = ceil_div(K, kKc);
-  // Split K while the blocks would fill less than half the GPU (one block of 8 warps per SM),
+  // Split K while the blocks would fill less than half the GPU (one block of 16 warps per SM),
   // as far as the workspace holds the partials: partials cost a write and a read per split.
   const int blocks = row_blocks * tok_tiles;
   int splits = 2 * blocks >= sm_count() ? 1 : std::min(std::min(int(ceil_div(sm_count(), blocks)), chunks), 16);
@@ -362,9 +346,8 @@ cudaError_t by_kind(const GqArgs& q, int gshift, const void* x, const void* w, c
 
 cudaError_t gemm_gq_mma(Act act, const GqArgs& q, const void* x, const void* w, const void* bias, void* out,
                         bool out_f32, int T, int N, int K, int ldo, void* ws, size_t ws_bytes, cudaStream_t s) {
-  int gshift = q.group == 0 ? 31 : 0;
-  while (q.group && (1 << gshift) < q.group) ++gshift;
-  if ((q.group && (1 << gshift) != q.group) || (q.group && q.group < 16) || T < 1 || K % 32 != 0)
+  const int gshift = group_shift(q.group);
+  if (gshift < 0 || (q.group && q.group < 16) || T < 1 || K % 32 != 0)
     return cudaErrorInvalidValue;
   if (act == Act::BF16)
     return by_kind<__nv_bfloat16>(q, gshift, x, w, bias, out, out_f32, T, N, K, ldo, ws, ws_bytes, s);
