@@ -25,6 +25,19 @@ constexpr Entry kFormats[] = {
     {DType::GF8_G128, {GqKind::Fp8, 128}},
 };
 
+// Unsigned codes (0..2c-1) held as int8 become code - c with offset m + c s: the same weights,
+// but the decode GEMV's int8 activation rounding then scales with |w|, not |w - m|.
+void center_codes(int32_t* codes, const float* s, float* m, int64_t K, int64_t G, int c) {
+  for (int64_t k = 0; k < K; ++k) codes[k] -= c;
+  for (int64_t g = 0; g < K / G; ++g) m[g] += float(c) * s[g];
+}
+
+uint16_t* params_of(GqFormat f, void* row, int64_t K) {
+  return reinterpret_cast<uint16_t*>(static_cast<uint8_t*>(row) + f.code_bytes(K));
+}
+
+}  // namespace
+
 float e4m3_to_f32(uint8_t v) {
   const int s = v >> 7, e = (v >> 3) & 15, m = v & 7;
   if (e == 15 && m == 7) return NAN;
@@ -48,19 +61,6 @@ uint8_t f32_to_e4m3(float x) {
   }
   return uint8_t(code | (x < 0 ? 0x80 : 0));
 }
-
-// Unsigned codes (0..2c-1) held as int8 become code - c with offset m + c s: the same weights,
-// but the decode GEMV's int8 activation rounding then scales with |w|, not |w - m|.
-void center_codes(int32_t* codes, const float* s, float* m, int64_t K, int64_t G, int c) {
-  for (int64_t k = 0; k < K; ++k) codes[k] -= c;
-  for (int64_t g = 0; g < K / G; ++g) m[g] += float(c) * s[g];
-}
-
-uint16_t* params_of(GqFormat f, void* row, int64_t K) {
-  return reinterpret_cast<uint16_t*>(static_cast<uint8_t*>(row) + f.code_bytes(K));
-}
-
-}  // namespace
 
 QuantMode parse_quant_mode(const std::string& s) {
   if (s == "auto") return QuantMode::Auto;

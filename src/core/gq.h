@@ -57,6 +57,11 @@ void quantize_row_gq(GqFormat f, const float* x, void* dst, int64_t K);
 void pack_row_gq(GqFormat f, const int32_t* codes, const float* scales, const float* offsets,
                  void* dst, int64_t K);
 
+// e4m3 (fp8) element conversions: the code's value (NaN for 0x7f / 0xff) and the nearest code
+// to x, ties to even, saturating at +-448 (as the GPU's cvt.rn.satfinite).
+float e4m3_to_f32(uint8_t v);
+uint8_t f32_to_e4m3(float x);
+
 // The GQ format that holds a GGUF block type without requantising (Q8_0, Q5_0, Q5_1, Q5_K ->
 // Int8/32, Q4_0/Q4_1/Q4_K -> Int4/32, Q6_K -> Int8/16); nullopt for other types.
 std::optional<GqFormat> gq_for_gguf(DType t);

@@ -86,6 +86,17 @@ __device__ __forceinline__ float block_sum(float v, float* smem) {
   return warp_sum(v);
 }
 
+// Maximum over the block; every thread gets the result. `smem` holds >= 32 floats.
+__device__ __forceinline__ float block_max(float v, float* smem) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
+  v = warp_max(v);
+  __syncthreads();
+  if (lane == 0) smem[warp] = v;
+  __syncthreads();
+  v = lane < nwarps ? smem[lane] : -INFINITY;
+  return warp_max(v);
+}
+
 // Decode GEMVs of int8/int4 weights read activations as int8 per block of 32 (gq.cu). Producers
 // (RMSNorm, SwiGLU) write that form next to their 16-bit output: each thread holds 8 consecutive
 // output values (already rounded to the 16-bit type) at element i (i % 8 == 0), 4 neighbouring

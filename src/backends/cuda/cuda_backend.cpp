@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "backends/cuda/cuda_check.h"
@@ -328,6 +329,7 @@ class CudaBackend final : public ops::Backend {
                       gq_fp32_ ? nullptr : gq_scratch_.data(), ready, stream_));
       return;
     }
+    if (T >= fp8_gemm_min_ && q.kind == int(GqKind::Fp8) && linear_fp8(x, w, out, T, N, K, f32)) return;
     if (T <= gq_mma_max_) {
       LL_CUDA(gemm_gq_mma(act_, q, x.data, wt.data, w.bias.data, out.data, f32, T, N, K, N, deq_.data(),
                           kDeqElems * 2, stream_));
@@ -385,11 +387,7 @@ class CudaBackend final : public ops::Backend {
                       [&](const void* src, void* dst) { to_gq_row(p.dtype, src, target, dst, K); });
           off += target.row_bytes(K) * size_t(p.rows());
         }
-        ensure_deq_scratch();
-        int_weights_ |= f->kind != GqKind::Fp8;
-        Tensor t(b.data(), gq_dtype(*f), {N, K}, Device::CUDA);
-        keep.push_back(std::move(b));
-        return t;
+        return gq_matrix(std::move(b), *f, N, K, keep);
       }
     return upload_16bit(parts, N, K, keep);
   }
@@ -414,11 +412,50 @@ class CudaBackend final : public ops::Backend {
     LL_CUDA(quantize_gq(act_, GqArgs{int(f.kind), f.group, f.row_bytes(K)}, t.data, b.data(), int(N), int(K), stream_));
     synchronize();
     if (!keep.empty() && keep.back().data() == t.data) keep.pop_back();  // the 16-bit copy
+    return gq_matrix(std::move(b), f, N, K, keep);
+  }
+
+  // A GQ matrix in `b`, kept alive by `keep`; per-channel fp8 also gets its row scales as fp32 for
+  // the FP8 cuBLASLt GEMM.
+  Tensor gq_matrix(Buffer b, GqFormat f, int64_t N, int64_t K, std::vector<Buffer>& keep) {
     ensure_deq_scratch();
     int_weights_ |= f.kind != GqKind::Fp8;
     Tensor q(b.data(), gq_dtype(f), {N, K}, Device::CUDA);
+    if (fp8_gemm_ && props_.major * 10 + props_.minor >= 89 && f.kind == GqKind::Fp8 && f.group == 0 &&
+        K % 16 == 0) {
+      Buffer sc = alloc(size_t(N) * sizeof(float));
+      LL_CUDA(gq_row_scales(b.data(), f.row_bytes(K), f.code_bytes(K), int(N), sc.as<float>(), stream_));
+      fp8_scales_[b.data()] = sc.as<float>();
+      keep.push_back(std::move(sc));
+    }
     keep.push_back(std::move(b));
     return q;
+  }
+
+  // FP8 W8A8: activations quantised per token into deq_ (codes, then scales), cuBLASLt FP8 GEMM
+  // with per-row weight and per-token activation scales, chunks of tokens that fit deq_. False
+  // where the weight has no fp8 row scales or cuBLASLt no algorithm (nothing written then).
+  bool linear_fp8(const Tensor& x, const ops::Linear& w, Tensor out, int T, int N, int K, bool f32) {
+    const Tensor& wt = w.parts[0];
+    const auto it = fp8_scales_.find(wt.data);
+    if (it == fp8_scales_.end()) return false;
+    const size_t per_token = size_t(K) + sizeof(float);
+    const int chunk = int(std::min<size_t>(size_t(T), kDeqElems * 2 / per_token));
+    auto* codes = deq_.as<uint8_t>();
+    auto* scales = reinterpret_cast<float*>(codes + size_t(chunk) * size_t(K));  // K % 16 == 0
+    const void* bias = f32 ? nullptr : w.bias.data;
+    const size_t es = f32 ? 4 : 2;
+    for (int t0 = 0; t0 < T; t0 += chunk) {
+      const int tc = std::min(chunk, T - t0);
+      LL_CUDA(quantize_rows_fp8(act_, x.ptr<uint8_t>() + size_t(t0) * size_t(K) * 2, tc, K, codes, scales, stream_));
+      if (!gemm_.run_fp8(act_, codes, scales, wt.data, int(wt.row_nbytes()), it->second, bias,
+                         out.ptr<uint8_t>() + size_t(t0) * size_t(N) * es, f32, tc, N, K, stream_)) {
+        LL_CHECK(t0 == 0, "cuBLASLt FP8 GEMM: no algorithm for {} of {} tokens", tc, T);
+        return false;
+      }
+    }
+    if (f32 && w.bias.data) LL_CUDA(add_bias_f32(act_, out.ptr<float>(), w.bias.data, T, N, stream_));
+    return true;
   }
 
   // Producers (norms, SwiGLU) also write their output's int8 form into gq_scratch_ when a
@@ -451,6 +488,13 @@ class CudaBackend final : public ops::Backend {
                                                                : kGqMmaMaxTokens;
   int device_ = 0;
   cudaDeviceProp props_{};
+  // FP8 W8A8 through cuBLASLt (compute capability 8.9+) for per-channel fp8 weights from
+  // LITE_LLAMA_FP8_GEMM_MIN tokens (default kFp8GemmMinTokens); LITE_LLAMA_FP8_GEMM=0 keeps them on
+  // the W8A16 tensor-core GEMM.
+  const bool fp8_gemm_ = !(std::getenv("LITE_LLAMA_FP8_GEMM") && std::string(std::getenv("LITE_LLAMA_FP8_GEMM")) == "0");
+  const int fp8_gemm_min_ = std::getenv("LITE_LLAMA_FP8_GEMM_MIN") ? std::atoi(std::getenv("LITE_LLAMA_FP8_GEMM_MIN"))
+                                                                   : kFp8GemmMinTokens;
+  std::unordered_map<const void*, const float*> fp8_scales_;  // fp8 weight data -> its row scales
   cudaStream_t stream_ = nullptr;
   Gemm gemm_;
   std::vector<cudaGraphExec_t> graphs_;

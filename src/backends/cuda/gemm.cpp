@@ -21,14 +21,17 @@ Gemm::~Gemm() {
 }
 
 // Row-major out[T, N] is column-major out^T [N, T] = W (col-major [K, N], transposed) x x^T
-// (col-major [K, T]): so A = W with op T, B = x with op N, m = N, n = T, k = K.
-Gemm::Plan& Gemm::plan(Act act, bool out_f32, bool bias, int T, int N, int K, int ldo) {
-  const Key key{int(act), out_f32, bias, T, N, K, ldo};
-  auto it = plans_.find(key);
-  if (it != plans_.end()) return it->second;
+// (col-major [K, T]): so A = W with op T, B = x with op N, m = N, n = T, k = K. This "TN" form is
+// also the one cuBLASLt's FP8 kernels require.
+Gemm::Plan* Gemm::plan(const Key& key) {
+  if (auto it = plans_.find(key); it != plans_.end()) return &it->second;
+  if (unsupported_.count(key)) return nullptr;
+  const auto [act_i, out_f32, bias, T, N, K, ldo, ldw] = key;
+  const bool fp8 = ldw > 0;
   Plan p;
-  const cudaDataType_t in = act == Act::BF16 ? CUDA_R_16BF : CUDA_R_16F;
-  const cudaDataType_t outt = out_f32 ? CUDA_R_32F : in;
+  const cudaDataType_t act = act_i == int(Act::BF16) ? CUDA_R_16BF : CUDA_R_16F;
+  const cudaDataType_t in = fp8 ? CUDA_R_8F_E4M3 : act;
+  const cudaDataType_t outt = out_f32 ? CUDA_R_32F : act;
   LL_CUBLAS(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
   LL_CUBLAS(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
@@ -36,10 +39,15 @@ Gemm::Plan& Gemm::plan(Act act, bool out_f32, bool bias, int T, int N, int K, in
   if (bias) {
     const cublasLtEpilogue_t ep = CUBLASLT_EPILOGUE_BIAS;
     LL_CUBLAS(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep, sizeof(ep)));
-    // Bias is stored in the activation type.
-    LL_CUBLAS(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &in, sizeof(in)));
+    // Bias is stored in the activation type (the output type here).
+    LL_CUBLAS(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &act, sizeof(act)));
   }
-  LL_CUBLAS(cublasLtMatrixLayoutCreate(&p.a, in, K, N, K));
+  if (fp8) {
+    const int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+    LL_CUBLAS(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof(mode)));
+    LL_CUBLAS(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof(mode)));
+  }
+  LL_CUBLAS(cublasLtMatrixLayoutCreate(&p.a, in, K, N, fp8 ? ldw : K));
   LL_CUBLAS(cublasLtMatrixLayoutCreate(&p.b, in, K, T, K));
   LL_CUBLAS(cublasLtMatrixLayoutCreate(&p.c, outt, N, T, ldo));
   cublasLtMatmulPreference_t pref;
@@ -48,22 +56,46 @@ Gemm::Plan& Gemm::plan(Act act, bool out_f32, bool bias, int T, int N, int K, in
                                                  &workspace_bytes_, sizeof(workspace_bytes_)));
   cublasLtMatmulHeuristicResult_t res{};
   int found = 0;
-  LL_CUBLAS(cublasLtMatmulAlgoGetHeuristic(handle_, p.op, p.a, p.b, p.c, p.c, pref, 1, &res, &found));
+  const cublasStatus_t st =
+      cublasLtMatmulAlgoGetHeuristic(handle_, p.op, p.a, p.b, p.c, p.c, pref, 1, &res, &found);
   cublasLtMatmulPreferenceDestroy(pref);
-  LL_CHECK(found > 0, "cuBLASLt found no algorithm for a [{}, {}] x [{}, {}]^T product", T, K, N, K);
+  if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
+    cublasLtMatrixLayoutDestroy(p.a);
+    cublasLtMatrixLayoutDestroy(p.b);
+    cublasLtMatrixLayoutDestroy(p.c);
+    cublasLtMatmulDescDestroy(p.op);
+    unsupported_[key] = true;
+    return nullptr;
+  }
   p.algo = res.algo;
-  return plans_.emplace(key, p).first->second;
+  return &plans_.emplace(key, p).first->second;
 }
 
 void Gemm::run(Act act, const void* x, const void* w, const void* bias, void* out, bool out_f32, int T,
                int N, int K, cudaStream_t s, int ldo) {
   if (T == 0) return;
-  Plan& p = plan(act, out_f32, bias != nullptr, T, N, K, ldo ? ldo : N);
+  Plan* p = plan(Key{int(act), out_f32, bias != nullptr, T, N, K, ldo ? ldo : N, 0});
+  LL_CHECK(p, "cuBLASLt found no algorithm for a [{}, {}] x [{}, {}]^T product", T, K, N, K);
   if (bias)
-    LL_CUBLAS(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+    LL_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
   const float alpha = 1.f, beta = 0.f;
-  LL_CUBLAS(cublasLtMatmul(handle_, p.op, &alpha, w, p.a, x, p.b, &beta, out, p.c, out, p.c, &p.algo,
+  LL_CUBLAS(cublasLtMatmul(handle_, p->op, &alpha, w, p->a, x, p->b, &beta, out, p->c, out, p->c, &p->algo,
                            workspace_, workspace_bytes_, s));
+}
+
+bool Gemm::run_fp8(Act act, const void* xq, const float* x_scale, const void* w, int ldw, const float* w_scale,
+                   const void* bias, void* out, bool out_f32, int T, int N, int K, cudaStream_t s, int ldo) {
+  if (T == 0) return true;
+  Plan* p = plan(Key{int(act), out_f32, bias != nullptr, T, N, K, ldo ? ldo : N, ldw});
+  if (!p) return false;
+  if (bias)
+    LL_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+  LL_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scale, sizeof(w_scale)));
+  LL_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &x_scale, sizeof(x_scale)));
+  const float alpha = 1.f, beta = 0.f;
+  LL_CUBLAS(cublasLtMatmul(handle_, p->op, &alpha, w, p->a, xq, p->b, &beta, out, p->c, out, p->c, &p->algo,
+                           workspace_, workspace_bytes_, s));
+  return true;
 }
 
 }  // namespace lite_llama::cuda

@@ -22,6 +22,12 @@ class Gemm {
   // ldo: the output's row stride in elements (N when 0); a column block of a wider output.
   void run(Act act, const void* x, const void* w, const void* bias, void* out, bool out_f32, int T,
            int N, int K, cudaStream_t s, int ldo = 0);
+  // FP8 W8A8: e4m3 x[T, K] (row scales x_scale[T]) times e4m3 W[N, K] (rows ldw bytes apart, row
+  // scales w_scale[N]): out[t, n] = x_scale[t] w_scale[n] sum_k x[t, k] w[n, k] (+ bias), the
+  // scales applied by cuBLASLt as outer vectors. False (nothing launched) where cuBLASLt has no
+  // algorithm for it (before sm_89, or an older cuBLAS).
+  bool run_fp8(Act act, const void* xq, const float* x_scale, const void* w, int ldw, const float* w_scale,
+               const void* bias, void* out, bool out_f32, int T, int N, int K, cudaStream_t s, int ldo = 0);
 
  private:
   struct Plan {
@@ -29,13 +35,16 @@ class Gemm {
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
     cublasLtMatmulAlgo_t algo{};
   };
-  using Key = std::tuple<int, bool, bool, int, int, int, int>;
-  Plan& plan(Act act, bool out_f32, bool bias, int T, int N, int K, int ldo);
+  // (act, out_f32, bias, T, N, K, ldo, ldw of fp8 weights or 0 for 16-bit)
+  using Key = std::tuple<int, bool, bool, int, int, int, int, int>;
+  // nullptr where cuBLASLt offers no algorithm (remembered, so it is asked once per shape)
+  Plan* plan(const Key& key);
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_;
   std::map<Key, Plan> plans_;
+  std::map<Key, bool> unsupported_;
 };
 
 }  // namespace lite_llama::cuda

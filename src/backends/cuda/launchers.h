@@ -35,6 +35,12 @@ cudaError_t gemv_gq(Act act, const GqArgs& q, const void* x, const void* w, cons
 constexpr int kGqMmaMaxTokens = 256;
 cudaError_t gemm_gq_mma(Act act, const GqArgs& q, const void* x, const void* w, const void* bias, void* out,
                         bool out_f32, int T, int N, int K, int ldo, void* ws, size_t ws_bytes, cudaStream_t s);
+// FP8 W8A8 through cuBLASLt (sm_89+) for per-channel fp8 weights from kFp8GemmMinTokens tokens:
+// x[T, K] -> e4m3 codes [T, K] and one scale per row (amax / 448) ...
+constexpr int kFp8GemmMinTokens = 16;
+cudaError_t quantize_rows_fp8(Act act, const void* x, int T, int K, void* codes, float* scales, cudaStream_t s);
+// ... and the weights' per-row scale s (the fp16 at code_bytes of each GQ row) as fp32 out[N].
+cudaError_t gq_row_scales(const void* w, size_t row_bytes, size_t code_bytes, int N, float* out, cudaStream_t s);
 // dst[i, :] = dequant(w row (rows ? rows[i] : row0 + i)) as 16-bit activations, rows of K.
 cudaError_t dequant_gq(Act act, const GqArgs& q, const void* w, const int32_t* rows, int row0, int n, int K,
                        void* dst, cudaStream_t s);

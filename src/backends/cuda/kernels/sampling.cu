@@ -61,26 +61,6 @@ namespace {
 constexpr int kSThreads = 1024;
 constexpr int kSearchIters = 24;  // resolves p to 6e-8, below fp32 rounding of exp
 
-__device__ float block_reduce_sum(float v, float* sh) {
-  v = warp_sum(v);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  __syncthreads();
-  if (lane == 0) sh[warp] = v;
-  __syncthreads();
-  v = lane < kSThreads / 32 ? sh[lane] : 0.f;
-  return warp_sum(v);
-}
-
-__device__ float block_reduce_max(float v, float* sh) {
-  v = warp_max(v);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  __syncthreads();
-  if (lane == 0) sh[warp] = v;
-  __syncthreads();
-  v = lane < kSThreads / 32 ? sh[lane] : -INFINITY;
-  return warp_max(v);
-}
-
 // Threshold searches work on probabilities p = exp((l - max) / T) in (0, 1]: count/mass of
 // tokens with p >= t, by bisection on t (32 halvings of [0, 1] resolve far below fp32 noise).
 __global__ void __launch_bounds__(kSThreads) sample_kernel(float* __restrict__ logits, int V, int limit,
@@ -128,7 +108,7 @@ __global__ void __launch_bounds__(kSThreads) sample_kernel(float* __restrict__ l
     }
     return;
   }
-  const float lmax = block_reduce_max(mx, sh);
+  const float lmax = block_max(mx, sh);
   const float inv_t = 1.f / a.temperature;
   // Probabilities (unnormalised, max 1) replace the logits once; the searches then only read.
   for (int i = threadIdx.x; i < limit; i += kSThreads) l[i] = __expf((l[i] - lmax) * inv_t);
@@ -137,7 +117,7 @@ __global__ void __launch_bounds__(kSThreads) sample_kernel(float* __restrict__ l
   auto count_ge = [&](float t) {
     float c = 0.f;
     for (int i = threadIdx.x; i < limit; i += kSThreads) c += prob(i) >= t ? 1.f : 0.f;
-    return block_reduce_sum(c, sh);
+    return block_sum(c, sh);
   };
   auto mass_ge = [&](float t) {
     float m = 0.f;
@@ -145,7 +125,7 @@ __global__ void __launch_bounds__(kSThreads) sample_kernel(float* __restrict__ l
       const float p = prob(i);
       m += p >= t ? p : 0.f;
     }
-    return block_reduce_sum(m, sh);
+    return block_sum(m, sh);
   };
   // top-k: the largest t with at least k tokens at or above it.
   float t0 = 0.f;
