@@ -46,6 +46,11 @@ Gemm::Plan* Gemm::plan(const Key& key) {
     const int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
     LL_CUBLAS(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof(mode)));
     LL_CUBLAS(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof(mode)));
+    // Some cuBLASLt versions only offer scaled algorithms once the scale pointers are set: any
+    // device pointer will do for the query, each call sets the real ones.
+    const void* any = workspace_;
+    LL_CUBLAS(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &any, sizeof(any)));
+    LL_CUBLAS(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &any, sizeof(any)));
   }
   LL_CUBLAS(cublasLtMatrixLayoutCreate(&p.a, in, K, N, fp8 ? ldw : K));
   LL_CUBLAS(cublasLtMatrixLayoutCreate(&p.b, in, K, T, K));
