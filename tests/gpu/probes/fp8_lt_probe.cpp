@@ -70,8 +70,8 @@ int main() {
   {
     const int N = 64, T = 32, K = 64, ldw = K + 16;
     std::vector<uint8_t> w(size_t(N) * ldw, 0x38), x(size_t(T) * K, 0x38);
-    std::vector<float> ws(N), xs(T);
-    for (int n = 0; n < N; ++n) ws[n] = float(n + 1);
+    std::vector<float> wsc(N), xs(T);
+    for (int n = 0; n < N; ++n) wsc[n] = float(n + 1);
     for (int t = 0; t < T; ++t) xs[t] = 1000.f * float(t + 1);
     void *dw, *dx, *dout;
     cudaMalloc(&dw, w.size());
@@ -79,7 +79,7 @@ int main() {
     cudaMalloc(&dout, size_t(N) * T * 4);
     cudaMemcpy(dw, w.data(), w.size(), cudaMemcpyHostToDevice);
     cudaMemcpy(dx, x.data(), x.size(), cudaMemcpyHostToDevice);
-    cudaMemcpy(sa, ws.data(), N * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(sa, wsc.data(), N * 4, cudaMemcpyHostToDevice);
     cudaMemcpy(sb, xs.data(), T * 4, cudaMemcpyHostToDevice);
     for (cudaDataType_t dt : {CUDA_R_32F, CUDA_R_16BF}) {
       cublasLtMatmulDesc_t op;
