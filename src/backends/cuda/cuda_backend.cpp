@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 #include <unordered_map>
@@ -448,6 +449,20 @@ class CudaBackend final : public ops::Backend {
     for (int t0 = 0; t0 < T; t0 += chunk) {
       const int tc = std::min(chunk, T - t0);
       LL_CUDA(quantize_rows_fp8(act_, x.ptr<uint8_t>() + size_t(t0) * size_t(K) * 2, tc, K, codes, scales, stream_));
+      if (std::getenv("LL_FP8_DEBUG")) {
+        synchronize();
+        std::vector<float> xs(static_cast<size_t>(tc)), wsc(4);
+        std::vector<uint8_t> c8(16), w8(16);
+        LL_CUDA(cudaMemcpy(xs.data(), scales, xs.size() * 4, cudaMemcpyDeviceToHost));
+        LL_CUDA(cudaMemcpy(wsc.data(), it->second, 16, cudaMemcpyDeviceToHost));
+        LL_CUDA(cudaMemcpy(c8.data(), codes, 16, cudaMemcpyDeviceToHost));
+        LL_CUDA(cudaMemcpy(w8.data(), wt.data, 16, cudaMemcpyDeviceToHost));
+        std::fprintf(stderr, "fp8 T %d N %d K %d ldw %zu f32 %d bias %d xs %g %g ws %g %g %g %g\n", tc, N, K,
+                     wt.row_nbytes(), int(f32), bias != nullptr, xs[0], xs.size() > 1 ? xs[1] : 0.f, wsc[0], wsc[1],
+                     wsc[2], wsc[3]);
+        for (int i = 0; i < 16; ++i) std::fprintf(stderr, "%02x/%02x ", c8[size_t(i)], w8[size_t(i)]);
+        std::fprintf(stderr, "\n");
+      }
       if (!gemm_.run_fp8(act_, codes, scales, wt.data, int(wt.row_nbytes()), it->second, bias,
                          out.ptr<uint8_t>() + size_t(t0) * size_t(N) * es, f32, tc, N, K, stream_)) {
         LL_CHECK(t0 == 0, "cuBLASLt FP8 GEMM: no algorithm for {} of {} tokens", tc, T);
