@@ -65,14 +65,20 @@ int main() {
   float *sa, *sb;
   cudaMalloc(&sa, 1 << 20);
   cudaMalloc(&sb, 1 << 20);
-  // Numeric check of OUTER_VEC: codes all 1.0, w_scale[n] = n + 1, x_scale[t] = 1000 (t + 1);
-  // the right answer at (t, n) is K (n + 1) 1000 (t + 1).
-  {
-    const int N = 64, T = 32, K = 64, ldw = K + 16;
-    std::vector<uint8_t> w(size_t(N) * ldw, 0x38), x(size_t(T) * K, 0x38);
+  // Numeric check of OUTER_VEC on random codes: which scale goes with which operand. The product
+  // is compared with (a) w_scale[n] x_scale[t] sum and (b) the swapped w_scale[t] x_scale[n]
+  // (only where both indices are in range).
+  for (int shape = 0; shape < 2; ++shape) {
+    const int T = shape ? 64 : 16, N = 1000, K = shape ? 2048 : 576, ldw = K + 16;
+    std::vector<uint8_t> w(size_t(N) * ldw), x(size_t(T) * K);
+    unsigned r = 12345;
+    auto rnd = [&] { r = r * 1664525u + 1013904223u; return r >> 8; };
+    auto code = [&] { uint8_t c = uint8_t(rnd() & 0x7f); if (c == 0x7f) c = 0x7e; return uint8_t(c | ((rnd() & 1) << 7)); };
+    for (auto& v : w) v = code();
+    for (auto& v : x) v = code();
     std::vector<float> wsc(N), xs(T);
-    for (int n = 0; n < N; ++n) wsc[n] = float(n + 1);
-    for (int t = 0; t < T; ++t) xs[t] = 1000.f * float(t + 1);
+    for (int n = 0; n < N; ++n) wsc[n] = 1e-4f * float(1 + n % 7);
+    for (int t = 0; t < T; ++t) xs[t] = 1e-2f * float(1 + t % 5);
     void *dw, *dx, *dout;
     cudaMalloc(&dw, w.size());
     cudaMalloc(&dx, x.size());
@@ -81,7 +87,19 @@ int main() {
     cudaMemcpy(dx, x.data(), x.size(), cudaMemcpyHostToDevice);
     cudaMemcpy(sa, wsc.data(), N * 4, cudaMemcpyHostToDevice);
     cudaMemcpy(sb, xs.data(), T * 4, cudaMemcpyHostToDevice);
-    for (cudaDataType_t dt : {CUDA_R_32F, CUDA_R_16BF}) {
+    auto e4 = [](uint8_t v) {
+      const int s = v >> 7, e = (v >> 3) & 15, m = v & 7;
+      const double mag = e == 0 ? std::ldexp(m / 8.0, -6) : std::ldexp(1.0 + m / 8.0, e - 7);
+      return s ? -mag : mag;
+    };
+    std::vector<double> sum(size_t(T) * N);
+    for (int t = 0; t < T; ++t)
+      for (int n = 0; n < N; ++n) {
+        double acc = 0;
+        for (int k = 0; k < K; ++k) acc += e4(x[size_t(t) * K + k]) * e4(w[size_t(n) * ldw + k]);
+        sum[size_t(t) * N + n] = acc;
+      }
+    for (int variant = 0; variant < 2; ++variant) {  // 0: scale pointers set before the heuristic; 1: after
       cublasLtMatmulDesc_t op;
       cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
       cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
@@ -90,36 +108,43 @@ int main() {
       int32_t m = 3;
       cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &m, sizeof(m));
       cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &m, sizeof(m));
-      cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof(sa));
-      cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof(sb));
+      void* tmp = ws;
+      cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, variant ? &tmp : (void**)&sa, 8);
+      cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, variant ? &tmp : (void**)&sb, 8);
       cublasLtMatrixLayout_t a, b, c;
       cublasLtMatrixLayoutCreate(&a, CUDA_R_8F_E4M3, K, N, ldw);
       cublasLtMatrixLayoutCreate(&b, CUDA_R_8F_E4M3, K, T, K);
-      cublasLtMatrixLayoutCreate(&c, dt, N, T, N);
+      cublasLtMatrixLayoutCreate(&c, CUDA_R_32F, N, T, N);
       cublasLtMatmulPreference_t pref;
       cublasLtMatmulPreferenceCreate(&pref);
-      size_t wsb = 32u << 20;
+      size_t wsb = 16u << 20;
       cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof(wsb));
       cublasLtMatmulHeuristicResult_t res{};
       int found = 0;
       cublasLtMatmulAlgoGetHeuristic(h, op, a, b, c, c, pref, 1, &res, &found);
+      cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, 8);
+      cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, 8);
       const float alpha = 1.f, beta = 0.f;
       cudaMemset(dout, 0, size_t(N) * T * 4);
-      cublasStatus_t st = cublasLtMatmul(h, op, &alpha, dw, a, dx, b, &beta, dout, c, dout, c, &res.algo, ws, wsb, 0);
+      cublasStatus_t st = cublasLtMatmul(h, op, &alpha, dw, a, dx, b, &beta, dout, c, dout, c, &res.algo,
+                                         (char*)ws + (16u << 20), wsb, 0);
       cudaDeviceSynchronize();
       std::vector<float> o(size_t(N) * T);
-      if (dt == CUDA_R_32F) {
-        cudaMemcpy(o.data(), dout, o.size() * 4, cudaMemcpyDeviceToHost);
-      } else {
-        std::vector<__nv_bfloat16> ob(o.size());
-        cudaMemcpy(ob.data(), dout, ob.size() * 2, cudaMemcpyDeviceToHost);
-        for (size_t i = 0; i < o.size(); ++i) o[i] = __bfloat162float(ob[i]);
-      }
-      printf("numeric %s found %d status %d err %s\n", dt == CUDA_R_32F ? "f32" : "bf16", found, int(st),
-             cudaGetErrorString(cudaGetLastError()));
-      for (int t : {0, 1, 5}) for (int n : {0, 1, 7, 40})
-        printf("  t %d n %d: out / (K (n+1) 1000 (t+1)) = %g   out / K = %g\n", t, n,
-               o[size_t(t) * N + n] / (K * (n + 1) * 1000.f * (t + 1)), o[size_t(t) * N + n] / K);
+      cudaMemcpy(o.data(), dout, o.size() * 4, cudaMemcpyDeviceToHost);
+      double ea = 0, eb = 0, na = 0, nb = 0, eu = 0;
+      for (int t = 0; t < T; ++t)
+        for (int n = 0; n < N; ++n) {
+          const double got = o[size_t(t) * N + n], s = sum[size_t(t) * N + n];
+          const double wa = s * wsc[n] * xs[t];
+          ea += (got - wa) * (got - wa), na += wa * wa;
+          eu += (got - s) * (got - s);
+          if (n < T && t < N) {
+            const double wb = s * wsc[t] * xs[n];
+            eb += (got - wb) * (got - wb), nb += wb * wb;
+          }
+        }
+      printf("T %d K %d variant %d found %d status %d: rel err (w[n] x[t]) %g, swapped %g, unscaled %g\n", T, K,
+             variant, found, int(st), std::sqrt(ea / na), nb > 0 ? std::sqrt(eb / nb) : -1.0, std::sqrt(eu / na));
     }
   }
   for (int mode : {0, 3})
