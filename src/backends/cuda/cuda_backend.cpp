@@ -2,10 +2,8 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <cstdio>
 #include <cstring>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "backends/cuda/cuda_check.h"
@@ -380,7 +378,7 @@ class CudaBackend final : public ops::Backend {
     for (const Tensor& p : parts) types.push_back(p.dtype);
     if (qmode_ == QuantMode::Auto)
       if (auto f = gq_common_format(types); f && gq_row_ok(*f, K)) {
-        Buffer b = alloc(f->row_bytes(K) * size_t(N));
+        Buffer b = alloc_gq(*f, N, K);
         size_t off = 0;
         for (const Tensor& p : parts) {
           const GqFormat target = *f;
@@ -409,25 +407,30 @@ class CudaBackend final : public ops::Backend {
   Tensor quantize_on_device(const Tensor& t, GqFormat f, std::vector<Buffer>& keep) {
     const int64_t N = t.rows(), K = t.cols();
     LL_CHECK(gq_row_ok(f, K), "--quantize {}: rows of {} weights do not fit its groups", quant_mode_name(qmode_), K);
-    Buffer b = alloc(f.row_bytes(K) * size_t(N));
+    Buffer b = alloc_gq(f, N, K);
     LL_CUDA(quantize_gq(act_, GqArgs{int(f.kind), f.group, f.row_bytes(K)}, t.data, b.data(), int(N), int(K), stream_));
     synchronize();
     if (!keep.empty() && keep.back().data() == t.data) keep.pop_back();  // the 16-bit copy
     return gq_matrix(std::move(b), f, N, K, keep);
   }
 
-  // A GQ matrix in `b`, kept alive by `keep`; per-channel fp8 also gets its row scales as fp32 for
-  // the FP8 cuBLASLt GEMM.
+  // Per-channel fp8 matrices for the FP8 cuBLASLt GEMM carry their row scales as fp32 after the
+  // rows (N floats), where linear_fp8 finds them.
+  bool fp8_row_scales(GqFormat f, int64_t K) const {
+    return fp8_gemm_ && props_.major * 10 + props_.minor >= 89 && f.kind == GqKind::Fp8 && f.group == 0 &&
+           K % 16 == 0;
+  }
+  Buffer alloc_gq(GqFormat f, int64_t N, int64_t K) {
+    return alloc(f.row_bytes(K) * size_t(N) + (fp8_row_scales(f, K) ? size_t(N) * sizeof(float) : 0));
+  }
+  // A GQ matrix in `b` (from alloc_gq), kept alive by `keep`.
   Tensor gq_matrix(Buffer b, GqFormat f, int64_t N, int64_t K, std::vector<Buffer>& keep) {
     ensure_deq_scratch();
     int_weights_ |= f.kind != GqKind::Fp8;
     Tensor q(b.data(), gq_dtype(f), {N, K}, Device::CUDA);
-    if (fp8_gemm_ && props_.major * 10 + props_.minor >= 89 && f.kind == GqKind::Fp8 && f.group == 0 &&
-        K % 16 == 0) {
-      Buffer sc = alloc(size_t(N) * sizeof(float));
-      LL_CUDA(gq_row_scales(b.data(), f.row_bytes(K), f.code_bytes(K), int(N), sc.as<float>(), stream_));
-      fp8_scales_[b.data()] = sc.as<float>();
-      keep.push_back(std::move(sc));
+    if (fp8_row_scales(f, K)) {
+      auto* scales = reinterpret_cast<float*>(b.as<uint8_t>() + f.row_bytes(K) * size_t(N));
+      LL_CUDA(gq_row_scales(b.data(), f.row_bytes(K), f.code_bytes(K), int(N), scales, stream_));
     }
     keep.push_back(std::move(b));
     return q;
@@ -438,8 +441,9 @@ class CudaBackend final : public ops::Backend {
   // where the weight has no fp8 row scales or cuBLASLt no algorithm (nothing written then).
   bool linear_fp8(const Tensor& x, const ops::Linear& w, Tensor out, int T, int N, int K, bool f32) {
     const Tensor& wt = w.parts[0];
-    const auto it = fp8_scales_.find(wt.data);
-    if (it == fp8_scales_.end()) return false;
+    const GqFormat fmt = *gq_format(wt.dtype);
+    if (!fp8_row_scales(fmt, K)) return false;
+    const auto* w_scales = reinterpret_cast<const float*>(wt.ptr<uint8_t>() + size_t(N) * wt.row_nbytes());
     const size_t per_token = size_t(K) + sizeof(float);
     const int chunk = int(std::min<size_t>(size_t(T), kDeqElems * 2 / per_token));
     auto* codes = deq_.as<uint8_t>();
@@ -449,21 +453,7 @@ class CudaBackend final : public ops::Backend {
     for (int t0 = 0; t0 < T; t0 += chunk) {
       const int tc = std::min(chunk, T - t0);
       LL_CUDA(quantize_rows_fp8(act_, x.ptr<uint8_t>() + size_t(t0) * size_t(K) * 2, tc, K, codes, scales, stream_));
-      if (std::getenv("LL_FP8_DEBUG")) {
-        synchronize();
-        std::vector<float> xs(static_cast<size_t>(tc)), wsc(4);
-        std::vector<uint8_t> c8(16), w8(16);
-        LL_CUDA(cudaMemcpy(xs.data(), scales, xs.size() * 4, cudaMemcpyDeviceToHost));
-        LL_CUDA(cudaMemcpy(wsc.data(), it->second, 16, cudaMemcpyDeviceToHost));
-        LL_CUDA(cudaMemcpy(c8.data(), codes, 16, cudaMemcpyDeviceToHost));
-        LL_CUDA(cudaMemcpy(w8.data(), wt.data, 16, cudaMemcpyDeviceToHost));
-        std::fprintf(stderr, "fp8 T %d N %d K %d ldw %zu f32 %d bias %d xs %g %g ws %g %g %g %g\n", tc, N, K,
-                     wt.row_nbytes(), int(f32), bias != nullptr, xs[0], xs.size() > 1 ? xs[1] : 0.f, wsc[0], wsc[1],
-                     wsc[2], wsc[3]);
-        for (int i = 0; i < 16; ++i) std::fprintf(stderr, "%02x/%02x ", c8[size_t(i)], w8[size_t(i)]);
-        std::fprintf(stderr, "\n");
-      }
-      if (!gemm_.run_fp8(act_, codes, scales, wt.data, int(wt.row_nbytes()), it->second, bias,
+      if (!gemm_.run_fp8(act_, codes, scales, wt.data, int(wt.row_nbytes()), w_scales, bias,
                          out.ptr<uint8_t>() + size_t(t0) * size_t(N) * es, f32, tc, N, K, stream_)) {
         LL_CHECK(t0 == 0, "cuBLASLt FP8 GEMM: no algorithm for {} of {} tokens", tc, T);
         return false;
@@ -509,7 +499,6 @@ class CudaBackend final : public ops::Backend {
   const bool fp8_gemm_ = !(std::getenv("LITE_LLAMA_FP8_GEMM") && std::string(std::getenv("LITE_LLAMA_FP8_GEMM")) == "0");
   const int fp8_gemm_min_ = std::getenv("LITE_LLAMA_FP8_GEMM_MIN") ? std::atoi(std::getenv("LITE_LLAMA_FP8_GEMM_MIN"))
                                                                    : kFp8GemmMinTokens;
-  std::unordered_map<const void*, const float*> fp8_scales_;  // fp8 weight data -> its row scales
   cudaStream_t stream_ = nullptr;
   Gemm gemm_;
   std::vector<cudaGraphExec_t> graphs_;
