@@ -34,7 +34,7 @@ std::vector<float> dequant_all(DType t, const uint8_t* bytes, int64_t rows, int6
   return f;
 }
 
-constexpr int64_t kFp8GemmMinTokens = 16;  // the CUDA backend's default (backends/cuda/launchers.h)
+constexpr int64_t kFp8GemmMinTokens = 32;  // the CUDA backend's default (backends/cuda/launchers.h)
 
 // Whether the backend runs per-channel fp8 weights at T tokens as FP8 W8A8 (cuBLASLt, sm_89+).
 bool fp8_gemm(DType w, int64_t T) {

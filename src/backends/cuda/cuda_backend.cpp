@@ -1,6 +1,7 @@
 #include "backends/cuda/cuda_backend.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -118,19 +119,27 @@ class CudaBackend final : public ops::Backend {
       LL_CUDA(dequant_gq(act_, gq_args(table), table.data, ids, 0, n, int(table.cols()), out.data, stream_));
     else
       LL_CUDA(cuda::embedding(table.data, ids, out.data, n, int(table.cols()), stream_));
+    check_finite("embedding", out);
   }
   void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor out) override {
     ProfileScope ps(prof_, "norm", stream_);
     void* xq = quantize_x_for(out, norm_quantizes_x(int(x.rows()), int(x.cols())));
     LL_CUDA(cuda::rms_norm(act_, x.data, w.ptr<float>(), eps, out.data, int(x.rows()), int(x.cols()), stream_, xq));
+    check_finite("rms_norm", out);
   }
   void add_rms_norm(Tensor residual, const Tensor& x, const Tensor& w, float eps, Tensor out) override {
     ProfileScope ps(prof_, "norm", stream_);
     void* xq = quantize_x_for(out, norm_quantizes_x(int(x.rows()), int(x.cols())));
     LL_CUDA(cuda::add_rms_norm(act_, residual.data, x.data, w.ptr<float>(), eps, out.data, int(x.rows()),
                                int(x.cols()), stream_, xq));
+    check_finite("add_rms_norm (residual)", residual);
+    check_finite("add_rms_norm", out);
   }
   void linear(const Tensor& x, const ops::Linear& w, Tensor out) override {
+    linear_op(x, w, out);
+    check_finite("linear", out);
+  }
+  void linear_op(const Tensor& x, const ops::Linear& w, Tensor out) {
     ProfileScope ps(prof_, "gemm", stream_);
     const int T = int(x.rows()), K = int(x.cols()), N = int(w.out_features);
     if (T == 0) return;
@@ -166,6 +175,7 @@ class CudaBackend final : public ops::Backend {
                  rope.layout == ops::RopeLayout::Interleaved, int(qkv.rows()), num_heads, num_kv_heads,
                  head_dim};
     LL_CUDA(cuda::qkv_rope_store(act_, a, stream_));
+    check_finite("qkv_rope_store (q)", q_out);
   }
   void write_slot_table(int32_t* req_to_slot, int stride, const int32_t* t_req_idx,
                         const int32_t* t_positions, const int32_t* t_slots, int n) override {
@@ -201,11 +211,13 @@ class CudaBackend final : public ops::Backend {
       ProfileScope ps(prof_, "attention prefill", stream_);
       LL_CUDA(attention_prefill(act_, a, stream_));
     }
+    check_finite(nd == m.num_seqs ? "attention (decode)" : "attention (prefill)", out);
   }
   void swiglu(const Tensor& gate_up, Tensor out) override {
     ProfileScope ps(prof_, "activation", stream_);
     void* xq = quantize_x_for(out, swiglu_quantizes_x(int(out.rows()), int(out.cols())));
     LL_CUDA(cuda::swiglu(act_, gate_up.data, out.data, int(out.rows()), int(out.cols()), stream_, xq));
+    check_finite("swiglu", out);
   }
   void gather_rows(const Tensor& x, const int32_t* rows, int n, Tensor out) override {
     xq_of_ = nullptr;
@@ -267,6 +279,28 @@ class CudaBackend final : public ops::Backend {
   void replay_graph(int id) override { LL_CUDA(cudaGraphLaunch(graphs_.at(size_t(id)), stream_)); }
 
  private:
+  // LITE_LLAMA_CHECK_FINITE=1 (debugging): each op's output is copied back and checked, and the
+  // first NaN / inf stops the run naming the op (eager steps only: skipped under graph capture).
+  void check_finite(const char* op, const Tensor& t) {
+    if (!check_finite_) return;
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    LL_CUDA(cudaStreamIsCapturing(stream_, &cs));
+    if (cs != cudaStreamCaptureStatusNone) return;
+    ++checked_ops_;
+    std::vector<uint8_t> h(t.nbytes());
+    copy_to_host(h.data(), t.data, h.size());
+    const size_t n = size_t(t.numel());
+    for (size_t i = 0; i < n; ++i) {
+      uint16_t u = 0;
+      float v = 0.f;
+      if (t.dtype == DType::F32) std::memcpy(&v, h.data() + 4 * i, 4);
+      else std::memcpy(&u, h.data() + 2 * i, 2), v = t.dtype == DType::BF16 ? bf16_to_f32(u) : f16_to_f32(u);
+      if (!std::isfinite(v))
+        fail("LITE_LLAMA_CHECK_FINITE: op #{} ({}) wrote {} at element {} of [{} x {}] (row {})", checked_ops_, op, v,
+             i, t.rows(), t.cols(), int64_t(i) / std::max<int64_t>(1, t.cols()));
+    }
+  }
+
   // Uploads on the backend's own stream (a plain cudaMemcpy runs on the legacy stream, which the
   // non-blocking op stream does not wait for).
   void copy_sync(void* dst, const void* src, size_t n) {
@@ -329,7 +363,7 @@ class CudaBackend final : public ops::Backend {
       return;
     }
     if (T >= fp8_gemm_min_ && q.kind == int(GqKind::Fp8) && linear_fp8(x, w, out, T, N, K, f32)) return;
-    if (T <= gq_mma_max_) {
+    if (T <= (gq_mma_max_ >= 0 ? gq_mma_max_ : q.kind == int(GqKind::Int8) ? kGqMmaMaxTokensInt8 : kGqMmaMaxTokens)) {
       LL_CUDA(gemm_gq_mma(act_, q, x.data, wt.data, w.bias.data, out.data, f32, T, N, K, N, deq_.data(),
                           kDeqElems * 2, stream_));
       return;
@@ -488,9 +522,11 @@ class CudaBackend final : public ops::Backend {
   // LITE_LLAMA_GQ_FP32=1: decode GEMVs keep 16-bit activations (fp32 math) instead of the int8 /
   // dp4a path, to measure what quantising activations costs in accuracy.
   const bool gq_fp32_ = std::getenv("LITE_LLAMA_GQ_FP32") && std::string(std::getenv("LITE_LLAMA_GQ_FP32")) == "1";
-  // LITE_LLAMA_GQ_MMA_MAX=n: the largest T for the tensor-core GEMM (0: tiles from 9 tokens).
-  const int gq_mma_max_ = std::getenv("LITE_LLAMA_GQ_MMA_MAX") ? std::atoi(std::getenv("LITE_LLAMA_GQ_MMA_MAX"))
-                                                               : kGqMmaMaxTokens;
+  // LITE_LLAMA_GQ_MMA_MAX=n: the largest T for the tensor-core GEMM (0: tiles from 9 tokens;
+  // default kGqMmaMaxTokens, kGqMmaMaxTokensInt8 for int8).
+  const int gq_mma_max_ = std::getenv("LITE_LLAMA_GQ_MMA_MAX") ? std::atoi(std::getenv("LITE_LLAMA_GQ_MMA_MAX")) : -1;
+  const bool check_finite_ = std::getenv("LITE_LLAMA_CHECK_FINITE") && std::string(std::getenv("LITE_LLAMA_CHECK_FINITE")) == "1";
+  int64_t checked_ops_ = 0;
   int device_ = 0;
   cudaDeviceProp props_{};
   // FP8 W8A8 through cuBLASLt (compute capability 8.9+) for per-channel fp8 weights from

@@ -33,11 +33,12 @@ cudaError_t gemv_gq(Act act, const GqArgs& q, const void* x, const void* w, cons
 // The same product for kGqGemvMaxTokens < T <= kGqMmaMaxTokens (and fp8 from 3 tokens) on tensor
 // cores, weights dequantised in registers; `ws` (ws_bytes) holds split-K fp32 partials.
 constexpr int kGqMmaMaxTokens = 256;
+constexpr int kGqMmaMaxTokensInt8 = 128;  // int8 dequantises slower: tiles + cuBLASLt win above (H100)
 cudaError_t gemm_gq_mma(Act act, const GqArgs& q, const void* x, const void* w, const void* bias, void* out,
                         bool out_f32, int T, int N, int K, int ldo, void* ws, size_t ws_bytes, cudaStream_t s);
 // FP8 W8A8 through cuBLASLt (sm_89+) for per-channel fp8 weights from kFp8GemmMinTokens tokens:
 // x[T, K] -> e4m3 codes [T, K] and one scale per row (amax / 448) ...
-constexpr int kFp8GemmMinTokens = 16;
+constexpr int kFp8GemmMinTokens = 32;  // measured crossover against the W8A16 GEMM (H100)
 cudaError_t quantize_rows_fp8(Act act, const void* x, int T, int K, void* codes, float* scales, cudaStream_t s);
 // ... and the weights' per-row scale s (the fp16 at code_bytes of each GQ row) as fp32 out[N].
 cudaError_t gq_row_scales(const void* w, size_t row_bytes, size_t code_bytes, int N, float* out, cudaStream_t s);
