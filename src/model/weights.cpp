@@ -173,7 +173,7 @@ class Loader {
       ops::Linear lin;
       for (const Tensor* p : parts) lin.out_features += p->rows(), lin.in_features = p->cols();
       lin.parts = {random(lin.out_features, lin.in_features)};
-      lin.bias = bias;
+      if (bias.data) lin.bias = be_.prepare_bias(bias, w_.keep);  // prepare_linear's conversion
       return lin;
     }
     ops::Linear lin;

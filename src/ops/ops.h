@@ -90,6 +90,9 @@ class Backend {
                                std::vector<Buffer>& keep, bool embedding = false) = 0;
   // Fuses row blocks into one weight where the backend benefits (CUDA); identity on the CPU.
   virtual Linear prepare_linear(const Linear& host, std::vector<Buffer>& keep) = 0;
+  // A linear's bias (F32, already uploaded) as linear() reads it: the CPU keeps F32, CUDA converts
+  // to act_dtype. prepare_linear does this itself; dummy weights, built on the device, call it.
+  virtual Tensor prepare_bias(const Tensor& bias, std::vector<Buffer>& keep) { return bias; }
 
   // out[n, :] = table[ids[n], :]  (table in any weight dtype, out in act dtype)
   virtual void embedding(const Tensor& table, const int32_t* ids, int n, Tensor out) = 0;

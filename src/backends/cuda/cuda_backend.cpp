@@ -91,14 +91,19 @@ class CudaBackend final : public ops::Backend {
     l.in_features = host.in_features;
     l.out_features = host.out_features;
     l.parts = {prepare_matrix(host.parts, host.out_features, host.in_features, false, keep)};
-    if (host.bias.data) {  // F32 on the device (upload) -> activation type for the epilogue
-      Buffer bb = alloc(size_t(host.out_features) * 2);
-      LL_CUDA(convert_f32(act_, host.bias.ptr<float>(), bb.data(), size_t(host.out_features), stream_));
-      l.bias = Tensor(bb.data(), act_dtype(), {host.out_features}, Device::CUDA);
-      keep.push_back(std::move(bb));
-      synchronize();
-    }
+    if (host.bias.data) l.bias = prepare_bias(host.bias, keep);
     return l;
+  }
+  // F32 on the device (upload) -> activation type for the epilogue.
+  Tensor prepare_bias(const Tensor& bias, std::vector<Buffer>& keep) override {
+    LL_CHECK(bias.dtype == DType::F32, "a linear's bias must be F32 before conversion, got {}", dtype_name(bias.dtype));
+    const int64_t n = bias.numel();
+    Buffer bb = alloc(size_t(n) * 2);
+    LL_CUDA(convert_f32(act_, bias.ptr<float>(), bb.data(), size_t(n), stream_));
+    Tensor t(bb.data(), act_dtype(), {n}, Device::CUDA);
+    keep.push_back(std::move(bb));
+    synchronize();
+    return t;
   }
 
   Tensor random_weight(int64_t rows, int64_t cols, uint64_t seed, float scale, std::vector<Buffer>& keep,
