@@ -618,18 +618,21 @@ README_END = "<!-- benchmarks:end -->"
 def readme_block(recs, legacy_meta, pieces, charts_made):
     """The README's headline: Llama-3.2-1B batch sweep, lite-llama vs HF eager / compiled."""
     cases = by_case(recs, "llama-3.2-1b", "batch")
-    rows = []
+    rows, sources = [], set()
     for _, c in sorted(cases.items(), key=lambda kv: case_sort_key(kv[1])):
         ll, he, hs = c.get("lite-llama"), c.get("hf_eager"), c.get("hf_static")
         if not (ok(ll) and (ok(he) or ok(hs))):
             continue
+        sources |= {r.get("source") for r in (ll, he, hs) if ok(r)}
         t = lambda r: med(r, "throughput_tok_s") if ok(r) else None
         p = lambda r: fnum(med(r, "tpot_ms"), 2) if ok(r) else "-"
         rows.append(f"| {ll['batch']} | **{fnum(t(ll))}** | {fnum(t(he))} | {fnum(t(hs))} | "
                     f"**{ratio(t(ll), t(he))}** | **{ratio(t(ll), t(hs))}** | {p(ll)} / {p(he)} / {p(hs)} |")
     if not rows:
         return None
-    if pieces:
+    # The device of the rows shown: the legacy H200 run unless a compare file supplied them.
+    compare_rows = any(src and src.endswith(".json") and "gpu_speed" not in src for src in sources)
+    if pieces and compare_rows:
         where = ", ".join(sorted({p.get("device") for p in pieces if p.get("device")}))
     else:
         where = f"NVIDIA H200, {legacy_meta['date']}, commit `{legacy_meta['commit']}`"
@@ -643,7 +646,9 @@ def readme_block(recs, legacy_meta, pieces, charts_made):
          "| --- | --- | --- | --- | --- | --- | --- |"] + rows + [""]
     if "throughput_tok_s" in charts_made:
         L += [f"![throughput vs batch size](docs/benchmarks/{charts_made['throughput_tok_s']})", ""]
-    ppl = sorted(glob.glob(os.path.join(ROOT, "docs", "benchmarks", "data", "perplexity_*.json")))
+    # The default model's run (other perplexity files score llama.cpp re-quantisations of it).
+    ppl = [f for f in sorted(glob.glob(os.path.join(ROOT, "docs", "benchmarks", "data", "perplexity_*.json")))
+           if json.load(open(f)).get("model", "").endswith("SmolLM2-135M-Instruct.Q4_1.gguf")]
     if ppl:
         d = json.load(open(ppl[-1]))
         res = d["results"]
