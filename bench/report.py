@@ -302,6 +302,53 @@ def by_case(recs, model, section):
     return cases
 
 
+def goals_section(recs, models, w):
+    """Issue 6's goals at batch 1 and 8 (p128, 256 new): >= 3x HF compiled, >= 20x HF eager, peak
+    memory no more than HF's, from the batch-sweep records (each ratio from one lease where the
+    runs list shows it)."""
+    rows = []
+    for m in models:
+        cases = by_case(recs, m, "batch")
+        for _, c in sorted(cases.items(), key=lambda kv: case_sort_key(kv[1])):
+            ll = c.get("lite-llama")
+            if not ok(ll) or ll["batch"] not in (1, 8):
+                continue
+            he, hs = c.get("hf_eager"), c.get("hf_static")
+            t = lambda r: med(r, "throughput_tok_s") if ok(r) else None
+            rs, re_ = (t(ll) / t(hs) if t(hs) else None), (t(ll) / t(he) if t(he) else None)
+            hf_dev = [device_gib(r) for r in (he, hs) if ok(r) and device_gib(r)]
+            ours = device_gib(ll)
+            mem = (f"{ours:.2f} / {min(hf_dev):.2f} GiB: " + ("met" if ours <= min(hf_dev) else "**missed**")
+                   if ours and hf_dev else "-")
+            verdict = lambda x, goal: "-" if x is None else f"{x:.2f}x: " + ("met" if x >= goal else "**missed**")
+            rows.append(f"| {MODEL_TITLE.get(m, m)} | {ll['batch']} | {verdict(rs, 3.0)} | {verdict(re_, 20.0)} | {mem} |")
+    if not rows:
+        return
+    w("## Goals (batch 1 and 8, prompt 128, 256 new tokens)")
+    w("")
+    w("| model | batch | >= 3x HF static cache (compiled) | >= 20x HF eager | peak memory <= HF's (device-wide: ours / HF) |")
+    w("| --- | --- | --- | --- | --- |")
+    for x in rows:
+        w(x)
+    w("")
+    w("Why the speed goals are missed ([gpu.md](gpu.md) has the profiles): at batch 1 a decode step "
+      "streams every weight once, so its floor is weight bytes / memory bandwidth. 3x HF's compiled "
+      "TPOT would need 3.4-3.7 TB/s of weight streaming on the H100 against 3.0 TB/s for a "
+      "device-to-device copy (HF compiled already streams 1.1-1.2 TB/s, lite-llama 1.7-2.1): the goal is "
+      "above what the GPU allows. Of lite-llama's step, the weight GEMVs take ~80% (`bench --profile`) "
+      "at 50-68% of copy bandwidth; the rest is small kernels (norms, RoPE + KV write, attention) that "
+      "CUDA graphs already chain without gaps. HF eager on this H100 runs 26-36 tok/s at batch 1 "
+      "(its per-token Python and kernel-launch overhead, ~28-38 ms a step), faster than in the seeds, "
+      "so 20x it would need 520-720 tok/s, again beyond the bandwidth floor for 3-4B bf16 weights "
+      "(~2.3-2.7 ms a step). Memory: both figures are device-wide (CUDA context included; HF's read "
+      "after its runs, with its allocator cache). lite-llama holds 0.3-0.6 GiB more: its KV pool is "
+      "sized to the run, but its activation arena (0.8 GiB for Qwen3-4B, see the accounting line) is "
+      "sized for the largest prefill chunk and its logits, not for the run's prompts; sizing it to "
+      "the longest prompt of the run is the fix, not done. The Llama-3.2-1B rows are the H200 run, "
+      "the others the H100 (see Runs).")
+    w("")
+
+
 def case_sort_key(case_recs):
     r = next(iter(case_recs.values()))
     return (r["label"], r["batch"])
@@ -532,6 +579,8 @@ def write_report(recs, legacy_meta, pieces, charts_made, out_dir, argv):
                 for x in rows:
                     w(x)
                 w("")
+
+    goals_section(recs, models, w)
 
     # Charts
     if charts_made:
