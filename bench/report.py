@@ -343,8 +343,9 @@ def goals_section(recs, models, w):
       "(~2.3-2.7 ms a step). Memory: both figures are device-wide (CUDA context included; HF's read "
       "after its runs, with its allocator cache). lite-llama holds 0.3-0.6 GiB more: its KV pool is "
       "sized to the run, but its activation arena (0.8 GiB for Qwen3-4B, see the accounting line) is "
-      "sized for the largest prefill chunk and its logits, not for the run's prompts; sizing it to "
-      "the longest prompt of the run is the fix, not done. The Llama-3.2-1B rows are the H200 run, "
+      "sized for the step token budget (8,192 tokens by default), not for the run's prompts. After "
+      "these runs `lite-llama bench` sizes that budget to the run's prompt tokens (not yet measured "
+      "on a GPU). The Llama-3.2-1B rows are the H200 run, "
       "the others the H100 (see Runs).")
     w("")
 
