@@ -75,27 +75,19 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 
-// Sum over the block; every thread gets the result. `smem` holds >= 32 floats.
-__device__ __forceinline__ float block_sum(float v, float* smem) {
+// Sum / maximum over the block; every thread gets the result. `smem` holds >= 32 floats.
+template <bool kMax>
+__device__ __forceinline__ float block_reduce(float v, float* smem) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
-  v = warp_sum(v);
+  v = kMax ? warp_max(v) : warp_sum(v);
   __syncthreads();
   if (lane == 0) smem[warp] = v;
   __syncthreads();
-  v = lane < nwarps ? smem[lane] : 0.f;
-  return warp_sum(v);
+  v = lane < nwarps ? smem[lane] : (kMax ? -INFINITY : 0.f);
+  return kMax ? warp_max(v) : warp_sum(v);
 }
-
-// Maximum over the block; every thread gets the result. `smem` holds >= 32 floats.
-__device__ __forceinline__ float block_max(float v, float* smem) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
-  v = warp_max(v);
-  __syncthreads();
-  if (lane == 0) smem[warp] = v;
-  __syncthreads();
-  v = lane < nwarps ? smem[lane] : -INFINITY;
-  return warp_max(v);
-}
+__device__ __forceinline__ float block_sum(float v, float* smem) { return block_reduce<false>(v, smem); }
+__device__ __forceinline__ float block_max(float v, float* smem) { return block_reduce<true>(v, smem); }
 
 // Decode GEMVs of int8/int4 weights read activations as int8 per block of 32 (gq.cu). Producers
 // (RMSNorm, SwiGLU) write that form next to their 16-bit output: each thread holds 8 consecutive
