@@ -22,6 +22,17 @@ constexpr size_t kGemmWorkspace = 32u << 20;
 
 constexpr size_t kDeqElems = 16u << 20;  // dequantised weight tile for GEMMs: 32 MiB, mostly in L2
 
+// Tuning and debugging switches read once per backend: whether variable `name` is set to `value`,
+// and an integer variable (dflt when unset).
+bool env_is(const char* name, const char* value) {
+  const char* e = std::getenv(name);
+  return e && std::string(e) == value;
+}
+int env_int(const char* name, int dflt) {
+  const char* e = std::getenv(name);
+  return e ? std::atoi(e) : dflt;
+}
+
 class CudaBackend final : public ops::Backend {
  public:
   CudaBackend(const std::string& dtype, const std::string& quantize)
@@ -526,20 +537,19 @@ class CudaBackend final : public ops::Backend {
   bool int_weights_ = false;     // some weights are int8 / int4 GQ (the integer decode path)
   // LITE_LLAMA_GQ_FP32=1: decode GEMVs keep 16-bit activations (fp32 math) instead of the int8 /
   // dp4a path, to measure what quantising activations costs in accuracy.
-  const bool gq_fp32_ = std::getenv("LITE_LLAMA_GQ_FP32") && std::string(std::getenv("LITE_LLAMA_GQ_FP32")) == "1";
+  const bool gq_fp32_ = env_is("LITE_LLAMA_GQ_FP32", "1");
   // LITE_LLAMA_GQ_MMA_MAX=n: the largest T for the tensor-core GEMM (0: tiles from 9 tokens;
   // default kGqMmaMaxTokens, kGqMmaMaxTokensInt8 for int8).
-  const int gq_mma_max_ = std::getenv("LITE_LLAMA_GQ_MMA_MAX") ? std::atoi(std::getenv("LITE_LLAMA_GQ_MMA_MAX")) : -1;
-  const bool check_finite_ = std::getenv("LITE_LLAMA_CHECK_FINITE") && std::string(std::getenv("LITE_LLAMA_CHECK_FINITE")) == "1";
+  const int gq_mma_max_ = env_int("LITE_LLAMA_GQ_MMA_MAX", -1);
+  const bool check_finite_ = env_is("LITE_LLAMA_CHECK_FINITE", "1");
   int64_t checked_ops_ = 0;
   int device_ = 0;
   cudaDeviceProp props_{};
   // FP8 W8A8 through cuBLASLt (compute capability 8.9+) for per-channel fp8 weights from
   // LITE_LLAMA_FP8_GEMM_MIN tokens (default kFp8GemmMinTokens); LITE_LLAMA_FP8_GEMM=0 keeps them on
   // the W8A16 tensor-core GEMM.
-  const bool fp8_gemm_ = !(std::getenv("LITE_LLAMA_FP8_GEMM") && std::string(std::getenv("LITE_LLAMA_FP8_GEMM")) == "0");
-  const int fp8_gemm_min_ = std::getenv("LITE_LLAMA_FP8_GEMM_MIN") ? std::atoi(std::getenv("LITE_LLAMA_FP8_GEMM_MIN"))
-                                                                   : kFp8GemmMinTokens;
+  const bool fp8_gemm_ = !env_is("LITE_LLAMA_FP8_GEMM", "0");
+  const int fp8_gemm_min_ = env_int("LITE_LLAMA_FP8_GEMM_MIN", kFp8GemmMinTokens);
   cudaStream_t stream_ = nullptr;
   Gemm gemm_;
   std::vector<cudaGraphExec_t> graphs_;
