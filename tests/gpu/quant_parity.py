@@ -9,7 +9,7 @@ and the mean KL divergence KL(bf16 || scheme) of the next-token distributions.
 Models: the real shapes of Llama-3.2-1B/3B, Qwen2.5-3B and Qwen3-4B with random weights
 (`--load-format dummy`: the same seeded weights for every scheme, quantised at load), and with
 --default-model FILE the default model scoring bench/texts/english.txt (perplexity too).
-Schemes: int8, int4, fp8 (W8A8 from 16 tokens: the prefill chunks) and fp8 with
+Schemes: int8, int4, fp8 (W8A8 from 32 tokens: the prefill chunks) and fp8 with
 LITE_LLAMA_FP8_GEMM=0 (W8A16 everywhere), and for the default model `auto` (its own Q4_1).
 
 usage: quant_parity.py BIN OUT_JSON [--default-model FILE] [MODEL ...]
