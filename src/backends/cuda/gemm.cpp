@@ -81,11 +81,7 @@ void Gemm::run(Act act, const void* x, const void* w, const void* bias, void* ou
   if (T == 0) return;
   Plan* p = plan(Key{int(act), out_f32, bias != nullptr, T, N, K, ldo ? ldo : N, 0});
   LL_CHECK(p, "cuBLASLt found no algorithm for a [{}, {}] x [{}, {}]^T product", T, K, N, K);
-  if (bias)
-    LL_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
-  const float alpha = 1.f, beta = 0.f;
-  LL_CUBLAS(cublasLtMatmul(handle_, p->op, &alpha, w, p->a, x, p->b, &beta, out, p->c, out, p->c, &p->algo,
-                           workspace_, workspace_bytes_, s));
+  matmul(*p, x, w, bias, out, s);
 }
 
 bool Gemm::run_fp8(Act act, const void* xq, const float* x_scale, const void* w, int ldw, const float* w_scale,
@@ -93,14 +89,18 @@ bool Gemm::run_fp8(Act act, const void* xq, const float* x_scale, const void* w,
   if (T == 0) return true;
   Plan* p = plan(Key{int(act), out_f32, bias != nullptr, T, N, K, ldo ? ldo : N, ldw});
   if (!p) return false;
-  if (bias)
-    LL_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
   LL_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scale, sizeof(w_scale)));
   LL_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &x_scale, sizeof(x_scale)));
-  const float alpha = 1.f, beta = 0.f;
-  LL_CUBLAS(cublasLtMatmul(handle_, p->op, &alpha, w, p->a, xq, p->b, &beta, out, p->c, out, p->c, &p->algo,
-                           workspace_, workspace_bytes_, s));
+  matmul(*p, xq, w, bias, out, s);
   return true;
+}
+
+void Gemm::matmul(Plan& p, const void* x, const void* w, const void* bias, void* out, cudaStream_t s) {
+  if (bias)
+    LL_CUBLAS(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+  const float alpha = 1.f, beta = 0.f;
+  LL_CUBLAS(cublasLtMatmul(handle_, p.op, &alpha, w, p.a, x, p.b, &beta, out, p.c, out, p.c, &p.algo,
+                           workspace_, workspace_bytes_, s));
 }
 
 }  // namespace lite_llama::cuda

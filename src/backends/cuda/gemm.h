@@ -39,6 +39,8 @@ class Gemm {
   using Key = std::tuple<int, bool, bool, int, int, int, int, int>;
   // nullptr where cuBLASLt offers no algorithm (remembered, so it is asked once per shape)
   Plan* plan(const Key& key);
+  // The product with a plan: bias pointer (when there is one), then cublasLtMatmul.
+  void matmul(Plan& p, const void* x, const void* w, const void* bias, void* out, cudaStream_t s);
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
