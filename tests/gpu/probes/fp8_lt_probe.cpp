@@ -10,50 +10,62 @@
 #include <cstdio>
 #include <vector>
 
-static int try_cfg(cublasLtHandle_t h, void* ws, int mode, cudaDataType_t dt, bool bias, bool set_ptrs, int ldw,
-                   bool fast, int T, int N, int K, float* sa, float* sb) {
-  cublasLtMatmulDesc_t op;
-  cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
-  cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-  cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta));
-  cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb));
-  if (bias) {
-    cublasLtEpilogue_t ep = CUBLASLT_EPILOGUE_BIAS;
-    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep, sizeof(ep));
-    cudaDataType_t bt = CUDA_R_16BF;
-    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof(bt));
+// One FP8 matmul description (TN, e4m3 in, fp32 compute) and the heuristic's answer for it.
+// qa / qb: the scale pointers set for the query (nullptr: none set).
+struct Lt {
+  cublasLtMatmulDesc_t op{};
+  cublasLtMatrixLayout_t a{}, b{}, c{};
+  cublasLtMatmulHeuristicResult_t res{};
+  int found = 0;
+  cublasStatus_t status{};
+  Lt(cublasLtHandle_t h, int mode, cudaDataType_t dt, bool bias, int ldw, bool fast, int T, int N, int K,
+     const void* qa, const void* qb, size_t ws_bytes) {
+    cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta));
+    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb));
+    if (bias) {
+      cublasLtEpilogue_t ep = CUBLASLT_EPILOGUE_BIAS;
+      cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep, sizeof(ep));
+      cudaDataType_t bt = CUDA_R_16BF;
+      cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof(bt));
+    }
+    int32_t m = mode;
+    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &m, sizeof(m));
+    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &m, sizeof(m));
+    if (qa) set_scales(qa, qb);
+    if (fast) {
+      int8_t f = 1;
+      cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &f, sizeof(f));
+    }
+    cublasLtMatrixLayoutCreate(&a, CUDA_R_8F_E4M3, K, N, ldw);
+    cublasLtMatrixLayoutCreate(&b, CUDA_R_8F_E4M3, K, T, K);
+    cublasLtMatrixLayoutCreate(&c, dt, N, T, N);
+    cublasLtMatmulPreference_t pref;
+    cublasLtMatmulPreferenceCreate(&pref);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof(ws_bytes));
+    status = cublasLtMatmulAlgoGetHeuristic(h, op, a, b, c, c, pref, 1, &res, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
   }
-  int32_t m = mode;
-  cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &m, sizeof(m));
-  cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &m, sizeof(m));
-  if (set_ptrs) {
+  void set_scales(const void* sa, const void* sb) {
     cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof(sa));
     cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof(sb));
   }
-  if (fast) {
-    int8_t f = 1;
-    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &f, sizeof(f));
+  ~Lt() {
+    cublasLtMatrixLayoutDestroy(a);
+    cublasLtMatrixLayoutDestroy(b);
+    cublasLtMatrixLayoutDestroy(c);
+    cublasLtMatmulDescDestroy(op);
   }
-  cublasLtMatrixLayout_t a, b, c;
-  cublasLtMatrixLayoutCreate(&a, CUDA_R_8F_E4M3, K, N, ldw);
-  cublasLtMatrixLayoutCreate(&b, CUDA_R_8F_E4M3, K, T, K);
-  cublasLtMatrixLayoutCreate(&c, dt, N, T, N);
-  cublasLtMatmulPreference_t pref;
-  cublasLtMatmulPreferenceCreate(&pref);
-  size_t wsb = 32u << 20;
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof(wsb));
-  cublasLtMatmulHeuristicResult_t res{};
-  int found = 0;
-  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(h, op, a, b, c, c, pref, 1, &res, &found);
+};
+
+static int try_cfg(cublasLtHandle_t h, int mode, cudaDataType_t dt, bool bias, bool set_ptrs, int ldw, bool fast,
+                   int T, int N, int K, float* sa, float* sb) {
+  Lt lt(h, mode, dt, bias, ldw, fast, T, N, K, set_ptrs ? sa : nullptr, sb, 32u << 20);
   printf("mode %d out %s bias %d ptrs %d ldw %d fast %d T %d N %d K %d: status %d found %d\n", mode,
-         dt == CUDA_R_16BF ? "bf16" : dt == CUDA_R_16F ? "f16" : "f32", bias, set_ptrs, ldw, fast, T, N, K, int(st),
-         found);
-  cublasLtMatmulPreferenceDestroy(pref);
-  cublasLtMatrixLayoutDestroy(a);
-  cublasLtMatrixLayoutDestroy(b);
-  cublasLtMatrixLayoutDestroy(c);
-  cublasLtMatmulDescDestroy(op);
-  return found;
+         dt == CUDA_R_16BF ? "bf16" : dt == CUDA_R_16F ? "f16" : "f32", bias, set_ptrs, ldw, fast, T, N, K,
+         int(lt.status), lt.found);
+  return lt.found;
 }
 
 int main() {
@@ -100,34 +112,14 @@ int main() {
         sum[size_t(t) * N + n] = acc;
       }
     for (int variant = 0; variant < 2; ++variant) {  // 0: scale pointers set before the heuristic; 1: after
-      cublasLtMatmulDesc_t op;
-      cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
-      cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-      cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta));
-      cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb));
-      int32_t m = 3;
-      cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &m, sizeof(m));
-      cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &m, sizeof(m));
-      void* tmp = ws;
-      cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, variant ? &tmp : (void**)&sa, 8);
-      cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, variant ? &tmp : (void**)&sb, 8);
-      cublasLtMatrixLayout_t a, b, c;
-      cublasLtMatrixLayoutCreate(&a, CUDA_R_8F_E4M3, K, N, ldw);
-      cublasLtMatrixLayoutCreate(&b, CUDA_R_8F_E4M3, K, T, K);
-      cublasLtMatrixLayoutCreate(&c, CUDA_R_32F, N, T, N);
-      cublasLtMatmulPreference_t pref;
-      cublasLtMatmulPreferenceCreate(&pref);
-      size_t wsb = 16u << 20;
-      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof(wsb));
-      cublasLtMatmulHeuristicResult_t res{};
-      int found = 0;
-      cublasLtMatmulAlgoGetHeuristic(h, op, a, b, c, c, pref, 1, &res, &found);
-      cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, 8);
-      cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, 8);
+      const size_t wsb = 16u << 20;
+      Lt lt(h, CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F, CUDA_R_32F, false, ldw, false, T, N, K,
+            variant ? ws : static_cast<void*>(sa), variant ? ws : static_cast<void*>(sb), wsb);
+      lt.set_scales(sa, sb);
       const float alpha = 1.f, beta = 0.f;
       cudaMemset(dout, 0, size_t(N) * T * 4);
-      cublasStatus_t st = cublasLtMatmul(h, op, &alpha, dw, a, dx, b, &beta, dout, c, dout, c, &res.algo,
-                                         (char*)ws + (16u << 20), wsb, 0);
+      cublasStatus_t st = cublasLtMatmul(h, lt.op, &alpha, dw, lt.a, dx, lt.b, &beta, dout, lt.c, dout, lt.c,
+                                         &lt.res.algo, (char*)ws + (16u << 20), wsb, 0);
       cudaDeviceSynchronize();
       std::vector<float> o(size_t(N) * T);
       cudaMemcpy(o.data(), dout, o.size() * 4, cudaMemcpyDeviceToHost);
@@ -144,18 +136,18 @@ int main() {
           }
         }
       printf("T %d K %d variant %d found %d status %d: rel err (w[n] x[t]) %g, swapped %g, unscaled %g\n", T, K,
-             variant, found, int(st), std::sqrt(ea / na), nb > 0 ? std::sqrt(eb / nb) : -1.0, std::sqrt(eu / na));
+             variant, lt.found, int(st), std::sqrt(ea / na), nb > 0 ? std::sqrt(eb / nb) : -1.0, std::sqrt(eu / na));
     }
   }
   for (int mode : {0, 3})
     for (cudaDataType_t dt : {CUDA_R_16BF, CUDA_R_16F, CUDA_R_32F})
-      for (bool ptrs : {false, true}) try_cfg(h, ws, mode, dt, false, ptrs, 2048 + 16, false, 64, 1024, 2048, sa, sb);
-  for (int ldw : {2048, 2064}) try_cfg(h, ws, 3, CUDA_R_16BF, false, true, ldw, false, 64, 1024, 2048, sa, sb);
-  try_cfg(h, ws, 3, CUDA_R_16BF, true, true, 2064, false, 64, 1024, 2048, sa, sb);
-  try_cfg(h, ws, 3, CUDA_R_16BF, false, true, 2064, true, 64, 1024, 2048, sa, sb);
-  for (int T : {16, 17, 33, 300}) try_cfg(h, ws, 3, CUDA_R_16BF, false, true, 2064, false, T, 1000, 2048, sa, sb);
-  try_cfg(h, ws, 3, CUDA_R_16BF, false, true, 592, false, 16, 1000, 576, sa, sb);
-  try_cfg(h, ws, 0, CUDA_R_16BF, false, true, 592, false, 16, 1000, 576, sa, sb);
-  try_cfg(h, ws, 0, CUDA_R_16BF, true, true, 592, false, 16, 1000, 576, sa, sb);
+      for (bool ptrs : {false, true}) try_cfg(h, mode, dt, false, ptrs, 2048 + 16, false, 64, 1024, 2048, sa, sb);
+  for (int ldw : {2048, 2064}) try_cfg(h, 3, CUDA_R_16BF, false, true, ldw, false, 64, 1024, 2048, sa, sb);
+  try_cfg(h, 3, CUDA_R_16BF, true, true, 2064, false, 64, 1024, 2048, sa, sb);
+  try_cfg(h, 3, CUDA_R_16BF, false, true, 2064, true, 64, 1024, 2048, sa, sb);
+  for (int T : {16, 17, 33, 300}) try_cfg(h, 3, CUDA_R_16BF, false, true, 2064, false, T, 1000, 2048, sa, sb);
+  try_cfg(h, 3, CUDA_R_16BF, false, true, 592, false, 16, 1000, 576, sa, sb);
+  try_cfg(h, 0, CUDA_R_16BF, false, true, 592, false, 16, 1000, 576, sa, sb);
+  try_cfg(h, 0, CUDA_R_16BF, true, true, 592, false, 16, 1000, 576, sa, sb);
   return 0;
 }
