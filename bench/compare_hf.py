@@ -622,6 +622,9 @@ def run_main(argv):
         "quick": a.quick, "runs": a.runs, "warmup": a.warmup, "weight_seed": SEED,
         **environment(a),
     }
+    tuning = {k: v for k, v in os.environ.items() if k.startswith("LITE_LLAMA_") and k != "LITE_LLAMA_COMMIT"}
+    if tuning:  # switches that change lite-llama's kernels (e.g. LITE_LLAMA_GEMV_MAX)
+        meta["env"] = tuning
     records = []
 
     def save(final=False):

@@ -167,9 +167,9 @@ class CudaBackend final : public ops::Backend {
       ~Forget() { if (of == out) of = nullptr; }
     } forget{xq_of_, out.data};
     if (is_gq(w.parts[0].dtype)) return linear_gq(x, w, out, T, N, K, f32);
-    // Up to 2 tokens the CUDA-core GEMV streams weights at bandwidth; from 3 tokens its fp32
-    // math is the limit (8 FLOP per weight byte at 8 tokens), so tensor cores (cuBLASLt) win.
-    if (T <= 2 && K % 8 == 0) {
+    // For a few tokens the CUDA-core GEMV streams weights at bandwidth; with more its fp32 math
+    // is the limit (8 FLOP per weight byte at 8 tokens), so tensor cores (cuBLASLt) win.
+    if (T <= gemv_max_tokens_ && K % 8 == 0) {
       LL_CUDA(gemv(act_, x.data, w.parts[0].data, bias, out.data, f32, T, N, K, N, stream_));
     } else if (f32 && bias) {
       // cuBLASLt wants the bias in the output type; ours is 16-bit, so add it separately.
@@ -542,6 +542,9 @@ class CudaBackend final : public ops::Backend {
   // default kGqMmaMaxTokens, kGqMmaMaxTokensInt8 for int8).
   const int gq_mma_max_ = env_int("LITE_LLAMA_GQ_MMA_MAX", -1);
   const bool check_finite_ = env_is("LITE_LLAMA_CHECK_FINITE", "1");
+  // LITE_LLAMA_GEMV_MAX=n (0-8): the most tokens a 16-bit linear runs on the GEMV instead of
+  // cuBLASLt.
+  const int gemv_max_tokens_ = std::clamp(env_int("LITE_LLAMA_GEMV_MAX", 2), 0, 8);
   int64_t checked_ops_ = 0;
   int device_ = 0;
   cudaDeviceProp props_{};
