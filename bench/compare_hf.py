@@ -9,7 +9,9 @@ all pieces found there into --out/merged.json, and runs bench/report.py on it (t
 charts under docs/benchmarks/). Because a call on the workplace's GPU machine may last at most
 10 minutes, the work is cut into pieces with --models, --sections and --engines; each piece
 appends a file, and `merge` (also run after every piece) combines them, the newest result of a
-case winning. `python3 bench/compare_hf.py plan` prints a split that fits.
+case winning. `--skip-done DIR_OR_FILE` makes the command resumable: repeated with --out DIR
+and --skip-done DIR, each call runs only what no earlier call finished, and an HF case that would
+not finish before --time-limit-s is skipped rather than cut off. `compare_hf.py plan` prints it.
 
 Models (tests/gpu/configs/*.json, real shapes, random weights): llama-3.2-1b, llama-3.2-3b,
 qwen2.5-3b, qwen3-4b. transformers builds each with its own random init (torch.manual_seed(0),
@@ -312,7 +314,8 @@ def run_hf(args, model, wdir, engine, cases, workdir):
     spec = os.path.join(workdir, f"hf_{model_name(model)}_{engine}_cases.json")
     json.dump(cases, open(spec, "w"))
     cmd = [sys.executable, os.path.abspath(__file__), "_hf-worker", wdir, engine, spec, jl,
-           "--runs", str(args.runs), "--warmup", str(args.warmup), "--device", args.device]
+           "--runs", str(args.runs), "--warmup", str(args.warmup), "--device", args.device,
+           "--deadline", f"{time.time() + args.time_left():.0f}"]
     log(f"+ {shlex.join(cmd)}")
     err = None
     try:
@@ -345,6 +348,8 @@ def _hf_worker_main(argv):
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--device", default="cuda")
+    ap.add_argument("--deadline", type=float, default=None,
+                    help="epoch seconds; a case that would not finish by then is skipped, not started")
     a = ap.parse_args(argv)
     import torch
     from transformers import AutoModelForCausalLM
@@ -381,10 +386,23 @@ def _hf_worker_main(argv):
         if cuda:
             torch.cuda.synchronize()  # GPU-ONLY
 
+    # Seconds per generated token: a guess from the slowest model (HF eager decodes 30-40 ms a
+    # step on a 4B model), then what this worker's last case took.
+    step_s = 0.04 if a.engine.startswith("hf_eager") else 0.01
     for case in json.load(open(a.cases)):
         B, G = case["batch"], case["gen_len"]
         lens = request_lens(case)
         L = max(lens)
+        if a.deadline:
+            # A case cut at the time limit is lost; one skipped here is left for a later call
+            # (--skip-done). Compilation (static cache) is allowed a minute.
+            est = 1.2 * (a.warmup + a.runs) * G * step_s + (60 if a.engine == "hf_static" else 0)
+            if time.time() + est > a.deadline:
+                rec = {"case_id": case["id"], "error": f"skipped: needs ~{est:.0f} s, past the time limit (--time-limit-s)"}
+                print(json.dumps(rec), flush=True)
+                with open(a.out_jsonl, "a") as f:
+                    f.write(json.dumps(rec) + "\n")
+                continue
         g = torch.Generator().manual_seed(1234)
         ids = torch.zeros((B, L), dtype=torch.long)
         mask = torch.zeros((B, L), dtype=torch.long)
@@ -450,6 +468,7 @@ def _hf_worker_main(argv):
                 "compiled": bool(getattr(model, "_compiled_call", None)) if a.engine == "hf_static" else False,
                 "wall_s": round(time.time() - t_case, 2),
             })
+            step_s = tot["median"] / G
         except Exception as e:  # one failing case (e.g. out of memory) must not lose the rest
             rec["error"] = f"{type(e).__name__}: {e}"[:2000]
             if cuda:
@@ -498,6 +517,20 @@ def environment(args):
 
 def record_key(r):
     return (r["model"], r["engine"], r["case"])
+
+
+def done_keys(paths):
+    """(model, engine, case) of the successful records in piece or merged files (or folders of
+    pieces): what --skip-done leaves out."""
+    keys = set()
+    for path in paths:
+        files = glob.glob(os.path.join(path, "piece_*.json")) if os.path.isdir(path) else [path]
+        for f in files:
+            doc = json.load(open(f))
+            if doc.get("schema") != SCHEMA:
+                raise SystemExit(f"--skip-done {f}: not a {SCHEMA} file")
+            keys |= {record_key(r) for r in doc["records"] if not r.get("error")}
+    return keys
 
 
 def merge(dirs, out_path=None):
@@ -577,6 +610,10 @@ def parse_run_args(argv):
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
                     help="cpu: smoke test of the whole pipeline on a tiny checkpoint (no GPU numbers)")
     ap.add_argument("--no-report", action="store_true", help="do not run bench/report.py afterwards")
+    ap.add_argument("--skip-done", action="append", default=[], metavar="PATH",
+                    help="skip the (model, engine, case) triples that have a successful record in these "
+                         "piece or merged files, or in the pieces of these folders (same device only: "
+                         "pass files of this machine's kind); repeatable")
     ap.add_argument("--report-dir", default=None,
                     help="where bench/report.py writes (default docs/benchmarks; with --device cpu OUT/report, "
                          "so that a smoke test never overwrites the committed report)")
@@ -641,8 +678,18 @@ def run_main(argv):
         records.append(r)
         save()
 
+    done = done_keys(a.skip_done)
+
+    def todo(m, eng, cases):
+        return [c for c in cases if (model_name(m), eng, c["id"]) not in done]
+
+    n_todo = sum(len(todo(m, e, [c])) for m, s, c in plan for e in a.engines)
+    log(f"{n_todo} of {len(plan) * len(a.engines)} (model, engine, case) runs to do"
+        + (f" ({len(plan) * len(a.engines) - n_todo} done in --skip-done files)" if a.skip_done else ""))
     for m in a.models:
         cases = [c for mm, s, c in plan if mm == m]
+        if not any(todo(m, e, cases) for e in a.engines):
+            continue
         try:
             if a.time_left() <= 0:
                 raise TimeoutError("time limit reached (--time-limit-s)")
@@ -654,19 +701,20 @@ def run_main(argv):
             continue
         # lite-llama first: no other process holds GPU memory while it measures its peak.
         for eng in [e for e in a.engines if e.startswith("lite-llama")]:
-            for c in cases:
+            for c in todo(m, eng, cases):
                 if a.time_left() <= 0:
                     add(m, c, eng, {"error": "time limit reached (--time-limit-s)"})
                     continue
                 add(m, c, eng, run_lite_llama(a, m, wdir, c, workdir, eng))
         for eng in ("hf_eager", "hf_static", "hf_eager_fp16"):
-            if eng not in a.engines:
+            left = todo(m, eng, cases)
+            if eng not in a.engines or not left:
                 continue
-            if a.time_left() <= 0:
-                got = {c["id"]: {"error": "time limit reached (--time-limit-s)"} for c in cases}
+            if a.time_left() <= 90:  # loading (and compiling) alone would take most of that
+                got = {c["id"]: {"error": "time limit reached (--time-limit-s)"} for c in left}
             else:
-                got = run_hf(a, m, wdir, eng, cases, workdir)
-            for c in cases:
+                got = run_hf(a, m, wdir, eng, left, workdir)
+            for c in left:
                 add(m, c, eng, got[c["id"]])
     save(final=True)
     log(f"wrote {piece_path} ({len(records)} records, "
@@ -696,28 +744,26 @@ def merge_main(argv):
 
 
 def plan_main(argv):
-    """Pieces that each fit in one 10-minute call on an H200 (estimates from the 2026-11-22 run:
-    HF eager decodes one step of a 1B model in ~12 ms, of a 3-4B model in ~25-30 ms; static-cache
-    compilation takes ~30-60 s per shape). Every call writes its piece under --out (keep it on
-    the machine, e.g. /tmp, where the weights are cached too) and copies the pieces to $OUT."""
+    """The commands for the GPU machine's 10-minute calls: lite-llama for every model (one call),
+    then one resumable HF command repeated until it reports 0 runs to do (about 40 calls' worth:
+    HF eager decodes a step of a 1B model in ~13 ms and of a 3-4B model in 25-40 ms, whatever
+    the batch; static-cache compilation takes 30-60 s per case). Every call writes its piece
+    under --out (keep it on the machine, e.g. /tmp, where the weights are cached too) and copies
+    the pieces to $OUT; pieces from earlier machines go to --skip-done as files."""
     ap = argparse.ArgumentParser(prog="compare_hf.py plan")
     ap.add_argument("--bin", default="build-gpu/bin/lite-llama")
     ap.add_argument("--out", default="/tmp/compare_hf")
     a = ap.parse_args(argv)
-    base = f"python3 bench/compare_hf.py --bin {a.bin} --out {a.out} --no-report"
+    base = f"mkdir -p {a.out}; python3 bench/compare_hf.py --bin {a.bin} --out {a.out} --no-report --skip-done {a.out}"
     copy = f"; cp {a.out}/piece_*.json \"$OUT\"/"
-    lines = ["# lite-llama, every section, one call per model (the first call for a model creates its",
-             "# weights, kept under /tmp/lite-llama-compare-weights while the machine stays warm)"]
-    for m in MODELS:
-        lines.append(f"{base} --models {m} --engines lite-llama{copy}")
-    lines.append("# HF eager and static cache: one call per model, engine and section (long split by batch)")
-    for m in MODELS:
-        for eng in ("hf_eager", "hf_static"):
-            for secs in ("batch", "seed004", "prompts", "long --batches 1,8", "long --batches 64"):
-                lines.append(f"{base} --models {m} --engines {eng} --sections {secs}{copy}")
-    lines.append("# then, anywhere with matplotlib (pieces from several calls or machines in one folder):")
-    lines.append("python3 bench/compare_hf.py merge PIECES_DIR && "
-                 "python3 bench/report.py --compare PIECES_DIR/merged.json")
+    lines = ["# lite-llama, every model and section (weights are created once per machine under",
+             "# /tmp/lite-llama-compare-weights)",
+             f"{base} --engines lite-llama{copy}",
+             "# HF eager then static cache, model by model: repeat until it logs '0 of N ... to do'",
+             f"{base} --engines hf_eager,hf_static --time-limit-s 540{copy}",
+             "# then, anywhere with matplotlib (pieces from several calls or machines in one folder):",
+             "python3 bench/compare_hf.py merge PIECES_DIR && "
+             "python3 bench/report.py --compare PIECES_DIR/merged.json"]
     try:
         print("\n".join(lines))
     except BrokenPipeError:
