@@ -130,7 +130,7 @@ def load_compare(paths):
             raise SystemExit(f"{p}: not a merged compare_hf.py file")
         for r in d["records"]:
             recs.append(dict(r, source=os.path.relpath(os.path.abspath(p), ROOT)))
-        pieces += d.get("pieces", [])
+        pieces += [p for p in d.get("pieces", []) if p.get("file") not in {q.get("file") for q in pieces}]
     return recs, pieces
 
 
@@ -302,11 +302,27 @@ def by_case(recs, model, section):
     return cases
 
 
+# Device-to-device copy bandwidth (bytes read + written) measured on each machine kind, with
+# where: the ceiling for streaming weights.
+COPY_TBS = {"H100": (3.00, "quantization.md, H100 session of 2026-11-22"),
+            "H200": (4.26, "gpu.md, H200 session of 2026-11-22")}
+
+
+def copy_tbs(r):
+    dev = str(r.get("backend") or "") + " " + str(r.get("device") or "")
+    return next((v for k, v in COPY_TBS.items() if k in dev), (None, None))
+
+
 def goals_section(recs, models, w):
     """Issue 6's goals at batch 1 and 8 (p128, 256 new): >= 3x HF compiled, >= 20x HF eager, peak
-    memory no more than HF's, from the batch-sweep records (each ratio from one lease where the
-    runs list shows it)."""
-    rows = []
+    memory no more than HF's, from the batch-sweep records, with the weight streaming rate that
+    each speed goal would need (a decode step reads every weight once)."""
+    rows, need_max, mine_pct, hs_recs, he_recs, wbs = [], [], [], [], [], {}
+
+    def rate_of(r):  # TB/s of weights streamed by a record's decode steps
+        wb = wbs.get(r["model"])
+        return wb / (med(r, "tpot_ms") * 1e-3) / 1e12 if wb else None
+
     for m in models:
         cases = by_case(recs, m, "batch")
         for _, c in sorted(cases.items(), key=lambda kv: case_sort_key(kv[1])):
@@ -321,32 +337,65 @@ def goals_section(recs, models, w):
             mem = (f"{ours:.2f} / {min(hf_dev):.2f} GiB: " + ("met" if ours <= min(hf_dev) else "**missed**")
                    if ours and hf_dev else "-")
             verdict = lambda x, goal: "-" if x is None else f"{x:.2f}x: " + ("met" if x >= goal else "**missed**")
-            rows.append(f"| {MODEL_TITLE.get(m, m)} | {ll['batch']} | {verdict(rs, 3.0)} | {verdict(re_, 20.0)} | {mem} |")
+            wb = wbs[m] = (ll.get("memory") or {}).get("weight_bytes")
+            cp, _ = copy_tbs(ll)
+            hs_recs += [hs] if ok(hs) else []
+            he_recs += [he] if ok(he) else []
+
+            rate = lambda tpot_ms: wb / (tpot_ms * 1e-3) / 1e12  # TB/s of weights at that step time
+            if wb and cp:
+                mine_pct.append(100 * rate(med(ll, "tpot_ms")) / cp)
+            cells = []
+            for r, goal in ((hs, 3.0), (he, 20.0)):
+                if ok(r) and wb:
+                    need = rate(med(r, "tpot_ms") / goal)
+                    need_max.append((need, cp))
+                    cells.append(f"{need:.2f}" + (f" ({100 * need / cp:.0f}%)" if cp else ""))
+                else:
+                    cells.append("-")
+            mine = (f"{rate(med(ll, 'tpot_ms')):.2f}" + (f" ({100 * rate(med(ll, 'tpot_ms')) / cp:.0f}%)" if cp else "")
+                    if wb else "-")
+            rows.append(f"| {MODEL_TITLE.get(m, m)} | {ll['batch']} | {verdict(rs, 3.0)} | {verdict(re_, 20.0)} | "
+                        f"{cells[0]} / {cells[1]} | {mine} | {mem} |")
     if not rows:
         return
     w("## Goals (batch 1 and 8, prompt 128, 256 new tokens)")
     w("")
-    w("| model | batch | >= 3x HF static cache (compiled) | >= 20x HF eager | peak memory <= HF's (device-wide: ours / HF) |")
-    w("| --- | --- | --- | --- | --- |")
+    w("A decode step at batch 1-8 reads every weight once, so weight bytes / step time is the rate at "
+      "which it streams weights, and the device-to-device copy rate is its ceiling ("
+      + "; ".join(f"{k}: {v:.2f} TB/s, {src}" for k, (v, src) in COPY_TBS.items())
+      + "). The columns \"needs\" give the rate that each speed goal would take: weight bytes / "
+      "(HF's TPOT / 3) and / (HF's TPOT / 20), in TB/s and as a share of the copy rate.")
+    w("")
+    w("| model | batch | >= 3x HF static cache (compiled) | >= 20x HF eager | needs for 3x compiled / 20x eager, TB/s | lite-llama streams, TB/s | peak memory <= HF's (device-wide: ours / HF) |")
+    w("| --- | --- | --- | --- | --- | --- | --- |")
     for x in rows:
         w(x)
     w("")
-    w("Why the speed goals are missed ([gpu.md](gpu.md) has the profiles): at batch 1 a decode step "
-      "streams every weight once, so its floor is weight bytes / memory bandwidth. 3x HF's compiled "
-      "TPOT would need 3.4-3.7 TB/s of weight streaming on the H100 against 3.0 TB/s for a "
-      "device-to-device copy (HF compiled already streams 1.1-1.2 TB/s, lite-llama 1.7-2.1): the goal is "
-      "above what the GPU allows. Of lite-llama's step, the weight GEMVs take ~80% (`bench --profile`) "
-      "at 50-68% of copy bandwidth; the rest is small kernels (norms, RoPE + KV write, attention) that "
-      "CUDA graphs already chain without gaps. HF eager on this H100 runs 26-36 tok/s at batch 1 "
-      "(its per-token Python and kernel-launch overhead, ~28-38 ms a step), faster than in the seeds, "
-      "so 20x it would need 520-720 tok/s, again beyond the bandwidth floor for 3-4B bf16 weights "
-      "(~2.3-2.7 ms a step). Memory: both figures are device-wide (CUDA context included; HF's read "
-      "after its runs, with its allocator cache). lite-llama holds 0.3-0.6 GiB more: its KV pool is "
-      "sized to the run, but its activation arena (0.8 GiB for Qwen3-4B, see the accounting line) is "
-      "sized for the step token budget (8,192 tokens by default), not for the run's prompts. After "
-      "these runs `lite-llama bench` sizes that budget to the run's prompt tokens (not yet measured "
-      "on a GPU). The Llama-3.2-1B rows are the H200 run, "
-      "the others the H100 (see Runs).")
+    over = [n for n, cp in need_max if cp and n > cp]
+    within = sorted(100 * n / cp for n, cp in need_max if cp and n <= cp)
+    hf_rates = [(rate_of(r), r) for r in hs_recs if rate_of(r)]
+    eager_ms = [med(r, "tpot_ms") for r in he_recs]
+    text = (f"Why the speed goals are missed ([gpu.md](gpu.md) has the profiles): {len(over)} of the "
+            f"{len(need_max)} speed goals need more than the copy rate, which no bf16 engine can reach on "
+            "this GPU (int8/int4 weights change the arithmetic: [quantization.md](quantization.md))")
+    if within:
+        text += (f"; the other {len(within)} need {within[0]:.0f}-{within[-1]:.0f}% of it, where lite-llama "
+                 f"streams {min(mine_pct):.0f}-{max(mine_pct):.0f}%")
+    text += (". Most of a lite-llama step is the weight GEMVs, which run below the copy rate (least so "
+             "on the 1B model's small matrices); the rest is small kernels (norms, RoPE + KV write, "
+             "attention) that CUDA graphs already chain without gaps: see the `--profile` breakdown "
+             "below and gpu.md's ncu tables. ")
+    if eager_ms:
+        text += (f"HF eager is bound by its per-token Python and kernel-launch overhead "
+                 f"({min(eager_ms):.0f}-{max(eager_ms):.0f} ms a step on this machine, nearly whatever the "
+                 "batch), faster than in the seeds, so 20x it is a bandwidth question, not an overhead one. ")
+    if hf_rates:
+        text += (f"HF compiled already streams weights at {min(x for x, _ in hf_rates):.2f}-"
+                 f"{max(x for x, _ in hf_rates):.2f} TB/s. ")
+    text += ("Memory: both figures are device-wide (CUDA context included; HF's read after its runs, "
+             "with its allocator cache), with lite-llama's KV pool and activation arena sized to the run.")
+    w(text)
     w("")
 
 
@@ -445,7 +494,7 @@ def profile_table(recs):
     if not profs:
         return None
     profs.sort()
-    fam_title = [("gemm", "GEMM (GEMV at 1-2 tokens, cuBLASLt above)"), ("attention decode", "attention decode"),
+    fam_title = [("gemm", "GEMM (GEMV at 1-2 tokens in that run, cuBLASLt above)"), ("attention decode", "attention decode"),
                  ("norm", "RMSNorm / add+RMSNorm"), ("rope+kv write", "RoPE + KV write"),
                  ("activation", "SwiGLU"), (("embedding", "copies", "sampling"), "embedding, copies, argmax")]
     qwen = {"gemm": "2.797 (145)", "attention decode": "0.594", "norm": "0.414", "rope+kv write": "0.376",
@@ -483,7 +532,7 @@ def git(*a):
         return ""
 
 
-def write_report(recs, legacy_meta, pieces, charts_made, out_dir, argv):
+def write_report(recs, legacy_meta, pieces, charts_made, out_dir, argv, legacy=()):
     L = []
     w = L.append
     today = datetime.date.today().isoformat()
@@ -508,10 +557,22 @@ def write_report(recs, legacy_meta, pieces, charts_made, out_dir, argv):
     w("| model | " + " | ".join(SECTION_SHORT[s] for s in SECTION_TITLE) + " |")
     w("|" + " --- |" * (len(SECTION_TITLE) + 1))
     models = MODELS + sorted({r["model"] for r in recs} - set(MODELS))
+    short = {"lite-llama": "lite-llama", "lite-llama-nograph": "no graphs", "hf_eager": "eager",
+             "hf_static": "compiled"}
+
+    def coverage(m, s):  # cases measured per engine, e.g. "lite-llama 6/6, eager 6/6, compiled 4/6"
+        cases = {r["case"] for r in recs if r["model"] == m and r["section"] == s}
+        got = [f"{short[e]} {len({r['case'] for r in recs if r['model'] == m and r['section'] == s and r['engine'] == e and ok(r)})}/{len(cases)}"
+               for e in ENGINE_ORDER if e != "lite-llama-nograph" or any(r["engine"] == e for r in recs)]
+        return ", ".join(got)
+
     for m in models:
         w(f"| {MODEL_TITLE.get(m, m)} | " + " | ".join(
-            ("measured" + (f" ({legacy_meta['date']} subset: batch 1/8/64)" if only_legacy and m == "llama-3.2-1b" and s == "batch" else ""))
+            (coverage(m, s) + (f" ({legacy_meta['date']} subset: batch 1/8/64)" if only_legacy and m == "llama-3.2-1b" and s == "batch" else ""))
             if (m, s) in measured else "not yet measured" for s in SECTION_TITLE) + " |")
+    w("")
+    w("Cases measured per engine and section (a case missing for an engine leaves its cells \"-\"; "
+      "[Cases that failed or were not run](#cases-that-failed-or-were-not-run) lists why).")
     w("")
     w("Engines: **lite-llama** (`lite-llama bench`, bf16, CUDA graphs for decode), **HF eager** "
       "(`model.generate`, dynamic cache, SDPA attention), **HF static cache (compiled)** "
@@ -602,7 +663,7 @@ def write_report(recs, legacy_meta, pieces, charts_made, out_dir, argv):
         w("")
 
     # Profile
-    pt = profile_table(recs)
+    pt = profile_table(list(legacy) or recs)
     w("## Where a lite-llama decode step goes: `lite-llama bench --profile`")
     w("")
     w("`lite-llama bench --profile` adds one eager run per batch size in which every decode op is "
@@ -631,7 +692,7 @@ def write_report(recs, legacy_meta, pieces, charts_made, out_dir, argv):
     # Runs
     w("## Runs")
     w("")
-    if legacy_meta and any(r.get("source", "").startswith("docs/benchmarks/data/gpu_speed_") for r in recs):
+    if legacy_meta and (legacy or any(r.get("source", "").startswith("docs/benchmarks/data/gpu_speed_") for r in recs)):
         w(f"- **{legacy_meta['label']}**: {legacy_meta['device']}; {legacy_meta['software']}. Commands "
           "(repo root on the GPU machine):")
         for c in legacy_meta["commands"]:
@@ -641,7 +702,9 @@ def write_report(recs, legacy_meta, pieces, charts_made, out_dir, argv):
     for p in pieces:
         w(f"- piece `{p.get('file')}`: {p.get('device')}, torch {p.get('torch')}, transformers "
           f"{p.get('transformers')}, commit `{p.get('commit')}`, {p.get('started')} - {p.get('finished')}"
-          f"{'' if p.get('complete') else ' (incomplete)'}: `{p.get('command')}`")
+          f"{'' if p.get('complete') else ' (incomplete)'}: "
+          + "".join(f"`{k}={v}` " for k, v in sorted((p.get("env") or {}).items()))
+          + f"`{p.get('command')}`")
     w("")
 
     w("## How to reproduce")
@@ -763,7 +826,10 @@ def main():
     argv = sys.argv[1:]
     legacy, meta = ([], None) if a.no_legacy else load_legacy(a.legacy)
     comp, pieces = load_compare(a.compare)
-    recs = combine(legacy, comp)
+    # The legacy H200 rows only where no compare file measured that model and section, so that
+    # no table mixes devices; its --profile breakdown stays (the profile table says H200).
+    covered = {(r["model"], r["section"]) for r in comp if not r.get("error")}
+    recs = combine([r for r in legacy if (r["model"], r["section"]) not in covered], comp)
     if not recs:
         raise SystemExit("no data (give --compare FILE or keep the legacy data)")
     os.makedirs(a.out_dir, exist_ok=True)
@@ -773,7 +839,7 @@ def main():
     else:
         subtitle = f"NVIDIA H200, bf16, random weights; measured {meta['date']} (commit {meta['commit']})"
     made = charts(recs, a.out_dir, MODELS + sorted({r["model"] for r in recs} - set(MODELS)), subtitle)
-    path = write_report(recs, meta, pieces, made, a.out_dir, argv)
+    path = write_report(recs, meta, pieces, made, a.out_dir, argv, legacy)
     print("wrote", os.path.relpath(path, ROOT), "and", ", ".join(made.values()) or "no charts")
     # The README's links point into docs/benchmarks: only a report written there updates it.
     default_dir = os.path.realpath(os.path.join(ROOT, "docs", "benchmarks"))

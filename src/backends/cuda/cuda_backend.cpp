@@ -543,8 +543,9 @@ class CudaBackend final : public ops::Backend {
   const int gq_mma_max_ = env_int("LITE_LLAMA_GQ_MMA_MAX", -1);
   const bool check_finite_ = env_is("LITE_LLAMA_CHECK_FINITE", "1");
   // LITE_LLAMA_GEMV_MAX=n (0-8): the most tokens a 16-bit linear runs on the GEMV instead of
-  // cuBLASLt.
-  const int gemv_max_tokens_ = std::clamp(env_int("LITE_LLAMA_GEMV_MAX", 2), 0, 8);
+  // cuBLASLt. Default 1: at 2 tokens cuBLASLt is faster (H100, batch-2 decode step 2-13% shorter,
+  // docs/benchmarks/gpu.md).
+  const int gemv_max_tokens_ = std::clamp(env_int("LITE_LLAMA_GEMV_MAX", 1), 0, 8);
   int64_t checked_ops_ = 0;
   int device_ = 0;
   cudaDeviceProp props_{};
