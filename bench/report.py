@@ -713,7 +713,7 @@ def write_report(recs, legacy_meta, pieces, charts_made, out_dir, argv, legacy=(
     w("")
     w("```bash")
     w("python3 bench/compare_hf.py --bin build-gpu/bin/lite-llama --out gpu-results/compare_hf   # everything, then this report")
-    w("python3 bench/compare_hf.py plan      # the same cut into calls of < 10 minutes (--models/--sections/--engines/--batches)")
+    w("python3 bench/compare_hf.py plan      # the same as calls of < 10 minutes: resumable with --skip-done DIR, repeated until nothing is left")
     w("python3 bench/compare_hf.py merge DIR && python3 bench/report.py --compare DIR/merged.json")
     w("```")
     w("")

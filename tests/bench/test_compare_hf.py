@@ -1,0 +1,126 @@
+"""bench/compare_hf.py and bench/report.py without a GPU or torch: merging pieces, resuming with
+--skip-done, and the goals table's arithmetic (expected values worked out by hand below)."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+import compare_hf  # noqa: E402
+import report  # noqa: E402
+
+SCHEMA = "lite-llama-compare-hf/1"
+
+
+def rec(model, engine, case, batch=1, error=None, **kw):
+    r = {"model": model, "engine": engine, "case": case, "section": case.split(":")[0],
+         "label": case.split(":")[1], "batch": batch, "prompt_lens": [128], "gen_len": 256, **kw}
+    if error:
+        r["error"] = error
+    return r
+
+
+def piece(path, finished, records):
+    path.write_text(json.dumps({"schema": SCHEMA, "meta": {"finished": finished}, "records": records}))
+    return path
+
+
+def test_merge_newest_success_wins_and_errors_never_replace_a_success(tmp_path):
+    piece(tmp_path / "piece_a.json", "2026-01-01T00:00:00",
+          [rec("m", "hf_eager", "batch:p128_g256:b1", total_s={"median": 1.0}),
+           rec("m", "hf_eager", "batch:p128_g256:b2", total_s={"median": 2.0})])
+    piece(tmp_path / "piece_b.json", "2026-01-02T00:00:00",
+          [rec("m", "hf_eager", "batch:p128_g256:b1", error="time limit reached"),
+           rec("m", "hf_eager", "batch:p128_g256:b2", total_s={"median": 3.0}),
+           rec("m", "hf_static", "batch:p128_g256:b1", error="skipped")])
+    doc = compare_hf.merge([str(tmp_path)])
+    got = {(r["engine"], r["case"]): r for r in doc["records"]}
+    assert got[("hf_eager", "batch:p128_g256:b1")]["total_s"]["median"] == 1.0
+    assert got[("hf_eager", "batch:p128_g256:b2")]["total_s"]["median"] == 3.0
+    assert got[("hf_static", "batch:p128_g256:b1")]["error"] == "skipped"  # no success anywhere
+
+
+def test_done_keys_counts_successes_only_and_rejects_other_files(tmp_path):
+    p = piece(tmp_path / "piece_a.json", "2026-01-01T00:00:00",
+              [rec("m", "hf_eager", "batch:p128_g256:b1"),
+               rec("m", "hf_static", "batch:p128_g256:b1", error="time limit reached")])
+    assert compare_hf.done_keys([str(tmp_path)]) == {("m", "hf_eager", "batch:p128_g256:b1")}
+    assert compare_hf.done_keys([str(p)]) == {("m", "hf_eager", "batch:p128_g256:b1")}
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"schema": "something-else", "records": []}))
+    with pytest.raises(SystemExit):
+        compare_hf.done_keys([str(other)])
+
+
+def test_skip_done_runs_nothing_that_is_done(tmp_path):
+    """Every case of the seed004 section already done: no weights are made (that would need torch
+    and fail here), no case runs, and the piece written holds no records."""
+    model = "llama-3.2-1b"
+    done = [rec(model, "lite-llama", c["id"]) for c in compare_hf.cases_for("seed004", model)]
+    prev = piece(tmp_path / "prev.json", "2026-01-01T00:00:00", done)
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "compare_hf.py"), "--bin", "/bin/true",
+                        "--out", str(out), "--models", model, "--sections", "seed004",
+                        "--engines", "lite-llama", "--skip-done", str(prev), "--device", "cpu",
+                        "--no-report"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "0 of 4 (model, engine, case) runs to do (4 done in --skip-done files)" in r.stdout
+    pieces = list(out.glob("piece_*.json"))
+    assert len(pieces) == 1 and json.loads(pieces[0].read_text())["records"] == []
+
+
+def test_goals_rates_and_verdicts():
+    """One model at batch 1: lite-llama 1,000 tok/s at 1.0 ms a step, HF compiled 333.3 tok/s at
+    3.0 ms, HF eager 50 tok/s at 30 ms, 2e9 weight bytes, H100 (copy 3.00 TB/s).
+    lite-llama streams 2e9 B / 1 ms = 2.00 TB/s (67% of 3.00); 3x compiled needs
+    2e9 / (3 ms / 3) = 2.00 TB/s (67%); 20x eager needs 2e9 / (30 ms / 20) = 1.33 TB/s (44%).
+    Speed-ups: 1000 / 333.3 = 3.00x (met), 1000 / 50 = 20.00x (met). Memory 1.00 vs 1.50 GiB: met."""
+    gib = 1 << 30
+    case = "batch:p128_g256:b1"
+    recs = [
+        rec("llama-3.2-1b", "lite-llama", case, backend="cuda:0 (NVIDIA H100 80GB HBM3)",
+            throughput_tok_s={"median": 1000.0}, tpot_ms={"median": 1.0},
+            memory={"weight_bytes": 2e9, "peak_device_bytes": 1 * gib}),
+        rec("llama-3.2-1b", "hf_static", case, throughput_tok_s={"median": 1000.0 / 3},
+            tpot_ms={"median": 3.0}, memory={"device_used_bytes": 1.5 * gib}),
+        rec("llama-3.2-1b", "hf_eager", case, throughput_tok_s={"median": 50.0},
+            tpot_ms={"median": 30.0}, memory={"device_used_bytes": 2 * gib}),
+    ]
+    lines = []
+    report.goals_section(recs, ["llama-3.2-1b"], lines.append)
+    row = next(x for x in lines if x.startswith("| Llama-3.2-1B | 1 |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[2] == "3.00x: met"
+    assert cells[3] == "20.00x: met"
+    assert cells[4] == "2.00 (67%) / 1.33 (44%)"
+    assert cells[5] == "2.00 (67%)"
+    assert cells[6] == "1.00 / 1.50 GiB: met"
+    why = next(x for x in lines if x.startswith("Why the speed goals"))
+    assert "0 of the 2 speed goals need more than the copy rate" in why
+    assert "the other 2 need 44-67% of it, where lite-llama streams 67-67%" in why
+
+
+def test_goals_missed_when_hf_is_faster():
+    case = "batch:p128_g256:b8"
+    recs = [
+        rec("qwen3-4b", "lite-llama", case, batch=8, backend="NVIDIA H100",
+            throughput_tok_s={"median": 100.0}, tpot_ms={"median": 4.0},
+            memory={"weight_bytes": 8e9, "peak_device_bytes": 3 * gib_()}),
+        rec("qwen3-4b", "hf_static", case, batch=8, throughput_tok_s={"median": 50.0},
+            tpot_ms={"median": 8.0}, memory={"device_used_bytes": 2 * gib_()}),
+    ]
+    lines = []
+    report.goals_section(recs, ["qwen3-4b"], lines.append)
+    row = next(x for x in lines if x.startswith("| Qwen3-4B | 8 |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    # 2x < 3x; 8e9 / (8 ms / 3) = 3.00 TB/s = 100% of the copy rate; memory 3 > 2 GiB.
+    assert cells[2] == "2.00x: **missed**"
+    assert cells[4] == "3.00 (100%) / -"
+    assert cells[6] == "3.00 / 2.00 GiB: **missed**"
+
+
+def gib_():
+    return 1 << 30
