@@ -13,6 +13,7 @@ import compare_hf  # noqa: E402
 import report  # noqa: E402
 
 SCHEMA = "lite-llama-compare-hf/1"
+GIB = 1 << 30
 
 
 def rec(model, engine, case, batch=1, error=None, **kw):
@@ -72,27 +73,31 @@ def test_skip_done_runs_nothing_that_is_done(tmp_path):
     assert len(pieces) == 1 and json.loads(pieces[0].read_text())["records"] == []
 
 
+def goals_row(recs, model, title, batch):
+    """The goals section's lines and the cells of one model's row at a batch size."""
+    lines = []
+    report.goals_section(recs, [model], lines.append)
+    row = next(x for x in lines if x.startswith(f"| {title} | {batch} |"))
+    return lines, [c.strip() for c in row.strip("|").split("|")]
+
+
 def test_goals_rates_and_verdicts():
     """One model at batch 1: lite-llama 1,000 tok/s at 1.0 ms a step, HF compiled 333.3 tok/s at
     3.0 ms, HF eager 50 tok/s at 30 ms, 2e9 weight bytes, H100 (copy 3.00 TB/s).
     lite-llama streams 2e9 B / 1 ms = 2.00 TB/s (67% of 3.00); 3x compiled needs
     2e9 / (3 ms / 3) = 2.00 TB/s (67%); 20x eager needs 2e9 / (30 ms / 20) = 1.33 TB/s (44%).
     Speed-ups: 1000 / 333.3 = 3.00x (met), 1000 / 50 = 20.00x (met). Memory 1.00 vs 1.50 GiB: met."""
-    gib = 1 << 30
     case = "batch:p128_g256:b1"
     recs = [
         rec("llama-3.2-1b", "lite-llama", case, backend="cuda:0 (NVIDIA H100 80GB HBM3)",
             throughput_tok_s={"median": 1000.0}, tpot_ms={"median": 1.0},
-            memory={"weight_bytes": 2e9, "peak_device_bytes": 1 * gib}),
+            memory={"weight_bytes": 2e9, "peak_device_bytes": 1 * GIB}),
         rec("llama-3.2-1b", "hf_static", case, throughput_tok_s={"median": 1000.0 / 3},
-            tpot_ms={"median": 3.0}, memory={"device_used_bytes": 1.5 * gib}),
+            tpot_ms={"median": 3.0}, memory={"device_used_bytes": 1.5 * GIB}),
         rec("llama-3.2-1b", "hf_eager", case, throughput_tok_s={"median": 50.0},
-            tpot_ms={"median": 30.0}, memory={"device_used_bytes": 2 * gib}),
+            tpot_ms={"median": 30.0}, memory={"device_used_bytes": 2 * GIB}),
     ]
-    lines = []
-    report.goals_section(recs, ["llama-3.2-1b"], lines.append)
-    row = next(x for x in lines if x.startswith("| Llama-3.2-1B | 1 |"))
-    cells = [c.strip() for c in row.strip("|").split("|")]
+    lines, cells = goals_row(recs, "llama-3.2-1b", "Llama-3.2-1B", 1)
     assert cells[2] == "3.00x: met"
     assert cells[3] == "20.00x: met"
     assert cells[4] == "2.00 (67%) / 1.33 (44%)"
@@ -108,19 +113,12 @@ def test_goals_missed_when_hf_is_faster():
     recs = [
         rec("qwen3-4b", "lite-llama", case, batch=8, backend="NVIDIA H100",
             throughput_tok_s={"median": 100.0}, tpot_ms={"median": 4.0},
-            memory={"weight_bytes": 8e9, "peak_device_bytes": 3 * gib_()}),
+            memory={"weight_bytes": 8e9, "peak_device_bytes": 3 * GIB}),
         rec("qwen3-4b", "hf_static", case, batch=8, throughput_tok_s={"median": 50.0},
-            tpot_ms={"median": 8.0}, memory={"device_used_bytes": 2 * gib_()}),
+            tpot_ms={"median": 8.0}, memory={"device_used_bytes": 2 * GIB}),
     ]
-    lines = []
-    report.goals_section(recs, ["qwen3-4b"], lines.append)
-    row = next(x for x in lines if x.startswith("| Qwen3-4B | 8 |"))
-    cells = [c.strip() for c in row.strip("|").split("|")]
+    _, cells = goals_row(recs, "qwen3-4b", "Qwen3-4B", 8)
     # 2x < 3x; 8e9 / (8 ms / 3) = 3.00 TB/s = 100% of the copy rate; memory 3 > 2 GiB.
     assert cells[2] == "2.00x: **missed**"
     assert cells[4] == "3.00 (100%) / -"
     assert cells[6] == "3.00 / 2.00 GiB: **missed**"
-
-
-def gib_():
-    return 1 << 30
