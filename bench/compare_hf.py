@@ -263,6 +263,8 @@ def run_lite_llama(args, model, wdir, case, workdir, engine="lite-llama"):
         cmd += ["--threads", "0"]
     if quant:
         cmd += ["--quantize", quant]
+    if args.profile and case["section"] == "batch":
+        cmd.append("--profile")  # one extra eager run after the timed ones, every op timed
     base = gpu_used_bytes() if args.device == "cuda" else None
     log(f"+ {shlex.join(cmd)}")
     t0 = time.time()
@@ -298,6 +300,8 @@ def run_lite_llama(args, model, wdir, case, workdir, engine="lite-llama"):
         },
         "load_ms": d.get("load_ms"),
     }
+    if res.get("profile"):
+        rec["profile"] = res["profile"]
     acc = [rec["memory"][k] for k in ("weight_bytes", "kv_bytes", "activation_bytes")]
     rec["memory"]["accounted_bytes"] = sum(acc) if all(x is not None for x in acc) else None
     return rec
@@ -614,6 +618,9 @@ def parse_run_args(argv):
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
                     help="cpu: smoke test of the whole pipeline on a tiny checkpoint (no GPU numbers)")
     ap.add_argument("--no-report", action="store_true", help="do not run bench/report.py afterwards")
+    ap.add_argument("--profile", action="store_true",
+                    help="lite-llama's batch-section cases also run `bench --profile` (GPU time per op "
+                         "family, for the report's profile tables)")
     ap.add_argument("--skip-done", action="append", default=[], metavar="PATH",
                     help="skip the (model, engine, case) triples that have a successful record in these "
                          "piece or merged files, or in the pieces of these folders (same device only: "
@@ -762,7 +769,7 @@ def plan_main(argv):
     copy = f"; cp {a.out}/piece_*.json \"$OUT\"/"
     lines = ["# lite-llama, every model and section (weights are created once per machine under",
              "# /tmp/lite-llama-compare-weights)",
-             f"{base} --engines lite-llama{copy}",
+             f"{base} --engines lite-llama --profile{copy}",
              "# HF eager then static cache, model by model: repeat until it logs '0 of N ... to do'",
              f"{base} --engines hf_eager,hf_static --time-limit-s 540{copy}",
              "# then, anywhere with matplotlib (pieces from several calls or machines in one folder):",

@@ -486,38 +486,42 @@ def errors_of(recs):
     return [r for r in recs if r.get("error")]
 
 
-def profile_table(recs):
-    """`lite-llama bench --profile` rows from the records that carry one, plus the Qwen3-4B batch-1
-    column of docs/benchmarks/gpu.md (that run's JSON is not under data/)."""
-    profs = [(r["batch"], r["profile"]) for r in recs
-             if r.get("profile") and r["engine"] == "lite-llama" and r["model"] == "llama-3.2-1b"]
+PROFILE_FAMILIES = [("gemm", "GEMM (GEMV at 1 token, cuBLASLt above; 1-2 tokens before cf5f8a9)"),
+                    ("attention decode", "attention decode"), ("norm", "RMSNorm / add+RMSNorm"),
+                    ("rope+kv write", "RoPE + KV write"), ("activation", "SwiGLU"),
+                    (("embedding", "copies", "sampling"), "embedding, copies, argmax")]
+# The Qwen3-4B batch-1 column of docs/benchmarks/gpu.md (H200; that run's JSON is not under data/),
+# shown beside the legacy H200 Llama-3.2-1B profile only.
+QWEN3_GPU_MD = {"gemm": "2.797 (145)", "attention decode": "0.594", "norm": "0.414", "rope+kv write": "0.376",
+                "activation": "0.164", "other": "0.032", "gaps": "0.485", "eager": "4.863", "graph": "3.447"}
+
+
+def profile_table(recs, model, qwen_column=False):
+    """GPU ms per decode step by op family, one column per batch size, from the `bench --profile`
+    records of one model; the CUDA-graph step of the same records' timed runs below."""
+    profs = sorted(((r["batch"], r["profile"], r) for r in recs if r.get("profile")
+                    and r["engine"] == "lite-llama" and r["model"] == model and r["section"] == "batch"),
+                   key=lambda x: x[0])
     if not profs:
         return None
-    profs.sort()
-    fam_title = [("gemm", "GEMM (GEMV at 1-2 tokens in that run, cuBLASLt above)"), ("attention decode", "attention decode"),
-                 ("norm", "RMSNorm / add+RMSNorm"), ("rope+kv write", "RoPE + KV write"),
-                 ("activation", "SwiGLU"), (("embedding", "copies", "sampling"), "embedding, copies, argmax")]
-    qwen = {"gemm": "2.797 (145)", "attention decode": "0.594", "norm": "0.414", "rope+kv write": "0.376",
-            "activation": "0.164", "other": "0.032", "gaps": "0.485", "eager": "4.863", "graph": "3.447"}
-    head = ["op family"] + [f"Llama-3.2-1B b{b} ms/step" for b, _ in profs] + ["Qwen3-4B b1 (gpu.md)"]
+    head = ["op family"] + [f"{MODEL_TITLE.get(model, model)} b{b} ms/step" for b, _, _ in profs]
+    head += ["Qwen3-4B b1 (gpu.md)"] if qwen_column else []
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
-    for fam, title in fam_title:
+    q = lambda k: [QWEN3_GPU_MD[k]] if qwen_column else []
+    for fam, title in PROFILE_FAMILIES:
         row = [title]
-        for _, p in profs:
+        for _, p, _ in profs:
             fams = {f["family"]: f for f in p["families"]}
             keys = fam if isinstance(fam, tuple) else (fam,)
             ms = sum(fams[k]["ms_per_step"] for k in keys if k in fams)
             calls = sum(fams[k]["calls_per_step"] for k in keys if k in fams)
             row.append(f"{ms:.3f}" + (f" ({calls:.0f} calls)" if fam == "gemm" else ""))
-        row.append(qwen["other" if isinstance(fam, tuple) else fam])
-        lines.append("| " + " | ".join(row) + " |")
-    lines.append("| idle / gaps | " + " | ".join(f"{p['gaps_ms_per_step']:.3f}" for _, p in profs) + f" | {qwen['gaps']} |")
-    lines.append("| eager step (profiled run) | " + " | ".join(f"{p['wall_ms_per_step']:.3f}" for _, p in profs)
-                 + f" | {qwen['eager']} |")
-    graph = {r["batch"]: r for r in recs if r["engine"] == "lite-llama" and r["model"] == "llama-3.2-1b"
-             and r["section"] == "batch" and r.get("step_ms")}
+        lines.append("| " + " | ".join(row + q("other" if isinstance(fam, tuple) else fam)) + " |")
+    lines.append("| idle / gaps | " + " | ".join([f"{p['gaps_ms_per_step']:.3f}" for _, p, _ in profs] + q("gaps")) + " |")
+    lines.append("| eager step (profiled run) | " + " | ".join([f"{p['wall_ms_per_step']:.3f}" for _, p, _ in profs]
+                                                               + q("eager")) + " |")
     lines.append("| CUDA-graph step (timed runs) | " + " | ".join(
-        f"{graph[b]['step_ms']['median']:.3f}" if b in graph else "-" for b, _ in profs) + f" | {qwen['graph']} |")
+        [f"{r['step_ms']['median']:.3f}" if r.get("step_ms") else "-" for _, _, r in profs] + q("graph")) + " |")
     return "\n".join(lines)
 
 
@@ -663,20 +667,32 @@ def write_report(recs, legacy_meta, pieces, charts_made, out_dir, argv, legacy=(
         w("")
 
     # Profile
-    pt = profile_table(list(legacy) or recs)
     w("## Where a lite-llama decode step goes: `lite-llama bench --profile`")
     w("")
     w("`lite-llama bench --profile` adds one eager run per batch size in which every decode op is "
       "timed with CUDA events and summed by family (`tools/cli/cmd_bench.cpp`); the JSON carries it "
-      "under `results[].profile`. H200, Llama-3.2-1B shapes, prompt 128, 256 new tokens, from the "
-      f"{LEGACY_DATE} run (`data/gpu_speed_ours_o1_{LEGACY_DATE}.json`); the Qwen3-4B column is copied "
-      "from [gpu.md](gpu.md#where-a-decode-step-goes-lite-llama-bench---profile-eager-cuda-events-per-op), "
-      "whose analysis (GEMV efficiency on small matrices, launch-bound small kernels, M = 8 on "
-      "cuBLASLt) applies here too.")
+      "under `results[].profile` (`bench/compare_hf.py --profile` keeps it in the batch sweep's records).")
     w("")
-    if pt:
-        w(pt)
+    prof_models = [m for m in models if profile_table(recs, m)]
+    for m in prof_models:
+        r = next(r for r in recs if r.get("profile") and r["model"] == m)
+        w(f"{MODEL_TITLE.get(m, m)}, prompt 128, 256 new tokens, {r.get('backend') or '?'} "
+          f"(piece `{r.get('piece', '?')}`):")
         w("")
+        w(profile_table(recs, m))
+        w("")
+    if not prof_models and legacy:
+        w("No run with the current data carries a profile; this one is from the "
+          f"{LEGACY_DATE} H200 run (`data/gpu_speed_ours_o1_{LEGACY_DATE}.json`), Llama-3.2-1B shapes, "
+          "prompt 128, 256 new tokens; the Qwen3-4B column is copied from "
+          "[gpu.md](gpu.md#where-a-decode-step-goes-lite-llama-bench---profile-eager-cuda-events-per-op) "
+          "(same H200 session), whose analysis (GEMV efficiency on small matrices, launch-bound small kernels, "
+          "M = 8 on cuBLASLt) applies here too.")
+        w("")
+        pt = profile_table(list(legacy), "llama-3.2-1b", qwen_column=True)
+        if pt:
+            w(pt)
+            w("")
 
     # Errors
     errs = errors_of(recs)

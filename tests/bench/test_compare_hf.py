@@ -122,3 +122,25 @@ def test_goals_missed_when_hf_is_faster():
     assert cells[2] == "2.00x: **missed**"
     assert cells[4] == "3.00 (100%) / -"
     assert cells[6] == "3.00 / 2.00 GiB: **missed**"
+
+
+def test_profile_table_sums_families_per_batch():
+    """Two batch sizes of one model: 'embedding, copies, argmax' is the sum of its three families
+    (0.01 + 0.02 + 0.03 = 0.060); the graph step comes from the same record's timed runs."""
+    def prof_rec(batch, gemm_ms, step_ms):
+        fams = [{"family": "gemm", "ms_per_step": gemm_ms, "calls_per_step": 65},
+                {"family": "embedding", "ms_per_step": 0.01, "calls_per_step": 1},
+                {"family": "copies", "ms_per_step": 0.02, "calls_per_step": 1},
+                {"family": "sampling", "ms_per_step": 0.03, "calls_per_step": 1}]
+        return rec("llama-3.2-1b", "lite-llama", f"batch:p128_g256:b{batch}", batch=batch,
+                   step_ms={"median": step_ms},
+                   profile={"families": fams, "gaps_ms_per_step": 0.2, "wall_ms_per_step": 1.5})
+    table = report.profile_table([prof_rec(8, 1.25, 1.3), prof_rec(1, 0.9, 1.1)], "llama-3.2-1b")
+    rows = {r.split("|")[1].strip(): [c.strip() for c in r.strip("|").split("|")[1:]]
+            for r in table.splitlines()[2:]}
+    assert table.splitlines()[0].startswith("| op family | Llama-3.2-1B b1 ms/step | Llama-3.2-1B b8 ms/step |")
+    assert rows["GEMM (GEMV at 1 token, cuBLASLt above; 1-2 tokens before cf5f8a9)"] == ["0.900 (65 calls)", "1.250 (65 calls)"]
+    assert rows["embedding, copies, argmax"] == ["0.060", "0.060"]
+    assert rows["attention decode"] == ["0.000", "0.000"]
+    assert rows["CUDA-graph step (timed runs)"] == ["1.100", "1.300"]
+    assert report.profile_table([], "llama-3.2-1b") is None
