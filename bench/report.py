@@ -201,6 +201,12 @@ def ok(r):
     return r is not None and not r.get("error")
 
 
+def error_cell(r):
+    """A failed case's table cell: cases cut or skipped by a call's time limit were not run."""
+    e = str(r.get("error") or "")
+    return "not run (time limit)" if e.startswith(("time limit", "skipped")) else "error"
+
+
 # ----------------------------------------------------------------------------------------------
 # Charts
 # ----------------------------------------------------------------------------------------------
@@ -419,7 +425,7 @@ def table_throughput(cases, batch_rows=True):
         row = [str(r0["batch"]) if batch_rows else case_name(r0)]
         for e in engs:
             r = c.get(e)
-            cell = fstat(r.get("throughput_tok_s")) if ok(r) else ("error" if r else "-")
+            cell = fstat(r.get("throughput_tok_s")) if ok(r) else (error_cell(r) if r else "-")
             row.append(f"**{cell}**" if e == "lite-llama" and ok(r) else cell)
         ll = med(c.get("lite-llama"), "throughput_tok_s") if ok(c.get("lite-llama")) else None
         for e in hf:
