@@ -771,6 +771,8 @@ def plan_main(argv):
              "# /tmp/lite-llama-compare-weights)",
              f"{base} --engines lite-llama --profile{copy}",
              "# HF eager then static cache, model by model: repeat until it logs '0 of N ... to do'",
+             "# (on a fresh machine add --skip-done FILE for each merged file of earlier calls on the",
+             "# same GPU kind, e.g. docs/benchmarks/data/compare_hf_h100_*.json)",
              f"{base} --engines hf_eager,hf_static --time-limit-s 540{copy}",
              "# then, anywhere with matplotlib (pieces from several calls or machines in one folder):",
              "python3 bench/compare_hf.py merge PIECES_DIR && "
