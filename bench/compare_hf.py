@@ -621,10 +621,10 @@ def parse_run_args(argv):
     ap.add_argument("--profile", action="store_true",
                     help="lite-llama's batch-section cases also run `bench --profile` (GPU time per op "
                          "family, for the report's profile tables)")
-    ap.add_argument("--skip-done", action="append", default=[], metavar="PATH",
+    ap.add_argument("--skip-done", action="extend", nargs="+", default=[], metavar="PATH",
                     help="skip the (model, engine, case) triples that have a successful record in these "
                          "piece or merged files, or in the pieces of these folders (same device only: "
-                         "pass files of this machine's kind); repeatable")
+                         "pass files of this machine's kind); several paths or repeated")
     ap.add_argument("--report-dir", default=None,
                     help="where bench/report.py writes (default docs/benchmarks; with --device cpu OUT/report, "
                          "so that a smoke test never overwrites the committed report)")
@@ -771,8 +771,8 @@ def plan_main(argv):
              "# /tmp/lite-llama-compare-weights)",
              f"{base} --engines lite-llama --profile{copy}",
              "# HF eager then static cache, model by model: repeat until it logs '0 of N ... to do'",
-             "# (on a fresh machine add --skip-done FILE for each merged file of earlier calls on the",
-             "# same GPU kind, e.g. docs/benchmarks/data/compare_hf_h100_*.json)",
+             "# (on a fresh machine add the merged files of earlier calls on the same GPU kind:",
+             "# --skip-done docs/benchmarks/data/compare_hf_h100_*.json)",
              f"{base} --engines hf_eager,hf_static --time-limit-s 540{copy}",
              "# then, anywhere with matplotlib (pieces from several calls or machines in one folder):",
              "python3 bench/compare_hf.py merge PIECES_DIR && "

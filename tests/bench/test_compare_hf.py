@@ -65,7 +65,7 @@ def test_skip_done_runs_nothing_that_is_done(tmp_path):
     out = tmp_path / "out"
     r = subprocess.run([sys.executable, str(ROOT / "bench" / "compare_hf.py"), "--bin", "/bin/true",
                         "--out", str(out), "--models", model, "--sections", "seed004",
-                        "--engines", "lite-llama", "--skip-done", str(prev), "--device", "cpu",
+                        "--engines", "lite-llama", "--skip-done", str(prev), str(prev), "--device", "cpu",
                         "--no-report"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "0 of 4 (model, engine, case) runs to do (4 done in --skip-done files)" in r.stdout
