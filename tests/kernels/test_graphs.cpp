@@ -44,7 +44,7 @@ TEST_P(CudaGraphs, NormAndLinearReplayWithNewInputs) {
   std::mt19937 rng(501);
   const int64_t K = 576, N = 1000;
   const float eps = 1e-5f;
-  for (int64_t T : {4, 32}) {  // GEMV and cuBLASLt
+  for (int64_t T : {1, 4, 32}) {  // GEMV (1 token), cuBLASLt
     SCOPED_TRACE(::testing::Message() << "T " << T);
     // A projection with a bias (16-bit output) and an LM head without one (F32 logits; an F32
     // output with a bias on the cuBLASLt path is CudaLinear.F32LogitsWithBias's concern).
