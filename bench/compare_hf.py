@@ -755,10 +755,11 @@ def merge_main(argv):
 
 
 def plan_main(argv):
-    """The commands for the GPU machine's 10-minute calls: lite-llama for every model (one call),
-    then one resumable HF command repeated until it reports 0 runs to do (about 40 calls' worth:
-    HF eager decodes a step of a 1B model in ~13 ms and of a 3-4B model in 25-40 ms, whatever
-    the batch; static-cache compilation takes 30-60 s per case). Every call writes its piece
+    """The commands for the GPU machine's 10-minute calls: lite-llama for every model (repeated
+    until done, about two calls), then one resumable HF command repeated until it reports 0 runs
+    to do (about 20 calls from scratch, measured on the H100: HF eager decodes a step of a 1B
+    model in 13-20 ms and of a 3-4B model in 25-42 ms, whatever the batch, and its warm-up is
+    slower still; static-cache compilation takes 15-50 s per case). Every call writes its piece
     under --out (keep it on the machine, e.g. /tmp, where the weights are cached too) and copies
     the pieces to $OUT; pieces from earlier machines go to --skip-done as files."""
     ap = argparse.ArgumentParser(prog="compare_hf.py plan")
