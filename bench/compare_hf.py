@@ -394,6 +394,12 @@ def _hf_worker_main(argv):
         if cuda:
             torch.cuda.synchronize()  # GPU-ONLY
 
+    def emit(rec):  # progress line on stdout, the whole record to the JSONL file
+        print(json.dumps({k: rec.get(k) for k in ("case_id", "throughput_tok_s", "ttft_ms", "tpot_ms", "error")
+                          if k in rec}), flush=True)
+        with open(a.out_jsonl, "a") as f:
+            f.write(json.dumps(rec) + "\n")
+
     # Seconds per generated token: a guess from the slowest model (HF eager decodes 30-40 ms a
     # step on a 4B model), then what this worker's last case took.
     step_s = 0.04 if a.engine.startswith("hf_eager") else 0.01
@@ -406,10 +412,7 @@ def _hf_worker_main(argv):
             # (--skip-done). Compilation (static cache) is allowed a minute.
             est = 1.2 * (a.warmup + a.runs) * G * step_s + (60 if a.engine == "hf_static" else 0)
             if time.time() + est > a.deadline:
-                rec = {"case_id": case["id"], "error": f"skipped: needs ~{est:.0f} s, past the time limit (--time-limit-s)"}
-                print(json.dumps(rec), flush=True)
-                with open(a.out_jsonl, "a") as f:
-                    f.write(json.dumps(rec) + "\n")
+                emit({"case_id": case["id"], "error": f"skipped: needs ~{est:.0f} s, past the time limit (--time-limit-s)"})
                 continue
         g = torch.Generator().manual_seed(1234)
         ids = torch.zeros((B, L), dtype=torch.long)
@@ -481,10 +484,7 @@ def _hf_worker_main(argv):
             rec["error"] = f"{type(e).__name__}: {e}"[:2000]
             if cuda:
                 torch.cuda.empty_cache()
-        print(json.dumps({k: rec.get(k) for k in ("case_id", "throughput_tok_s", "ttft_ms", "tpot_ms", "error")
-                          if k in rec}), flush=True)
-        with open(a.out_jsonl, "a") as f:
-            f.write(json.dumps(rec) + "\n")
+        emit(rec)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -130,7 +130,8 @@ def load_compare(paths):
             raise SystemExit(f"{p}: not a merged compare_hf.py file")
         for r in d["records"]:
             recs.append(dict(r, source=os.path.relpath(os.path.abspath(p), ROOT)))
-        pieces += [p for p in d.get("pieces", []) if p.get("file") not in {q.get("file") for q in pieces}]
+        seen = {q.get("file") for q in pieces}
+        pieces += [q for q in d.get("pieces", []) if q.get("file") not in seen]
     return recs, pieces
 
 
@@ -323,12 +324,9 @@ def goals_section(recs, models, w):
     """Issue 6's goals at batch 1 and 8 (p128, 256 new): >= 3x HF compiled, >= 20x HF eager, peak
     memory no more than HF's, from the batch-sweep records, with the weight streaming rate that
     each speed goal would need (a decode step reads every weight once)."""
-    rows, need_max, mine_pct, hs_recs, he_recs, wbs = [], [], [], [], [], {}
-
-    def rate_of(r):  # TB/s of weights streamed by a record's decode steps
-        wb = wbs.get(r["model"])
-        return wb / (med(r, "tpot_ms") * 1e-3) / 1e12 if wb else None
-
+    # needs: (TB/s a speed goal needs, copy TB/s); mine_pct: our rate as % of the copy rate;
+    # hf_rates: HF compiled's TB/s; eager_ms: HF eager's step times.
+    rows, needs, mine_pct, hf_rates, eager_ms = [], [], [], [], []
     for m in models:
         cases = by_case(recs, m, "batch")
         for _, c in sorted(cases.items(), key=lambda kv: case_sort_key(kv[1])):
@@ -343,24 +341,25 @@ def goals_section(recs, models, w):
             mem = (f"{ours:.2f} / {min(hf_dev):.2f} GiB: " + ("met" if ours <= min(hf_dev) else "**missed**")
                    if ours and hf_dev else "-")
             verdict = lambda x, goal: "-" if x is None else f"{x:.2f}x: " + ("met" if x >= goal else "**missed**")
-            wb = wbs[m] = (ll.get("memory") or {}).get("weight_bytes")
+            wb = (ll.get("memory") or {}).get("weight_bytes")
             cp, _ = copy_tbs(ll)
-            hs_recs += [hs] if ok(hs) else []
-            he_recs += [he] if ok(he) else []
-
             rate = lambda tpot_ms: wb / (tpot_ms * 1e-3) / 1e12  # TB/s of weights at that step time
-            if wb and cp:
-                mine_pct.append(100 * rate(med(ll, "tpot_ms")) / cp)
+            fmt = lambda tbs: f"{tbs:.2f}" + (f" ({100 * tbs / cp:.0f}%)" if cp else "")
+            if ok(he):
+                eager_ms.append(med(he, "tpot_ms"))
+            if ok(hs) and wb:
+                hf_rates.append(rate(med(hs, "tpot_ms")))
             cells = []
             for r, goal in ((hs, 3.0), (he, 20.0)):
                 if ok(r) and wb:
                     need = rate(med(r, "tpot_ms") / goal)
-                    need_max.append((need, cp))
-                    cells.append(f"{need:.2f}" + (f" ({100 * need / cp:.0f}%)" if cp else ""))
+                    needs.append((need, cp))
+                    cells.append(fmt(need))
                 else:
                     cells.append("-")
-            mine = (f"{rate(med(ll, 'tpot_ms')):.2f}" + (f" ({100 * rate(med(ll, 'tpot_ms')) / cp:.0f}%)" if cp else "")
-                    if wb else "-")
+            mine = fmt(rate(med(ll, "tpot_ms"))) if wb else "-"
+            if wb and cp:
+                mine_pct.append(100 * rate(med(ll, "tpot_ms")) / cp)
             rows.append(f"| {MODEL_TITLE.get(m, m)} | {ll['batch']} | {verdict(rs, 3.0)} | {verdict(re_, 20.0)} | "
                         f"{cells[0]} / {cells[1]} | {mine} | {mem} |")
     if not rows:
@@ -378,12 +377,10 @@ def goals_section(recs, models, w):
     for x in rows:
         w(x)
     w("")
-    over = [n for n, cp in need_max if cp and n > cp]
-    within = sorted(100 * n / cp for n, cp in need_max if cp and n <= cp)
-    hf_rates = [(rate_of(r), r) for r in hs_recs if rate_of(r)]
-    eager_ms = [med(r, "tpot_ms") for r in he_recs]
+    over = [n for n, cp in needs if cp and n > cp]
+    within = sorted(100 * n / cp for n, cp in needs if cp and n <= cp)
     text = (f"Why the speed goals are missed ([gpu.md](gpu.md) has the profiles): {len(over)} of the "
-            f"{len(need_max)} speed goals need more than the copy rate, which no bf16 engine can reach on "
+            f"{len(needs)} speed goals need more than the copy rate, which no bf16 engine can reach on "
             "this GPU (int8/int4 weights change the arithmetic: [quantization.md](quantization.md))")
     if within:
         text += (f"; the other {len(within)} need {within[0]:.0f}-{within[-1]:.0f}% of it, where lite-llama "
@@ -397,8 +394,7 @@ def goals_section(recs, models, w):
                  f"({min(eager_ms):.0f}-{max(eager_ms):.0f} ms a step on this machine, nearly whatever the "
                  "batch), faster than in the seeds, so 20x it is a bandwidth question, not an overhead one. ")
     if hf_rates:
-        text += (f"HF compiled already streams weights at {min(x for x, _ in hf_rates):.2f}-"
-                 f"{max(x for x, _ in hf_rates):.2f} TB/s. ")
+        text += f"HF compiled already streams weights at {min(hf_rates):.2f}-{max(hf_rates):.2f} TB/s. "
     text += ("Memory: both figures are device-wide (CUDA context included; HF's read after its runs, "
              "with its allocator cache), with lite-llama's KV pool and activation arena sized to the run.")
     w(text)
@@ -679,15 +675,15 @@ def write_report(recs, legacy_meta, pieces, charts_made, out_dir, argv, legacy=(
       "timed with CUDA events and summed by family (`tools/cli/cmd_bench.cpp`); the JSON carries it "
       "under `results[].profile` (`bench/compare_hf.py --profile` keeps it in the batch sweep's records).")
     w("")
-    prof_models = [m for m in models if profile_table(recs, m)]
-    for m in prof_models:
+    tables = [(m, t) for m, t in ((m, profile_table(recs, m)) for m in models) if t]
+    for m, t in tables:
         r = next(r for r in recs if r.get("profile") and r["model"] == m)
         w(f"{MODEL_TITLE.get(m, m)}, prompt 128, 256 new tokens, {r.get('backend') or '?'} "
           f"(piece `{r.get('piece', '?')}`):")
         w("")
-        w(profile_table(recs, m))
+        w(t)
         w("")
-    if not prof_models and legacy:
+    if not tables and legacy:
         w("No run with the current data carries a profile; this one is from the "
           f"{LEGACY_DATE} H200 run (`data/gpu_speed_ours_o1_{LEGACY_DATE}.json`), Llama-3.2-1B shapes, "
           "prompt 128, 256 new tokens; the Qwen3-4B column is copied from "
