@@ -320,6 +320,30 @@ def copy_tbs(r):
     return next((v for k, v in COPY_TBS.items() if k in dev), (None, None))
 
 
+def profile_shares(recs, models):
+    """One sentence from the batch-1 `--profile` records: GEMM's and decode attention's share of the
+    profiled step, and attention's time per call (one call a layer)."""
+    parts = []
+    for m in models:
+        r = next((r for r in recs if r.get("profile") and r["model"] == m and r["batch"] == 1
+                  and r["engine"] == "lite-llama" and r["section"] == "batch"), None)
+        if not r:
+            continue
+        p = r["profile"]
+        fams = {f["family"]: f for f in p["families"]}
+        if "gemm" not in fams or "attention decode" not in fams:
+            continue
+        wall, att = p["wall_ms_per_step"], fams["attention decode"]
+        parts.append(f"{MODEL_TITLE.get(m, m)} GEMM {100 * fams['gemm']['ms_per_step'] / wall:.0f}%, "
+                     f"attention {100 * att['ms_per_step'] / wall:.0f}% "
+                     f"({1000 * att['ms_per_step'] / att['calls_per_step']:.0f} us a layer)")
+    if not parts:
+        return ""
+    return ("Shares of the profiled batch-1 step (eager, CUDA events): " + "; ".join(parts)
+            + ". At these short contexts (128-384 keys) decode attention reads well under 1 MB a layer, "
+            "so its time is latency, not bandwidth. ")
+
+
 def goals_section(recs, models, w):
     """Issue 6's goals at batch 1 and 8 (p128, 256 new): >= 3x HF compiled, >= 20x HF eager, peak
     memory no more than HF's, from the batch-sweep records, with the weight streaming rate that
@@ -389,6 +413,7 @@ def goals_section(recs, models, w):
              "on the 1B model's small matrices); the rest is small kernels (norms, RoPE + KV write, "
              "attention) that CUDA graphs already chain without gaps: see the `--profile` breakdown "
              "below and gpu.md's ncu tables. ")
+    text += profile_shares(recs, models)
     if eager_ms:
         text += (f"HF eager is bound by its per-token Python and kernel-launch overhead "
                  f"({min(eager_ms):.0f}-{max(eager_ms):.0f} ms a step on this machine, nearly whatever the "
@@ -683,15 +708,20 @@ def write_report(recs, legacy_meta, pieces, charts_made, out_dir, argv, legacy=(
         w("")
         w(t)
         w("")
-    if not tables and legacy:
-        w("No run with the current data carries a profile; this one is from the "
-          f"{LEGACY_DATE} H200 run (`data/gpu_speed_ours_o1_{LEGACY_DATE}.json`), Llama-3.2-1B shapes, "
-          "prompt 128, 256 new tokens; the Qwen3-4B column is copied from "
-          "[gpu.md](gpu.md#where-a-decode-step-goes-lite-llama-bench---profile-eager-cuda-events-per-op) "
-          "(same H200 session), whose analysis (GEMV efficiency on small matrices, launch-bound small kernels, "
+    have = {m for m, _ in tables}
+    if "llama-3.2-1b" not in have and legacy:
+        qwen_col = "qwen3-4b" not in have
+        w(("No run with the current data carries a profile; this one is from the " if not tables else
+           "Llama-3.2-1B has no profile in the current data; this one is from the ")
+          + f"{LEGACY_DATE} H200 run (`data/gpu_speed_ours_o1_{LEGACY_DATE}.json`), Llama-3.2-1B shapes, "
+          "prompt 128, 256 new tokens"
+          + ("; the Qwen3-4B column is copied from "
+             "[gpu.md](gpu.md#where-a-decode-step-goes-lite-llama-bench---profile-eager-cuda-events-per-op) "
+             "(same H200 session)" if qwen_col else "")
+          + ". gpu.md's analysis (GEMV efficiency on small matrices, launch-bound small kernels, "
           "M = 8 on cuBLASLt) applies here too.")
         w("")
-        pt = profile_table(list(legacy), "llama-3.2-1b", qwen_column=True)
+        pt = profile_table(list(legacy), "llama-3.2-1b", qwen_column=qwen_col)
         if pt:
             w(pt)
             w("")
