@@ -89,6 +89,31 @@ TEST_P(CudaAttention, DecodeWithOverstatedMaxSeqLen) {
     }
 }
 
+TEST_P(CudaAttention, DecodeWithSplitKeysFloor) {
+  // LITE_LLAMA_DECODE_SPLIT_KEYS=n: the grid is sized for >= n keys a split and each sequence
+  // uses only the first ceil(len / keys_per_split) splits; the merge must skip the rest (they hold
+  // no partials). Lengths below, at and above n, with graph-style overstated max_seq_len too.
+  for (const char* keys : {"1", "16", "100"}) {
+    setenv("LITE_LLAMA_DECODE_SPLIT_KEYS", keys, 1);
+    std::unique_ptr<ops::Backend> g = make_gpu(GetParam());  // reads the switch once
+    unsetenv("LITE_LLAMA_DECODE_SPLIT_KEYS");
+    std::swap(gpu, g);
+    std::mt19937 rng(406);
+    for (int d : {64, 128}) {
+      for (const auto& h : {kHeads[1], kHeads[4], kHeads[6]}) {
+        SCOPED_TRACE(::testing::Message() << "split keys " << keys);
+        check(rng, decodes({1, 15, 16, 17, 100, 101, 1000, 4500}), 8, h[0], h[1], d);
+        check(rng, decodes({3, 16, 300}), 3, h[0], h[1], d, AttnFill::Random, 16000);
+        check(rng, decodes({1, 33, 64, 129}), 4, h[0], h[1], d, AttnFill::ExactProbes, 4000);
+        if (HasFatalFailure()) break;
+      }
+      if (HasFatalFailure()) break;
+    }
+    std::swap(gpu, g);
+    if (HasFatalFailure()) return;
+  }
+}
+
 TEST_P(CudaAttention, PrefillChunksWithPrefixes) {
   // Whole prompts (prefix 0) and chunks of longer prompts (prefix 37 / 512 already in the pool),
   // q_len around the 64-query tile.

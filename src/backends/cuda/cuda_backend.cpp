@@ -214,8 +214,9 @@ class CudaBackend final : public ops::Backend {
       ProfileScope ps(prof_, "attention decode", stream_);
       a.num_seqs = nd;
       a.max_q_len = 1;
-      const int splits = decode_splits(nd, num_kv_heads, m.max_seq_len, props_.multiProcessorCount);
-      LL_CUDA(attention_decode(act_, a, splits, static_cast<float*>(m.workspace), stream_));
+      const int splits = decode_splits(nd, num_kv_heads, m.max_seq_len, props_.multiProcessorCount,
+                                       split_keys_ > 0 ? split_keys_ : 64);
+      LL_CUDA(attention_decode(act_, a, splits, split_keys_, static_cast<float*>(m.workspace), stream_));
     }
     if (m.num_seqs > nd) {
       a.b_q_start = m.b_q_start + nd;
@@ -546,6 +547,10 @@ class CudaBackend final : public ops::Backend {
   // cuBLASLt. Default 1: at 2 tokens cuBLASLt is faster (H100, batch-2 decode step 2-13% shorter,
   // docs/benchmarks/gpu.md).
   const int gemv_max_tokens_ = std::clamp(env_int("LITE_LLAMA_GEMV_MAX", 1), 0, 8);
+  // LITE_LLAMA_DECODE_SPLIT_KEYS=n: flash-decoding splits of >= n keys, in the grid (sized from
+  // max_seq_len) and per sequence at run time, so short sequences use fewer splits. Unset (0):
+  // the grid assumes 64 keys a split and a sequence spreads its keys over all of them.
+  const int split_keys_ = std::max(0, env_int("LITE_LLAMA_DECODE_SPLIT_KEYS", 0));
   int64_t checked_ops_ = 0;
   int device_ = 0;
   cudaDeviceProp props_{};

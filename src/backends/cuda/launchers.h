@@ -100,9 +100,12 @@ struct AttnArgs {
 // Causal attention of packed variable-length queries (prefill chunks), tensor cores (WMMA).
 cudaError_t attention_prefill(Act act, const AttnArgs& a, cudaStream_t s);
 // Flash-decoding for q_len == 1 sequences: split-KV partitions then a log-sum-exp merge.
-// `partial` holds num_seqs * Hq * splits * (D + 2) floats.
-int decode_splits(int num_seqs, int Hkv, int max_seq_len, int num_sms);
-cudaError_t attention_decode(Act act, const AttnArgs& a, int splits, float* partial, cudaStream_t s);
+// `partial` holds num_seqs * Hq * splits * (D + 2) floats. decode_splits sizes the grid (<= 64
+// splits) for up to max_seq_len keys at >= grid_keys keys a split; at run time a sequence's splits
+// hold >= min_keys keys each (0: its keys spread over all splits).
+int decode_splits(int num_seqs, int Hkv, int max_seq_len, int num_sms, int grid_keys);
+cudaError_t attention_decode(Act act, const AttnArgs& a, int splits, int min_keys, float* partial,
+                             cudaStream_t s);
 
 bool swiglu_quantizes_x(int T, int F);
 cudaError_t swiglu(Act act, const void* gate_up, void* out, int T, int F, cudaStream_t s,

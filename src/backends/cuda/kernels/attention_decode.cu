@@ -1,8 +1,9 @@
 // Flash-decoding for sequences with one new query token. Grid: (KV split, KV head [x head
 // chunk], sequence). Each block reads its KV head's keys and values of one split once, through
 // the request's slot table, for all query heads of the group (GQA without repeat_kv); a second
-// kernel merges the splits with their log-sum-exp weights. The split count depends only on the
-// batch size, so one CUDA graph serves every sequence length (lengths come from device memory).
+// kernel merges the splits with their log-sum-exp weights. The grid depends only on the batch
+// size and max_seq_len, so one CUDA graph serves every sequence length: lengths come from device
+// memory, and a sequence uses the first ceil(len / keys_per_split) splits of its grid row.
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/launchers.h"
 
@@ -10,6 +11,16 @@ namespace lite_llama::cuda {
 namespace {
 
 constexpr int kThreads = 128;
+constexpr int kMaxSplits = 64;
+
+// Keys per split of a sequence: spread over all `splits`, but at least `min_keys` (0: no floor),
+// so short sequences use fewer, fuller splits. The merge derives the same count.
+__device__ __forceinline__ int keys_per_split(int seq_len, int splits, int min_keys) {
+  return max(min_keys, (seq_len + splits - 1) / splits);
+}
+__device__ __forceinline__ int used_splits(int seq_len, int per) {
+  return per > 0 ? (seq_len + per - 1) / per : 0;
+}
 
 template <typename T, int EPT>
 __device__ __forceinline__ void load_chunk(const T* p, float* f) {
@@ -25,7 +36,7 @@ __device__ __forceinline__ void load_chunk(const T* p, float* f) {
 
 // EPT dims per thread, TPK = D / EPT threads per key, KPP = kThreads / TPK keys in flight.
 template <typename T, int D, int EPT, int GMAX>
-__global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, int splits, int hchunks,
+__global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, int splits, int min_keys, int hchunks,
                                                           float* __restrict__ partial) {
   constexpr int TPK = D / EPT, KPP = kThreads / TPK;
   __shared__ float sm_m[KPP][GMAX], sm_l[KPP][GMAX];
@@ -37,8 +48,9 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, int splits
   const int h0 = kvh * group + hc * GMAX;
   const int nh = min(GMAX, group - hc * GMAX);
   const int seq_len = a.b_seq_len[b];
-  const int per = (seq_len + splits - 1) / splits;
+  const int per = keys_per_split(seq_len, splits, min_keys);
   const int beg = split * per, end = min(seq_len, beg + per);
+  if (beg >= seq_len) return;  // an unused split: the merge reads only the used ones
   const int tid = threadIdx.x, kl = tid % TPK, kg = tid / TPK;
   const int t = a.b_q_start[b];
   const int32_t* slots = a.req_to_slot + size_t(a.b_req_idx[b]) * a.req_stride;
@@ -125,56 +137,65 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, int splits
   }
 }
 
+// One block of D threads per (query head, sequence). The used splits' weights exp2(m_s - M) are
+// computed once, one thread per split, so each output dimension is a single weighted sum.
 template <typename T, int D>
-__global__ void merge_kernel(AttnArgs a, int splits, const float* __restrict__ partial) {
-  const int b = blockIdx.y, h = blockIdx.x;
+__global__ void __launch_bounds__(D) merge_kernel(AttnArgs a, int splits, int min_keys,
+                                                  const float* __restrict__ partial) {
+  static_assert(D >= kMaxSplits, "one thread per split");
+  __shared__ float w[kMaxSplits], red[32];
+  const int b = blockIdx.y, h = blockIdx.x, t = threadIdx.x;
+  const int seq_len = a.b_seq_len[b];
+  const int used = used_splits(seq_len, keys_per_split(seq_len, splits, min_keys));
   const float* p = partial + (size_t(b) * a.Hq + h) * splits * (D + 2);
-  float M = -INFINITY;
-  for (int s = 0; s < splits; ++s) M = fmaxf(M, p[s * (D + 2) + D]);
+  const float m = t < used ? p[t * (D + 2) + D] : -INFINITY;
+  const float M = block_max(m, red);
+  const float wt = m != -INFINITY ? exp2f(m - M) : 0.f;
+  const float L = block_sum(t < used ? p[t * (D + 2) + D + 1] * wt : 0.f, red);
+  if (t < kMaxSplits) w[t] = wt;
+  __syncthreads();
+  float A = 0.f;
+#pragma unroll 4
+  for (int s = 0; s < used; ++s) A = fmaf(w[s], p[s * (D + 2) + t], A);
   T* out = static_cast<T*>(a.out) + (size_t(a.b_q_start[b]) * a.Hq + h) * D;
-  for (int d = threadIdx.x; d < D; d += blockDim.x) {
-    float L = 0.f, A = 0.f;
-    for (int s = 0; s < splits; ++s) {
-      const float w = exp2f(p[s * (D + 2) + D] - M);
-      L += p[s * (D + 2) + D + 1] * w;
-      A += p[s * (D + 2) + d] * w;
-    }
-    out[d] = from_f<T>(L > 0.f ? A / L : 0.f);
-  }
+  out[t] = from_f<T>(L > 0.f ? A / L : 0.f);
 }
 
 template <typename T, int D>
-cudaError_t launch(const AttnArgs& a, int splits, float* partial, cudaStream_t s) {
+cudaError_t launch(const AttnArgs& a, int splits, int min_keys, float* partial, cudaStream_t s) {
   const int group = a.Hq / a.Hkv;
   if (group <= 4) {
     const dim3 grid(splits, a.Hkv, a.num_seqs);
-    decode_kernel<T, D, 8, 4><<<grid, kThreads, 0, s>>>(a, splits, 1, partial);
+    decode_kernel<T, D, 8, 4><<<grid, kThreads, 0, s>>>(a, splits, min_keys, 1, partial);
   } else {
     const int hchunks = (group + 7) / 8;
     const dim3 grid(splits, a.Hkv * hchunks, a.num_seqs);
-    decode_kernel<T, D, 4, 8><<<grid, kThreads, 0, s>>>(a, splits, hchunks, partial);
+    decode_kernel<T, D, 4, 8><<<grid, kThreads, 0, s>>>(a, splits, min_keys, hchunks, partial);
   }
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
-  merge_kernel<T, D><<<dim3(a.Hq, a.num_seqs), D, 0, s>>>(a, splits, partial);
+  merge_kernel<T, D><<<dim3(a.Hq, a.num_seqs), D, 0, s>>>(a, splits, min_keys, partial);
   return cudaGetLastError();
 }
 
 }  // namespace
 
-int decode_splits(int num_seqs, int Hkv, int max_seq_len, int num_sms) {
+int decode_splits(int num_seqs, int Hkv, int max_seq_len, int num_sms, int grid_keys) {
   const int blocks = std::max(1, num_seqs * Hkv);
   int splits = (2 * num_sms + blocks - 1) / blocks;
-  splits = std::min(splits, std::max(1, (max_seq_len + 63) / 64));  // >= 64 keys per split
-  return std::max(1, std::min(splits, 64));
+  grid_keys = std::max(1, grid_keys);
+  splits = std::min(splits, std::max(1, (max_seq_len + grid_keys - 1) / grid_keys));
+  return std::max(1, std::min(splits, kMaxSplits));
 }
 
-cudaError_t attention_decode(Act act, const AttnArgs& a, int splits, float* partial, cudaStream_t s) {
+cudaError_t attention_decode(Act act, const AttnArgs& a, int splits, int min_keys, float* partial,
+                             cudaStream_t s) {
   if (a.num_seqs == 0) return cudaSuccess;
+  if (splits < 1 || splits > kMaxSplits || min_keys < 0) return cudaErrorInvalidValue;
   const bool bf = act == Act::BF16;
   switch (a.D) {
-    case 64: return bf ? launch<__nv_bfloat16, 64>(a, splits, partial, s) : launch<__half, 64>(a, splits, partial, s);
-    case 128: return bf ? launch<__nv_bfloat16, 128>(a, splits, partial, s) : launch<__half, 128>(a, splits, partial, s);
+    case 64: return bf ? launch<__nv_bfloat16, 64>(a, splits, min_keys, partial, s) : launch<__half, 64>(a, splits, min_keys, partial, s);
+    case 128: return bf ? launch<__nv_bfloat16, 128>(a, splits, min_keys, partial, s) : launch<__half, 128>(a, splits, min_keys, partial, s);
     default: return cudaErrorInvalidValue;
   }
 }
