@@ -8,7 +8,10 @@ using namespace lite_llama::kt;
 
 namespace {
 
-class CudaGraphs : public CudaVsCpu {};
+class CudaGraphs : public CudaVsCpu {
+ protected:
+  void norm_and_linear_replay(const char* pdl);
+};
 
 // A [N, K] projection with a bias, prepared on both backends from BF16 host bytes.
 struct Proj {
@@ -41,11 +44,25 @@ void make_proj(Proj& p, ops::Backend& gpu, ops::Backend& cpu, std::vector<Buffer
 
 TEST_P(CudaGraphs, NormAndLinearReplayWithNewInputs) {
   ASSERT_TRUE(gpu->supports_graphs());
+  // Also with LITE_LLAMA_PDL_GEMV=1: the 1-token GEMV then starts while the norm before it runs
+  // and must still read the norm's finished output.
+  for (const char* pdl : {"0", "1"}) {
+    setenv("LITE_LLAMA_PDL_GEMV", pdl, 1);
+    std::unique_ptr<ops::Backend> g = make_gpu(GetParam());  // reads the switch once
+    unsetenv("LITE_LLAMA_PDL_GEMV");
+    std::swap(gpu, g);
+    norm_and_linear_replay(pdl);
+    std::swap(gpu, g);
+    if (HasFatalFailure()) return;
+  }
+}
+
+void CudaGraphs::norm_and_linear_replay(const char* pdl) {
   std::mt19937 rng(501);
   const int64_t K = 576, N = 1000;
   const float eps = 1e-5f;
   for (int64_t T : {1, 4, 32}) {  // GEMV (1 token), cuBLASLt
-    SCOPED_TRACE(::testing::Message() << "T " << T);
+    SCOPED_TRACE(::testing::Message() << "T " << T << " LITE_LLAMA_PDL_GEMV=" << pdl);
     // A projection with a bias (16-bit output) and an LM head without one (F32 logits; an F32
     // output with a bias on the cuBLASLt path is CudaLinear.F32LogitsWithBias's concern).
     Proj p, head;

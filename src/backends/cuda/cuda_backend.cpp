@@ -170,7 +170,7 @@ class CudaBackend final : public ops::Backend {
     // For a few tokens the CUDA-core GEMV streams weights at bandwidth; with more its fp32 math
     // is the limit (8 FLOP per weight byte at 8 tokens), so tensor cores (cuBLASLt) win.
     if (T <= gemv_max_tokens_ && K % 8 == 0) {
-      LL_CUDA(gemv(act_, x.data, w.parts[0].data, bias, out.data, f32, T, N, K, N, stream_));
+      LL_CUDA(gemv(act_, x.data, w.parts[0].data, bias, out.data, f32, T, N, K, N, stream_, pdl_gemv_));
     } else if (f32 && bias) {
       // cuBLASLt wants the bias in the output type; ours is 16-bit, so add it separately.
       gemm_.run(act_, x.data, w.parts[0].data, nullptr, out.data, true, T, N, K, stream_);
@@ -551,6 +551,10 @@ class CudaBackend final : public ops::Backend {
   // max_seq_len) and per sequence at run time, so short sequences use fewer splits. Unset (0):
   // the grid assumes 64 keys a split and a sequence spreads its keys over all of them.
   const int split_keys_ = std::max(0, env_int("LITE_LLAMA_DECODE_SPLIT_KEYS", 0));
+  // LITE_LLAMA_PDL_GEMV=1: the 16-bit one-token GEMV is launched with programmatic dependent
+  // launch and fetches its first weights while the norm / SwiGLU / attention merge before it
+  // finishes (as the quantised GEMVs do by default). Off until measured.
+  const bool pdl_gemv_ = env_is("LITE_LLAMA_PDL_GEMV", "1");
   int64_t checked_ops_ = 0;
   int device_ = 0;
   cudaDeviceProp props_{};

@@ -10,8 +10,9 @@ namespace lite_llama::cuda {
 enum class Act { BF16, F16 };
 
 // out[t, n] = sum_k x[t, k] * w[n, k] (+ bias[n]) for T <= 8 tokens; out is act or f32.
+// pdl: the one-token kernel is launched with programmatic dependent launch (sm_90+, pdl.cuh).
 cudaError_t gemv(Act act, const void* x, const void* w, const void* bias, void* out, bool out_f32,
-                 int T, int N, int K, int ldo, cudaStream_t s);
+                 int T, int N, int K, int ldo, cudaStream_t s, bool pdl = false);
 
 // Quantised weights in the GQ layout (core/gq.h). kind: 0 int8, 1 int4, 2 fp8 (GqKind order);
 // group 0 = one (scale, offset) pair per row; row_bytes = the row stride.

@@ -6,6 +6,7 @@
 // memory, and a sequence uses the first ceil(len / keys_per_split) splits of its grid row.
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/launchers.h"
+#include "backends/cuda/pdl.cuh"
 
 namespace lite_llama::cuda {
 namespace {
@@ -143,6 +144,7 @@ template <typename T, int D>
 __global__ void __launch_bounds__(D) merge_kernel(AttnArgs a, int splits, int min_keys,
                                                   const float* __restrict__ partial) {
   static_assert(D >= kMaxSplits, "one thread per split");
+  pdl_trigger();  // the output projection's GEMV (PDL) may start fetching its weights
   __shared__ float w[kMaxSplits], red[32];
   const int b = blockIdx.y, h = blockIdx.x, t = threadIdx.x;
   const int seq_len = a.b_seq_len[b];

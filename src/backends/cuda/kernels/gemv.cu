@@ -3,6 +3,7 @@
 // read exactly once per step. Bandwidth-bound by design (cuBLAS handles larger batches).
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/launchers.h"
+#include "backends/cuda/pdl.cuh"
 
 namespace lite_llama::cuda {
 namespace {
@@ -85,15 +86,24 @@ __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict_
   float acc[kRows1];
 #pragma unroll
   for (int r = 0; r < kRows1; ++r) acc[r] = 0.f;
-  for (int c0 = c_beg + lane; c0 < c_end; c0 += 64) {
-    uint4 wv[2][kRows1];
+  uint4 wv[2][kRows1];
+  auto load_w = [&](int c0) {
     const int c1 = c0 + 32;
 #pragma unroll
     for (int r = 0; r < kRows1; ++r) {
-      const bool ok = row0 + r < N;
+      const bool ok = row0 + r < N && c0 < c_end;
       wv[0][r] = ok ? ld_stream(w + size_t(row0 + r) * K + size_t(c0) * 8) : make_uint4(0, 0, 0, 0);
       wv[1][r] = ok && c1 < c_end ? ld_stream(w + size_t(row0 + r) * K + size_t(c1) * 8) : make_uint4(0, 0, 0, 0);
     }
+  };
+  // Launched with PDL (LITE_LLAMA_PDL_GEMV=1) this block may start while the kernel before it
+  // (norm, SwiGLU, attention merge) still runs: the first weights, which no kernel writes, are
+  // fetched before the wait; x and out only after it.
+  load_w(c_beg + lane);
+  pdl_wait();
+  for (int c0 = c_beg + lane; c0 < c_end; c0 += 64) {
+    const int c1 = c0 + 32;
+    if (c0 != c_beg + lane) load_w(c0);
 #pragma unroll
     for (int u = 0; u < 2; ++u) {
       const int c = u ? c1 : c0;
@@ -127,7 +137,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict_
 
 template <typename T, typename OutT>
 cudaError_t launch(const void* x, const void* w, const void* bias, void* out, int T_, int N, int K,
-                   int ldo, cudaStream_t s) {
+                   int ldo, cudaStream_t s, bool pdl) {
   auto* xp = static_cast<const T*>(x);
   auto* wp = static_cast<const T*>(w);
   auto* bp = static_cast<const T*>(bias);
@@ -135,6 +145,8 @@ cudaError_t launch(const void* x, const void* w, const void* bias, void* out, in
   const dim3 block(kWarps * 32);
   // One token: 2 rows x 4 chunks in flight per lane; more tokens: 4 rows share each x load.
   if (T_ == 1 && K % (kWarps * 8) == 0) {
+    if (pdl && pdl_enabled())
+      return launch_pdl(gemv1_kernel<T, OutT>, dim3(ceil_div(N, kRows1)), block, 0, s, xp, wp, bp, op, N, K);
     gemv1_kernel<T, OutT><<<ceil_div(N, kRows1), block, 0, s>>>(xp, wp, bp, op, N, K);
     return cudaGetLastError();
   }
@@ -156,13 +168,13 @@ cudaError_t launch(const void* x, const void* w, const void* bias, void* out, in
 }  // namespace
 
 cudaError_t gemv(Act act, const void* x, const void* w, const void* bias, void* out, bool out_f32,
-                 int T, int N, int K, int ldo, cudaStream_t s) {
+                 int T, int N, int K, int ldo, cudaStream_t s, bool pdl) {
   if (K % 8 != 0 || T < 1 || T > 8) return cudaErrorInvalidValue;
   if (act == Act::BF16)
-    return out_f32 ? launch<__nv_bfloat16, float>(x, w, bias, out, T, N, K, ldo, s)
-                   : launch<__nv_bfloat16, __nv_bfloat16>(x, w, bias, out, T, N, K, ldo, s);
-  return out_f32 ? launch<__half, float>(x, w, bias, out, T, N, K, ldo, s)
-                 : launch<__half, __half>(x, w, bias, out, T, N, K, ldo, s);
+    return out_f32 ? launch<__nv_bfloat16, float>(x, w, bias, out, T, N, K, ldo, s, pdl)
+                   : launch<__nv_bfloat16, __nv_bfloat16>(x, w, bias, out, T, N, K, ldo, s, pdl);
+  return out_f32 ? launch<__half, float>(x, w, bias, out, T, N, K, ldo, s, pdl)
+                 : launch<__half, __half>(x, w, bias, out, T, N, K, ldo, s, pdl);
 }
 
 }  // namespace lite_llama::cuda
