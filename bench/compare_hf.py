@@ -756,6 +756,67 @@ def merge_main(argv):
     log(f"{len(doc['pieces'])} pieces, {len(doc['records'])} records ({n_err} errors) -> {out}")
 
 
+def load_pieces(paths):
+    """Piece documents (meta, records) from piece files, folders of them, or merged files (split
+    back into their pieces)."""
+    out = []
+    for path in paths:
+        files = sorted(glob.glob(os.path.join(path, "piece_*.json"))) if os.path.isdir(path) else [path]
+        for f in files:
+            doc = json.load(open(f))
+            if doc.get("schema") != SCHEMA:
+                raise SystemExit(f"{f}: not a {SCHEMA} file")
+            if "meta" in doc:
+                out.append(doc)
+                continue
+            for meta in doc.get("pieces", []):
+                out.append({"meta": meta, "records": [r for r in doc["records"] if r.get("piece") == meta["file"]]})
+    return out
+
+
+def ab_table(pieces, metric="tpot_ms"):
+    """Markdown: the median `metric` of each lite-llama case under each setting of the LITE_LLAMA_*
+    switches (the env its piece recorded), and the change against the run without switches."""
+    cells, settings = {}, []
+    for p in pieces:
+        env = p["meta"].get("env") or {}
+        setting = " ".join(f"{k}={v}" for k, v in sorted(env.items())) or "default"
+        if setting not in settings:
+            settings.append(setting)
+        for r in p["records"]:
+            if r.get("error") or not r["engine"].startswith("lite-llama") or not r.get(metric):
+                continue
+            cells[(r["model"], r["engine"], r["case"], setting)] = r[metric]["median"]
+    settings.sort(key=lambda x: x != "default")
+    rows = sorted({k[:3] for k in cells}, key=lambda k: (k[0], k[1], int(k[2].rsplit(":b", 1)[1]), k[2]))
+    head = ["model", "engine", "case"] + settings
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for m, e, c in rows:
+        base = cells.get((m, e, c, "default"))
+        row = [m, e, c]
+        for st in settings:
+            v = cells.get((m, e, c, st))
+            if v is None:
+                row.append("-")
+            elif st == "default" or base is None:
+                row.append(f"{v:.3f}")
+            else:
+                row.append(f"{v:.3f} ({100 * (v / base - 1):+.1f}%)")
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def ab_main(argv):
+    """A/B of lite-llama's tuning switches: run the same cases once per setting (e.g.
+    `LITE_LLAMA_DECODE_SPLIT_KEYS=16 python3 bench/compare_hf.py --engines lite-llama ...`), then
+    `compare_hf.py ab DIR` prints one column per setting."""
+    ap = argparse.ArgumentParser(prog="compare_hf.py ab")
+    ap.add_argument("inputs", nargs="+", help="piece files or folders of them")
+    ap.add_argument("--metric", default="tpot_ms", help="a record field with a median (default tpot_ms)")
+    a = ap.parse_args(argv)
+    print(ab_table(load_pieces(a.inputs), a.metric))
+
+
 def plan_main(argv):
     """The commands for the GPU machine's 10-minute calls: lite-llama for every model (repeated
     until done, about two calls), then one resumable HF command repeated until it reports 0 runs
@@ -818,10 +879,11 @@ def main():
     argv = sys.argv[1:]
     sub = argv[0] if argv and not argv[0].startswith("-") else "run"
     rest = argv[1:] if argv and argv[0] == sub else argv
-    table = {"run": run_main, "merge": merge_main, "plan": plan_main, "count-tokens": count_tokens_main,
+    table = {"run": run_main, "merge": merge_main, "plan": plan_main, "ab": ab_main,
+             "count-tokens": count_tokens_main,
              "_make-weights": _make_weights_main, "_hf-worker": _hf_worker_main}
     if sub not in table:
-        raise SystemExit(f"unknown subcommand '{sub}' (run, merge, plan, count-tokens)")
+        raise SystemExit(f"unknown subcommand '{sub}' (run, merge, plan, ab, count-tokens)")
     table[sub](rest)
 
 

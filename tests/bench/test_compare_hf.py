@@ -144,3 +144,22 @@ def test_profile_table_sums_families_per_batch():
     assert rows["attention decode"] == ["0.000", "0.000"]
     assert rows["CUDA-graph step (timed runs)"] == ["1.100", "1.300"]
     assert report.profile_table([], "llama-3.2-1b") is None
+
+
+def test_ab_table_one_column_per_switch_setting(tmp_path):
+    """`compare_hf.py ab`: cases side by side per LITE_LLAMA_* setting (from each piece's env),
+    the change against the run without switches: 1.5 ms against 2.0 ms is -25.0%."""
+    case = "batch:p128_g256:b8"
+    a = {"schema": SCHEMA, "meta": {"finished": "2026-01-01T00:00:00"},
+         "records": [rec("m", "lite-llama", case, batch=8, tpot_ms={"median": 2.0}),
+                     rec("m", "hf_eager", case, batch=8, tpot_ms={"median": 9.0})]}
+    b = {"schema": SCHEMA, "meta": {"finished": "2026-01-01T00:01:00", "env": {"LITE_LLAMA_X": "16"}},
+         "records": [rec("m", "lite-llama", case, batch=8, tpot_ms={"median": 1.5}),
+                     rec("m", "lite-llama", "batch:p128_g256:b1", tpot_ms={"median": 1.0})]}
+    (tmp_path / "piece_b.json").write_text(json.dumps(b))
+    (tmp_path / "piece_a.json").write_text(json.dumps(a))
+    lines = compare_hf.ab_table(compare_hf.load_pieces([str(tmp_path)])).splitlines()
+    assert lines[0] == "| model | engine | case | default | LITE_LLAMA_X=16 |"
+    assert lines[2] == "| m | lite-llama | batch:p128_g256:b1 | - | 1.000 |"  # no default run: no change
+    assert lines[3] == "| m | lite-llama | batch:p128_g256:b8 | 2.000 | 1.500 (-25.0%) |"
+    assert len(lines) == 4  # HF records are not part of an A/B of lite-llama's switches
