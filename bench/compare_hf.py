@@ -527,18 +527,23 @@ def record_key(r):
     return (r["model"], r["engine"], r["case"])
 
 
-def done_keys(paths):
-    """(model, engine, case) of the successful records in piece or merged files (or folders of
-    pieces): what --skip-done leaves out."""
-    keys = set()
+def read_docs(paths, what):
+    """(file, document) of each compare-hf file in paths (a folder: its piece_*.json); any other
+    file stops with an error naming `what` asked for it."""
     for path in paths:
-        files = glob.glob(os.path.join(path, "piece_*.json")) if os.path.isdir(path) else [path]
+        files = sorted(glob.glob(os.path.join(path, "piece_*.json"))) if os.path.isdir(path) else [path]
         for f in files:
             doc = json.load(open(f))
             if doc.get("schema") != SCHEMA:
-                raise SystemExit(f"--skip-done {f}: not a {SCHEMA} file")
-            keys |= {record_key(r) for r in doc["records"] if not r.get("error")}
-    return keys
+                raise SystemExit(f"{what} {f}: not a {SCHEMA} file")
+            yield f, doc
+
+
+def done_keys(paths):
+    """(model, engine, case) of the successful records in piece or merged files (or folders of
+    pieces): what --skip-done leaves out."""
+    return {record_key(r) for _, doc in read_docs(paths, "--skip-done") for r in doc["records"]
+            if not r.get("error")}
 
 
 def merge(dirs, out_path=None):
@@ -758,19 +763,17 @@ def merge_main(argv):
 
 def load_pieces(paths):
     """Piece documents (meta, records) from piece files, folders of them, or merged files (split
-    back into their pieces)."""
+    back into their pieces by each record's `piece`; records without one keep an empty meta)."""
     out = []
-    for path in paths:
-        files = sorted(glob.glob(os.path.join(path, "piece_*.json"))) if os.path.isdir(path) else [path]
-        for f in files:
-            doc = json.load(open(f))
-            if doc.get("schema") != SCHEMA:
-                raise SystemExit(f"{f}: not a {SCHEMA} file")
-            if "meta" in doc:
-                out.append(doc)
-                continue
-            for meta in doc.get("pieces", []):
-                out.append({"meta": meta, "records": [r for r in doc["records"] if r.get("piece") == meta["file"]]})
+    for _, doc in read_docs(paths, "ab:"):
+        if "meta" in doc:
+            out.append(doc)
+            continue
+        metas = {m["file"]: m for m in doc.get("pieces", [])}
+        groups = {}
+        for r in doc["records"]:
+            groups.setdefault(r.get("piece"), []).append(r)
+        out += [{"meta": metas.get(k, {}), "records": rs} for k, rs in groups.items()]
     return out
 
 
