@@ -214,8 +214,7 @@ class CudaBackend final : public ops::Backend {
       ProfileScope ps(prof_, "attention decode", stream_);
       a.num_seqs = nd;
       a.max_q_len = 1;
-      const int splits = decode_splits(nd, num_kv_heads, m.max_seq_len, props_.multiProcessorCount,
-                                       split_keys_ > 0 ? split_keys_ : 64);
+      const int splits = decode_splits(nd, num_kv_heads, m.max_seq_len, props_.multiProcessorCount, split_keys_);
       LL_CUDA(attention_decode(act_, a, splits, split_keys_, static_cast<float*>(m.workspace), stream_));
     }
     if (m.num_seqs > nd) {

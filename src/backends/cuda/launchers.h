@@ -101,10 +101,11 @@ struct AttnArgs {
 // Causal attention of packed variable-length queries (prefill chunks), tensor cores (WMMA).
 cudaError_t attention_prefill(Act act, const AttnArgs& a, cudaStream_t s);
 // Flash-decoding for q_len == 1 sequences: split-KV partitions then a log-sum-exp merge.
-// `partial` holds num_seqs * Hq * splits * (D + 2) floats. decode_splits sizes the grid (<= 64
-// splits) for up to max_seq_len keys at >= grid_keys keys a split; at run time a sequence's splits
-// hold >= min_keys keys each (0: its keys spread over all splits).
-int decode_splits(int num_seqs, int Hkv, int max_seq_len, int num_sms, int grid_keys);
+// `partial` holds num_seqs * Hq * splits * (D + 2) floats. min_keys: the floor of keys a split,
+// the same for both calls. decode_splits sizes the grid (<= 64 splits) for up to max_seq_len keys
+// at >= min_keys keys a split (64 when 0); at run time a sequence's splits hold >= min_keys keys
+// each (0: its keys spread over all splits).
+int decode_splits(int num_seqs, int Hkv, int max_seq_len, int num_sms, int min_keys);
 cudaError_t attention_decode(Act act, const AttnArgs& a, int splits, int min_keys, float* partial,
                              cudaStream_t s);
 

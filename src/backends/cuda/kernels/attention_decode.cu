@@ -182,10 +182,10 @@ cudaError_t launch(const AttnArgs& a, int splits, int min_keys, float* partial, 
 
 }  // namespace
 
-int decode_splits(int num_seqs, int Hkv, int max_seq_len, int num_sms, int grid_keys) {
+int decode_splits(int num_seqs, int Hkv, int max_seq_len, int num_sms, int min_keys) {
   const int blocks = std::max(1, num_seqs * Hkv);
   int splits = (2 * num_sms + blocks - 1) / blocks;
-  grid_keys = std::max(1, grid_keys);
+  const int grid_keys = min_keys > 0 ? min_keys : 64;  // no floor: the grid still assumes 64 keys a split
   splits = std::min(splits, std::max(1, (max_seq_len + grid_keys - 1) / grid_keys));
   return std::max(1, std::min(splits, kMaxSplits));
 }
