@@ -93,6 +93,16 @@ inline std::unique_ptr<ops::Backend> make_gpu(const std::string& dtype) {
   return make_backend({"cuda", 0, dtype});
 }
 
+// A GPU backend created with the tuning switch `name` set to `value` (the backend reads its
+// switches once, when created); the variable is unset again afterwards.
+inline std::unique_ptr<ops::Backend> make_gpu_with(const std::string& dtype, const char* name,
+                                                   const char* value) {
+  setenv(name, value, 1);
+  std::unique_ptr<ops::Backend> g = make_gpu(dtype);
+  unsetenv(name);
+  return g;
+}
+
 // The fp32 reference. The int8-activation path (LITE_LLAMA_CPU_Q8) is not an fp32 reference.
 inline std::unique_ptr<ops::Backend> make_cpu() {
   unsetenv("LITE_LLAMA_CPU_Q8");

@@ -94,9 +94,7 @@ TEST_P(CudaAttention, DecodeWithSplitKeysFloor) {
   // uses only the first ceil(len / keys_per_split) splits; the merge must skip the rest (they hold
   // no partials). Lengths below, at and above n, with graph-style overstated max_seq_len too.
   for (const char* keys : {"1", "16", "100"}) {
-    setenv("LITE_LLAMA_DECODE_SPLIT_KEYS", keys, 1);
-    std::unique_ptr<ops::Backend> g = make_gpu(GetParam());  // reads the switch once
-    unsetenv("LITE_LLAMA_DECODE_SPLIT_KEYS");
+    std::unique_ptr<ops::Backend> g = make_gpu_with(GetParam(), "LITE_LLAMA_DECODE_SPLIT_KEYS", keys);
     std::swap(gpu, g);
     std::mt19937 rng(406);
     for (int d : {64, 128}) {

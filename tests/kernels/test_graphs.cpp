@@ -47,9 +47,7 @@ TEST_P(CudaGraphs, NormAndLinearReplayWithNewInputs) {
   // Also with LITE_LLAMA_PDL_GEMV=1: the 1-token GEMV then starts while the norm before it runs
   // and must still read the norm's finished output.
   for (const char* pdl : {"0", "1"}) {
-    setenv("LITE_LLAMA_PDL_GEMV", pdl, 1);
-    std::unique_ptr<ops::Backend> g = make_gpu(GetParam());  // reads the switch once
-    unsetenv("LITE_LLAMA_PDL_GEMV");
+    std::unique_ptr<ops::Backend> g = make_gpu_with(GetParam(), "LITE_LLAMA_PDL_GEMV", pdl);
     std::swap(gpu, g);
     norm_and_linear_replay(pdl);
     std::swap(gpu, g);
