@@ -320,13 +320,18 @@ def copy_tbs(r):
     return next((v for k, v in COPY_TBS.items() if k in dev), (None, None))
 
 
+def profile_recs(recs, model):
+    """lite-llama's batch-sweep records of a model that carry a `bench --profile`, by batch size."""
+    return sorted((r for r in recs if r.get("profile") and r["engine"] == "lite-llama" and r["model"] == model
+                   and r["section"] == "batch"), key=lambda r: r["batch"])
+
+
 def profile_shares(recs, models):
     """One sentence from the batch-1 `--profile` records: GEMM's and decode attention's share of the
     profiled step, and attention's time per call (one call a layer)."""
     parts = []
     for m in models:
-        r = next((r for r in recs if r.get("profile") and r["model"] == m and r["batch"] == 1
-                  and r["engine"] == "lite-llama" and r["section"] == "batch"), None)
+        r = next((r for r in profile_recs(recs, m) if r["batch"] == 1), None)
         if not r:
             continue
         p = r["profile"]
@@ -526,9 +531,7 @@ QWEN3_GPU_MD = {"gemm": "2.797 (145)", "attention decode": "0.594", "norm": "0.4
 def profile_table(recs, model, qwen_column=False):
     """GPU ms per decode step by op family, one column per batch size, from the `bench --profile`
     records of one model; the CUDA-graph step of the same records' timed runs below."""
-    profs = sorted(((r["batch"], r["profile"], r) for r in recs if r.get("profile")
-                    and r["engine"] == "lite-llama" and r["model"] == model and r["section"] == "batch"),
-                   key=lambda x: x[0])
+    profs = [(r["batch"], r["profile"], r) for r in profile_recs(recs, model)]
     if not profs:
         return None
     head = ["op family"] + [f"{MODEL_TITLE.get(model, model)} b{b} ms/step" for b, _, _ in profs]
@@ -702,7 +705,7 @@ def write_report(recs, legacy_meta, pieces, charts_made, out_dir, argv, legacy=(
     w("")
     tables = [(m, t) for m, t in ((m, profile_table(recs, m)) for m in models) if t]
     for m, t in tables:
-        r = next(r for r in recs if r.get("profile") and r["model"] == m)
+        r = profile_recs(recs, m)[0]
         w(f"{MODEL_TITLE.get(m, m)}, prompt 128, 256 new tokens, {r.get('backend') or '?'} "
           f"(piece `{r.get('piece', '?')}`):")
         w("")
