@@ -24,8 +24,9 @@ def rec(model, engine, case, batch=1, error=None, **kw):
     return r
 
 
-def piece(path, finished, records):
-    path.write_text(json.dumps({"schema": SCHEMA, "meta": {"finished": finished}, "records": records}))
+def piece(path, finished, records, env=None):
+    meta = {"finished": finished, **({"env": env} if env else {})}
+    path.write_text(json.dumps({"schema": SCHEMA, "meta": meta, "records": records}))
     return path
 
 
@@ -150,14 +151,12 @@ def test_ab_table_one_column_per_switch_setting(tmp_path):
     """`compare_hf.py ab`: cases side by side per LITE_LLAMA_* setting (from each piece's env),
     the change against the run without switches: 1.5 ms against 2.0 ms is -25.0%."""
     case = "batch:p128_g256:b8"
-    a = {"schema": SCHEMA, "meta": {"finished": "2026-01-01T00:00:00"},
-         "records": [rec("m", "lite-llama", case, batch=8, tpot_ms={"median": 2.0}),
-                     rec("m", "hf_eager", case, batch=8, tpot_ms={"median": 9.0})]}
-    b = {"schema": SCHEMA, "meta": {"finished": "2026-01-01T00:01:00", "env": {"LITE_LLAMA_X": "16"}},
-         "records": [rec("m", "lite-llama", case, batch=8, tpot_ms={"median": 1.5}),
-                     rec("m", "lite-llama", "batch:p128_g256:b1", tpot_ms={"median": 1.0})]}
-    (tmp_path / "piece_b.json").write_text(json.dumps(b))
-    (tmp_path / "piece_a.json").write_text(json.dumps(a))
+    piece(tmp_path / "piece_b.json", "2026-01-01T00:01:00",
+          [rec("m", "lite-llama", case, batch=8, tpot_ms={"median": 1.5}),
+           rec("m", "lite-llama", "batch:p128_g256:b1", tpot_ms={"median": 1.0})], env={"LITE_LLAMA_X": "16"})
+    piece(tmp_path / "piece_a.json", "2026-01-01T00:00:00",
+          [rec("m", "lite-llama", case, batch=8, tpot_ms={"median": 2.0}),
+           rec("m", "hf_eager", case, batch=8, tpot_ms={"median": 9.0})])
     lines = compare_hf.ab_table(compare_hf.load_pieces([str(tmp_path)])).splitlines()
     assert lines[0] == "| model | engine | case | default | LITE_LLAMA_X=16 |"
     assert lines[2] == "| m | lite-llama | batch:p128_g256:b1 | - | 1.000 |"  # no default run: no change
