@@ -713,8 +713,8 @@ def run_main(argv):
                 raise TimeoutError("time limit reached (--time-limit-s)")
             wdir = make_weights(a, m)
         except (RuntimeError, TimeoutError, subprocess.TimeoutExpired) as e:
-            for c in cases:
-                for eng in a.engines:
+            for eng in a.engines:  # only what is still to do: a done case keeps its record
+                for c in todo(m, eng, cases):
                     add(m, c, eng, {"error": str(e)[-2000:]})
             continue
         # lite-llama first: no other process holds GPU memory while it measures its peak.
