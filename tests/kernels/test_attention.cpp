@@ -93,7 +93,8 @@ TEST_P(CudaAttention, DecodeWithSplitKeysFloor) {
   // LITE_LLAMA_DECODE_SPLIT_KEYS=n: the grid is sized for >= n keys a split and each sequence
   // uses only the first ceil(len / keys_per_split) splits; the merge must skip the rest (they hold
   // no partials). Lengths below, at and above n, with graph-style overstated max_seq_len too.
-  for (const char* keys : {"1", "16", "100"}) {
+  // The other tests run the default (16); 0 is the old sizing (64 keys a split in the grid).
+  for (const char* keys : {"0", "1", "100"}) {
     std::unique_ptr<ops::Backend> g = make_gpu_with(GetParam(), "LITE_LLAMA_DECODE_SPLIT_KEYS", keys);
     std::swap(gpu, g);
     std::mt19937 rng(406);
