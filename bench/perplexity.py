@@ -107,51 +107,34 @@ def compare(ref, got):
             "argmax_agreement": agree, "ppl_rel_diff": got["ppl"] / ref["ppl"] - 1}
 
 
-# The newest 4-model run of tests/gpu/model_parity.py first; the older one had a control for 1B only.
-PARITY_RUNS = [("gpu_parity_h100_90799ea.json", None),
-               ("gpu_parity_2026-11-22.json", "gpu_parity_1b_control_2026-11-22.json")]
+# The 4-model run of tests/gpu/model_parity.py shown (its results carry HF's bf16 control per model).
+PARITY_RUN = "gpu_parity_h100_90799ea.json"
 
 
 def gpu_parity_table():
     """The 4-model GPU parity table of docs/benchmarks/gpu.md, from its JSON: (doc, file name,
     table, control sentence)."""
-    data = os.path.join(ROOT, "docs", "benchmarks", "data")
-    found = [(f, c) for f, c in PARITY_RUNS if os.path.exists(os.path.join(data, f))]
-    if not found:
+    path = os.path.join(ROOT, "docs", "benchmarks", "data", PARITY_RUN)
+    if not os.path.exists(path):
         return None
-    name, control = found[0]
-    d = json.load(open(os.path.join(data, name)))
+    d = json.load(open(path))
+    res = d["results"]
     names = {"llama-3.2-1b": "Llama-3.2-1B", "llama-3.2-3b": "Llama-3.2-3B", "qwen2.5-3b": "Qwen2.5-3B",
              "qwen3-4b": "Qwen3-4B"}
-    per_model_ctl = all("control_hf_bf16_top1_agreement" in r for r in d["results"])
-    head = "| model | top-1 agreement | on decode steps | max abs logit err | mean abs err | rel. L2 err | logit std |"
-    rows = [head + (" HF bf16 control: top-1 / rel. L2 |" if per_model_ctl else ""),
-            "|" + " --- |" * (8 if per_model_ctl else 7)]
-    for r in d["results"]:
-        row = (f"| {names.get(r['model'], r['model'])} | {100 * r['top1_agreement']:.1f}% | "
-               f"{100 * r['top1_agreement_decode_tail']:.1f}% | {r['max_abs_err']:.3f} | {r['mean_abs_err']:.3f} | "
-               f"{100 * r['rel_l2_err']:.1f}% | {r['ref_logit_std']:.2f} |")
-        if per_model_ctl:
-            row += (f" {100 * r['control_hf_bf16_top1_agreement']:.1f}% / "
-                    f"{100 * r['control_hf_bf16_rel_l2_err']:.1f}% |")
-        rows.append(row)
-    ctl = ""
-    if per_model_ctl:
-        res = d["results"]
-        l2_better = sum(r["rel_l2_err"] <= r["control_hf_bf16_rel_l2_err"] for r in res)
-        dtop = [100 * (r["top1_agreement"] - r["control_hf_bf16_top1_agreement"]) for r in res]
-        ctl = ("Control column, same script: HF's own bf16 forward against its fp32 forward on the same "
-               f"weights. lite-llama's rel. L2 error is at or below it on {l2_better} of {len(res)} models, "
-               f"its top-1 agreement {min(dtop):+.1f} to {max(dtop):+.1f} points from it: lite-llama's "
-               "bf16 error is of the size of bf16 arithmetic's own.")
-    elif control and os.path.exists(os.path.join(data, control)):
-        r = json.load(open(os.path.join(data, control)))["results"][0]
-        ctl = (f"Control, same script: HF's own bf16 forward against its fp32 forward on Llama-3.2-1B agrees "
-               f"on **{100 * r['control_hf_bf16_top1_agreement']:.1f}%** of positions with rel. L2 error "
-               f"{100 * r['control_hf_bf16_rel_l2_err']:.1f}% (max {r['control_hf_bf16_max_abs_err']:.3f}), "
-               f"against lite-llama's {100 * r['top1_agreement']:.1f}% / {100 * r['rel_l2_err']:.1f}% "
-               f"(max {r['max_abs_err']:.3f}): lite-llama's bf16 error is the error of bf16 arithmetic itself.")
-    return d, name, "\n".join(rows), ctl
+    rows = ["| model | top-1 agreement | on decode steps | max abs logit err | mean abs err | rel. L2 err | "
+            "logit std | HF bf16 control: top-1 / rel. L2 |", "|" + " --- |" * 8]
+    for r in res:
+        rows.append(f"| {names.get(r['model'], r['model'])} | {100 * r['top1_agreement']:.1f}% | "
+                    f"{100 * r['top1_agreement_decode_tail']:.1f}% | {r['max_abs_err']:.3f} | {r['mean_abs_err']:.3f} | "
+                    f"{100 * r['rel_l2_err']:.1f}% | {r['ref_logit_std']:.2f} | "
+                    f"{100 * r['control_hf_bf16_top1_agreement']:.1f}% / {100 * r['control_hf_bf16_rel_l2_err']:.1f}% |")
+    l2_better = sum(r["rel_l2_err"] <= r["control_hf_bf16_rel_l2_err"] for r in res)
+    dtop = [100 * (r["top1_agreement"] - r["control_hf_bf16_top1_agreement"]) for r in res]
+    ctl = ("Control column, same script: HF's own bf16 forward against its fp32 forward on the same "
+           f"weights. lite-llama's rel. L2 error is at or below it on {l2_better} of {len(res)} models, "
+           f"its top-1 agreement {min(dtop):+.1f} to {max(dtop):+.1f} points from it: lite-llama's "
+           "bf16 error is of the size of bf16 arithmetic's own.")
+    return d, PARITY_RUN, "\n".join(rows), ctl
 
 
 def render(doc, json_path, out):
