@@ -814,7 +814,7 @@ def ab_main(argv):
     `LITE_LLAMA_DECODE_SPLIT_KEYS=16 python3 bench/compare_hf.py --engines lite-llama ...`), then
     `compare_hf.py ab DIR` prints one column per setting."""
     ap = argparse.ArgumentParser(prog="compare_hf.py ab")
-    ap.add_argument("inputs", nargs="+", help="piece files or folders of them")
+    ap.add_argument("inputs", nargs="+", help="piece files, folders of them, or merged files")
     ap.add_argument("--metric", default="tpot_ms", help="a record field with a median (default tpot_ms)")
     a = ap.parse_args(argv)
     print(ab_table(load_pieces(a.inputs), a.metric))
