@@ -78,6 +78,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import shlex
 import socket
 import statistics
@@ -612,6 +613,8 @@ def parse_run_args(argv):
     ap.add_argument("--sections", default=",".join(SECTIONS))
     ap.add_argument("--engines", default=",".join(ENGINES))
     ap.add_argument("--batches", default=None, help="override the batch sizes of 'batch' and 'long'")
+    ap.add_argument("--cases", default=None, metavar="REGEX",
+                    help="only the cases whose id matches (re.search), e.g. 'g1024'")
     ap.add_argument("--quick", action="store_true",
                     help="fewer cases (batch 1,8; 256 new tokens for the prompt sets; long at batch 1) and 2 runs")
     ap.add_argument("--runs", type=int, default=None, help="timed runs per case (default 5; --quick 2)")
@@ -655,7 +658,8 @@ def run_main(argv):
     workdir = os.path.join(a.out, "work")
     os.makedirs(workdir, exist_ok=True)
     plan = [(m, s, c) for m in a.models for s in a.sections
-            for c in cases_for(s, m, a.quick, a.batch_list if s in ("batch", "long") else None)]
+            for c in cases_for(s, m, a.quick, a.batch_list if s in ("batch", "long") else None)
+            if not a.cases or re.search(a.cases, c["id"])]
     if a.dry_run:
         for m, s, c in plan:
             lens = c["prompt_lens"]

@@ -74,6 +74,22 @@ def test_skip_done_runs_nothing_that_is_done(tmp_path):
     assert len(pieces) == 1 and json.loads(pieces[0].read_text())["records"] == []
 
 
+def test_cases_filter_keeps_matching_ids_only(tmp_path):
+    """--cases is a regex on the case id: the prompt sets hold 2 cases at 256 and 2 at 1,024 new
+    tokens per model (seed 002's four prompts, seed 000's eight)."""
+    def planned(*extra):
+        r = subprocess.run([sys.executable, str(ROOT / "bench" / "compare_hf.py"), "--dry-run",
+                            "--out", str(tmp_path), "--models", "qwen3-4b", "--sections", "prompts,long",
+                            "--engines", "hf_eager", *extra], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        return [ln.split()[1] for ln in r.stdout.splitlines() if ln.startswith("qwen3-4b")]
+    assert len(planned()) == 7
+    assert planned("--cases", "g1024") == [
+        "prompts:seed002_g1024:b4", "prompts:seed000_long_g1024:b8",
+        "long:p128_g1024:b1", "long:p128_g1024:b8", "long:p128_g1024:b64"]
+    assert planned("--cases", "^prompts:.*_g256") == ["prompts:seed002_g256:b4", "prompts:seed000_long_g256:b8"]
+
+
 def goals_row(recs, model, title, batch):
     """The goals section's lines and the cells of one model's row at a batch size."""
     lines = []
