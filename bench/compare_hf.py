@@ -312,9 +312,10 @@ def run_lite_llama(args, model, wdir, case, workdir, engine="lite-llama"):
 # HF transformers (child process per model and engine)
 # ----------------------------------------------------------------------------------------------
 
-def run_hf(args, model, wdir, engine, cases, workdir):
-    """Runs the cases in a child process; returns {case id: record}. Results stream to a JSONL
-    file case by case, so a child killed at the time limit keeps what it finished."""
+def run_hf(args, model, wdir, engine, cases, workdir, on_record):
+    """Runs the cases in a child process and hands each finished case to on_record(case id,
+    record) as it streams in (JSONL), so a parent killed with the machine keeps the cases done;
+    cases the child never finished get an error record at the end."""
     jl = os.path.join(workdir, f"hf_{model_name(model)}_{engine}_{int(time.time())}.jsonl")
     spec = os.path.join(workdir, f"hf_{model_name(model)}_{engine}_cases.json")
     # By batch size, longest first: HF eager's warm-up (its first pass over each batch size and
@@ -325,27 +326,41 @@ def run_hf(args, model, wdir, engine, cases, workdir):
     cmd = [sys.executable, os.path.abspath(__file__), "_hf-worker", wdir, engine, spec, jl,
            "--runs", str(args.runs), "--warmup", str(args.warmup), "--device", args.device,
            "--deadline", f"{time.time() + args.time_left():.0f}"]
-    log(f"+ {shlex.join(cmd)}")
-    err = None
-    try:
-        # Output goes straight to our stdout (progress of long runs stays visible).
-        r = subprocess.run(cmd, timeout=max(1, args.time_left()))
-        if r.returncode != 0:
-            err = f"HF worker exited with {r.returncode}"
-    except subprocess.TimeoutExpired:
-        err = "time limit reached (--time-limit-s)"
-    got = {}
-    if os.path.exists(jl):
-        for line in open(jl):
-            if line.strip():
-                d = json.loads(line)
-                got[d.pop("case_id")] = d
+    command = shlex.join(cmd)
+    log(f"+ {command}")
+    seen, err, n_read = set(), None, 0
+
+    def read_new():
+        nonlocal n_read
+        if not os.path.exists(jl):
+            return
+        with open(jl) as f:
+            lines = f.read().splitlines()
+        for line in lines[n_read:]:
+            if not line.endswith("}"):
+                break  # a line the child is still writing
+            n_read += 1
+            d = json.loads(line)
+            cid = d.pop("case_id")
+            seen.add(cid)
+            on_record(cid, {**d, "command": command})
+
+    # Output goes straight to our stdout (progress of long runs stays visible).
+    p = subprocess.Popen(cmd)
+    while p.poll() is None:
+        if args.time_left() <= 0:
+            p.kill()
+            p.wait()
+            err = "time limit reached (--time-limit-s)"
+            break
+        read_new()
+        time.sleep(2)
+    read_new()
+    if err is None and p.returncode != 0:
+        err = f"HF worker exited with {p.returncode}"
     for c in cases:
-        if c["id"] not in got:
-            got[c["id"]] = {"error": err or "not run", "command": shlex.join(cmd)}
-        else:
-            got[c["id"]]["command"] = shlex.join(cmd)
-    return got
+        if c["id"] not in seen:
+            on_record(c["id"], {"error": err or "not run", "command": command})
 
 
 def _hf_worker_main(argv):
@@ -732,12 +747,12 @@ def run_main(argv):
             left = todo(m, eng, cases)
             if eng not in a.engines or not left:
                 continue
+            by_id = {c["id"]: c for c in left}
             if a.time_left() <= 90:  # loading (and compiling) alone would take most of that
-                got = {c["id"]: {"error": "time limit reached (--time-limit-s)"} for c in left}
+                for c in left:
+                    add(m, c, eng, {"error": "time limit reached (--time-limit-s)"})
             else:
-                got = run_hf(a, m, wdir, eng, left, workdir)
-            for c in left:
-                add(m, c, eng, got[c["id"]])
+                run_hf(a, m, wdir, eng, left, workdir, lambda cid, rec: add(m, by_id[cid], eng, rec))
     save(final=True)
     log(f"wrote {piece_path} ({len(records)} records, "
         f"{sum(1 for r in records if r.get('error'))} errors, {time.time() - start:.0f} s)")
