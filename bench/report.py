@@ -566,6 +566,25 @@ def git(*a):
         return ""
 
 
+def few_runs_section(recs, w):
+    """The records shown with fewer than 5 timed runs (the suite's default), listed by case."""
+    few = sorted({(r["model"], r["engine"], r["case"], r["runs"]) for r in recs
+                  if isinstance(r.get("runs"), int) and r["runs"] < 5 and r.get("total_s")})
+    if not few:
+        return
+    w("## Cases with fewer than 5 timed runs")
+    w("")
+    w("Warm-up then this many timed runs (fewer, to fit a session's device time: an HF eager "
+      "1,024-token case takes 5-6 minutes at 5 runs); the tables' median and min-max are over them.")
+    w("")
+    w("| model | engine | case | timed runs |")
+    w("| --- | --- | --- | --- |")
+    for m, e, c, n in few:
+        w(f"| {m} | {e} | {c} | {n} |")
+    w("")
+
+
+
 def write_report(recs, legacy_meta, pieces, charts_made, out_dir, argv, legacy=()):
     L = []
     w = L.append
@@ -739,6 +758,8 @@ def write_report(recs, legacy_meta, pieces, charts_made, out_dir, argv, legacy=(
         for r in errs:
             w(f"| {r['model']} | {r['case']} | {r['engine']} | {str(r['error']).splitlines()[0][:160]} |")
         w("")
+
+    few_runs_section(recs, w)
 
     # Runs
     w("## Runs")

@@ -178,3 +178,15 @@ def test_ab_table_one_column_per_switch_setting(tmp_path):
     assert lines[2] == "| m | lite-llama | batch:p128_g256:b1 | - | 1.000 |"  # no default run: no change
     assert lines[3] == "| m | lite-llama | batch:p128_g256:b8 | 2.000 | 1.500 (-25.0%) |"
     assert len(lines) == 4  # HF records are not part of an A/B of lite-llama's switches
+
+
+def test_few_runs_section_lists_only_measured_cases_under_5_runs():
+    recs = [rec("qwen3-4b", "hf_eager", "long:p128_g1024:b8", runs=3, total_s={"median": 50.0}),
+            rec("qwen3-4b", "hf_eager", "long:p128_g1024:b1", runs=5, total_s={"median": 50.0}),
+            rec("qwen3-4b", "hf_eager", "long:p128_g1024:b64", runs=3, error="time limit")]
+    lines = []
+    report.few_runs_section(recs, lines.append)
+    assert [x for x in lines if x.startswith("| qwen3-4b")] == ["| qwen3-4b | hf_eager | long:p128_g1024:b8 | 3 |"]
+    lines = []
+    report.few_runs_section(recs[1:], lines.append)
+    assert lines == []
