@@ -789,6 +789,11 @@ def write_report(recs, legacy_meta, pieces, charts_made, out_dir, argv, legacy=(
     w("python3 bench/compare_hf.py merge DIR && python3 bench/report.py --compare DIR/merged.json")
     w("```")
     w("")
+    w("Where each call is capped but the machine stays up between calls (the 2026-11-24 runs), the "
+      "whole command can run detached (`setsid nohup python3 bench/compare_hf.py ... &`) while later "
+      "calls copy its --out folder: every case is saved to its piece file as it finishes, HF's "
+      "included, so a machine that goes back mid-run loses only the case in progress.")
+    w("")
     w("Accuracy (perplexity of the default model against HF, GPU logit parity): [accuracy.md](accuracy.md).")
     w("")
     path = os.path.join(out_dir, "report.md")
