@@ -190,3 +190,33 @@ def test_few_runs_section_lists_only_measured_cases_under_5_runs():
     lines = []
     report.few_runs_section(recs[1:], lines.append)
     assert lines == []
+
+
+def test_run_hf_hands_over_each_case_as_it_streams_in(tmp_path, monkeypatch):
+    """A stand-in worker writes two cases' JSONL lines and then hangs past the time limit: both
+    reach on_record while it still runs (the parent saves them at once), the third case gets the
+    time-limit error, and the worker is killed."""
+    real_popen = subprocess.Popen
+    procs = []
+
+    def fake_worker(cmd):
+        jl = cmd[6]  # python3 compare_hf.py _hf-worker WDIR ENGINE SPEC JSONL ...
+        script = ("import json, time\n"
+                  "for cid in ('a', 'b'):\n"
+                  f"    open({jl!r}, 'a').write(json.dumps({{'case_id': cid, 'x': cid}}) + '\\n')\n"
+                  "time.sleep(60)\n")
+        procs.append(real_popen([sys.executable, "-c", script]))
+        return procs[-1]
+
+    monkeypatch.setattr(compare_hf.subprocess, "Popen", fake_worker)
+    start = compare_hf.time.time()
+    args = type("A", (), {"runs": 3, "warmup": 1, "device": "cpu",
+                          "time_left": staticmethod(lambda: 3 - (compare_hf.time.time() - start))})()
+    cases = [{"id": i, "batch": 1, "prompt_lens": [3], "gen_len": 5} for i in ("a", "b", "c")]
+    got = []
+    compare_hf.run_hf(args, "qwen3-4b", "/nonexistent", "hf_eager", cases, str(tmp_path),
+                      lambda cid, r: got.append((cid, r.get("x"), r.get("error"), procs[0].poll())))
+    assert [g[:3] for g in got] == [("a", "a", None), ("b", "b", None),
+                                    ("c", None, "time limit reached (--time-limit-s)")]
+    assert got[0][3] is None and got[1][3] is None  # handed over while the worker still ran
+    assert procs[0].poll() is not None
