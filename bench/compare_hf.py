@@ -747,11 +747,11 @@ def run_main(argv):
             left = todo(m, eng, cases)
             if eng not in a.engines or not left:
                 continue
-            by_id = {c["id"]: c for c in left}
             if a.time_left() <= 90:  # loading (and compiling) alone would take most of that
                 for c in left:
                     add(m, c, eng, {"error": "time limit reached (--time-limit-s)"})
             else:
+                by_id = {c["id"]: c for c in left}
                 run_hf(a, m, wdir, eng, left, workdir, lambda cid, rec: add(m, by_id[cid], eng, rec))
     save(final=True)
     log(f"wrote {piece_path} ({len(records)} records, "

@@ -584,7 +584,6 @@ def few_runs_section(recs, w):
     w("")
 
 
-
 def write_report(recs, legacy_meta, pieces, charts_made, out_dir, argv, legacy=()):
     L = []
     w = L.append
