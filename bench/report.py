@@ -623,8 +623,9 @@ def write_report(recs, legacy_meta, pieces, charts_made, out_dir, argv, legacy=(
             (coverage(m, s) + (f" ({legacy_meta['date']} subset: batch 1/8/64)" if only_legacy and m == "llama-3.2-1b" and s == "batch" else ""))
             if (m, s) in measured else "not yet measured" for s in SECTION_TITLE) + " |")
     w("")
-    w("Cases measured per engine and section (a case missing for an engine leaves its cells \"-\"; "
-      "[Cases that failed or were not run](#cases-that-failed-or-were-not-run) lists why).")
+    w("Cases measured per engine and section (a case missing for an engine leaves its cells \"-\""
+      + ("; [Cases that failed or were not run](#cases-that-failed-or-were-not-run) lists why)."
+         if errors_of(recs) else ")."))
     w("")
     w("Engines: **lite-llama** (`lite-llama bench`, bf16, CUDA graphs for decode), **HF eager** "
       "(`model.generate`, dynamic cache, SDPA attention), **HF static cache (compiled)** "
