@@ -569,7 +569,7 @@ def git(*a):
 def few_runs_section(recs, w):
     """The records shown with fewer than 5 timed runs (the suite's default), listed by case."""
     few = sorted({(r["model"], r["engine"], r["case"], r["runs"]) for r in recs
-                  if isinstance(r.get("runs"), int) and r["runs"] < 5 and r.get("total_s")})
+                  if ok(r) and isinstance(r.get("runs"), int) and r["runs"] < 5})
     if not few:
         return
     w("## Cases with fewer than 5 timed runs")
