@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "lite_llama/backend_options.h"
 #include "lite_llama/chat.h"
 #include "lite_llama/sampling_params.h"
 
@@ -15,17 +16,16 @@ namespace lite_llama {
 
 struct EngineOptions {
   std::string model = "default";  // .gguf file, HF model directory, or "default"
-  std::string device = "auto";    // auto (cuda when present) | cpu | cuda
-  int threads = 0;                // CPU threads; 0 = all cores
   int ctx = 0;                    // max tokens per sequence; 0 = the model's limit (capped)
   int max_num_seqs = 0;           // sequences decoded together; 0 = backend default
   int max_batched_tokens = 0;     // tokens per step (decode + chunked prefill); 0 = default
   int64_t kv_tokens = 0;          // KV pool size in tokens; 0 = sized from the above
   float gpu_memory_utilization = 0.9f;
   bool cuda_graph = true;
-  std::string dtype = "bf16";     // CUDA activations: bf16 | fp16
-  // CUDA weight storage: auto (keep a file's quantisation) | none (16-bit) | int8 | int4 | fp8
-  std::string quantize = "auto";
+  // Automatic prefix caching: finished and running requests leave their KV in a radix tree that
+  // later requests with the same token prefix reuse.
+  bool prefix_cache = true;
+  BackendOptions backend;         // device, threads, dtype, --quantize, kernel tuning
   std::string load_format = "auto";  // auto | dummy (random weights from a config.json)
   uint64_t dummy_seed = 0;
 };
@@ -46,6 +46,7 @@ struct RequestOutput {
   FinishReason finish_reason = FinishReason::None;
   int prompt_tokens = 0;
   int completion_tokens = 0;
+  int cached_tokens = 0;  // prompt tokens whose KV came from the prefix cache (on the final output)
 };
 
 struct ModelInfo {
@@ -73,6 +74,9 @@ struct EngineStats {
   int running = 0, waiting = 0;
   int64_t kv_slots_used = 0, kv_slots_total = 0;
   int64_t preemptions = 0;
+  // Prefix cache: slots it holds now, and over the engine's life the prompt tokens looked up and
+  // those found cached.
+  int64_t prefix_cached_tokens = 0, prefix_query_tokens = 0, prefix_hit_tokens = 0;
   size_t device_free = 0, device_total = 0;  // GPU memory (0 on the CPU)
 };
 

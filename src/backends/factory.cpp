@@ -2,7 +2,6 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "core/error.h"
-#include "core/gq.h"
 #include "core/thread_pool.h"
 
 #ifdef LL_HAVE_CUDA
@@ -28,23 +27,20 @@ bool cuda_available() {
 }
 
 std::unique_ptr<ops::Backend> make_backend(const BackendOptions& o) {
-  LL_CHECK(o.device == "auto" || o.device == "cpu" || o.device == "cuda",
-           "--device must be auto, cpu or cuda, got '{}'", o.device);
-  const bool want_cuda = o.device == "cuda" || (o.device == "auto" && cuda_available());
+  const bool want_cuda = o.device == DeviceKind::Cuda || (o.device == DeviceKind::Auto && cuda_available());
   if (want_cuda) {
 #ifdef LL_HAVE_CUDA
     LL_CHECK(cuda_available(), "--device cuda: no CUDA device is present");
-    return cuda::make_cuda_backend(o.dtype, o.quantize);
+    return cuda::make_cuda_backend(o);
 #else
     fail("--device cuda: this build has no CUDA backend (configure with -DLITE_LLAMA_CUDA=ON)");
 #endif
   }
-  const QuantMode q = parse_quant_mode(o.quantize);
-  LL_CHECK(q == QuantMode::Auto || q == QuantMode::None,
+  LL_CHECK(o.quantize == QuantMode::Auto || o.quantize == QuantMode::None,
            "--quantize {} needs the CUDA backend; on the CPU use a quantised GGUF file (Q8_0, Q4_K, ...)",
-           o.quantize);
-  int threads = o.threads > 0 ? o.threads : default_thread_count();
-  return cpu::make_cpu_backend(threads);
+           quant_mode_name(o.quantize));
+  const int threads = o.threads > 0 ? o.threads : default_thread_count();
+  return cpu::make_cpu_backend(threads, o.cpu);
 }
 
 }  // namespace lite_llama

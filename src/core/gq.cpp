@@ -62,26 +62,6 @@ uint8_t f32_to_e4m3(float x) {
   return uint8_t(code | (x < 0 ? 0x80 : 0));
 }
 
-QuantMode parse_quant_mode(const std::string& s) {
-  if (s == "auto") return QuantMode::Auto;
-  if (s == "none") return QuantMode::None;
-  if (s == "int8") return QuantMode::Int8;
-  if (s == "int4") return QuantMode::Int4;
-  if (s == "fp8") return QuantMode::Fp8;
-  fail("--quantize must be auto, none, int8, int4 or fp8, got '{}'", s);
-}
-
-const char* quant_mode_name(QuantMode m) {
-  switch (m) {
-    case QuantMode::Auto: return "auto";
-    case QuantMode::None: return "none";
-    case QuantMode::Int8: return "int8";
-    case QuantMode::Int4: return "int4";
-    case QuantMode::Fp8: return "fp8";
-  }
-  return "?";
-}
-
 std::optional<GqFormat> gq_format(DType t) {
   for (const Entry& e : kFormats)
     if (e.t == t) return e.f;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "lite_llama/backend_options.h"  // QuantMode
 
 namespace lite_llama {
 
@@ -29,12 +30,6 @@ struct GqFormat {
   size_t param_bytes(int64_t K) const { return size_t((groups(K) + 3) / 4) * 16; }
   size_t row_bytes(int64_t K) const { return code_bytes(K) + param_bytes(K); }
 };
-
-// --quantize: auto keeps a file's quantisation (GGUF blocks repacked, GPTQ/AWQ as stored) and
-// 16-bit weights as they are; none dequantises everything; int8 / int4 / fp8 quantise at load.
-enum class QuantMode { Auto, None, Int8, Int4, Fp8 };
-QuantMode parse_quant_mode(const std::string& s);  // throws a one-line error for other names
-const char* quant_mode_name(QuantMode m);
 
 // The format of a GQ dtype, nullopt for every other dtype.
 std::optional<GqFormat> gq_format(DType t);

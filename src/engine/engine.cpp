@@ -50,7 +50,7 @@ class EngineImpl final : public Engine {
     files_ = o.load_format == "dummy" ? open_dummy_model(o.model, o.dummy_seed)
                                       : open_model_files(o.model);
     const ModelConfig& cfg = files_.config;
-    backend_ = make_backend({o.device, o.threads, o.dtype, o.quantize});
+    backend_ = make_backend(o.backend);
     const bool cpu = backend_->device() == Device::CPU;
     LL_CHECK(cpu || cfg.head_dim == 64 || cfg.head_dim == 128,
              "{}: head_dim {} is not supported by the CUDA attention kernels (64, 128); use --device cpu",

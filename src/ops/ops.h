@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "ops/sample_row.h"
 
 namespace lite_llama::ops {
 
@@ -55,15 +56,6 @@ struct AttnMeta {
   const int32_t* req_to_slot = nullptr;  // [max_reqs, req_stride]
   int req_stride = 0;
   void* workspace = nullptr;  // attention_workspace_bytes() of scratch
-};
-
-// Per-row parameters of device-side sampling (see Backend::sample).
-struct SampleRow {
-  float temperature = 1, top_p = 1, min_p = 0, repetition_penalty = 1, presence_penalty = 0,
-        frequency_penalty = 0;
-  int top_k = 0;
-  int pen_offset = 0, pen_count = 0;  // this row's entries in the penalty arrays
-  uint64_t seed = 0, counter = 0;     // RNG stream and position (the request's step)
 };
 
 class Backend {

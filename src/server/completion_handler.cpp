@@ -117,6 +117,7 @@ void respond_blocking(ServingContext& ctx, const httplib::Request& http_req, htt
       if (o->finished) {
         c.finish = o->finish_reason;
         usage.completion_tokens += o->completion_tokens;
+        if (i == 0) usage.cached_tokens = o->cached_tokens;  // the choices share one prompt
       }
     });
     if (!all_set(finished) && conn.closed()) {
@@ -182,7 +183,10 @@ struct StreamState {
                                        : ApiError(500, err, "", "engine_error", "server_error"))));
         return;
       }
-      if (o->finished) usage.completion_tokens += o->completion_tokens;
+      if (o->finished) {
+        usage.completion_tokens += o->completion_tokens;
+        if (i == 0) usage.cached_tokens = o->cached_tokens;  // the choices share one prompt
+      }
       // A step that produced tokens sends a chunk even when their text is held back (part of a
       // UTF-8 character or of a stop string) or empty (dummy tokenizer): clients time tokens by
       // chunks.

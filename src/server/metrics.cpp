@@ -75,6 +75,15 @@ std::string render_metrics(const ServerStats& s, const HttpCounters& http, const
            s.engine.kv_slots_total ? double(s.engine.kv_slots_used) / double(s.engine.kv_slots_total) : 0.0);
   w.metric("lite_llama_preemptions_total", "counter", "Requests preempted for KV space.",
            double(s.engine.preemptions));
+  w.metric("lite_llama_prefix_cache_tokens", "gauge", "KV slots the prefix cache holds.",
+           double(s.engine.prefix_cached_tokens));
+  w.metric("lite_llama_prefix_cache_queried_tokens_total", "counter",
+           "Prompt tokens looked up in the prefix cache.", double(s.engine.prefix_query_tokens));
+  w.metric("lite_llama_prefix_cache_hit_tokens_total", "counter",
+           "Prompt tokens found in the prefix cache (not computed again).", double(s.engine.prefix_hit_tokens));
+  w.metric("lite_llama_prefix_cache_hit_ratio", "gauge", "Prefix-cache hit tokens / queried tokens.",
+           s.engine.prefix_query_tokens ? double(s.engine.prefix_hit_tokens) / double(s.engine.prefix_query_tokens)
+                                        : 0.0);
   w.histogram("lite_llama_time_to_first_token_seconds", "Time from submission to the first token.",
               s.ttft);
   w.histogram("lite_llama_inter_token_latency_seconds", "Time between consecutive tokens of a request.",

@@ -67,7 +67,8 @@ json completion_logprobs(const std::vector<TokenLogprobs>& lps, const TokenText&
 json usage_json(const Usage& u) {
   return {{"prompt_tokens", u.prompt_tokens},
           {"completion_tokens", u.completion_tokens},
-          {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+          {"total_tokens", u.prompt_tokens + u.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
 }
 
 json envelope(const ResponseMeta& m, const char* object) {

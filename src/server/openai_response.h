@@ -25,6 +25,7 @@ struct ResponseMeta {
 
 struct Usage {
   int64_t prompt_tokens = 0, completion_tokens = 0;
+  int64_t cached_tokens = 0;  // prompt tokens served from the prefix cache
 };
 
 // One finished choice of a non-streaming response.

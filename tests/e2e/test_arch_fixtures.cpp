@@ -44,7 +44,7 @@ std::vector<std::vector<int32_t>> sequences(const json& ref) {
 std::unique_ptr<Engine> open(const std::string& name) {
   EngineOptions o;
   o.model = model_dir(name);
-  o.device = "cpu";
+  o.backend.device = DeviceKind::Cpu;
   o.ctx = 128;
   o.kv_tokens = 512;
   return Engine::create(o);
@@ -170,7 +170,7 @@ TEST(HfMistral, SlidingWindowCapsTheContext) {
   std::ofstream(d / "config.json") << c.dump(2);
   EngineOptions o;
   o.model = d.string();
-  o.device = "cpu";
+  o.backend.device = DeviceKind::Cpu;
   o.kv_tokens = 64;
   std::unique_ptr<Engine> e;
   EXPECT_NO_THROW(e = Engine::create(o));

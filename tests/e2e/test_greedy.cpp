@@ -35,7 +35,7 @@ class Greedy : public ::testing::Test {
 TEST_F(Greedy, PromptTokensMatchHf) {
   EngineOptions o;
   o.model = model_path();
-  o.device = "cpu";
+  o.backend.device = DeviceKind::Cpu;
   o.kv_tokens = 256;
   auto e = Engine::create(o);
   for (const auto& c : load_fixture()["cases"])
@@ -47,7 +47,7 @@ TEST_F(Greedy, PromptTokensMatchHf) {
 TEST_F(Greedy, ContinuationsEqualHfTokenForToken) {
   EngineOptions o;
   o.model = model_path();
-  o.device = "cpu";
+  o.backend.device = DeviceKind::Cpu;
   auto e = Engine::create(o);
   const nlohmann::json fx = load_fixture();
   SamplingParams p;
@@ -71,10 +71,12 @@ TEST_F(Greedy, ContinuationsEqualHfTokenForToken) {
 // (ours: double-precision cos of the fp32 angle; torch: fp32 cos), and in exp/rsqrt ulps.
 // fp32 rounding then gives relative differences around 1e-6..1e-5 of the logit scale; we
 // require max |diff| <= 5e-4 on logits of magnitude ~10-30 (measured: <= 5e-5) and the same
-// argmax. Int8-quantised activations (LITE_LLAMA_CPU_Q8) land near 1e-1 and would fail this.
+// argmax. Int8-quantised activations (CpuTuning::q8_activations) land near 1e-1 and would fail this.
 TEST_F(Greedy, FirstStepLogitsWithinBound) {
   ModelFiles mf = open_model_files(model_path());
-  auto be = make_backend({"cpu", 0, "bf16"});
+  BackendOptions bo;
+  bo.device = DeviceKind::Cpu;
+  auto be = make_backend(bo);
   Weights w = load_weights(mf.config, *mf.weights, *be);
   Decoder dec(mf.config, std::move(w), *be, 128, 1, 512);
   KvCache kv(mf.config, *be, 512, 1, 512);

@@ -103,7 +103,7 @@ class HfErrors : public ::testing::Test {
   void expect_error(const fs::path& d, const std::vector<std::string>& needles) {
     EngineOptions o;
     o.model = d.string();
-    o.device = "cpu";
+    o.backend.device = DeviceKind::Cpu;
     o.kv_tokens = 16;
     o.ctx = 16;
     try {
@@ -254,7 +254,7 @@ TEST_F(HfErrors, RoundTripOfTheWriterLoads) {
   write_st(d / "model.safetensors", read_st(d / "model.safetensors"));
   EngineOptions o;
   o.model = d.string();
-  o.device = "cpu";
+  o.backend.device = DeviceKind::Cpu;
   o.kv_tokens = 16;
   o.ctx = 16;
   EXPECT_NO_THROW(Engine::create(o));

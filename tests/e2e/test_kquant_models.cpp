@@ -34,7 +34,7 @@ json file_ref(const std::string& quant) {
 std::unique_ptr<Engine> open(const json& ref) {
   EngineOptions o;
   o.model = fixture_dir() + ref["file"].get<std::string>();
-  o.device = "cpu";
+  o.backend.device = DeviceKind::Cpu;
   o.ctx = 256;
   o.kv_tokens = 1024;
   return Engine::create(o);

@@ -89,24 +89,28 @@ inline std::vector<float> rand_act(std::mt19937& rng, size_t n, DType act, float
     if (!::lite_llama::cuda_available()) GTEST_SKIP() << "no CUDA device"; \
   } while (0)
 
-inline std::unique_ptr<ops::Backend> make_gpu(const std::string& dtype) {
-  return make_backend({"cuda", 0, dtype});
+inline BackendOptions gpu_options(const std::string& dtype, CudaTuning tuning = {}) {
+  BackendOptions o;
+  o.device = DeviceKind::Cuda;
+  o.dtype = parse_act_type(dtype);
+  o.cuda = tuning;
+  return o;
+}
+inline std::unique_ptr<ops::Backend> make_gpu(const std::string& dtype, const CudaTuning& tuning = {}) {
+  return make_backend(gpu_options(dtype, tuning));
+}
+// A GPU backend with the weights quantised at load (--quantize mode).
+inline std::unique_ptr<ops::Backend> make_gpu_quantized(const std::string& dtype, const std::string& mode) {
+  BackendOptions o = gpu_options(dtype);
+  o.quantize = parse_quant_mode(mode);
+  return make_backend(o);
 }
 
-// A GPU backend created with the tuning switch `name` set to `value` (the backend reads its
-// switches once, when created); the variable is unset again afterwards.
-inline std::unique_ptr<ops::Backend> make_gpu_with(const std::string& dtype, const char* name,
-                                                   const char* value) {
-  setenv(name, value, 1);
-  std::unique_ptr<ops::Backend> g = make_gpu(dtype);
-  unsetenv(name);
-  return g;
-}
-
-// The fp32 reference. The int8-activation path (LITE_LLAMA_CPU_Q8) is not an fp32 reference.
+// The fp32 reference (CpuTuning's int8-activation path is not an fp32 reference).
 inline std::unique_ptr<ops::Backend> make_cpu() {
-  unsetenv("LITE_LLAMA_CPU_Q8");
-  return make_backend({"cpu", 0, "bf16"});
+  BackendOptions o;
+  o.device = DeviceKind::Cpu;
+  return make_backend(o);
 }
 
 // Fixture parameterised by the CUDA activation type ("bf16" / "fp16"): skips without a GPU.

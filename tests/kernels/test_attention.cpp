@@ -90,12 +90,14 @@ TEST_P(CudaAttention, DecodeWithOverstatedMaxSeqLen) {
 }
 
 TEST_P(CudaAttention, DecodeWithSplitKeysFloor) {
-  // LITE_LLAMA_DECODE_SPLIT_KEYS=n: the grid is sized for >= n keys a split and each sequence
+  // CudaTuning::decode_split_keys = n: the grid is sized for >= n keys a split and each sequence
   // uses only the first ceil(len / keys_per_split) splits; the merge must skip the rest (they hold
   // no partials). Lengths below, at and above n, with graph-style overstated max_seq_len too.
   // The other tests run the default (16); 0 is the old sizing (64 keys a split in the grid).
-  for (const char* keys : {"0", "1", "100"}) {
-    std::unique_ptr<ops::Backend> g = make_gpu_with(GetParam(), "LITE_LLAMA_DECODE_SPLIT_KEYS", keys);
+  for (int keys : {0, 1, 100}) {
+    CudaTuning t;
+    t.decode_split_keys = keys;
+    std::unique_ptr<ops::Backend> g = make_gpu(GetParam(), t);
     std::swap(gpu, g);
     std::mt19937 rng(406);
     for (int d : {64, 128}) {

@@ -42,8 +42,7 @@ bool fp8_gemm(DType w, int64_t T) {
   cudaGetDevice(&dev);
   cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
   cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-  const char* off = std::getenv("LITE_LLAMA_FP8_GEMM");
-  return w == DType::GF8 && T >= kFp8GemmMinTokens && major * 10 + minor >= 89 && !(off && std::string(off) == "0");
+  return w == DType::GF8 && T >= kFp8GemmMinTokens && major * 10 + minor >= 89;
 }
 
 // Decode GEMVs of int8 / int4 weights quantise the activations to int8 per block of 32 (scale
@@ -52,15 +51,17 @@ bool fp8_gemm(DType w, int64_t T) {
 // bound leaves 3x room. A wrong code, scale, offset or permutation gives errors of order 1.
 // FP8 W8A8 rounds each activation to e4m3 (3 mantissa bits: <= 6.25% relative, ~2.5% rms), so
 // outputs move by ~2.5% (rel-L2); its exact arithmetic is checked separately (Fp8W8A8...).
-Tol int_path_tol(DType act, int64_t T, DType w) {
+// gq_fp32: the backend runs with CudaTuning::gq_fp32 (16-bit activations in the decode GEMVs).
+Tol int_path_tol(DType act, int64_t T, DType w, bool gq_fp32) {
   if (fp8_gemm(w, T)) return Tol{5e-2, 1.5e-1};
-  const bool int_path = T <= 8 && gq_format(w)->kind != GqKind::Fp8 && !std::getenv("LITE_LLAMA_GQ_FP32");
+  const bool int_path = T <= 8 && gq_format(w)->kind != GqKind::Fp8 && !gq_fp32;
   return int_path ? Tol{1.5e-2, 6e-2} : act_tol(act);
 }
 
 // out = x @ W^T on both backends; W given to the GPU as `gpu_lin`, to the CPU as F32 `ref`.
 void check_linear(ops::Backend& gpu, ops::Backend& cpu, const ops::Linear& gpu_lin, std::vector<float>& ref,
-                  std::vector<float>* bias, std::mt19937& rng, DType act, std::vector<Buffer>& keep) {
+                  std::vector<float>* bias, std::mt19937& rng, DType act, std::vector<Buffer>& keep,
+                  bool gq_fp32 = false) {
   const int64_t K = gpu_lin.in_features, N = gpu_lin.out_features;
   ops::Linear cl;
   cl.in_features = K, cl.out_features = N;
@@ -75,7 +76,7 @@ void check_linear(ops::Backend& gpu, ops::Backend& cpu, const ops::Linear& gpu_l
     DevTensor out = dev_alloc(gpu, act, {T, N});
     poison(gpu, out.t);
     gpu.linear(dx.t, gpu_lin, out.t);
-    const Tol tol = int_path_tol(act, T, gpu_lin.parts[0].dtype);
+    const Tol tol = int_path_tol(act, T, gpu_lin.parts[0].dtype, gq_fp32);
     EXPECT_TRUE(close_rows(to_host(gpu, out.t), want, size_t(N), tol, "token"));
     DevTensor o32 = dev_alloc(gpu, DType::F32, {T, N});
     poison(gpu, o32.t);
@@ -85,25 +86,25 @@ void check_linear(ops::Backend& gpu, ops::Backend& cpu, const ops::Linear& gpu_l
 }
 
 class CudaGq : public CudaVsCpu {};
-void run_prequantised(ops::Backend& gpu, ops::Backend& cpu, DType act, std::vector<Buffer>& keep);
+void run_prequantised(ops::Backend& gpu, ops::Backend& cpu, DType act, std::vector<Buffer>& keep, bool gq_fp32);
 
 }  // namespace
 
 TEST_P(CudaGq, PrequantisedLayoutsGemvAndGemm) {
   // Row blocks already in a GQ layout (as the GPTQ / AWQ loaders produce) are uploaded as they are.
-  // Both decode paths: the integer one (default) and the fp32 one (LITE_LLAMA_GQ_FP32=1).
+  // Both decode paths: the integer one (default) and the fp32 one (CudaTuning::gq_fp32).
   for (bool fp32 : {false, true}) {
     SCOPED_TRACE(fp32 ? "fp32 GEMV path" : "integer GEMV path");
-    if (fp32) setenv("LITE_LLAMA_GQ_FP32", "1", 1);
-    else unsetenv("LITE_LLAMA_GQ_FP32");
-    gpu = make_gpu(GetParam());
-    run_prequantised(*gpu, *cpu, act, keep);
+    CudaTuning t;
+    t.gq_fp32 = fp32;
+    gpu = make_gpu(GetParam(), t);
+    run_prequantised(*gpu, *cpu, act, keep, fp32);
   }
-  unsetenv("LITE_LLAMA_GQ_FP32");
 }
 
 namespace {
-void run_prequantised(ops::Backend& gpu_be, ops::Backend& cpu_be, DType act, std::vector<Buffer>& keep) {
+void run_prequantised(ops::Backend& gpu_be, ops::Backend& cpu_be, DType act, std::vector<Buffer>& keep,
+                      bool gq_fp32) {
   ops::Backend* gpu = &gpu_be;
   ops::Backend* cpu = &cpu_be;
   std::mt19937 rng(301);
@@ -131,7 +132,7 @@ void run_prequantised(ops::Backend& gpu_be, ops::Backend& cpu_be, DType act, std
       ASSERT_EQ(gl.parts[0].dtype, t);
       std::vector<float> ref = dequant_all(t, a.data(), n1, K), rb = dequant_all(t, b.data(), n2, K);
       ref.insert(ref.end(), rb.begin(), rb.end());
-      check_linear(*gpu, *cpu, gl, ref, with_bias ? &bias : nullptr, rng, act, keep);
+      check_linear(*gpu, *cpu, gl, ref, with_bias ? &bias : nullptr, rng, act, keep, gq_fp32);
       keep.clear();
     }
 }
@@ -174,7 +175,7 @@ TEST_P(CudaGq, QuantiseOnDevice) {
                {"fp8", DType::GF8, 1.0 / 16 * 1.05}};
   for (const Mode& m : modes) {
     SCOPED_TRACE(m.name);
-    auto qgpu = make_backend({"cuda", 0, GetParam(), m.name});
+    auto qgpu = make_gpu_quantized(GetParam(), m.name);
     const int64_t K = 2048, N = 1000;
     std::vector<float> w = randn(rng, size_t(N * K), 0.02f);
     for (float& v : w) v = round_to(act, round_to(DType::BF16, v));
@@ -226,7 +227,7 @@ TEST_P(CudaGq, Fp8W8A8MatchesPerTokenQuantisedReference) {
   // path (16-bit x) would miss this bound by the e4m3 rounding of x (~2.5% rel-L2).
   if (!fp8_gemm(DType::GF8, kFp8GemmMinTokens)) GTEST_SKIP() << "FP8 GEMM needs compute capability 8.9+";
   std::mt19937 rng(306);
-  auto qgpu = make_backend({"cuda", 0, GetParam(), "fp8"});
+  auto qgpu = make_gpu_quantized(GetParam(), "fp8");
   for (int64_t K : {576, 2048}) {
     const int64_t N = 1000;
     std::vector<float> w = randn(rng, size_t(N * K), 0.02f);
@@ -298,7 +299,7 @@ TEST_P(CudaGq, NormAndSwigluWriteInt8FormForNextGemv) {
   // With int8/int4 weights loaded, RMSNorm and SwiGLU also write their output's int8 form and the
   // next decode GEMV reads it instead of quantising x itself: the chain must equal the CPU's.
   std::mt19937 rng(305);
-  auto qgpu = make_backend({"cuda", 0, GetParam(), "int4"});
+  auto qgpu = make_gpu_quantized(GetParam(), "int4");
   const int64_t H = 1024, F = 2048;
   std::vector<float> w1 = randn(rng, size_t(F * H), 0.03f), w2 = randn(rng, size_t(H * F), 0.03f);
   ops::Linear h1, h2;

@@ -44,10 +44,12 @@ void make_proj(Proj& p, ops::Backend& gpu, ops::Backend& cpu, std::vector<Buffer
 
 TEST_P(CudaGraphs, NormAndLinearReplayWithNewInputs) {
   ASSERT_TRUE(gpu->supports_graphs());
-  // Also with LITE_LLAMA_PDL_GEMV=1: the 1-token GEMV then starts while the norm before it runs
+  // Also with CudaTuning::pdl_gemv: the 1-token GEMV then starts while the norm before it runs
   // and must still read the norm's finished output.
   for (const char* pdl : {"0", "1"}) {
-    std::unique_ptr<ops::Backend> g = make_gpu_with(GetParam(), "LITE_LLAMA_PDL_GEMV", pdl);
+    CudaTuning t;
+    t.pdl_gemv = pdl[0] == '1';
+    std::unique_ptr<ops::Backend> g = make_gpu(GetParam(), t);
     std::swap(gpu, g);
     norm_and_linear_replay(pdl);
     std::swap(gpu, g);

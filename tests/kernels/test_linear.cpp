@@ -121,9 +121,11 @@ TEST_P(CudaLinear, GemvAndCublasShapes) {
 }
 
 // The backend's GEMV serves 1 token by default (cuBLASLt was faster at 2 on the H100); its
-// multi-token kernels stay reachable through LITE_LLAMA_GEMV_MAX and are checked here.
+// multi-token kernels stay reachable through CudaTuning::gemv_max_tokens and are checked here.
 TEST_P(CudaLinear, GemvUpTo8TokensWhenSwitchedOn) {
-  std::unique_ptr<ops::Backend> g8 = make_gpu_with(GetParam(), "LITE_LLAMA_GEMV_MAX", "8");
+  CudaTuning t;
+  t.gemv_max_tokens = 8;
+  std::unique_ptr<ops::Backend> g8 = make_gpu(GetParam(), t);
   std::vector<Buffer> keep8;  // destroyed before g8
   std::mt19937 rng(103);
   for (int64_t K : {64, 200, 2048})  // 200: one token on the warp-per-row kernel (K % 64 != 0)

@@ -18,7 +18,7 @@ void run_serve(ServeArgs& a) {
   server::block_shutdown_signals();
   // A server says what it loaded (info level) unless --quiet; the request log goes to stderr.
   set_log_level(a.model.quiet ? LogLevel::Error : a.model.verbose ? LogLevel::Debug : LogLevel::Info);
-  auto engine = Engine::create(a.model.engine);
+  auto engine = Engine::create(resolve_engine_options(a.model));
   const int rc = server::run_server(std::move(engine), a.server);
   if (rc != 0) std::exit(rc);
 }

@@ -17,7 +17,7 @@ struct TokenizeArgs {
 void run_tokenize(TokenizeArgs& a) {
   a.model.engine.kv_tokens = 16;  // no generation: keep the pool tiny
   a.model.engine.max_num_seqs = 1;
-  a.model.engine.device = a.model.engine.device == "auto" ? "cpu" : a.model.engine.device;
+  if (a.model.device == "auto") a.model.device = "cpu";
   auto engine = open_engine(a.model);
   std::vector<int32_t> ids = engine->tokenize(a.text, !a.no_special, a.parse_special);
   if (a.json) {

@@ -1,14 +1,15 @@
 #include "common.h"
 
 #include "core/log.h"
+#include "env_tuning.h"
 
 namespace lite_llama::cli {
 
 void add_model_options(CLI::App* app, ModelArgs& a, bool engine_sizing) {
   app->add_option("-m,--model", a.engine.model, "GGUF file, HF model directory, or 'default'")
       ->capture_default_str();
-  app->add_option("--device", a.engine.device, "auto | cpu | cuda")->capture_default_str();
-  app->add_option("-t,--threads", a.engine.threads, "CPU threads (0 = all cores)")
+  app->add_option("--device", a.device, "auto | cpu | cuda")->capture_default_str();
+  app->add_option("-t,--threads", a.engine.backend.threads, "CPU threads (0 = all cores)")
       ->check(CLI::Range(0, 1024));
   if (engine_sizing) {
     app->add_option("-c,--ctx", a.engine.ctx, "max tokens per sequence (0 = model limit, capped at 8192)")
@@ -24,9 +25,11 @@ void add_model_options(CLI::App* app, ModelArgs& a, bool engine_sizing) {
                     "fraction of free GPU memory to use")
         ->check(CLI::Range(0.05f, 1.0f));
     app->add_flag("!--no-cuda-graph", a.engine.cuda_graph, "run decode without CUDA graphs");
-    app->add_option("--dtype", a.engine.dtype, "CUDA activation type: bf16 | fp16")
+    app->add_flag("!--no-prefix-cache", a.engine.prefix_cache,
+                  "compute every prompt in full (no reuse of cached prefixes)");
+    app->add_option("--dtype", a.dtype, "CUDA activation type: bf16 | fp16")
         ->check(CLI::IsMember({"bf16", "fp16"}));
-    app->add_option("--quantize", a.engine.quantize,
+    app->add_option("--quantize", a.quantize,
                     "CUDA weights: auto (keep the file's quantisation) | none (16-bit) | int8 (W8A16, "
                     "per channel) | int4 (W4A16, group 128) | fp8 (e4m3, per channel)")
         ->check(CLI::IsMember({"auto", "none", "int8", "int4", "fp8"}));
@@ -66,10 +69,19 @@ SamplingParams SamplingArgs::resolve() const {
   return p;
 }
 
+EngineOptions resolve_engine_options(const ModelArgs& a) {
+  EngineOptions o = a.engine;
+  o.backend.device = parse_device(a.device);
+  o.backend.dtype = parse_act_type(a.dtype);
+  o.backend.quantize = parse_quant_mode(a.quantize);
+  apply_env_tuning(o.backend);
+  return o;
+}
+
 std::unique_ptr<Engine> open_engine(ModelArgs& a) {
   set_log_level(a.quiet ? LogLevel::Error : a.verbose ? LogLevel::Debug : LogLevel::Warn);
   if (a.verbose) set_log_level(LogLevel::Debug);
-  return Engine::create(a.engine);
+  return Engine::create(resolve_engine_options(a));
 }
 
 }  // namespace lite_llama::cli

@@ -11,6 +11,8 @@ namespace lite_llama::cli {
 
 struct ModelArgs {
   EngineOptions engine;
+  // Flag spellings of engine.backend's enums, parsed by resolve_engine_options.
+  std::string device = "auto", dtype = "bf16", quantize = "auto";
   bool verbose = false;
   bool quiet = false;
 };
@@ -24,6 +26,9 @@ struct SamplingArgs {
 
 void add_model_options(CLI::App* app, ModelArgs& a, bool engine_sizing = true);
 void add_sampling_options(CLI::App* app, SamplingArgs& s, int default_max_tokens);
+// a.engine with the backend options parsed from the flags and the documented LITE_LLAMA_*
+// tuning variables of the environment applied (the one place they are read).
+EngineOptions resolve_engine_options(const ModelArgs& a);
 // Sets the log level and creates the engine.
 std::unique_ptr<Engine> open_engine(ModelArgs& a);
 

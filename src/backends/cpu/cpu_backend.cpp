@@ -2,10 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <vector>
 
+#include "backends/cpu/cpu_attention.h"
+#include "backends/cpu/cpu_weights.h"
 #include "backends/cpu/gemm_f32.h"
 #include "backends/cpu/ref_ops.h"
 #include "backends/cpu/vec_dot.h"
@@ -24,11 +25,6 @@ void check_f32(const Tensor& t, const char* what) {
   LL_CHECK(t.dtype == DType::F32, "cpu backend: {} must be F32, got {}", what, dtype_name(t.dtype));
 }
 
-// (sequence, head, query range) unit of attention work.
-struct AttnItem {
-  int b, h, q0, q1;
-};
-
 float row_inv_rms(const float* x, int64_t n, float eps) {
   float ss = 0;
   for (int64_t i = 0; i < n; ++i) ss += x[i] * x[i];
@@ -45,7 +41,7 @@ void norm_heads(float* x, int heads, int d, const float* w, float eps) {
 
 class CpuBackend final : public ops::Backend {
  public:
-  explicit CpuBackend(int threads) : pool_(threads) {}
+  CpuBackend(int threads, const CpuTuning& tuning) : q8_activations_(tuning.q8_activations), pool_(threads) {}
 
   Device device() const override { return Device::CPU; }
   DType act_dtype() const override { return DType::F32; }
@@ -60,12 +56,7 @@ class CpuBackend final : public ops::Backend {
   void synchronize() override {}
 
   Tensor prepare_weight(const Tensor& host, std::vector<Buffer>& keep) override {
-    if (is_gq(host.dtype) || host.dtype == DType::Q5_0 || host.dtype == DType::Q5_1) return converted(host, keep);
-    LL_CHECK(host.dtype == DType::F32 || host.dtype == DType::F16 || host.dtype == DType::BF16 ||
-                 uses_q8_activations(host.dtype) || host.dtype == DType::Q4_K ||
-                 host.dtype == DType::Q5_K || host.dtype == DType::Q6_K,
-             "cpu backend: weights of type {} are not supported", dtype_name(host.dtype));
-    return host;
+    return prepare_cpu_weight(pool_, host, keep);
   }
   Tensor upload(const Tensor& host, std::vector<Buffer>& keep) override { return host; }
   Tensor random_weight(int64_t rows, int64_t cols, uint64_t seed, float scale, std::vector<Buffer>& keep,
@@ -81,35 +72,9 @@ class CpuBackend final : public ops::Backend {
   }
   ops::Linear prepare_linear(const ops::Linear& host, std::vector<Buffer>& keep) override {
     ops::Linear l = host;
-    for (Tensor& p : l.parts) p = prepare_weight(p, keep);
+    for (Tensor& p : l.parts) p = prepare_cpu_weight(pool_, p, keep);
     return l;
   }
-  // Weight types without CPU kernels, converted once at load into a new buffer: Q5_0 / Q5_1
-  // (llama.cpp's fallback for rows that K-quants cannot hold) and the GPU layouts of GPTQ / AWQ /
-  // FP8 checkpoints. Q5_0 becomes Q8_0 exactly (same scale, codes - 16); Q5_1 (scale and offset)
-  // F16; GQ rows BF16 (2 bytes per weight instead of ~0.5).
-  Tensor converted(const Tensor& host, std::vector<Buffer>& keep) {
-    const int64_t rows = host.rows(), cols = host.cols();
-    const DType to = host.dtype == DType::Q5_0 ? DType::Q8_0 : host.dtype == DType::Q5_1 ? DType::F16 : DType::BF16;
-    const size_t rb = row_bytes(to, cols);
-    Buffer b = host_buffer(rb * size_t(rows));
-    pool_.parallel_for(rows, [&](int64_t lo, int64_t hi) {
-      std::vector<float> f(static_cast<size_t>(cols));
-      for (int64_t r = lo; r < hi; ++r) {
-        auto* dst = b.as<uint8_t>() + size_t(r) * rb;
-        if (to == DType::Q8_0) {
-          q5_0_to_q8_0(host.row(r), dst, cols);
-        } else {
-          dequantize_row(host.dtype, host.row(r), f.data(), cols);
-          quantize_row(to, f.data(), dst, cols);
-        }
-      }
-    });
-    Tensor t(b.data(), to, {rows, cols});
-    keep.push_back(std::move(b));
-    return t;
-  }
-
   void embedding(const Tensor& table, const int32_t* ids, int n, Tensor out) override {
     check_f32(out, "embedding output");
     int64_t dim = table.cols(), vocab = table.rows();
@@ -213,53 +178,7 @@ class CpuBackend final : public ops::Backend {
 
   void attention(const Tensor& q, const ops::KvLayer& kv, const ops::AttnMeta& m, int num_heads,
                  int num_kv_heads, int head_dim, float scale, Tensor out) override {
-    const int group = num_heads / num_kv_heads;
-    const int64_t kv_row = int64_t(num_kv_heads) * head_dim;
-    // Work items: (sequence, head, query chunk) so that both decode batches and one long
-    // prefill spread across threads.
-    std::vector<AttnItem>& items = attn_items_;
-    items.clear();
-    for (int b = 0; b < m.num_seqs; ++b) {
-      int ql = m.b_q_len[b];
-      int chunk = std::max(1, std::min(ql, 64));
-      for (int h = 0; h < num_heads; ++h)
-        for (int q0 = 0; q0 < ql; q0 += chunk) items.push_back({b, h, q0, std::min(ql, q0 + chunk)});
-    }
-    pool_.parallel_for(int64_t(items.size()), [&](int64_t ib, int64_t ie) {
-      std::vector<float> scores;
-      std::vector<float> acc(static_cast<size_t>(head_dim));
-      for (int64_t it = ib; it < ie; ++it) {
-        const AttnItem& w = items[size_t(it)];
-        const int seq_len = m.b_seq_len[w.b], q_len = m.b_q_len[w.b];
-        const int32_t* slots = m.req_to_slot + int64_t(m.b_req_idx[w.b]) * m.req_stride;
-        const int g = w.h / group;
-        const float* kbase = kv.k.ptr<float>() + g * head_dim;
-        const float* vbase = kv.v.ptr<float>() + g * head_dim;
-        for (int i = w.q0; i < w.q1; ++i) {
-          const int64_t tok = m.b_q_start[w.b] + i;
-          const float* qv = q.ptr<float>() + (tok * num_heads + w.h) * head_dim;
-          const int visible = seq_len - q_len + i + 1;  // causal: keys at positions <= query's
-          if (int(scores.size()) < visible) scores.resize(size_t(visible));
-          float mx = -INFINITY;
-          for (int j = 0; j < visible; ++j) {
-            float s = vec_dot(DType::F32, kbase + int64_t(slots[j]) * kv_row, qv, head_dim) * scale;
-            scores[size_t(j)] = s;
-            mx = std::max(mx, s);
-          }
-          float sum = 0;
-          for (int j = 0; j < visible; ++j) sum += (scores[size_t(j)] = std::exp(scores[size_t(j)] - mx));
-          std::fill(acc.begin(), acc.end(), 0.f);
-          for (int j = 0; j < visible; ++j) {
-            const float p = scores[size_t(j)];
-            const float* vr = vbase + int64_t(slots[j]) * kv_row;
-            for (int d = 0; d < head_dim; ++d) acc[size_t(d)] += p * vr[d];
-          }
-          float* o = out.ptr<float>() + (tok * num_heads + w.h) * head_dim;
-          const float inv = 1.f / sum;
-          for (int d = 0; d < head_dim; ++d) o[d] = acc[size_t(d)] * inv;
-        }
-      }
-    });
+    attention_f32(pool_, q, kv, m, num_heads, num_kv_heads, head_dim, scale, out, attn_items_);
   }
 
   void swiglu(const Tensor& gate_up, Tensor out) override {
@@ -290,7 +209,7 @@ class CpuBackend final : public ops::Backend {
     for (int i = 0; i < n; ++i) std::memcpy(out.row(i), x.row(rows[i]), rb);
   }
 
-  // Alternative path (LITE_LLAMA_CPU_Q8=1): activations quantised to Q8_1 and integer dot
+  // Alternative path (CpuTuning::q8_activations): activations quantised to Q8_1 and integer dot
   // products, as llama.cpp does; faster on some machines, not bit-close to an fp32 reference.
   void linear_q8(const Tensor& x, const Tensor& part, float* out, int64_t ldo) {
     const int64_t T = x.rows(), K = x.cols();
@@ -315,7 +234,7 @@ class CpuBackend final : public ops::Backend {
   }
 
  private:
-  bool q8_activations_ = std::getenv("LITE_LLAMA_CPU_Q8") != nullptr;
+  const bool q8_activations_;
   ThreadPool pool_;
   std::vector<BlockQ8_1> q8_;
   std::vector<AttnItem> attn_items_;
@@ -323,8 +242,8 @@ class CpuBackend final : public ops::Backend {
 
 }  // namespace
 
-std::unique_ptr<ops::Backend> make_cpu_backend(int num_threads) {
-  return std::make_unique<CpuBackend>(num_threads);
+std::unique_ptr<ops::Backend> make_cpu_backend(int num_threads, const CpuTuning& tuning) {
+  return std::make_unique<CpuBackend>(num_threads, tuning);
 }
 
 }  // namespace lite_llama::cpu

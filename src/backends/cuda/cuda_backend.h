@@ -2,14 +2,14 @@
 // cuBLASLt, one stream, CUDA graphs for decode.
 #pragma once
 #include <memory>
-#include <string>
 
+#include "lite_llama/backend_options.h"
 #include "ops/ops.h"
 
 namespace lite_llama::cuda {
 
 int device_count();
-// dtype: "bf16" or "fp16"; quantize: a --quantize mode (core/gq.h).
-std::unique_ptr<ops::Backend> make_cuda_backend(const std::string& dtype, const std::string& quantize);
+// opts.dtype, opts.quantize and opts.cuda; the device is the current CUDA device.
+std::unique_ptr<ops::Backend> make_cuda_backend(const BackendOptions& opts);
 
 }  // namespace lite_llama::cuda

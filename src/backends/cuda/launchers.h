@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "ops/sample_row.h"
+
 namespace lite_llama::cuda {
 
 enum class Act { BF16, F16 };
@@ -20,6 +22,7 @@ struct GqArgs {
   int kind;
   int group;
   size_t row_bytes;
+  bool pdl = false;  // launch with programmatic dependent launch (pdl.cuh; the GPU must have it)
 };
 constexpr int kGqGemvMaxTokens = 8;
 constexpr int kGqMaxK = 65536;  // the integer path's activation scratch holds rows up to this
@@ -124,18 +127,11 @@ cudaError_t add_bias_f32(Act act, float* out, const void* bias, int T, int N, cu
 // Element conversions for uploads and dummy weights.
 cudaError_t convert_f32(Act act, const float* src, void* dst, size_t n, cudaStream_t s);
 cudaError_t random_fill(Act act, void* dst, size_t n, uint64_t seed, float scale, cudaStream_t s);
-// Per-row sampling parameters for sample_rows (uploaded each step; see ops::SampleRow).
-struct SampleRowArgs {
-  float temperature, top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty;
-  int top_k;
-  int pen_offset, pen_count;  // range of this row's entries in the penalty arrays
-  uint64_t seed, counter;     // RNG stream and position (the request's step)
-};
 // Samples one token per row: penalties (repetition over prompt+output, presence/frequency over
 // output), temperature, top-k, top-p, min-p, then an inverse-CDF draw in vocabulary order from a
 // counter-based RNG. temperature == 0 rows take the argmax. Modifies `logits` in place.
 // pen_tokens/pen_counts: token ids and output counts (-1: seen in the prompt only).
-cudaError_t sample_rows(float* logits, int rows, int V, int limit, const SampleRowArgs* args,
+cudaError_t sample_rows(float* logits, int rows, int V, int limit, const ops::SampleRow* args,
                         const int32_t* pen_tokens, const int32_t* pen_counts, int32_t* out,
                         cudaStream_t s);
 // out[r] = argmax over the first `limit` columns of logits[r, :V] (lowest index on ties).

@@ -3,7 +3,8 @@
 // pdl_trigger(); before pdl_wait() it may only read what no earlier kernel writes (weights), so
 // the quantised GEMM fetches its first weight chunks while the norm or SwiGLU before it finishes.
 // pdl_wait() waits for the previous kernel's completion and its memory; without PDL both are no-ops.
-// LITE_LLAMA_PDL=0 launches normally.
+// The backend decides (CudaTuning::pdl and the GPU's compute capability); launch_pdl(false, ...)
+// launches normally.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -22,17 +23,15 @@ __device__ __forceinline__ void pdl_trigger() {
 #endif
 }
 
-bool pdl_enabled();  // compute capability >= 9 and LITE_LLAMA_PDL != 0
-
 template <typename... KArgs, typename... Args>
-cudaError_t launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t s,
+cudaError_t launch_pdl(bool pdl, void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t s,
                        Args&&... args) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = smem, cfg.stream = s;
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr, cfg.numAttrs = pdl_enabled() ? 1 : 0;
+  cfg.attrs = attr, cfg.numAttrs = pdl ? 1 : 0;
   if (cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...); e != cudaSuccess) return e;
   return cudaGetLastError();
 }

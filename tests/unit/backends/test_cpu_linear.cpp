@@ -133,21 +133,10 @@ const std::vector<Case>& cases() {
 
 const int64_t kTs[] = {1, 2, 3, 7, 8, 9, 33};
 
-// The int8 switch (LITE_LLAMA_CPU_Q8) is read when a backend is built: set it as each test
-// needs, whatever the caller's environment holds, and restore it afterwards.
 std::unique_ptr<ops::Backend> make_backend(bool int8_activations) {
-  const char* old = std::getenv("LITE_LLAMA_CPU_Q8");
-  const std::string saved = old ? old : "";
-  if (int8_activations)
-    ::setenv("LITE_LLAMA_CPU_Q8", "1", 1);
-  else
-    ::unsetenv("LITE_LLAMA_CPU_Q8");
-  auto be = cpu::make_cpu_backend(2);
-  if (old)
-    ::setenv("LITE_LLAMA_CPU_Q8", saved.c_str(), 1);
-  else
-    ::unsetenv("LITE_LLAMA_CPU_Q8");
-  return be;
+  CpuTuning t;
+  t.q8_activations = int8_activations;
+  return cpu::make_cpu_backend(2, t);
 }
 
 }  // namespace

@@ -28,9 +28,9 @@ constexpr const char* kQwen2Config = R"({
 std::vector<float> dummy_logits(const std::string& config, const std::string& device) {
   EngineOptions o;
   o.model = config;
-  o.device = device;
+  o.backend.device = parse_device(device);
   o.load_format = "dummy";
-  o.threads = 2;
+  o.backend.threads = 2;
   o.ctx = 128;
   o.max_num_seqs = 4;
   auto e = Engine::create(o);

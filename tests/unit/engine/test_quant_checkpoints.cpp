@@ -95,8 +95,8 @@ void check_logits(const std::string& device) {
     auto logits = [&](const std::string& dir) {
       EngineOptions o;
       o.model = dir;
-      o.device = device;
-      o.threads = 2;
+      o.backend.device = parse_device(device);
+      o.backend.threads = 2;
       auto e = Engine::create(o);
       std::vector<float> all;
       e->score({ids}, 4, [&](int, int, const float* l, int64_t n) { all.insert(all.end(), l, l + n); });
@@ -119,7 +119,7 @@ TEST(QuantCheckpoints, CudaLogitsMatchReferenceModel) {
   try {
     EngineOptions o;
     o.model = kDir + "gptq-g32";
-    o.device = "cuda";
+    o.backend.device = DeviceKind::Cuda;
     Engine::create(o);
   } catch (const Error& e) {
     const std::string msg = e.what();
@@ -145,7 +145,7 @@ TEST(QuantCheckpoints, BadConfigsAndShapesFailWithOneLine) {
     try {
       EngineOptions o;
       o.model = dir.str();
-      o.device = "cpu";
+      o.backend.device = DeviceKind::Cpu;
       Engine::create(o);
       ADD_FAILURE() << "no error for " << qcfg;
     } catch (const Error& e) {

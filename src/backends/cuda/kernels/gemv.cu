@@ -145,8 +145,8 @@ cudaError_t launch(const void* x, const void* w, const void* bias, void* out, in
   const dim3 block(kWarps * 32);
   // One token: 2 rows x 4 chunks in flight per lane; more tokens: 4 rows share each x load.
   if (T_ == 1 && K % (kWarps * 8) == 0) {
-    if (pdl && pdl_enabled())
-      return launch_pdl(gemv1_kernel<T, OutT>, dim3(ceil_div(N, kRows1)), block, 0, s, xp, wp, bp, op, N, K);
+    if (pdl)
+      return launch_pdl(true, gemv1_kernel<T, OutT>, dim3(ceil_div(N, kRows1)), block, 0, s, xp, wp, bp, op, N, K);
     gemv1_kernel<T, OutT><<<ceil_div(N, kRows1), block, 0, s>>>(xp, wp, bp, op, N, K);
     return cudaGetLastError();
   }

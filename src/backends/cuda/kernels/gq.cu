@@ -291,7 +291,7 @@ __global__ void __launch_bounds__(256) gemv_gq_dp4a_kernel(const int8_t* __restr
 
 template <int KIND, typename OutT>
 cudaError_t launch_dp4a(const int8_t* xq, const float4* xs, const void* w, size_t rb, int gshift, const void* bias,
-                        bool bias_bf16, void* out, int T_, int N, int K, int ldo, cudaStream_t s) {
+                        bool bias_bf16, void* out, int T_, int N, int K, int ldo, bool pdl, cudaStream_t s) {
   auto* wp = static_cast<const uint8_t*>(w);
   auto* op = static_cast<OutT*>(out);
   constexpr int R = 2, U = 4;
@@ -305,7 +305,7 @@ cudaError_t launch_dp4a(const int8_t* xq, const float4* xs, const void* w, size_
   switch (T_) {
 #define LL_CASE(n)                                                                                            \
   case n:                                                                                                     \
-    return launch_pdl(gemv_gq_dp4a_kernel<KIND, n, R, U, OutT>, grid, block, 0, s, xq, xs, wp, rb, gshift, bias, \
+    return launch_pdl(pdl, gemv_gq_dp4a_kernel<KIND, n, R, U, OutT>, grid, block, 0, s, xq, xs, wp, rb, gshift, bias, \
                       bias_bf16, op, N, K, ldo, wpr);
     LL_CASE(1) LL_CASE(2) LL_CASE(3) LL_CASE(4) LL_CASE(5) LL_CASE(6) LL_CASE(7) LL_CASE(8)
 #undef LL_CASE
@@ -412,18 +412,6 @@ cudaError_t by_kind(int kind, F&& f) {
 
 }  // namespace
 
-bool pdl_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("LITE_LLAMA_PDL");
-    if (e && std::string(e) == "0") return false;
-    int dev = 0, major = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-    return major >= 9;
-  }();
-  return on;
-}
-
 cudaError_t gemv_gq(Act act, const GqArgs& q, const void* x, const void* w, const void* bias, void* out,
                     bool out_f32, int T, int N, int K, int ldo, void* scratch, bool x_ready, cudaStream_t s) {
   const int gshift = group_shift(q.group);
@@ -441,12 +429,12 @@ cudaError_t gemv_gq(Act act, const GqArgs& q, const void* x, const void* w, cons
     }
     const bool bb = act == Act::BF16;
     if (q.kind == kInt4)
-      return out_f32 ? launch_dp4a<kInt4, float>(xq, xs, w, q.row_bytes, gshift, bias, bb, out, T, N, K, ldo, s)
-             : bb    ? launch_dp4a<kInt4, __nv_bfloat16>(xq, xs, w, q.row_bytes, gshift, bias, bb, out, T, N, K, ldo, s)
-                     : launch_dp4a<kInt4, __half>(xq, xs, w, q.row_bytes, gshift, bias, bb, out, T, N, K, ldo, s);
-    return out_f32 ? launch_dp4a<kInt8, float>(xq, xs, w, q.row_bytes, gshift, bias, bb, out, T, N, K, ldo, s)
-           : bb    ? launch_dp4a<kInt8, __nv_bfloat16>(xq, xs, w, q.row_bytes, gshift, bias, bb, out, T, N, K, ldo, s)
-                   : launch_dp4a<kInt8, __half>(xq, xs, w, q.row_bytes, gshift, bias, bb, out, T, N, K, ldo, s);
+      return out_f32 ? launch_dp4a<kInt4, float>(xq, xs, w, q.row_bytes, gshift, bias, bb, out, T, N, K, ldo, q.pdl, s)
+             : bb    ? launch_dp4a<kInt4, __nv_bfloat16>(xq, xs, w, q.row_bytes, gshift, bias, bb, out, T, N, K, ldo, q.pdl, s)
+                     : launch_dp4a<kInt4, __half>(xq, xs, w, q.row_bytes, gshift, bias, bb, out, T, N, K, ldo, q.pdl, s);
+    return out_f32 ? launch_dp4a<kInt8, float>(xq, xs, w, q.row_bytes, gshift, bias, bb, out, T, N, K, ldo, q.pdl, s)
+           : bb    ? launch_dp4a<kInt8, __nv_bfloat16>(xq, xs, w, q.row_bytes, gshift, bias, bb, out, T, N, K, ldo, q.pdl, s)
+                   : launch_dp4a<kInt8, __half>(xq, xs, w, q.row_bytes, gshift, bias, bb, out, T, N, K, ldo, q.pdl, s);
   }
   return by_kind(q.kind, [&](auto kc) {
     constexpr int KIND = decltype(kc)::value;

@@ -312,7 +312,7 @@ cudaError_t launch(const GqArgs& q, int gshift, const void* x, const void* w, co
   static const cudaError_t attr =
       cudaFuncSetAttribute(gemm_gq_mma_kernel<T, KIND, NTI>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (attr != cudaSuccess) return attr;
-  if (cudaError_t e = launch_pdl(gemm_gq_mma_kernel<T, KIND, NTI>, grid, dim3(kThreads), smem, s,
+  if (cudaError_t e = launch_pdl(q.pdl, gemm_gq_mma_kernel<T, KIND, NTI>, grid, dim3(kThreads), smem, s,
                                  static_cast<const T*>(x), static_cast<const uint8_t*>(w), q.row_bytes, gshift,
                                  static_cast<const T*>(bias), out, out_f32, part, T_, N, K, ldo, kper);
       e != cudaSuccess || !part)

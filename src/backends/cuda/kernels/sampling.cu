@@ -64,14 +64,14 @@ constexpr int kSearchIters = 24;  // resolves p to 6e-8, below fp32 rounding of 
 // Threshold searches work on probabilities p = exp((l - max) / T) in (0, 1]: count/mass of
 // tokens with p >= t, by bisection on t (32 halvings of [0, 1] resolve far below fp32 noise).
 __global__ void __launch_bounds__(kSThreads) sample_kernel(float* __restrict__ logits, int V, int limit,
-                                                           const SampleRowArgs* __restrict__ args,
+                                                           const ops::SampleRow* __restrict__ args,
                                                            const int32_t* __restrict__ pen_tokens,
                                                            const int32_t* __restrict__ pen_counts,
                                                            int32_t* __restrict__ out) {
   __shared__ float sh[32];
   __shared__ float seg_sum[kSThreads];
   __shared__ int chosen;
-  const SampleRowArgs a = args[blockIdx.x];
+  const ops::SampleRow a = args[blockIdx.x];
   float* l = logits + size_t(blockIdx.x) * V;
   // Penalties, in the CPU sampler's order: repetition first, then presence / frequency.
   for (int i = threadIdx.x; i < a.pen_count; i += kSThreads) {
@@ -189,7 +189,7 @@ __global__ void __launch_bounds__(kSThreads) sample_kernel(float* __restrict__ l
 
 }  // namespace
 
-cudaError_t sample_rows(float* logits, int rows, int V, int limit, const SampleRowArgs* args,
+cudaError_t sample_rows(float* logits, int rows, int V, int limit, const ops::SampleRow* args,
                         const int32_t* pen_tokens, const int32_t* pen_counts, int32_t* out,
                         cudaStream_t s) {
   if (rows == 0) return cudaSuccess;

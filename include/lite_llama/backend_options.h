@@ -1,0 +1,64 @@
+// Which backend runs a model and how it is tuned. Filled once at the top (the CLI's flags and the
+// documented LITE_LLAMA_* environment variables in tools/, the server's start, the Python module)
+// and passed down as it is: nothing below tools/ reads the environment for these.
+#pragma once
+#include <string>
+
+namespace lite_llama {
+
+enum class DeviceKind { Auto, Cpu, Cuda };   // auto: CUDA when a device is present
+enum class ActType { BF16, FP16 };           // CUDA activation type
+// Weight storage on the GPU: Auto keeps a file's quantisation (GGUF blocks repacked, GPTQ/AWQ as
+// stored) and 16-bit weights as they are; None dequantises everything; Int8 / Int4 / Fp8 quantise
+// at load.
+enum class QuantMode { Auto, None, Int8, Int4, Fp8 };
+
+// Each parser throws a one-line lite_llama::Error naming the flag for any other spelling.
+DeviceKind parse_device(const std::string& s);   // auto | cpu | cuda
+ActType parse_act_type(const std::string& s);    // bf16 | fp16
+QuantMode parse_quant_mode(const std::string& s);  // auto | none | int8 | int4 | fp8
+const char* device_kind_name(DeviceKind d);
+const char* act_type_name(ActType a);
+const char* quant_mode_name(QuantMode m);
+
+// CUDA kernel choices; the defaults are the measured best (docs/benchmarks/gpu.md).
+struct CudaTuning {
+  // Most tokens a 16-bit linear runs on the CUDA-core GEMV instead of cuBLASLt (0-8). At 2 tokens
+  // cuBLASLt is faster on an H100.
+  int gemv_max_tokens = 1;
+  // Flash-decoding splits hold at least this many keys (0: the grid assumes 64 keys a split and
+  // a sequence spreads over all of them).
+  int decode_split_keys = 16;
+  // Largest token count for the quantised tensor-core GEMM; -1 = the per-format default, 0 =
+  // dequantised tiles + cuBLASLt from 9 tokens.
+  int gq_mma_max_tokens = -1;
+  // Quantised decode GEMVs keep 16-bit activations (fp32 math) instead of int8 / dp4a.
+  bool gq_fp32 = false;
+  // FP8 W8A8 through cuBLASLt (compute capability 8.9+) for per-channel fp8 weights, from
+  // fp8_gemm_min_tokens tokens (-1 = the built-in default).
+  bool fp8_gemm = true;
+  int fp8_gemm_min_tokens = -1;
+  // Programmatic dependent launch where the GPU has it (sm_90+) for the quantised kernels, and
+  // for the 16-bit one-token GEMV when pdl_gemv is also set.
+  bool pdl = true;
+  bool pdl_gemv = false;
+  // Debugging: every op's output is copied back and checked for NaN / inf (eager steps only).
+  bool check_finite = false;
+};
+
+struct CpuTuning {
+  // Activations quantised to Q8_1 and integer dot products for Q4/Q8 weights (as llama.cpp
+  // does): faster on some machines, not bit-close to an fp32 reference.
+  bool q8_activations = false;
+};
+
+struct BackendOptions {
+  DeviceKind device = DeviceKind::Auto;
+  int threads = 0;  // CPU threads, 0 = all cores
+  ActType dtype = ActType::BF16;
+  QuantMode quantize = QuantMode::Auto;
+  CudaTuning cuda;
+  CpuTuning cpu;
+};
+
+}  // namespace lite_llama

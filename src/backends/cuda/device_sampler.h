@@ -1,0 +1,25 @@
+// Sampling on the GPU: each step's per-row parameters and penalty entries are uploaded into
+// buffers reserved at start-up, then one kernel samples every row (kernels/sampling.cu).
+#pragma once
+#include <vector>
+
+#include "backends/cuda/device.h"
+#include "ops/ops.h"
+
+namespace lite_llama::cuda {
+
+class DeviceSampler {
+ public:
+  explicit DeviceSampler(CudaDevice& dev) : dev_(dev) {}
+  void reserve(int max_rows, int max_penalties);
+  // False (nothing launched) when the step exceeds what was reserved.
+  bool sample(const Tensor& logits, int rows, int limit, const std::vector<ops::SampleRow>& params,
+              const std::vector<int32_t>& pen_tokens, const std::vector<int32_t>& pen_counts, int32_t* out);
+
+ private:
+  CudaDevice& dev_;
+  Buffer rows_, pen_buf_;
+  int rows_cap_ = 0, pen_cap_ = 0;
+};
+
+}  // namespace lite_llama::cuda

@@ -1,0 +1,30 @@
+#include "backends/cuda/finite_check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/error.h"
+#include "core/half.h"
+
+namespace lite_llama::cuda {
+
+void FiniteCheck::check(const char* op, const Tensor& t) {
+  if (dev_.capturing()) return;
+  ++checked_ops_;
+  std::vector<uint8_t> h(t.nbytes());
+  dev_.copy_to_host(h.data(), t.data, h.size());
+  const size_t n = size_t(t.numel());
+  for (size_t i = 0; i < n; ++i) {
+    uint16_t u = 0;
+    float v = 0.f;
+    if (t.dtype == DType::F32) std::memcpy(&v, h.data() + 4 * i, 4);
+    else std::memcpy(&u, h.data() + 2 * i, 2), v = t.dtype == DType::BF16 ? bf16_to_f32(u) : f16_to_f32(u);
+    if (!std::isfinite(v))
+      fail("LITE_LLAMA_CHECK_FINITE: op #{} ({}) wrote {} at element {} of [{} x {}] (row {})", checked_ops_, op, v, i,
+           t.rows(), t.cols(), int64_t(i) / std::max<int64_t>(1, t.cols()));
+  }
+}
+
+}  // namespace lite_llama::cuda

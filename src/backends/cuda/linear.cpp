@@ -1,0 +1,133 @@
+#include "backends/cuda/linear.h"
+
+#include <algorithm>
+
+#include "backends/cuda/cuda_check.h"
+
+namespace lite_llama::cuda {
+namespace {
+
+constexpr size_t kGemmWorkspace = 32u << 20;
+constexpr size_t kDeqElems = 16u << 20;  // dequantised weight tile for GEMMs: 32 MiB, mostly in L2
+
+GqArgs gq_args(const Tensor& w, bool pdl) {
+  const GqFormat f = *gq_format(w.dtype);
+  return GqArgs{int(f.kind), f.group, w.row_nbytes(), pdl};
+}
+
+}  // namespace
+
+CudaLinear::CudaLinear(CudaDevice& dev, const CudaTuning& tuning)
+    : dev_(dev), tuning_(tuning), pdl_(tuning.pdl && dev.props().major >= 9), gemm_(kGemmWorkspace) {}
+
+void CudaLinear::run(const Tensor& x, const ops::Linear& w, Tensor out) {
+  const int T = int(x.rows()), K = int(x.cols()), N = int(w.out_features);
+  if (T == 0) return;
+  const bool f32 = out.dtype == DType::F32;
+  const void* bias = w.bias.data;
+  const Act act = dev_.act();
+  cudaStream_t s = dev_.stream();
+  struct Forget {  // the output overwrites what the recorded int8 form described
+    const void*& of;
+    const void* out;
+    ~Forget() { if (of == out) of = nullptr; }
+  } forget{xq_of_, out.data};
+  if (is_gq(w.parts[0].dtype)) return run_gq(x, w, out, T, N, K, f32);
+  // For a few tokens the CUDA-core GEMV streams weights at bandwidth; with more its fp32 math
+  // is the limit (8 FLOP per weight byte at 8 tokens), so tensor cores (cuBLASLt) win.
+  const int gemv_max = std::clamp(tuning_.gemv_max_tokens, 0, 8);
+  if (T <= gemv_max && K % 8 == 0) {
+    LL_CUDA(gemv(act, x.data, w.parts[0].data, bias, out.data, f32, T, N, K, N, s, pdl_ && tuning_.pdl_gemv));
+  } else if (f32 && bias) {
+    // cuBLASLt wants the bias in the output type; ours is 16-bit, so add it separately.
+    gemm_.run(act, x.data, w.parts[0].data, nullptr, out.data, true, T, N, K, s);
+    LL_CUDA(add_bias_f32(act, static_cast<float*>(out.data), bias, T, N, s));
+  } else {
+    gemm_.run(act, x.data, w.parts[0].data, bias, out.data, f32, T, N, K, s);
+  }
+}
+
+// Quantised weights: a GEMV that dequantises in registers for decode batches, a tensor-core
+// GEMM that does the same up to kGqMmaMaxTokens; above that (long prefills), tiles of rows
+// dequantised into an L2-sized scratch, each one cuBLASLt GEMM into its columns.
+void CudaLinear::run_gq(const Tensor& x, const ops::Linear& w, Tensor out, int T, int N, int K, bool f32) {
+  const Tensor& wt = w.parts[0];
+  const GqArgs q = gq_args(wt, pdl_);
+  const Act act = dev_.act();
+  cudaStream_t s = dev_.stream();
+  // fp8 has no integer path: its fp32 GEMV is math-bound from 3 tokens, where tiles win.
+  if (T <= kGqGemvMaxTokens && (q.kind != int(GqKind::Fp8) || T <= 2)) {
+    const bool ready = xq_of_ == x.data && xq_rows_ == T && xq_cols_ == K;
+    LL_CUDA(gemv_gq(act, q, x.data, wt.data, w.bias.data, out.data, f32, T, N, K, N,
+                    tuning_.gq_fp32 ? nullptr : gq_scratch_.data(), ready, s));
+    return;
+  }
+  const int fp8_min = tuning_.fp8_gemm_min_tokens >= 0 ? tuning_.fp8_gemm_min_tokens : kFp8GemmMinTokens;
+  if (T >= fp8_min && q.kind == int(GqKind::Fp8) && run_fp8(x, w, out, T, N, K, f32)) return;
+  const int mma_max = tuning_.gq_mma_max_tokens >= 0 ? tuning_.gq_mma_max_tokens
+                      : q.kind == int(GqKind::Int8)   ? kGqMmaMaxTokensInt8
+                                                      : kGqMmaMaxTokens;
+  if (T <= mma_max) {
+    LL_CUDA(gemm_gq_mma(act, q, x.data, wt.data, w.bias.data, out.data, f32, T, N, K, N, deq_.data(),
+                        kDeqElems * 2, s));
+    return;
+  }
+  const int tile = std::max(16, int(kDeqElems / size_t(K)) / 16 * 16);
+  const size_t es = f32 ? 4 : 2;
+  for (int n0 = 0; n0 < N; n0 += tile) {
+    const int nc = std::min(tile, N - n0);
+    LL_CUDA(dequant_gq(act, q, wt.data, nullptr, n0, nc, K, deq_.data(), s));
+    const void* bias = w.bias.data && !f32 ? static_cast<const uint8_t*>(w.bias.data) + size_t(n0) * 2 : nullptr;
+    gemm_.run(act, x.data, deq_.data(), bias, static_cast<uint8_t*>(out.data) + size_t(n0) * es, f32, T, nc, K, s, N);
+  }
+  if (f32 && w.bias.data) LL_CUDA(add_bias_f32(act, static_cast<float*>(out.data), w.bias.data, T, N, s));
+}
+
+// FP8 W8A8: activations quantised per token into deq_ (codes, then scales), cuBLASLt FP8 GEMM
+// with per-row weight and per-token activation scales, chunks of tokens that fit deq_. False
+// where the weight has no fp8 row scales or cuBLASLt no algorithm (nothing written then).
+bool CudaLinear::run_fp8(const Tensor& x, const ops::Linear& w, Tensor out, int T, int N, int K, bool f32) {
+  const Tensor& wt = w.parts[0];
+  if (!fp8_row_scales(*gq_format(wt.dtype), K)) return false;
+  const Act act = dev_.act();
+  cudaStream_t s = dev_.stream();
+  const auto* w_scales = reinterpret_cast<const float*>(wt.ptr<uint8_t>() + size_t(N) * wt.row_nbytes());
+  const size_t per_token = size_t(K) + sizeof(float);
+  const int chunk = int(std::min<size_t>(size_t(T), kDeqElems * 2 / per_token));
+  auto* codes = deq_.as<uint8_t>();
+  auto* scales = reinterpret_cast<float*>(codes + size_t(chunk) * size_t(K));  // K % 16 == 0
+  const void* bias = f32 ? nullptr : w.bias.data;
+  const size_t es = f32 ? 4 : 2;
+  for (int t0 = 0; t0 < T; t0 += chunk) {
+    const int tc = std::min(chunk, T - t0);
+    LL_CUDA(quantize_rows_fp8(act, x.ptr<uint8_t>() + size_t(t0) * size_t(K) * 2, tc, K, codes, scales, s));
+    if (!gemm_.run_fp8(act, codes, scales, wt.data, int(wt.row_nbytes()), w_scales, bias,
+                       out.ptr<uint8_t>() + size_t(t0) * size_t(N) * es, f32, tc, N, K, s)) {
+      LL_CHECK(t0 == 0, "cuBLASLt FP8 GEMM: no algorithm for {} of {} tokens", tc, T);
+      return false;
+    }
+  }
+  if (f32 && w.bias.data) LL_CUDA(add_bias_f32(act, out.ptr<float>(), w.bias.data, T, N, s));
+  return true;
+}
+
+void CudaLinear::add_gq_weight(GqFormat f) {
+  if (!deq_.data()) deq_ = dev_.alloc(kDeqElems * 2);
+  if (!gq_scratch_.data()) gq_scratch_ = dev_.alloc(kGqScratchBytes);
+  int_weights_ |= f.kind != GqKind::Fp8;
+}
+
+bool CudaLinear::fp8_row_scales(GqFormat f, int64_t K) const {
+  return tuning_.fp8_gemm && dev_.compute_capability() >= 89 && f.kind == GqKind::Fp8 && f.group == 0 &&
+         K % 16 == 0;
+}
+
+void* CudaLinear::quantize_x_for(const Tensor& out, bool shape_ok) {
+  xq_of_ = nullptr;
+  if (!gq_scratch_.data() || tuning_.gq_fp32 || !int_weights_ || !shape_ok) return nullptr;
+  xq_of_ = out.data;
+  xq_rows_ = int(out.rows()), xq_cols_ = int(out.cols());
+  return gq_scratch_.data();
+}
+
+}  // namespace lite_llama::cuda

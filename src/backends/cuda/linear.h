@@ -1,0 +1,46 @@
+// The CUDA linear layer: which kernel computes out = x W^T (+ bias) for a weight's storage type
+// and the token count, and the state that choice needs (cuBLASLt plans, the dequantisation tile,
+// the int8 form of an activation that a producer wrote for the quantised decode GEMV).
+#pragma once
+#include "backends/cuda/device.h"
+#include "backends/cuda/gemm.h"
+#include "core/gq.h"
+#include "lite_llama/backend_options.h"
+#include "ops/ops.h"
+
+namespace lite_llama::cuda {
+
+class CudaLinear {
+ public:
+  CudaLinear(CudaDevice& dev, const CudaTuning& tuning);
+
+  void run(const Tensor& x, const ops::Linear& w, Tensor out);
+
+  // A GQ weight of format f was prepared: allocates the scratch buffers its kernels use (at load,
+  // never inside a step).
+  void add_gq_weight(GqFormat f);
+  // Per-channel fp8 matrices for the FP8 cuBLASLt GEMM carry their row scales as fp32 after the
+  // rows (N floats), where the GEMM finds them.
+  bool fp8_row_scales(GqFormat f, int64_t K) const;
+
+  // Producers (norms, SwiGLU) also write their output's int8 form into the scratch when a
+  // quantised decode GEMV will read it: returns the scratch to pass (or nullptr) and records
+  // which tensor it describes; every other op that writes activations calls forget_xq().
+  void* quantize_x_for(const Tensor& out, bool shape_ok);
+  void forget_xq() { xq_of_ = nullptr; }
+
+ private:
+  void run_gq(const Tensor& x, const ops::Linear& w, Tensor out, int T, int N, int K, bool f32);
+  bool run_fp8(const Tensor& x, const ops::Linear& w, Tensor out, int T, int N, int K, bool f32);
+
+  CudaDevice& dev_;
+  const CudaTuning tuning_;
+  const bool pdl_;  // tuning_.pdl on a GPU that has it
+  Gemm gemm_;
+  Buffer deq_, gq_scratch_;
+  const void* xq_of_ = nullptr;  // the activation whose int8 form gq_scratch_ holds
+  int xq_rows_ = 0, xq_cols_ = 0;
+  bool int_weights_ = false;     // some weights are int8 / int4 GQ (the integer decode path)
+};
+
+}  // namespace lite_llama::cuda

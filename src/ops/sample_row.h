@@ -1,0 +1,17 @@
+// Per-row parameters of device-side sampling (Backend::sample). One definition for the engine
+// that fills the rows and the CUDA kernel that reads them (uploaded as they are each step), so
+// it stays a plain struct of fixed-size fields.
+#pragma once
+#include <cstdint>
+
+namespace lite_llama::ops {
+
+struct SampleRow {
+  float temperature = 1, top_p = 1, min_p = 0, repetition_penalty = 1, presence_penalty = 0,
+        frequency_penalty = 0;
+  int top_k = 0;
+  int pen_offset = 0, pen_count = 0;  // this row's entries in the penalty arrays
+  uint64_t seed = 0, counter = 0;     // RNG stream and position (the request's step)
+};
+
+}  // namespace lite_llama::ops

@@ -1,0 +1,36 @@
+#include "env_tuning.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+namespace lite_llama::cli {
+namespace {
+
+const char* env(const char* name) { return std::getenv(name); }
+bool env_is(const char* name, const char* value) {
+  const char* e = env(name);
+  return e && std::string(e) == value;
+}
+void env_int(const char* name, int& field) {
+  if (const char* e = env(name)) field = std::atoi(e);
+}
+
+}  // namespace
+
+void apply_env_tuning(BackendOptions& o) {
+  CudaTuning& c = o.cuda;
+  env_int("LITE_LLAMA_GEMV_MAX", c.gemv_max_tokens);
+  env_int("LITE_LLAMA_DECODE_SPLIT_KEYS", c.decode_split_keys);
+  c.decode_split_keys = std::max(0, c.decode_split_keys);
+  env_int("LITE_LLAMA_GQ_MMA_MAX", c.gq_mma_max_tokens);
+  env_int("LITE_LLAMA_FP8_GEMM_MIN", c.fp8_gemm_min_tokens);
+  if (env("LITE_LLAMA_GQ_FP32")) c.gq_fp32 = env_is("LITE_LLAMA_GQ_FP32", "1");
+  if (env("LITE_LLAMA_FP8_GEMM")) c.fp8_gemm = !env_is("LITE_LLAMA_FP8_GEMM", "0");
+  if (env("LITE_LLAMA_PDL")) c.pdl = !env_is("LITE_LLAMA_PDL", "0");
+  if (env("LITE_LLAMA_PDL_GEMV")) c.pdl_gemv = env_is("LITE_LLAMA_PDL_GEMV", "1");
+  if (env("LITE_LLAMA_CHECK_FINITE")) c.check_finite = env_is("LITE_LLAMA_CHECK_FINITE", "1");
+  if (env("LITE_LLAMA_CPU_Q8")) o.cpu.q8_activations = true;
+}
+
+}  // namespace lite_llama::cli
