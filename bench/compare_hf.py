@@ -1,22 +1,21 @@
 #!/usr/bin/env python3
-"""lite-llama against HF transformers on the GPU: the one command behind every table and chart
-of docs/benchmarks/report.md.
+"""lite-llama against HF transformers on the GPU: the suite behind docs/benchmarks/report.md.
 
-    python3 bench/compare_hf.py --bin build-gpu/bin/lite-llama --out bench-results
+    python3 bench/compare_hf.py --bin build-gpu/bin/lite-llama --out DIR
 
-runs every model, section and engine below, writes one JSON file per piece into --out, merges
-all pieces found there into --out/merged.json, and runs bench/report.py on it (tables and PNG
-charts under docs/benchmarks/). Because a call on the workplace's GPU machine may last at most
-10 minutes, the work is cut into pieces with --models, --sections and --engines; each piece
-appends a file, and `merge` (also run after every piece) combines them, the newest result of a
-case winning. `--skip-done DIR_OR_FILE` makes the command resumable: repeated with --out DIR
-and --skip-done DIR, each call runs only what no earlier call finished, and an HF case that would
-not finish before --time-limit-s is skipped rather than cut off. `compare_hf.py plan` prints it.
+runs every model, section and engine below, writes one piece file (piece_*.json) per call into
+DIR, merges every piece there into DIR/merged.json (`merge`, the newest result of a case
+winning) and renders a report of it into DIR/report (bench/report.py). A call on the GPU machine
+may last at most 10 minutes, so the work is cut with --models, --sections, --engines and
+--cases, and made resumable: with --skip-done DIR (and the merged files of earlier calls on the
+same GPU kind), a call runs only what no earlier call finished, and an HF case that would not
+finish before --time-limit-s is skipped rather than cut off. Every case is saved to the piece
+file as it finishes.
 
 Models (tests/gpu/configs/*.json, real shapes, random weights): llama-3.2-1b, llama-3.2-3b,
-qwen2.5-3b, qwen3-4b. transformers builds each with its own random init (torch.manual_seed(0),
-bf16, on the GPU) and save_pretrained()s it as safetensors under --weights-dir; lite-llama loads
-that directory and HF reloads it, so both engines run identical weights.
+qwen2.5-3b, qwen3-4b. transformers builds each with its own random init (seed 0, bf16) and saves
+it as safetensors under --weights-dir; lite-llama loads that directory and HF reloads it, so
+both engines run identical weights.
 
 Engines:
   lite-llama  `lite-llama bench -m DIR --device cuda --batch B (--prompt-len L | --prompt-lens ..)
@@ -26,6 +25,8 @@ Engines:
   hf_static   model.generate(cache_implementation="static"): transformers compiles the decode
               step with torch.compile (inductor, CUDA graphs) on CUDA devices.
   All greedy, EOS ignored (exactly G new tokens), bf16, batch of B requests submitted together.
+  Also selectable (docs/benchmarks/quantization.md): lite-llama-int8|int4|fp8 (`--quantize`)
+  and hf_eager_fp16.
 
 Sections (case = batch size x prompt lengths x new tokens):
   batch    random prompts of 128 tokens, 256 new tokens, batch 1, 2, 4, 8, 16, 64;
@@ -34,48 +35,31 @@ Sections (case = batch size x prompt lengths x new tokens):
            batch 4) and seed 000's eight long prompts (bench/prompts/seed000_long.json, batch 8),
            256 and 1024 new tokens;
   long     1024-token generations of 128-token random prompts, batch 1, 8, 64.
-The text prompt sets are NOT tokenized at run time: the models have random weights and no
-tokenizer, and `lite-llama bench` feeds random token ids. Each prompt is represented by its
-token count under the model family's real tokenizer (bench/prompts/token_counts.json, made on
-the CPU by `compare_hf.py count-tokens`); both engines get random ids of exactly those lengths
-(lite-llama: `--prompt-lens`; HF: the same lengths, left-padded with an attention mask, as HF
-batches real prompts of unequal length).
+The models have random weights and no tokenizer, so a text prompt is fed as random token ids of
+its length under the model family's real tokenizer (bench/prompts/token_counts.json); HF gets
+them left-padded with an attention mask, lite-llama packed (`--prompt-lens`).
 
 Every case: warm-up (--warmup, default 1) then --runs (default 5) timed runs; median, min, max.
 Metrics: total time, throughput (B x new tokens / total time), TTFT (start to the first
 generated token of the batch), TPOT (time per output token of one sequence = decode time /
-(new tokens - 1); the seeds' "per token latency" is total time / generated tokens = 1 /
-throughput, also derivable), decode tokens/s, prefill tokens/s, peak GPU memory:
-  lite-llama  peak_device_bytes from its bench JSON (cudaMemGetInfo, total - free, sampled after
-              every step: the whole device, so its own CUDA context included; this script's own
-              process never touches CUDA, HF runs in child processes that have exited by then)
-              and its own accounting (weight_bytes, kv_bytes, activation_bytes);
+(new tokens - 1)), decode and prefill tokens/s, peak GPU memory:
+  lite-llama  peak_device_bytes from its bench JSON (cudaMemGetInfo, total - free, the whole
+              device; this process never opens CUDA and HF runs in child processes that have
+              exited by then) and its own accounting (weight, KV, activation bytes);
   HF          torch.cuda.max_memory_allocated() (tensors only) and max_memory_reserved(), plus the
-              device-wide total - free after the runs (context and allocator cache included), the
-              figure comparable with lite-llama's.
-TTFT/TPOT for HF come from a streamer whose put() timestamps each step (generate() calls it with
-the tokens already copied to the host, a synchronisation that the stop check makes anyway).
-
-NOT EXECUTED WHERE THIS WAS WRITTEN (no GPU there): everything that needs CUDA, i.e. the
-weight creation on the GPU, the three engines with --device cuda, torch.compile of the static
-cache, the GPU memory readings. Executed there: argument parsing, `plan`, `count-tokens`, the
-whole pipeline with --device cpu on a tiny checkpoint (lite-llama CPU backend, HF eager and
-static cache without compilation, which transformers only enables on accelerators), `merge`, and
-bench/report.py on the merged JSON. The marker "GPU-ONLY" flags the code paths that only a GPU
-run exercises.
+              device-wide total - free after the runs, the figure comparable with lite-llama's.
+HF's TTFT/TPOT come from a streamer whose put() timestamps each step (bench/hf_worker.py).
 
 usage:
-  compare_hf.py [run] --bin BIN --out DIR [--models m1,m2] [--sections s1,s2]
-                [--engines lite-llama,hf_eager,hf_static] [--quick] [--runs 5] [--warmup 1]
-                [--batches 1,8] [--time-limit-s 540] [--device cuda|cpu] [--no-report]
-  compare_hf.py merge DIR [-o DIR/merged.json]
-  compare_hf.py plan [--bin BIN] [--out DIR]
-  compare_hf.py count-tokens          (CPU; needs models/tokenizers from scripts/fetch-tokenizers)
+  compare_hf.py [run] --bin BIN --out DIR [--models m1,m2] [--sections s1,s2] [--engines e1,e2]
+                [--cases REGEX] [--batches 1,8] [--quick] [--runs 5] [--warmup 1]
+                [--skip-done PATH ...] [--time-limit-s 540] [--profile] [--device cuda|cpu]
+                [--no-report] [--dry-run]
+  compare_hf.py merge DIR_OR_PIECE ... [-o DIR/merged.json]
+  compare_hf.py ab PATH ... [--metric tpot_ms]   (lite-llama cases per LITE_LLAMA_* setting)
 """
 import argparse
 import datetime
-import glob
-import hashlib
 import json
 import os
 import re
@@ -86,18 +70,17 @@ import subprocess
 import sys
 import time
 
+from pieces import SCHEMA, ab_table, done_keys, load_pieces, merge
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 CONFIGS = os.path.join(ROOT, "tests", "gpu", "configs")
-PROMPTS_DIR = os.path.join(HERE, "prompts")
-TOKEN_COUNTS = os.path.join(PROMPTS_DIR, "token_counts.json")
+TOKEN_COUNTS = os.path.join(HERE, "prompts", "token_counts.json")
+HF_WORKER = os.path.join(HERE, "hf_worker.py")
 MODELS = ["llama-3.2-1b", "llama-3.2-3b", "qwen2.5-3b", "qwen3-4b"]
 SECTIONS = ["batch", "seed004", "prompts", "long"]
 ENGINES = ["lite-llama", "hf_eager", "hf_static"]
-# Also selectable with --engines (the quantization table, docs/benchmarks/quantization.md):
-# lite-llama with `--quantize int8|int4|fp8`, and HF eager in fp16 (seed 004's HF baseline).
 QUANT_ENGINES = ["lite-llama-int8", "lite-llama-int4", "lite-llama-fp8", "hf_eager_fp16"]
-SCHEMA = "lite-llama-compare-hf/1"
 SEED = 0
 
 
@@ -207,35 +190,13 @@ def make_weights(args, model):
     done = os.path.join(d, ".complete")
     if os.path.exists(done):
         return d
-    cmd = [sys.executable, os.path.abspath(__file__), "_make-weights", config_path(model), d,
-           "--device", args.device]
+    cmd = [sys.executable, HF_WORKER, "weights", config_path(model), d, "--device", args.device]
     log(f"+ {shlex.join(cmd)}")
     r = subprocess.run(cmd, text=True, capture_output=True, timeout=args.time_left())
     if r.returncode != 0:
         raise RuntimeError("weight creation failed: " + r.stderr[-3000:])
     log(r.stdout.strip())
     return d
-
-
-def _make_weights_main(argv):
-    ap = argparse.ArgumentParser(prog="compare_hf.py _make-weights")
-    ap.add_argument("config")
-    ap.add_argument("dir")
-    ap.add_argument("--device", default="cuda")
-    a = ap.parse_args(argv)
-    import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
-    t0 = time.time()
-    torch.manual_seed(SEED)
-    cfg = AutoConfig.from_pretrained(a.config)
-    # GPU-ONLY with --device cuda: the init runs on the GPU (fast for 4B parameters).
-    with torch.device(a.device):
-        model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
-    os.makedirs(a.dir, exist_ok=True)
-    model.save_pretrained(a.dir, safe_serialization=True)
-    n = sum(p.numel() for p in model.parameters())
-    open(os.path.join(a.dir, ".complete"), "w").write(json.dumps({"seed": SEED, "params": n}))
-    print(f"weights: {a.dir} ({n / 1e9:.2f} B parameters, {time.time() - t0:.1f} s)")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -323,7 +284,7 @@ def run_hf(args, model, wdir, engine, cases, workdir, on_record):
     # first leaves the warm-ups of the shorter ones with that batch size at the timed speed.
     order = sorted(cases, key=lambda c: (c["batch"], -(max(c["prompt_lens"]) + c["gen_len"])))
     json.dump(order, open(spec, "w"))
-    cmd = [sys.executable, os.path.abspath(__file__), "_hf-worker", wdir, engine, spec, jl,
+    cmd = [sys.executable, HF_WORKER, "run", wdir, engine, spec, jl,
            "--runs", str(args.runs), "--warmup", str(args.warmup), "--device", args.device,
            "--deadline", f"{time.time() + args.time_left():.0f}"]
     command = shlex.join(cmd)
@@ -363,148 +324,8 @@ def run_hf(args, model, wdir, engine, cases, workdir, on_record):
             on_record(c["id"], {"error": err or "not run", "command": command})
 
 
-def _hf_worker_main(argv):
-    ap = argparse.ArgumentParser(prog="compare_hf.py _hf-worker")
-    ap.add_argument("wdir")
-    ap.add_argument("engine", choices=["hf_eager", "hf_static", "hf_eager_fp16"])
-    ap.add_argument("cases")
-    ap.add_argument("out_jsonl")
-    ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--warmup", type=int, default=1)
-    ap.add_argument("--device", default="cuda")
-    ap.add_argument("--deadline", type=float, default=None,
-                    help="epoch seconds; a case that would not finish by then is skipped, not started")
-    a = ap.parse_args(argv)
-    import torch
-    from transformers import AutoModelForCausalLM
-    from transformers.generation.streamers import BaseStreamer
-
-    cuda = a.device == "cuda"
-    if a.engine == "hf_static":
-        # Every case has its own shapes (batch, cache length), so each compiles anew; keep dynamo
-        # from falling back to eager after its default 8 recompilations.
-        import torch._dynamo
-        for k in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit",
-                  "accumulated_recompile_limit"):
-            if hasattr(torch._dynamo.config, k):
-                setattr(torch._dynamo.config, k, 256)
-    dtype = torch.float16 if a.engine.endswith("_fp16") else torch.bfloat16
-    model = AutoModelForCausalLM.from_pretrained(a.wdir, dtype=dtype,
-                                                 attn_implementation="sdpa").to(a.device).eval()
-    vocab = model.config.vocab_size
-
-    class Clock(BaseStreamer):
-        """Timestamps of generate()'s put() calls: the prompt first, then one per new token
-        (already on the host, so the GPU has finished that step)."""
-
-        def __init__(self):
-            self.t = []
-
-        def put(self, value):
-            self.t.append(time.perf_counter())
-
-        def end(self):
-            pass
-
-    def sync():
-        if cuda:
-            torch.cuda.synchronize()  # GPU-ONLY
-
-    def emit(rec):  # progress line on stdout, the whole record to the JSONL file
-        print(json.dumps({k: rec.get(k) for k in ("case_id", "throughput_tok_s", "ttft_ms", "tpot_ms", "error")
-                          if k in rec}), flush=True)
-        with open(a.out_jsonl, "a") as f:
-            f.write(json.dumps(rec) + "\n")
-
-    # Seconds per generated token: a guess from the slowest model (HF eager decodes 30-40 ms a
-    # step on a 4B model), then what this worker's last case took.
-    step_s = 0.04 if a.engine.startswith("hf_eager") else 0.01
-    for case in json.load(open(a.cases)):
-        B, G = case["batch"], case["gen_len"]
-        lens = request_lens(case)
-        L = max(lens)
-        if a.deadline:
-            # A case cut at the time limit is lost; one skipped here is left for a later call
-            # (--skip-done). Compilation (static cache) is allowed a minute.
-            est = 1.2 * (a.warmup + a.runs) * G * step_s + (60 if a.engine == "hf_static" else 0)
-            if time.time() + est > a.deadline:
-                emit({"case_id": case["id"], "error": f"skipped: needs ~{est:.0f} s, past the time limit (--time-limit-s)"})
-                continue
-        g = torch.Generator().manual_seed(1234)
-        ids = torch.zeros((B, L), dtype=torch.long)
-        mask = torch.zeros((B, L), dtype=torch.long)
-        for b, n in enumerate(lens):  # left padding, as HF batches prompts of unequal length
-            ids[b, L - n:] = torch.randint(0, min(vocab, 32000), (n,), generator=g)
-            mask[b, L - n:] = 1
-        ids, mask = ids.to(a.device), mask.to(a.device)
-        kw = dict(attention_mask=mask, do_sample=False, max_new_tokens=G, min_new_tokens=G,
-                  eos_token_id=None, pad_token_id=0)
-        if a.engine == "hf_static":
-            kw["cache_implementation"] = "static"  # GPU-ONLY: compiled by transformers on CUDA
-            torch._dynamo.reset()
-        if cuda:
-            torch.cuda.empty_cache()
-
-        def once():
-            clk = Clock()
-            sync()
-            t0 = time.perf_counter()
-            with torch.no_grad():
-                out = model.generate(ids, streamer=clk, **kw)
-            sync()
-            t1 = time.perf_counter()
-            n_new = out.shape[1] - L
-            assert n_new == G, f"generated {n_new} tokens, expected {G}"
-            # clk.t[0]: the prompt handed over; clk.t[1]: first token; clk.t[-1]: last token.
-            assert len(clk.t) == G + 1, f"streamer saw {len(clk.t)} puts, expected {G + 1}"
-            return {"total": t1 - t0, "ttft": clk.t[1] - t0,
-                    "tpot": (clk.t[-1] - clk.t[1]) / max(G - 1, 1)}
-
-        rec = {"case_id": case["id"]}
-        try:
-            t_case = time.time()
-            w0 = time.time()
-            for _ in range(a.warmup):
-                once()
-            rec["warmup_s"] = round(time.time() - w0, 2)  # includes torch.compile for hf_static
-            if cuda:
-                torch.cuda.reset_peak_memory_stats()  # GPU-ONLY
-            runs, dev_used = [], 0
-            for _ in range(a.runs):
-                runs.append(once())
-                if cuda:
-                    free, total = torch.cuda.mem_get_info()  # GPU-ONLY
-                    dev_used = max(dev_used, total - free)
-            tot = stat([r["total"] for r in runs])
-            tpot = stat([r["tpot"] * 1e3 for r in runs])
-            ttft = stat([r["ttft"] * 1e3 for r in runs])
-            rec.update({
-                "runs": a.runs, "warmup": a.warmup,
-                "total_s": tot,
-                "ttft_ms": ttft,
-                "tpot_ms": tpot,
-                "throughput_tok_s": stat([B * G / r["total"] for r in runs]),
-                "decode_tok_s": stat([B * (G - 1) / (r["total"] - r["ttft"]) for r in runs]),
-                "prefill_tok_s": stat([sum(lens) / r["ttft"] for r in runs]),
-                "memory": {
-                    "max_allocated_bytes": torch.cuda.max_memory_allocated() if cuda else None,
-                    "max_reserved_bytes": torch.cuda.max_memory_reserved() if cuda else None,
-                    "device_used_bytes": dev_used if cuda else None,
-                    "weight_bytes": sum(p.numel() * p.element_size() for p in model.parameters()),
-                },
-                "compiled": bool(getattr(model, "_compiled_call", None)) if a.engine == "hf_static" else False,
-                "wall_s": round(time.time() - t_case, 2),
-            })
-            step_s = tot["median"] / G
-        except Exception as e:  # one failing case (e.g. out of memory) must not lose the rest
-            rec["error"] = f"{type(e).__name__}: {e}"[:2000]
-            if cuda:
-                torch.cuda.empty_cache()
-        emit(rec)
-
-
 # ----------------------------------------------------------------------------------------------
-# Pieces, merging
+# Provenance of a piece
 # ----------------------------------------------------------------------------------------------
 
 def git_commit():
@@ -537,66 +358,6 @@ def environment(args):
         except (OSError, IndexError):
             pass
     return env
-
-
-def record_key(r):
-    return (r["model"], r["engine"], r["case"])
-
-
-def read_docs(paths, what):
-    """(file, document) of each compare-hf file in paths (a folder: its piece_*.json); any other
-    file stops with an error naming `what` asked for it."""
-    for path in paths:
-        files = sorted(glob.glob(os.path.join(path, "piece_*.json"))) if os.path.isdir(path) else [path]
-        for f in files:
-            doc = json.load(open(f))
-            if doc.get("schema") != SCHEMA:
-                raise SystemExit(f"{what} {f}: not a {SCHEMA} file")
-            yield f, doc
-
-
-def done_keys(paths):
-    """(model, engine, case) of the successful records in piece or merged files (or folders of
-    pieces): what --skip-done leaves out."""
-    return {record_key(r) for _, doc in read_docs(paths, "--skip-done") for r in doc["records"]
-            if not r.get("error")}
-
-
-def merge(dirs, out_path=None):
-    """All piece files under dirs -> one document; the newest successful record of a case wins
-    (an error only where no success exists)."""
-    files = []
-    for d in dirs:
-        files += [f for f in glob.glob(os.path.join(d, "piece_*.json"))] if os.path.isdir(d) else [d]
-    pieces = []
-    for f in sorted(files):
-        try:
-            p = json.load(open(f))
-        except (OSError, ValueError) as e:
-            log(f"merge: skipping {f}: {e}")
-            continue
-        if p.get("schema") != SCHEMA:
-            log(f"merge: skipping {f}: not a {SCHEMA} piece")
-            continue
-        p["_file"] = os.path.basename(f)
-        pieces.append(p)
-    pieces.sort(key=lambda p: p["meta"]["finished"])
-    best = {}
-    for p in pieces:
-        for r in p["records"]:
-            r = dict(r, piece=p["_file"])
-            k = record_key(r)
-            old = best.get(k)
-            if old is None or not r.get("error") or old.get("error"):
-                best[k] = r
-    doc = {"schema": SCHEMA, "merged": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "pieces": [{"file": p["_file"], **p["meta"]} for p in pieces],
-           "records": sorted(best.values(), key=lambda r: (r["model"], r["section"], r["case"], r["engine"]))}
-    if out_path:
-        tmp = out_path + ".tmp"
-        json.dump(doc, open(tmp, "w"), indent=1)
-        os.replace(tmp, out_path)
-    return doc
 
 
 # ----------------------------------------------------------------------------------------------
@@ -648,9 +409,6 @@ def parse_run_args(argv):
                     help="skip the (model, engine, case) triples that have a successful record in these "
                          "piece or merged files, or in the pieces of these folders (same device only: "
                          "pass files of this machine's kind); several paths or repeated")
-    ap.add_argument("--report-dir", default=None,
-                    help="where bench/report.py writes (default docs/benchmarks; with --device cpu OUT/report, "
-                         "so that a smoke test never overwrites the committed report)")
     ap.add_argument("--dry-run", action="store_true", help="print the cases and commands, run nothing")
     a = ap.parse_args(argv)
     a.models = csv(a.models)
@@ -660,8 +418,6 @@ def parse_run_args(argv):
     if a.runs is None:
         a.runs = 2 if a.quick else 5
     a.bin = os.path.abspath(a.bin)
-    if a.report_dir is None:
-        a.report_dir = os.path.join(ROOT, "docs", "benchmarks") if a.device == "cuda" else os.path.join(a.out, "report")
     return a
 
 
@@ -757,16 +513,16 @@ def run_main(argv):
     log(f"wrote {piece_path} ({len(records)} records, "
         f"{sum(1 for r in records if r.get('error'))} errors, {time.time() - start:.0f} s)")
     merged = os.path.join(a.out, "merged.json")
-    merge([a.out], merged)
+    merge([a.out], merged, log)
     log(f"merged -> {merged}")
     if not a.no_report:
-        cmd = [sys.executable, os.path.join(HERE, "report.py"), "--compare", merged, "--out-dir", a.report_dir]
-        if a.device == "cpu":
-            cmd.append("--no-legacy")  # CPU smoke data next to H200 numbers would mislead
+        # A report of this run alone; docs/benchmarks/report.md renders the files that
+        # docs/benchmarks/data/report_inputs.json names.
+        cmd = [sys.executable, os.path.join(HERE, "report.py"), "--compare", merged,
+               "--out-dir", os.path.join(a.out, "report")]
         log(f"+ {shlex.join(cmd)}")
-        r = subprocess.run(cmd)
-        if r.returncode != 0:
-            log("report.py failed (matplotlib missing? `pip install matplotlib`); the data is in " + merged)
+        if subprocess.run(cmd).returncode != 0:
+            log("report.py failed; the data is in " + merged)
 
 
 def merge_main(argv):
@@ -775,57 +531,9 @@ def merge_main(argv):
     ap.add_argument("-o", "--output", default=None)
     a = ap.parse_args(argv)
     out = a.output or os.path.join(a.inputs[0] if os.path.isdir(a.inputs[0]) else ".", "merged.json")
-    doc = merge(a.inputs, out)
+    doc = merge(a.inputs, out, log)
     n_err = sum(1 for r in doc["records"] if r.get("error"))
     log(f"{len(doc['pieces'])} pieces, {len(doc['records'])} records ({n_err} errors) -> {out}")
-
-
-def load_pieces(paths):
-    """Piece documents (meta, records) from piece files, folders of them, or merged files (split
-    back into their pieces by each record's `piece`; records without one keep an empty meta)."""
-    out = []
-    for _, doc in read_docs(paths, "ab:"):
-        if "meta" in doc:
-            out.append(doc)
-            continue
-        metas = {m["file"]: m for m in doc.get("pieces", [])}
-        groups = {}
-        for r in doc["records"]:
-            groups.setdefault(r.get("piece"), []).append(r)
-        out += [{"meta": metas.get(k, {}), "records": rs} for k, rs in groups.items()]
-    return out
-
-
-def ab_table(pieces, metric="tpot_ms"):
-    """Markdown: the median `metric` of each lite-llama case under each setting of the LITE_LLAMA_*
-    switches (the env its piece recorded), and the change against the run without switches."""
-    cells, settings = {}, []
-    for p in pieces:
-        env = p["meta"].get("env") or {}
-        setting = " ".join(f"{k}={v}" for k, v in sorted(env.items())) or "default"
-        if setting not in settings:
-            settings.append(setting)
-        for r in p["records"]:
-            if r.get("error") or not r["engine"].startswith("lite-llama") or not r.get(metric):
-                continue
-            cells[(r["model"], r["engine"], r["case"], setting)] = r[metric]["median"]
-    settings.sort(key=lambda x: x != "default")
-    rows = sorted({k[:3] for k in cells}, key=lambda k: (k[0], k[1], int(k[2].rsplit(":b", 1)[1]), k[2]))
-    head = ["model", "engine", "case"] + settings
-    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
-    for m, e, c in rows:
-        base = cells.get((m, e, c, "default"))
-        row = [m, e, c]
-        for st in settings:
-            v = cells.get((m, e, c, st))
-            if v is None:
-                row.append("-")
-            elif st == "default" or base is None:
-                row.append(f"{v:.3f}")
-            else:
-                row.append(f"{v:.3f} ({100 * (v / base - 1):+.1f}%)")
-        lines.append("| " + " | ".join(row) + " |")
-    return "\n".join(lines)
 
 
 def ab_main(argv):
@@ -839,73 +547,13 @@ def ab_main(argv):
     print(ab_table(load_pieces(a.inputs), a.metric))
 
 
-def plan_main(argv):
-    """The commands for the GPU machine's 10-minute calls: lite-llama for every model (repeated
-    until done, about two calls), then one resumable HF command repeated until it reports 0 runs
-    to do (about 20 calls from scratch, measured on the H100: HF eager decodes a step of a 1B
-    model in 13-20 ms and of a 3-4B model in 25-42 ms, whatever the batch, and its warm-up is
-    slower still; static-cache compilation takes 15-50 s per case). Every call writes its piece
-    under --out (keep it on the machine, e.g. /tmp, where the weights are cached too) and copies
-    the pieces to $OUT; pieces from earlier machines go to --skip-done as files."""
-    ap = argparse.ArgumentParser(prog="compare_hf.py plan")
-    ap.add_argument("--bin", default="build-gpu/bin/lite-llama")
-    ap.add_argument("--out", default="/tmp/compare_hf")
-    a = ap.parse_args(argv)
-    base = f"mkdir -p {a.out}; python3 bench/compare_hf.py --bin {a.bin} --out {a.out} --no-report --skip-done {a.out}"
-    copy = f"; cp {a.out}/piece_*.json \"$OUT\"/"
-    lines = ["# lite-llama, every model and section (weights are created once per machine under",
-             "# /tmp/lite-llama-compare-weights)",
-             f"{base} --engines lite-llama --profile{copy}",
-             "# HF eager then static cache, model by model: repeat until it logs '0 of N ... to do'",
-             "# (on a fresh machine add the merged files of earlier calls on the same GPU kind:",
-             "# --skip-done docs/benchmarks/data/compare_hf_h100_*.json)",
-             f"{base} --engines hf_eager,hf_static --time-limit-s 540{copy}",
-             "# then, anywhere with matplotlib (pieces from several calls or machines in one folder):",
-             "python3 bench/compare_hf.py merge PIECES_DIR && "
-             "python3 bench/report.py --compare PIECES_DIR/merged.json"]
-    try:
-        print("\n".join(lines))
-    except BrokenPipeError:
-        pass
-
-
-def count_tokens_main(argv):
-    """Token counts of the text prompt sets under the real tokenizers (CPU, tokenizers package;
-    the files come from scripts/fetch-tokenizers). BOS counted where the tokenizer adds one."""
-    ap = argparse.ArgumentParser(prog="compare_hf.py count-tokens")
-    ap.add_argument("--tokenizers", default=os.path.join(ROOT, "models", "tokenizers"))
-    a = ap.parse_args(argv)
-    from tokenizers import Tokenizer
-    sets = {
-        "seed002": json.load(open(os.path.join(ROOT, "tests", "fixtures", "seed_prompts.json")))["prompts"],
-        "seed000_long": json.load(open(os.path.join(PROMPTS_DIR, "seed000_long.json")))["prompts"],
-    }
-    fams = {"llama3.2": "llama3.2", "qwen": "qwen3"}
-    doc = {"note": "token counts of the seeds' prompt sets, used as prompt lengths by "
-                   "bench/compare_hf.py (written by `compare_hf.py count-tokens`)",
-           "tokenizers": {}, "sets": {}}
-    toks = {}
-    for fam, folder in fams.items():
-        p = os.path.join(a.tokenizers, folder, "tokenizer.json")
-        toks[fam] = Tokenizer.from_file(p)
-        doc["tokenizers"][fam] = {"file": os.path.relpath(p, ROOT),
-                                  "sha256": hashlib.sha256(open(p, "rb").read()).hexdigest(),
-                                  "models": [m for m in MODELS if tokenizer_family(m) == fam]}
-    for name, prompts in sets.items():
-        doc["sets"][name] = {fam: [len(t.encode(p).ids) for p in prompts] for fam, t in toks.items()}
-    json.dump(doc, open(TOKEN_COUNTS, "w"), indent=1)
-    print(json.dumps(doc["sets"]))
-
-
 def main():
     argv = sys.argv[1:]
     sub = argv[0] if argv and not argv[0].startswith("-") else "run"
     rest = argv[1:] if argv and argv[0] == sub else argv
-    table = {"run": run_main, "merge": merge_main, "plan": plan_main, "ab": ab_main,
-             "count-tokens": count_tokens_main,
-             "_make-weights": _make_weights_main, "_hf-worker": _hf_worker_main}
+    table = {"run": run_main, "merge": merge_main, "ab": ab_main}
     if sub not in table:
-        raise SystemExit(f"unknown subcommand '{sub}' (run, merge, plan, ab, count-tokens)")
+        raise SystemExit(f"unknown subcommand '{sub}' (run, merge, ab)")
     table[sub](rest)
 
 
