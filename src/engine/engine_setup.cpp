@@ -1,0 +1,124 @@
+#include "engine/engine_setup.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "core/error.h"
+#include "core/log.h"
+
+namespace lite_llama {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// The KV pool where --kv-tokens leaves it open: enough for every sequence at full context,
+// capped by memory: 2 GiB on the CPU, the --gpu-memory-utilization share of what is free after
+// weights and buffers on a GPU.
+int64_t default_kv_tokens(const EngineOptions& o, const ops::Backend& backend, int64_t per_token,
+                          int max_seqs, int ctx) {
+  int64_t cap = (int64_t(2) << 30) / per_token;
+  if (backend.device() == Device::CUDA) {
+    size_t free = 0, total = 0;
+    backend.memory_info(&free, &total);
+    const double graph_reserve = 256.0 * (1 << 20);  // graphs, cuBLAS, fragmentation
+    cap = int64_t((double(free) * o.gpu_memory_utilization - graph_reserve) / double(per_token));
+    LL_CHECK(cap >= 16, "not enough GPU memory left for the KV cache ({:.0f} MiB free)",
+             double(free) / kMiB);
+  }
+  return std::min<int64_t>(int64_t(max_seqs) * ctx, std::max<int64_t>(cap, 16));
+}
+
+}  // namespace
+
+LoadedModel load_model(const EngineOptions& o, ModelFiles& files, ops::Backend& backend) {
+  const ModelConfig& cfg = files.config;
+  const bool cpu = backend.device() == Device::CPU;
+  LL_CHECK(cpu || cfg.head_dim == 64 || cfg.head_dim == 128,
+           "{}: head_dim {} is not supported by the CUDA attention kernels (64, 128); use --device cpu",
+           files.path, cfg.head_dim);
+  Weights weights = load_weights(cfg, *files.weights, backend);
+  // What the device computes with, where it differs from the file (GQ layouts, 16-bit).
+  if (!weights.layers.empty() && !cpu) {
+    const std::string dev(dtype_name(weights.layers[0].gate_up.parts[0].dtype));
+    if (dev != files.weight_dtype) files.weight_dtype += " -> " + dev;
+  }
+
+  LoadedModel m;
+  LL_CHECK(o.ctx >= 0, "--ctx must be positive, got {}", o.ctx);
+  LL_CHECK(o.ctx <= cfg.max_position_embeddings,
+           "--ctx {} exceeds the model's context length {}", o.ctx, cfg.max_position_embeddings);
+  m.ctx = o.ctx ? o.ctx : int(std::min<int64_t>(cfg.max_position_embeddings, 8192));
+  LL_CHECK(o.max_num_seqs >= 0 && o.max_num_seqs <= 4096, "--max-num-seqs must be in 1..4096");
+  m.max_seqs = o.max_num_seqs ? o.max_num_seqs : (cpu ? 16 : 256);
+  LL_CHECK(o.max_batched_tokens >= 0, "--max-batched-tokens must be positive");
+  const int budget = o.max_batched_tokens ? o.max_batched_tokens : (cpu ? 512 : 8192);
+  m.max_batched_tokens = std::max(budget, m.max_seqs);
+  m.decoder = std::make_unique<Decoder>(cfg, std::move(weights), backend, m.max_batched_tokens,
+                                        m.max_seqs, m.ctx);
+  const int64_t kv_elem = int64_t(dtype_info(backend.act_dtype()).block_bytes);
+  m.kv_bytes_per_token = cfg.kv_bytes_per_token(kv_elem);
+  int64_t kv_tokens = o.kv_tokens;
+  LL_CHECK(kv_tokens >= 0, "--kv-tokens must be positive");
+  LL_CHECK(o.gpu_memory_utilization > 0 && o.gpu_memory_utilization <= 1,
+           "--gpu-memory-utilization must be in (0, 1], got {}", o.gpu_memory_utilization);
+  if (kv_tokens == 0)
+    kv_tokens = default_kv_tokens(o, backend, m.kv_bytes_per_token, m.max_seqs, m.ctx);
+  LL_CHECK(kv_tokens <= std::numeric_limits<int32_t>::max(), "--kv-tokens too large");
+  if (kv_tokens < m.ctx) {
+    // A sequence longer than the pool could never be re-admitted after preemption.
+    LL_WARN("the KV pool holds {} tokens, below the context {}: the context is reduced to {}",
+            kv_tokens, m.ctx, kv_tokens);
+    m.ctx = int(kv_tokens);
+  }
+  m.kv_tokens = kv_tokens;
+  m.kv = std::make_unique<KvCache>(cfg, backend, kv_tokens, m.max_seqs, m.ctx);
+  m.decoder->set_kv_cache(m.kv.get());
+  return m;
+}
+
+ModelInfo make_model_info(const ModelFiles& files, const ops::Backend& backend,
+                          const LoadedModel& m, double load_ms) {
+  const ModelConfig& c = files.config;
+  ModelInfo i;
+  i.path = files.path;
+  i.name = c.name;
+  i.arch = c.arch;
+  i.format = files.format;
+  i.weight_dtype = files.weight_dtype;
+  i.rope_scaling = rope_scaling_name(c.rope_scaling);
+  i.device = device_name(backend.device());
+  i.backend = backend.name();
+  i.params = count_parameters(c);
+  i.vocab_size = c.vocab_size;
+  i.hidden_size = c.hidden_size;
+  i.num_layers = c.num_layers;
+  i.num_heads = c.num_heads;
+  i.num_kv_heads = c.num_kv_heads;
+  i.head_dim = c.head_dim;
+  i.intermediate_size = c.intermediate_size;
+  i.context_length = c.max_position_embeddings;
+  i.rope_theta = c.rope_theta;
+  i.tied_embeddings = c.tie_word_embeddings;
+  i.qkv_bias = c.qkv_bias;
+  i.qk_norm = c.qk_norm;
+  i.kv_bytes_per_token = m.kv_bytes_per_token;
+  i.ctx = m.ctx;
+  i.kv_slots = m.kv_tokens;
+  i.max_num_seqs = m.max_seqs;
+  i.load_ms = load_ms;
+  i.weight_bytes = m.decoder->weights().device_bytes;
+  i.kv_bytes = m.kv->bytes();
+  i.activation_bytes = m.decoder->activation_bytes();
+  const Tokenizer& t = *files.tokenizer;
+  auto add = [&](const char* name, int32_t id) {
+    if (id >= 0) i.special_tokens.emplace_back(name, id);
+  };
+  add("bos", t.bos_id());
+  add("eos", t.eos_id());
+  add("eot", t.eot_id());
+  add("pad", t.pad_id());
+  i.stop_ids = t.stop_ids();
+  return i;
+}
+
+}  // namespace lite_llama

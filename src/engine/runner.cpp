@@ -1,0 +1,178 @@
+#include "engine/runner.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "core/error.h"
+#include "sampling/sampler.h"
+
+namespace lite_llama {
+
+using sampling::SequenceSampler;
+
+namespace {
+
+// Rows whose token is the argmax, picked on the device (inside the graph where there is one).
+bool is_greedy(const SamplingParams& p) {
+  return p.temperature == 0.0f && p.top_logprobs < 0 && p.repetition_penalty == 1.0f &&
+         p.presence_penalty == 0.0f && p.frequency_penalty == 0.0f;
+}
+
+SampledToken sample_on_host(SequenceSampler& s, float* logits, int64_t vocab) {
+  float lp = 0;
+  std::vector<sampling::TokenLogprob> top;
+  const bool want_lp = s.params().top_logprobs >= 0;
+  const int32_t tok = s.sample(logits, vocab, want_lp ? &lp : nullptr, want_lp ? &top : nullptr);
+  if (!want_lp) return {tok, {}};
+  TokenLogprobs tl;
+  tl.token = tok;
+  tl.logprob = lp;
+  for (const auto& t : top) tl.top.emplace_back(t.token, t.logprob);
+  return {tok, {std::move(tl)}};
+}
+
+}  // namespace
+
+Runner::Runner(Decoder& decoder, int ctx, int sample_limit)
+    : decoder_(decoder),
+      backend_(decoder.backend()),
+      ctx_(ctx),
+      max_seqs_(decoder.max_seqs()),
+      sample_limit_(sample_limit),
+      vocab_(decoder.config().vocab_size) {
+  host_logits_.resize(size_t(max_seqs_) * size_t(vocab_));
+  host_tokens_.resize(size_t(max_seqs_));
+  device_tokens_ = backend_.alloc(size_t(max_seqs_) * sizeof(int32_t));
+  // Penalty entries of one step: distinct tokens per sequence, bounded by its length.
+  backend_.reserve_sampling(max_seqs_, int(std::min<int64_t>(int64_t(max_seqs_) * ctx_, 1 << 22)));
+}
+
+// One graph per batch-size bucket; lengths live in device memory, so each graph serves every
+// context length.
+void Runner::capture_graphs() {
+  if (!backend_.supports_graphs()) return;
+  for (int b : {1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 224, 256, 320, 384, 448, 512})
+    if (b <= max_seqs_) graph_sizes_.push_back(b);
+  if (graph_sizes_.empty() || graph_sizes_.back() != max_seqs_) graph_sizes_.push_back(max_seqs_);
+  for (int b : graph_sizes_) {
+    StepShape shape;
+    shape.num_tokens = shape.num_seqs = shape.num_logits = shape.num_decode_seqs = b;
+    shape.max_q_len = 1;
+    shape.max_seq_len = ctx_;  // fixes the flash-decoding split count for this bucket
+    graphs_.push_back(backend_.capture_graph([&] {
+      Tensor logits = decoder_.run(shape);
+      backend_.argmax(logits, b, sample_limit_, device_tokens_.as<int32_t>());
+    }));
+  }
+}
+
+int Runner::graph_bucket(int num_seqs) const {
+  for (size_t i = 0; i < graph_sizes_.size(); ++i)
+    if (graph_sizes_[i] >= num_seqs) return int(i);
+  return -1;
+}
+
+StepResult Runner::run(const StepPlan& plan, const std::vector<SequenceSampler*>& samplers) {
+  const bool decode_only = build_batch(plan);
+  LL_CHECK(samplers.size() == batch_.logit_rows.size(), "{} samplers for {} sampled rows",
+           samplers.size(), batch_.logit_rows.size());
+  const bool greedy = std::all_of(samplers.begin(), samplers.end(), [](const SequenceSampler* s) {
+    return is_greedy(s->params());
+  });
+  const Tensor logits = forward(decode_only, greedy);
+  return select(plan, samplers, logits, greedy);
+}
+
+bool Runner::build_batch(const StepPlan& plan) {
+  batch_.clear();
+  bool decode_only = true;
+  for (const ScheduledSeq& it : plan.items) {
+    const Sequence* s = it.seq;
+    batch_.add_sequence(s->req_row, s->tokens.data() + s->num_computed, it.num_tokens,
+                        s->num_computed, s->slots.data() + s->num_computed, it.sample);
+    decode_only = decode_only && it.num_tokens == 1 && it.sample;
+  }
+  return decode_only;
+}
+
+Tensor Runner::forward(bool decode_only, bool greedy) {
+  const int n = int(batch_.logit_rows.size());
+  const int bucket = decode_only && !profiling_ ? graph_bucket(batch_.num_seqs()) : -1;
+  if (bucket < 0) {
+    Tensor logits = decoder_.forward(batch_);
+    if (greedy) backend_.argmax(logits, n, sample_limit_, device_tokens_.as<int32_t>());
+    return logits;
+  }
+  // Pad to the captured batch size by repeating the last sequence: the copies write the same
+  // K/V to the same slot and their logits are ignored.
+  while (batch_.num_seqs() < graph_sizes_[size_t(bucket)]) {
+    const int last = batch_.num_seqs() - 1;
+    const int32_t tok = batch_.t_token_ids.back(), slot = batch_.t_slots.back();
+    batch_.add_sequence(batch_.b_req_idx[size_t(last)], &tok, 1, batch_.t_positions.back(), &slot, true);
+  }
+  decoder_.stage(batch_);
+  backend_.replay_graph(graphs_[size_t(bucket)]);  // forward + argmax
+  return decoder_.logits_buffer();
+}
+
+StepResult Runner::select(const StepPlan& plan, const std::vector<SequenceSampler*>& samplers,
+                          const Tensor& logits, bool greedy) {
+  const int n = int(samplers.size());  // the padding rows of a graph step are not read
+  StepResult res;
+  res.rows.resize(size_t(n));
+  // Argmax on the device (in the graph); otherwise the device sampler unless a request wants
+  // logprobs (computed on the host from the full distribution).
+  if (greedy || sample_on_device(plan, samplers, logits, n)) {
+    backend_.copy_to_host(host_tokens_.data(), device_tokens_.data(), size_t(n) * sizeof(int32_t));
+    for (size_t r = 0; r < size_t(n); ++r) res.rows[r].token = host_tokens_[r];
+    return res;
+  }
+  float* lg = logits.ptr<float>();
+  if (logits.device != Device::CPU) {
+    const size_t bytes = size_t(n) * size_t(vocab_) * sizeof(float);
+    backend_.copy_to_host(host_logits_.data(), logits.data, bytes);
+    lg = host_logits_.data();
+  }
+  for (size_t r = 0; r < size_t(n); ++r) {
+    float* l = lg + int64_t(r) * vocab_;
+    // Embedding rows past the tokenizer's vocabulary are padding: never sample them.
+    std::fill(l + sample_limit_, l + vocab_, -std::numeric_limits<float>::infinity());
+    res.rows[r] = sample_on_host(*samplers[r], l, sample_limit_);
+  }
+  return res;
+}
+
+bool Runner::sample_on_device(const StepPlan& plan,
+                              const std::vector<SequenceSampler*>& samplers,
+                              const Tensor& logits, int n) {
+  if (!backend_.supports_device_sampling()) return false;
+  if (std::any_of(samplers.begin(), samplers.end(),
+                  [](const SequenceSampler* s) { return s->params().top_logprobs >= 0; }))
+    return false;
+  std::vector<ops::SampleRow> rows;
+  std::vector<int32_t> pen_tokens, pen_counts;
+  size_t i = 0;
+  for (const ScheduledSeq& it : plan.items) {
+    if (!it.sample) continue;
+    const SequenceSampler& s = *samplers[i++];
+    const SamplingParams& p = s.params();
+    ops::SampleRow row;
+    row.temperature = p.temperature;
+    row.top_p = p.top_p;
+    row.min_p = p.min_p;
+    row.top_k = p.top_k;
+    row.repetition_penalty = p.repetition_penalty;
+    row.presence_penalty = p.presence_penalty;
+    row.frequency_penalty = p.frequency_penalty;
+    row.seed = s.seed();
+    row.counter = uint64_t(it.seq->num_generated());
+    row.pen_offset = int(pen_tokens.size());
+    s.penalty_entries(pen_tokens, pen_counts);
+    row.pen_count = int(pen_tokens.size()) - row.pen_offset;
+    rows.push_back(row);
+  }
+  return backend_.sample(logits, n, sample_limit_, rows, pen_tokens, pen_counts,
+                         device_tokens_.as<int32_t>());
+}
+
+}  // namespace lite_llama

@@ -1,0 +1,80 @@
+// Runner: the forward of one step, from the scheduler's plan to one token per sampled row. It
+// owns what touches tensors: the ForwardBatch built from the plan, the CUDA graphs of decode
+// steps (bucket choice, padding), the decoder and backend calls, the device sampler's per-row
+// parameters and the read-back of tokens or logits. The scheduler stays integers-only and the
+// engine keeps the requests. Where coming features land:
+//  - a prefix cache changes what a step prefills: build_batch();
+//  - grammar token masks go on each row's logits before a token is picked: select().
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor.h"
+#include "engine/scheduler.h"
+#include "lite_llama/engine.h"
+#include "model/decoder.h"
+#include "model/forward_batch.h"
+#include "ops/ops.h"
+
+namespace lite_llama {
+
+namespace sampling {
+class SequenceSampler;
+}
+
+// The token picked for one sampled row.
+struct SampledToken {
+  int32_t token = 0;
+  std::vector<TokenLogprobs> logprobs;  // the token's, when its request asked for logprobs
+};
+
+struct StepResult {
+  std::vector<SampledToken> rows;  // one per ScheduledSeq with `sample`, in plan order
+};
+
+class Runner {
+ public:
+  // `ctx`: tokens per sequence at most; `sample_limit`: logits columns past it are embedding
+  // padding and never picked.
+  Runner(Decoder& decoder, int ctx, int sample_limit);
+
+  // Captures the decode graphs (forward + argmax) where the backend has graphs.
+  void capture_graphs();
+  int num_graphs() const { return int(graphs_.size()); }
+  // Profiled steps run eagerly: the backend's per-op timing does not see into a graph.
+  void set_profiling(bool on) { profiling_ = on; }
+  int sample_limit() const { return sample_limit_; }
+
+  // Runs the planned tokens through the decoder and picks the next token of every row with
+  // `sample`; `samplers` holds those rows' request samplers (parameters, seed, penalties, RNG),
+  // in plan order. Host-side draws advance their RNG; accepting the tokens is the caller's.
+  StepResult run(const StepPlan& plan, const std::vector<sampling::SequenceSampler*>& samplers);
+
+ private:
+  // Fills batch_ from the plan; true when every item is a single-token decode that samples.
+  bool build_batch(const StepPlan& plan);
+  // The forward pass: a captured graph (with argmax) for decode-only steps where one fits, else
+  // eager, with the argmax when `greedy`. Returns the logits of batch_.logit_rows.
+  Tensor forward(bool decode_only, bool greedy);
+  // Picks the sampled rows' tokens from `logits`; `greedy`: the argmax is in device_tokens_.
+  StepResult select(const StepPlan& plan, const std::vector<sampling::SequenceSampler*>& samplers,
+                    const Tensor& logits, bool greedy);
+  // Device sampling of non-greedy rows; false where the backend or a request needs the host.
+  bool sample_on_device(const StepPlan& plan,
+                        const std::vector<sampling::SequenceSampler*>& samplers,
+                        const Tensor& logits, int n);
+  int graph_bucket(int num_seqs) const;
+
+  Decoder& decoder_;
+  ops::Backend& backend_;
+  int ctx_, max_seqs_, sample_limit_;
+  int64_t vocab_;
+  ForwardBatch batch_;
+  std::vector<int> graph_sizes_, graphs_;
+  bool profiling_ = false;
+  std::vector<float> host_logits_;
+  std::vector<int32_t> host_tokens_;
+  Buffer device_tokens_;
+};
+
+}  // namespace lite_llama
