@@ -21,7 +21,7 @@
 #include "model/decoder.h"
 #include "model/kv_cache.h"
 #include "sampling/sampler.h"
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 
 namespace lite_llama {
 namespace {

@@ -1,13 +1,13 @@
 // Tree-walking renderer for parsed chat templates: statements write to an output string,
 // expressions evaluate with Python semantics (operators, truthiness, and/or returning operands).
-#include "tokenizer/jinja_eval.h"
+#include "template/jinja_eval.h"
 
 #include <cmath>
 #include <cstdint>
 #include <memory>
 
 #include "core/error.h"
-#include "tokenizer/jinja_builtins.h"
+#include "template/jinja_builtins.h"
 
 namespace lite_llama::jinja {
 

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tokenizer/jinja_value.h"
+#include "template/jinja_value.h"
 
 namespace lite_llama::jinja {
 

@@ -1,6 +1,6 @@
 // Tokenizer for templates: splits text from {{ }}, {% %} and {# #} tags, applies whitespace
 // control, and lexes the expression tokens inside tags (names, numbers, strings, operators).
-#include "tokenizer/jinja_lexer.h"
+#include "template/jinja_lexer.h"
 
 #include <algorithm>
 #include <cctype>
@@ -8,7 +8,7 @@
 #include <cstdlib>
 
 #include "core/error.h"
-#include "tokenizer/jinja_value.h"
+#include "template/jinja_value.h"
 
 namespace lite_llama::jinja {
 
