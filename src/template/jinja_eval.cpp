@@ -2,7 +2,6 @@
 // expressions evaluate with Python semantics (operators, truthiness, and/or returning operands).
 #include "template/jinja_eval.h"
 
-#include <cmath>
 #include <cstdint>
 #include <memory>
 
@@ -26,12 +25,135 @@ struct Scope {
 
 enum class Flow { kNormal, kBreak, kContinue };
 
-[[noreturn]] void undefined_error(const Value& v) {
-  if (v.s.empty()) fail("an undefined value was used in an operation");
-  fail("'{}' is undefined", v.s);
+void bind_targets(const std::vector<std::string>& targets, const Value& v, Scope& sc) {
+  if (targets.size() == 1) {
+    sc.vars.set(targets[0], v);
+    return;
+  }
+  std::vector<Value> parts = iterate(v);
+  if (parts.size() != targets.size())
+    fail("cannot unpack {} values into {} names", parts.size(), targets.size());
+  for (size_t k = 0; k < targets.size(); ++k) sc.vars.set(targets[k], parts[k]);
 }
 
-class Renderer {
+// Expression half of the renderer. line_ follows evaluation so that errors name the line.
+class Evaluator {
+ protected:
+  Value eval(const Expr& e, Scope& sc) {
+    line_ = e.line;
+    switch (e.kind) {
+      case Expr::Kind::kLiteral:
+        return e.value;
+      case Expr::Kind::kName: {
+        const Value* v = sc.lookup(e.name);
+        return v ? *v : Value::undefined(e.name);
+      }
+      case Expr::Kind::kList:
+      case Expr::Kind::kTuple: {
+        ValueList items;
+        for (const auto& x : e.args) items.push_back(eval(*x, sc));
+        if (e.kind == Expr::Kind::kTuple) return Value::make_tuple(std::move(items));
+        return Value::make_list(std::move(items));
+      }
+      case Expr::Kind::kDict: {
+        Dict d;
+        for (size_t k = 0; k + 1 < e.args.size(); k += 2) {
+          Value key = eval(*e.args[k], sc);
+          if (!key.is_string()) fail("dict literal keys must be strings, got {}", type_name(key));
+          d.set(key.s, eval(*e.args[k + 1], sc));
+        }
+        return Value::make_dict(std::move(d));
+      }
+      case Expr::Kind::kAttr: {
+        Value obj = eval(*e.a, sc);
+        return get_attr(obj, e.name);
+      }
+      case Expr::Kind::kItem: {
+        Value obj = eval(*e.a, sc);
+        Value key = eval(*e.b, sc);
+        return get_item(obj, key);
+      }
+      case Expr::Kind::kSlice: {
+        Value obj = eval(*e.a, sc);
+        Value parts[3];
+        for (int k = 0; k < 3; ++k) parts[k] = e.args[k] ? eval(*e.args[k], sc) : Value::none();
+        line_ = e.line;
+        return get_slice(obj, parts[0], parts[1], parts[2]);
+      }
+      case Expr::Kind::kCall: {
+        Value fn = eval(*e.a, sc);
+        CallArgs args = eval_args(e, sc);
+        line_ = e.line;
+        if (fn.is_undefined()) undefined_error(fn);
+        if (fn.kind != Value::Kind::kFunction) fail("'{}' object is not callable", type_name(fn));
+        return (*fn.fn)(args);
+      }
+      case Expr::Kind::kFilter: {
+        Value input = eval(*e.a, sc);
+        CallArgs args = eval_args(e, sc);
+        line_ = e.line;
+        return apply_filter(e.name, input, args);
+      }
+      case Expr::Kind::kTest: {
+        Value v = eval(*e.a, sc);
+        CallArgs args = eval_args(e, sc);
+        line_ = e.line;
+        return Value::boolean(apply_test(e.name, v, args) != e.negated);
+      }
+      case Expr::Kind::kUnary: {
+        Value v = eval(*e.a, sc);
+        line_ = e.line;
+        return unary_op(e.name, v);
+      }
+      case Expr::Kind::kBinary:
+        return eval_binary(e, sc);
+      case Expr::Kind::kCompare: {
+        Value left = eval(*e.a, sc);
+        for (size_t k = 0; k < e.ops.size(); ++k) {
+          Value right = eval(*e.args[k], sc);
+          line_ = e.line;
+          if (!compare_op(e.ops[k], left, right)) return Value::boolean(false);
+          left = std::move(right);
+        }
+        return Value::boolean(true);
+      }
+      case Expr::Kind::kCond:
+        if (truthy(eval(*e.b, sc))) return eval(*e.a, sc);
+        return e.c ? eval(*e.c, sc) : Value::undefined();
+    }
+    return Value::undefined();
+  }
+
+  Value eval_binary(const Expr& e, Scope& sc) {
+    Value l = eval(*e.a, sc);
+    if (e.name == "and") return truthy(l) ? eval(*e.b, sc) : l;
+    if (e.name == "or") return truthy(l) ? l : eval(*e.b, sc);
+    Value r = eval(*e.b, sc);
+    line_ = e.line;
+    return binary_op(e.name, l, r);
+  }
+
+  Value apply_filters(const std::vector<ExprPtr>& chain, Value v, Scope& sc) {
+    for (const auto& f : chain) {
+      CallArgs args = eval_args(*f, sc);
+      line_ = f->line;
+      v = apply_filter(f->name, v, args);
+    }
+    return v;
+  }
+
+  CallArgs eval_args(const Expr& e, Scope& sc) {
+    CallArgs args;
+    for (const auto& x : e.args) args.pos.push_back(eval(*x, sc));
+    for (const auto& [k, x] : e.kwargs) args.kw.emplace_back(k, eval(*x, sc));
+    return args;
+  }
+
+  int line_ = 0;
+};
+
+// Statement half: output, control flow, assignments and macros.
+class Renderer : private Evaluator {
  public:
   std::string run(const Body& body, const Dict& context) {
     Scope root;
@@ -102,17 +224,6 @@ class Renderer {
         return exec_body(s.body, sc, out);
     }
     return Flow::kNormal;
-  }
-
-  static void bind_targets(const std::vector<std::string>& targets, const Value& v, Scope& sc) {
-    if (targets.size() == 1) {
-      sc.vars.set(targets[0], v);
-      return;
-    }
-    std::vector<Value> parts = iterate(v);
-    if (parts.size() != targets.size())
-      fail("cannot unpack {} values into {} names", parts.size(), targets.size());
-    for (size_t k = 0; k < targets.size(); ++k) sc.vars.set(targets[k], parts[k]);
   }
 
   Flow exec_for(const Stmt& s, Scope& sc, std::string& out) {
@@ -208,238 +319,8 @@ class Renderer {
     });
   }
 
-  Value apply_filters(const std::vector<ExprPtr>& chain, Value v, Scope& sc) {
-    for (const auto& f : chain) {
-      CallArgs args = eval_args(*f, sc);
-      line_ = f->line;
-      v = apply_filter(f->name, v, args);
-    }
-    return v;
-  }
-
-  CallArgs eval_args(const Expr& e, Scope& sc) {
-    CallArgs args;
-    for (const auto& x : e.args) args.pos.push_back(eval(*x, sc));
-    for (const auto& [k, x] : e.kwargs) args.kw.emplace_back(k, eval(*x, sc));
-    return args;
-  }
-
-  Value eval(const Expr& e, Scope& sc) {
-    line_ = e.line;
-    switch (e.kind) {
-      case Expr::Kind::kLiteral:
-        return e.value;
-      case Expr::Kind::kName: {
-        const Value* v = sc.lookup(e.name);
-        return v ? *v : Value::undefined(e.name);
-      }
-      case Expr::Kind::kList:
-      case Expr::Kind::kTuple: {
-        ValueList items;
-        for (const auto& x : e.args) items.push_back(eval(*x, sc));
-        if (e.kind == Expr::Kind::kTuple) return Value::make_tuple(std::move(items));
-        return Value::make_list(std::move(items));
-      }
-      case Expr::Kind::kDict: {
-        Dict d;
-        for (size_t k = 0; k + 1 < e.args.size(); k += 2) {
-          Value key = eval(*e.args[k], sc);
-          if (!key.is_string()) fail("dict literal keys must be strings, got {}", type_name(key));
-          d.set(key.s, eval(*e.args[k + 1], sc));
-        }
-        return Value::make_dict(std::move(d));
-      }
-      case Expr::Kind::kAttr: {
-        Value obj = eval(*e.a, sc);
-        return get_attr(obj, e.name);
-      }
-      case Expr::Kind::kItem: {
-        Value obj = eval(*e.a, sc);
-        Value key = eval(*e.b, sc);
-        return get_item(obj, key);
-      }
-      case Expr::Kind::kSlice: {
-        Value obj = eval(*e.a, sc);
-        Value parts[3];
-        for (int k = 0; k < 3; ++k) parts[k] = e.args[k] ? eval(*e.args[k], sc) : Value::none();
-        line_ = e.line;
-        return get_slice(obj, parts[0], parts[1], parts[2]);
-      }
-      case Expr::Kind::kCall: {
-        Value fn = eval(*e.a, sc);
-        CallArgs args = eval_args(e, sc);
-        line_ = e.line;
-        if (fn.is_undefined()) undefined_error(fn);
-        if (fn.kind != Value::Kind::kFunction) fail("'{}' object is not callable", type_name(fn));
-        return (*fn.fn)(args);
-      }
-      case Expr::Kind::kFilter: {
-        Value input = eval(*e.a, sc);
-        CallArgs args = eval_args(e, sc);
-        line_ = e.line;
-        return apply_filter(e.name, input, args);
-      }
-      case Expr::Kind::kTest: {
-        Value v = eval(*e.a, sc);
-        CallArgs args = eval_args(e, sc);
-        line_ = e.line;
-        return Value::boolean(apply_test(e.name, v, args) != e.negated);
-      }
-      case Expr::Kind::kUnary:
-        return eval_unary(e, sc);
-      case Expr::Kind::kBinary:
-        return eval_binary(e, sc);
-      case Expr::Kind::kCompare: {
-        Value left = eval(*e.a, sc);
-        for (size_t k = 0; k < e.ops.size(); ++k) {
-          Value right = eval(*e.args[k], sc);
-          line_ = e.line;
-          if (!compare_op(e.ops[k], left, right)) return Value::boolean(false);
-          left = std::move(right);
-        }
-        return Value::boolean(true);
-      }
-      case Expr::Kind::kCond:
-        if (truthy(eval(*e.b, sc))) return eval(*e.a, sc);
-        return e.c ? eval(*e.c, sc) : Value::undefined();
-    }
-    return Value::undefined();
-  }
-
-  static bool compare_op(const std::string& op, const Value& l, const Value& r) {
-    if (op == "==") return equals(l, r);
-    if (op == "!=") return !equals(l, r);
-    if (op == "in") return contains(r, l);
-    if (op == "notin") return !contains(r, l);
-    int c = compare(l, r);
-    if (op == "<") return c < 0;
-    if (op == "<=") return c <= 0;
-    if (op == ">") return c > 0;
-    return c >= 0;
-  }
-
-  Value eval_unary(const Expr& e, Scope& sc) {
-    Value v = eval(*e.a, sc);
-    line_ = e.line;
-    if (e.name == "not") return Value::boolean(!truthy(v));
-    if (v.is_undefined()) undefined_error(v);
-    if (!v.is_number()) fail("bad operand type for unary {}: '{}'", e.name, type_name(v));
-    if (e.name == "+") return v.kind == Value::Kind::kBool ? Value::integer(v.as_int()) : v;
-    if (v.kind == Value::Kind::kFloat) return Value::number(-v.f);
-    if (v.as_int() == INT64_MIN) fail("integer overflow in unary -");
-    return Value::integer(-v.as_int());
-  }
-
-  Value eval_binary(const Expr& e, Scope& sc) {
-    const std::string& op = e.name;
-    Value l = eval(*e.a, sc);
-    if (op == "and") return truthy(l) ? eval(*e.b, sc) : l;
-    if (op == "or") return truthy(l) ? l : eval(*e.b, sc);
-    Value r = eval(*e.b, sc);
-    line_ = e.line;
-    if (op == "~") return Value::string(to_str(l) + to_str(r));
-    if (l.is_undefined()) undefined_error(l);
-    if (r.is_undefined()) undefined_error(r);
-    return arithmetic(op, l, r);
-  }
-
-  static Value arithmetic(const std::string& op, const Value& l, const Value& r) {
-    auto type_error = [&]() -> Value {
-      if (op == "+" && l.is_string())
-        fail("can only concatenate str (not \"{}\") to str", type_name(r));
-      if (op == "+" && l.is_list())
-        fail("can only concatenate list (not \"{}\") to list", type_name(r));
-      fail("unsupported operand type(s) for {}: '{}' and '{}'", op, type_name(l), type_name(r));
-    };
-    if (l.is_number() && r.is_number()) {
-      bool ints = l.is_integral() && r.is_integral();
-      int64_t a = l.as_int(), b = r.as_int();
-      double x = l.as_double(), y = r.as_double();
-      // Python integers do not overflow; 64-bit ones that would are reported instead.
-      int64_t res = 0;
-      auto checked = [&](bool overflow) {
-        if (overflow) fail("integer overflow in {} (values beyond 64 bits are not supported)", op);
-        return Value::integer(res);
-      };
-      if (op == "+")
-        return ints ? checked(__builtin_add_overflow(a, b, &res)) : Value::number(x + y);
-      if (op == "-")
-        return ints ? checked(__builtin_sub_overflow(a, b, &res)) : Value::number(x - y);
-      if (op == "*")
-        return ints ? checked(__builtin_mul_overflow(a, b, &res)) : Value::number(x * y);
-      if (op == "/") {
-        if (y == 0) fail("division by zero");
-        return Value::number(x / y);
-      }
-      if (op == "//" || op == "%") {
-        if (y == 0) fail("integer division or modulo by zero");
-        if (ints) {
-          if (a == INT64_MIN && b == -1) fail("integer overflow in {}", op);
-          int64_t q = a / b, m = a % b;
-          if (m != 0 && ((m < 0) != (b < 0))) {  // Python floors toward negative infinity
-            --q;
-            m += b;
-          }
-          return op == "//" ? Value::integer(q) : Value::integer(m);
-        }
-        double q = std::floor(x / y);
-        return op == "//" ? Value::number(q) : Value::number(x - q * y);
-      }
-      if (op == "**") {
-        if (ints && b >= 0) {
-          res = 1;
-          int64_t base = a;
-          for (int64_t e = b; e > 0; e >>= 1) {  // square-and-multiply, overflow-checked
-            if ((e & 1) && __builtin_mul_overflow(res, base, &res)) checked(true);
-            if (e > 1 && __builtin_mul_overflow(base, base, &base)) checked(true);
-          }
-          return Value::integer(res);
-        }
-        return Value::number(std::pow(x, y));
-      }
-      return type_error();
-    }
-    if (op == "+" && l.is_string() && r.is_string()) return Value::string(l.s + r.s);
-    if (op == "+" && l.is_list() && r.is_list()) {
-      ValueList items = *l.list;
-      items.insert(items.end(), r.list->begin(), r.list->end());
-      return Value::make_list(std::move(items));
-    }
-    if (op == "*" && (l.is_string() || l.is_list()) && r.is_integral())
-      return repeat(l, r.as_int());
-    if (op == "*" && (r.is_string() || r.is_list()) && l.is_integral())
-      return repeat(r, l.as_int());
-    if (op == "%" && l.is_string()) {  // printf-style formatting, as Python's str % args
-      CallArgs args;
-      if (r.is_list() && r.is_tuple) {
-        args.pos = *r.list;
-      } else {
-        args.pos.push_back(r);  // a dict serves %(key)s fields and plain %s alike
-        if (r.is_dict())
-          for (const auto& [k, v] : r.dict->items) args.kw.emplace_back(k, v);
-      }
-      return apply_filter("format", l, args);
-    }
-    return type_error();
-  }
-
-  static Value repeat(const Value& v, int64_t n) {
-    size_t unit = v.is_string() ? v.s.size() : v.list->size();
-    if (n > 0 && unit > 0 && static_cast<uint64_t>(n) > (size_t{1} << 28) / unit)
-      fail("sequence repetition result too large");
-    if (v.is_string()) {
-      std::string out;
-      for (int64_t k = 0; k < n; ++k) out += v.s;
-      return Value::string(out);
-    }
-    ValueList items;
-    for (int64_t k = 0; k < n; ++k) items.insert(items.end(), v.list->begin(), v.list->end());
-    return Value::make_list(std::move(items));
-  }
-
   static constexpr int kMaxMacroDepth = 200;
   Scope* root_ = nullptr;
-  int line_ = 0;
   int macro_depth_ = 0;
 };
 
