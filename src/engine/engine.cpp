@@ -20,7 +20,7 @@
 #include "engine/text_stream.h"
 #include "kv/kv_pool.h"
 #include "sampling/sampler.h"
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 
 namespace lite_llama {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "core/error.h"
 #include "io/gguf.h"
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 
 using namespace lite_llama;
 using nlohmann::ordered_json;

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "tokenizer/jinja_value.h"
+#include "template/jinja_value.h"
 
 namespace lite_llama::jinja {
 

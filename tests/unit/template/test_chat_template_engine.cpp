@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 
 using namespace lite_llama;
 using nlohmann::ordered_json;

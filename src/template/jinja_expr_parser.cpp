@@ -2,8 +2,8 @@
 // jinja2's precedence, attribute/subscript/slice/call postfixes, filters and tests. Unknown
 // filters and tests fail at parse time, as jinja2's compiler does.
 #include "core/error.h"
-#include "tokenizer/jinja_builtins.h"
-#include "tokenizer/jinja_parser.h"
+#include "template/jinja_builtins.h"
+#include "template/jinja_parser.h"
 
 namespace lite_llama::jinja {
 

@@ -1,13 +1,13 @@
-// Built-in filters, tests, globals and Python methods available to chat templates, matching what
-// transformers' ImmutableSandboxedEnvironment exposes (jinja2 builtins plus its tojson override,
-// raise_exception and strftime_now). Errors are thrown as lite_llama::Error without a location;
-// the renderer adds the template line.
+// Built-in filters, tests, globals, operators and Python methods available to chat templates,
+// matching what transformers' ImmutableSandboxedEnvironment exposes (jinja2 builtins plus its
+// tojson override, raise_exception and strftime_now). Errors are thrown as lite_llama::Error
+// without a location; the renderer adds the template line.
 #pragma once
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "tokenizer/jinja_value.h"
+#include "template/jinja_value.h"
 
 namespace lite_llama::jinja {
 
@@ -26,6 +26,13 @@ Value get_slice(const Value& obj, const Value& start, const Value& stop, const V
 std::vector<Value> iterate(const Value& v);
 size_t py_len(const Value& v);
 bool contains(const Value& container, const Value& item);  // `item in container`
+
+// Python's operators (jinja_operators.cpp). `and`/`or` are not here: they short-circuit, so the
+// renderer evaluates them. An Undefined operand fails, naming the missing variable.
+[[noreturn]] void undefined_error(const Value& v);
+bool compare_op(const std::string& op, const Value& l, const Value& r);  // ==, <, in, notin ...
+Value unary_op(const std::string& op, const Value& v);                   // not, +, -
+Value binary_op(const std::string& op, const Value& l, const Value& r);  // ~, +, //, %, ** ...
 
 // Globals of transformers' chat template environment.
 void add_globals(Dict& globals);

@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "core/error.h"
-#include "tokenizer/jinja_builtins.h"
+#include "template/jinja_builtins.h"
 
 namespace lite_llama::jinja {
 

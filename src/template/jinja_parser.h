@@ -6,8 +6,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "tokenizer/jinja_ast.h"
-#include "tokenizer/jinja_lexer.h"
+#include "template/jinja_ast.h"
+#include "template/jinja_lexer.h"
 
 namespace lite_llama::jinja {
 

@@ -1,9 +1,9 @@
 // Public face of the Jinja-subset engine: parse at construction, render from JSON contexts.
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 
 #include "core/error.h"
-#include "tokenizer/jinja_ast.h"
-#include "tokenizer/jinja_eval.h"
+#include "template/jinja_ast.h"
+#include "template/jinja_eval.h"
 
 namespace lite_llama {
 

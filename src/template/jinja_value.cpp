@@ -1,6 +1,6 @@
 // Python-compatible behaviour of template values: str()/repr()/json.dumps() output, equality and
 // ordering, and the small part of Unicode (code points, whitespace, case) that str methods need.
-#include "tokenizer/jinja_value.h"
+#include "template/jinja_value.h"
 
 #include <algorithm>
 #include <charconv>

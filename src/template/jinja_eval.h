@@ -4,8 +4,8 @@
 #pragma once
 #include <string>
 
-#include "tokenizer/jinja_ast.h"
-#include "tokenizer/jinja_value.h"
+#include "template/jinja_ast.h"
+#include "template/jinja_value.h"
 
 namespace lite_llama::jinja {
 

@@ -4,7 +4,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
-#include "tokenizer/jinja_builtins.h"
+#include "template/jinja_builtins.h"
 
 namespace lite_llama::jinja {
 

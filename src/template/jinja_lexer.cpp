@@ -1,6 +1,6 @@
 // Tokenizer for templates: splits text from {{ }}, {% %} and {# #} tags, applies whitespace
 // control, and lexes the expression tokens inside tags (names, numbers, strings, operators).
-#include "tokenizer/jinja_lexer.h"
+#include "template/jinja_lexer.h"
 
 #include <algorithm>
 #include <cctype>
@@ -8,7 +8,7 @@
 #include <cstdlib>
 
 #include "core/error.h"
-#include "tokenizer/jinja_value.h"
+#include "template/jinja_value.h"
 
 namespace lite_llama::jinja {
 
@@ -51,13 +51,207 @@ std::string rstrip_space(const std::string& s) {
   return utf8_encode(cps);
 }
 
-class Lexer {
+// The template text, where its lines start (for error locations) and the tokens emitted so far;
+// shared by the Lexer (text and tags) and the scanners of the tokens inside tags below.
+class Source {
  public:
-  explicit Lexer(std::string src) : src_(std::move(src)) {
+  explicit Source(std::string src) : src_(std::move(src)) {
     line_starts_.push_back(0);
     for (size_t k = 0; k < src_.size(); ++k)
       if (src_[k] == '\n') line_starts_.push_back(k + 1);
   }
+
+  const std::string& src() const { return src_; }
+  const std::vector<Token>& tokens() const { return toks_; }
+  std::vector<Token> take_tokens() { return std::move(toks_); }
+
+  Token& push(TokType t, std::string text, size_t pos) {
+    Token tok;
+    tok.type = t;
+    tok.text = std::move(text);
+    locate(pos, tok.line, tok.col);
+    toks_.push_back(std::move(tok));
+    return toks_.back();
+  }
+
+  void locate(size_t pos, int& line, int& col) const {
+    auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), pos);
+    line = static_cast<int>(it - line_starts_.begin());
+    col = static_cast<int>(pos - line_starts_[line - 1]) + 1;
+  }
+
+  [[noreturn]] void error_at(size_t pos, const std::string& msg) const {
+    int line, col;
+    locate(pos, line, col);
+    syntax_error(line, col, msg);
+  }
+
+ protected:
+  std::string src_;
+
+ private:
+  std::vector<size_t> line_starts_;
+  std::vector<Token> toks_;
+};
+
+size_t lex_number(Source& s, size_t pos) {
+  const std::string& src = s.src();
+  auto digits = [&](size_t k) {
+    while (k < src.size() && (std::isdigit(static_cast<unsigned char>(src[k])) ||
+                              (src[k] == '_' && k + 1 < src.size() &&
+                               std::isdigit(static_cast<unsigned char>(src[k + 1])))))
+      ++k;
+    return k;
+  };
+  size_t e = digits(pos);
+  const std::vector<Token>& toks = s.tokens();
+  bool after_dot = !toks.empty() && toks.back().type == TokType::kOp && toks.back().text == ".";
+  bool is_float = false;
+  if (!after_dot && e + 1 < src.size() && src[e] == '.' &&
+      std::isdigit(static_cast<unsigned char>(src[e + 1]))) {
+    e = digits(e + 1);
+    is_float = true;
+  }
+  if (!after_dot && e < src.size() && (src[e] == 'e' || src[e] == 'E')) {
+    size_t k = e + 1;
+    if (k < src.size() && (src[k] == '+' || src[k] == '-')) ++k;
+    if (k < src.size() && std::isdigit(static_cast<unsigned char>(src[k]))) {
+      e = digits(k);
+      is_float = true;
+    }
+  }
+  std::string text;
+  for (size_t k = pos; k < e; ++k)
+    if (src[k] != '_') text += src[k];
+  Token& tok = s.push(is_float ? TokType::kFloat : TokType::kInt, text, pos);
+  if (is_float) {
+    tok.fval = std::strtod(text.c_str(), nullptr);
+  } else {
+    errno = 0;
+    tok.ival = std::strtoll(text.c_str(), nullptr, 10);
+    if (errno == ERANGE) s.error_at(pos, "integer literal " + text + " does not fit in 64 bits");
+  }
+  return e;
+}
+
+// Python string literal escapes (jinja2 decodes literals with "unicode-escape").
+size_t lex_string(Source& s, size_t pos) {
+  const std::string& src = s.src();
+  char q = src[pos];
+  std::string out;
+  size_t k = pos + 1;
+  while (true) {
+    if (k >= src.size()) s.error_at(pos, "unterminated string literal");
+    char c = src[k];
+    if (c == q) break;
+    if (c != '\\') {
+      out += c;
+      ++k;
+      continue;
+    }
+    if (k + 1 >= src.size()) s.error_at(pos, "unterminated string literal");
+    char e = src[k + 1];
+    k += 2;
+    switch (e) {
+      case 'n':
+        out += '\n';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case '\\':
+        out += '\\';
+        break;
+      case '\'':
+        out += '\'';
+        break;
+      case '"':
+        out += '"';
+        break;
+      case 'a':
+        out += '\a';
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'v':
+        out += '\v';
+        break;
+      case '\n':
+        break;  // line continuation
+      case 'x':
+      case 'u':
+      case 'U': {
+        size_t n = e == 'x' ? 2 : e == 'u' ? 4 : 8;
+        if (k + n > src.size()) s.error_at(pos, "truncated \\" + std::string(1, e) + " escape");
+        std::string hex = src.substr(k, n);
+        if (hex.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
+          s.error_at(pos, "truncated \\" + std::string(1, e) + " escape");
+        utf8_append(out, static_cast<char32_t>(std::strtoul(hex.c_str(), nullptr, 16)));
+        k += n;
+        break;
+      }
+      default:
+        if (e >= '0' && e <= '7') {
+          unsigned v = e - '0';
+          for (int m = 0; m < 2 && k < src.size() && src[k] >= '0' && src[k] <= '7'; ++m)
+            v = v * 8 + (src[k++] - '0');
+          utf8_append(out, v);
+        } else if (e == 'N') {
+          s.error_at(pos, "unsupported \\N{...} escape in string literal");
+        } else {
+          out += '\\';  // unknown escapes stay as written, as in Python
+          out += e;
+        }
+    }
+  }
+  s.push(TokType::kString, out, pos);
+  return k + 1;
+}
+
+// One token inside a {{ }} or {% %} tag; depth counts open brackets, inside which the closing
+// delimiter of the tag is not recognised.
+size_t lex_expr_token(Source& s, size_t pos, int& depth) {
+  const std::string& src = s.src();
+  char c = src[pos];
+  if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+    size_t e = pos;
+    while (e < src.size() && (std::isalnum(static_cast<unsigned char>(src[e])) || src[e] == '_'))
+      ++e;
+    s.push(TokType::kName, src.substr(pos, e - pos), pos);
+    return e;
+  }
+  if (std::isdigit(static_cast<unsigned char>(c))) return lex_number(s, pos);
+  if (c == '\'' || c == '"') return lex_string(s, pos);
+  static const char* kOps2[] = {"//", "**", "==", "!=", ">=", "<="};
+  for (const char* op : kOps2) {
+    if (src.compare(pos, 2, op) == 0) {
+      s.push(TokType::kOp, op, pos);
+      return pos + 2;
+    }
+  }
+  if (std::string_view("+-/*%~[](){}><=.:|,;").find(c) == std::string_view::npos)
+    s.error_at(pos, std::string("unexpected character '") + c + "'");
+  if (c == '(' || c == '[' || c == '{') ++depth;
+  if (c == ')' || c == ']' || c == '}') {
+    if (depth == 0) s.error_at(pos, std::string("unexpected '") + c + "'");
+    --depth;
+  }
+  s.push(TokType::kOp, std::string(1, c), pos);
+  return pos + 1;
+}
+
+// Splits text from tags with jinja2's whitespace control; the tokens inside tags come from
+// lex_expr_token.
+class Lexer : private Source {
+ public:
+  using Source::Source;
 
   std::vector<Token> run() {
     size_t pos = 0;
@@ -91,7 +285,7 @@ class Lexer {
       }
     }
     push(TokType::kEof, "", src_.size());
-    return std::move(toks_);
+    return take_tokens();
   }
 
  private:
@@ -197,186 +391,13 @@ class Lexer {
           return after_tag(end, sign, !is_var);
         }
       }
-      pos = lex_expr_token(pos, depth);
+      pos = lex_expr_token(*this, pos, depth);
     }
-  }
-
-  size_t lex_expr_token(size_t pos, int& depth) {
-    char c = src_[pos];
-    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
-      size_t e = pos;
-      while (e < src_.size() &&
-             (std::isalnum(static_cast<unsigned char>(src_[e])) || src_[e] == '_'))
-        ++e;
-      push(TokType::kName, src_.substr(pos, e - pos), pos);
-      return e;
-    }
-    if (std::isdigit(static_cast<unsigned char>(c))) return lex_number(pos);
-    if (c == '\'' || c == '"') return lex_string(pos);
-    static const char* kOps2[] = {"//", "**", "==", "!=", ">=", "<="};
-    for (const char* op : kOps2) {
-      if (src_.compare(pos, 2, op) == 0) {
-        push(TokType::kOp, op, pos);
-        return pos + 2;
-      }
-    }
-    if (std::string_view("+-/*%~[](){}><=.:|,;").find(c) == std::string_view::npos)
-      error_at(pos, std::string("unexpected character '") + c + "'");
-    if (c == '(' || c == '[' || c == '{') ++depth;
-    if (c == ')' || c == ']' || c == '}') {
-      if (depth == 0) error_at(pos, std::string("unexpected '") + c + "'");
-      --depth;
-    }
-    push(TokType::kOp, std::string(1, c), pos);
-    return pos + 1;
-  }
-
-  size_t lex_number(size_t pos) {
-    auto digits = [&](size_t k) {
-      while (k < src_.size() && (std::isdigit(static_cast<unsigned char>(src_[k])) ||
-                                 (src_[k] == '_' && k + 1 < src_.size() &&
-                                  std::isdigit(static_cast<unsigned char>(src_[k + 1])))))
-        ++k;
-      return k;
-    };
-    size_t e = digits(pos);
-    bool after_dot =
-        !toks_.empty() && toks_.back().type == TokType::kOp && toks_.back().text == ".";
-    bool is_float = false;
-    if (!after_dot && e + 1 < src_.size() && src_[e] == '.' &&
-        std::isdigit(static_cast<unsigned char>(src_[e + 1]))) {
-      e = digits(e + 1);
-      is_float = true;
-    }
-    if (!after_dot && e < src_.size() && (src_[e] == 'e' || src_[e] == 'E')) {
-      size_t k = e + 1;
-      if (k < src_.size() && (src_[k] == '+' || src_[k] == '-')) ++k;
-      if (k < src_.size() && std::isdigit(static_cast<unsigned char>(src_[k]))) {
-        e = digits(k);
-        is_float = true;
-      }
-    }
-    std::string text;
-    for (size_t k = pos; k < e; ++k)
-      if (src_[k] != '_') text += src_[k];
-    push(is_float ? TokType::kFloat : TokType::kInt, text, pos);
-    if (is_float) {
-      toks_.back().fval = std::strtod(text.c_str(), nullptr);
-    } else {
-      errno = 0;
-      toks_.back().ival = std::strtoll(text.c_str(), nullptr, 10);
-      if (errno == ERANGE) error_at(pos, "integer literal " + text + " does not fit in 64 bits");
-    }
-    return e;
-  }
-
-  // Python string literal escapes (jinja2 decodes literals with "unicode-escape").
-  size_t lex_string(size_t pos) {
-    char q = src_[pos];
-    std::string out;
-    size_t k = pos + 1;
-    while (true) {
-      if (k >= src_.size()) error_at(pos, "unterminated string literal");
-      char c = src_[k];
-      if (c == q) break;
-      if (c != '\\') {
-        out += c;
-        ++k;
-        continue;
-      }
-      if (k + 1 >= src_.size()) error_at(pos, "unterminated string literal");
-      char e = src_[k + 1];
-      k += 2;
-      switch (e) {
-        case 'n':
-          out += '\n';
-          break;
-        case 't':
-          out += '\t';
-          break;
-        case 'r':
-          out += '\r';
-          break;
-        case '\\':
-          out += '\\';
-          break;
-        case '\'':
-          out += '\'';
-          break;
-        case '"':
-          out += '"';
-          break;
-        case 'a':
-          out += '\a';
-          break;
-        case 'b':
-          out += '\b';
-          break;
-        case 'f':
-          out += '\f';
-          break;
-        case 'v':
-          out += '\v';
-          break;
-        case '\n':
-          break;  // line continuation
-        case 'x':
-        case 'u':
-        case 'U': {
-          size_t n = e == 'x' ? 2 : e == 'u' ? 4 : 8;
-          if (k + n > src_.size()) error_at(pos, "truncated \\" + std::string(1, e) + " escape");
-          std::string hex = src_.substr(k, n);
-          if (hex.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
-            error_at(pos, "truncated \\" + std::string(1, e) + " escape");
-          utf8_append(out, static_cast<char32_t>(std::strtoul(hex.c_str(), nullptr, 16)));
-          k += n;
-          break;
-        }
-        default:
-          if (e >= '0' && e <= '7') {
-            unsigned v = e - '0';
-            for (int m = 0; m < 2 && k < src_.size() && src_[k] >= '0' && src_[k] <= '7'; ++m)
-              v = v * 8 + (src_[k++] - '0');
-            utf8_append(out, v);
-          } else if (e == 'N') {
-            error_at(pos, "unsupported \\N{...} escape in string literal");
-          } else {
-            out += '\\';  // unknown escapes stay as written, as in Python
-            out += e;
-          }
-      }
-    }
-    push(TokType::kString, out, pos);
-    return k + 1;
   }
 
   void emit_text(const std::string& text, size_t pos) {
     if (!text.empty()) push(TokType::kText, text, pos);
   }
-
-  void push(TokType t, std::string text, size_t pos) {
-    Token tok;
-    tok.type = t;
-    tok.text = std::move(text);
-    locate(pos, tok.line, tok.col);
-    toks_.push_back(std::move(tok));
-  }
-
-  void locate(size_t pos, int& line, int& col) const {
-    auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), pos);
-    line = static_cast<int>(it - line_starts_.begin());
-    col = static_cast<int>(pos - line_starts_[line - 1]) + 1;
-  }
-
-  [[noreturn]] void error_at(size_t pos, const std::string& msg) const {
-    int line, col;
-    locate(pos, line, col);
-    syntax_error(line, col, msg);
-  }
-
-  std::string src_;
-  std::vector<size_t> line_starts_;
-  std::vector<Token> toks_;
 };
 
 }  // namespace

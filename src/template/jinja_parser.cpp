@@ -1,6 +1,6 @@
 // Statement half of the chat template parser (see jinja_parser.h): text, {{ }} and the block
 // tags. Tags outside the supported subset fail here, at construction, with line and column.
-#include "tokenizer/jinja_parser.h"
+#include "template/jinja_parser.h"
 
 #include "core/error.h"
 

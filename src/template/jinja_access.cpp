@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "core/error.h"
-#include "tokenizer/jinja_builtins.h"
+#include "template/jinja_builtins.h"
 
 namespace lite_llama::jinja {
 

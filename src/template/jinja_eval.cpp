@@ -1,0 +1,331 @@
+// Tree-walking renderer for parsed chat templates: statements write to an output string,
+// expressions evaluate with Python semantics (operators, truthiness, and/or returning operands).
+#include "template/jinja_eval.h"
+
+#include <cstdint>
+#include <memory>
+
+#include "core/error.h"
+#include "template/jinja_builtins.h"
+
+namespace lite_llama::jinja {
+
+namespace {
+
+struct Scope {
+  Scope* parent = nullptr;
+  Dict vars;
+
+  const Value* lookup(std::string_view name) const {
+    for (const Scope* s = this; s; s = s->parent)
+      if (const Value* v = s->vars.find(name)) return v;
+    return nullptr;
+  }
+};
+
+enum class Flow { kNormal, kBreak, kContinue };
+
+void bind_targets(const std::vector<std::string>& targets, const Value& v, Scope& sc) {
+  if (targets.size() == 1) {
+    sc.vars.set(targets[0], v);
+    return;
+  }
+  std::vector<Value> parts = iterate(v);
+  if (parts.size() != targets.size())
+    fail("cannot unpack {} values into {} names", parts.size(), targets.size());
+  for (size_t k = 0; k < targets.size(); ++k) sc.vars.set(targets[k], parts[k]);
+}
+
+// Expression half of the renderer. line_ follows evaluation so that errors name the line.
+class Evaluator {
+ protected:
+  Value eval(const Expr& e, Scope& sc) {
+    line_ = e.line;
+    switch (e.kind) {
+      case Expr::Kind::kLiteral:
+        return e.value;
+      case Expr::Kind::kName: {
+        const Value* v = sc.lookup(e.name);
+        return v ? *v : Value::undefined(e.name);
+      }
+      case Expr::Kind::kList:
+      case Expr::Kind::kTuple: {
+        ValueList items;
+        for (const auto& x : e.args) items.push_back(eval(*x, sc));
+        if (e.kind == Expr::Kind::kTuple) return Value::make_tuple(std::move(items));
+        return Value::make_list(std::move(items));
+      }
+      case Expr::Kind::kDict: {
+        Dict d;
+        for (size_t k = 0; k + 1 < e.args.size(); k += 2) {
+          Value key = eval(*e.args[k], sc);
+          if (!key.is_string()) fail("dict literal keys must be strings, got {}", type_name(key));
+          d.set(key.s, eval(*e.args[k + 1], sc));
+        }
+        return Value::make_dict(std::move(d));
+      }
+      case Expr::Kind::kAttr: {
+        Value obj = eval(*e.a, sc);
+        return get_attr(obj, e.name);
+      }
+      case Expr::Kind::kItem: {
+        Value obj = eval(*e.a, sc);
+        Value key = eval(*e.b, sc);
+        return get_item(obj, key);
+      }
+      case Expr::Kind::kSlice: {
+        Value obj = eval(*e.a, sc);
+        Value parts[3];
+        for (int k = 0; k < 3; ++k) parts[k] = e.args[k] ? eval(*e.args[k], sc) : Value::none();
+        line_ = e.line;
+        return get_slice(obj, parts[0], parts[1], parts[2]);
+      }
+      case Expr::Kind::kCall: {
+        Value fn = eval(*e.a, sc);
+        CallArgs args = eval_args(e, sc);
+        line_ = e.line;
+        if (fn.is_undefined()) undefined_error(fn);
+        if (fn.kind != Value::Kind::kFunction) fail("'{}' object is not callable", type_name(fn));
+        return (*fn.fn)(args);
+      }
+      case Expr::Kind::kFilter: {
+        Value input = eval(*e.a, sc);
+        CallArgs args = eval_args(e, sc);
+        line_ = e.line;
+        return apply_filter(e.name, input, args);
+      }
+      case Expr::Kind::kTest: {
+        Value v = eval(*e.a, sc);
+        CallArgs args = eval_args(e, sc);
+        line_ = e.line;
+        return Value::boolean(apply_test(e.name, v, args) != e.negated);
+      }
+      case Expr::Kind::kUnary: {
+        Value v = eval(*e.a, sc);
+        line_ = e.line;
+        return unary_op(e.name, v);
+      }
+      case Expr::Kind::kBinary:
+        return eval_binary(e, sc);
+      case Expr::Kind::kCompare: {
+        Value left = eval(*e.a, sc);
+        for (size_t k = 0; k < e.ops.size(); ++k) {
+          Value right = eval(*e.args[k], sc);
+          line_ = e.line;
+          if (!compare_op(e.ops[k], left, right)) return Value::boolean(false);
+          left = std::move(right);
+        }
+        return Value::boolean(true);
+      }
+      case Expr::Kind::kCond:
+        if (truthy(eval(*e.b, sc))) return eval(*e.a, sc);
+        return e.c ? eval(*e.c, sc) : Value::undefined();
+    }
+    return Value::undefined();
+  }
+
+  Value eval_binary(const Expr& e, Scope& sc) {
+    Value l = eval(*e.a, sc);
+    if (e.name == "and") return truthy(l) ? eval(*e.b, sc) : l;
+    if (e.name == "or") return truthy(l) ? l : eval(*e.b, sc);
+    Value r = eval(*e.b, sc);
+    line_ = e.line;
+    return binary_op(e.name, l, r);
+  }
+
+  Value apply_filters(const std::vector<ExprPtr>& chain, Value v, Scope& sc) {
+    for (const auto& f : chain) {
+      CallArgs args = eval_args(*f, sc);
+      line_ = f->line;
+      v = apply_filter(f->name, v, args);
+    }
+    return v;
+  }
+
+  CallArgs eval_args(const Expr& e, Scope& sc) {
+    CallArgs args;
+    for (const auto& x : e.args) args.pos.push_back(eval(*x, sc));
+    for (const auto& [k, x] : e.kwargs) args.kw.emplace_back(k, eval(*x, sc));
+    return args;
+  }
+
+  int line_ = 0;
+};
+
+// Statement half: output, control flow, assignments and macros.
+class Renderer : private Evaluator {
+ public:
+  std::string run(const Body& body, const Dict& context) {
+    Scope root;
+    add_globals(root.vars);
+    for (const auto& [k, v] : context.items) root.vars.set(k, v);
+    root_ = &root;
+    std::string out;
+    try {
+      exec_body(body, root, out);
+    } catch (const Error& e) {
+      throw Error(fmt::format("chat template line {}: {}", line_, e.what()));
+    }
+    return out;
+  }
+
+ private:
+  Flow exec_body(const Body& body, Scope& sc, std::string& out) {
+    for (const auto& s : body) {
+      Flow f = exec(*s, sc, out);
+      if (f != Flow::kNormal) return f;
+    }
+    return Flow::kNormal;
+  }
+
+  Flow exec(const Stmt& s, Scope& sc, std::string& out) {
+    line_ = s.line;
+    switch (s.kind) {
+      case Stmt::Kind::kText:
+        out += s.text;
+        return Flow::kNormal;
+      case Stmt::Kind::kOutput:
+        out += to_str(eval(*s.expr, sc));
+        return Flow::kNormal;
+      case Stmt::Kind::kIf:
+        for (const auto& [cond, body] : s.branches)
+          if (truthy(eval(*cond, sc))) return exec_body(body, sc, out);
+        return exec_body(s.else_body, sc, out);
+      case Stmt::Kind::kFor:
+        return exec_for(s, sc, out);
+      case Stmt::Kind::kSet:
+        exec_set(s, sc);
+        return Flow::kNormal;
+      case Stmt::Kind::kSetBlock: {
+        std::string captured;
+        exec_body(s.body, sc, captured);
+        sc.vars.set(s.text, apply_filters(s.filters, Value::string(captured), sc));
+        return Flow::kNormal;
+      }
+      case Stmt::Kind::kMacro:
+        sc.vars.set(s.text, make_macro(s, sc));
+        return Flow::kNormal;
+      case Stmt::Kind::kBreak:
+        return Flow::kBreak;
+      case Stmt::Kind::kContinue:
+        return Flow::kContinue;
+      case Stmt::Kind::kFilterBlock: {
+        std::string captured;
+        exec_body(s.body, sc, captured);
+        out += to_str(apply_filters(s.filters, Value::string(captured), sc));
+        return Flow::kNormal;
+      }
+      case Stmt::Kind::kWith: {
+        Scope inner{&sc, {}};
+        for (const auto& [name, expr] : s.params) inner.vars.set(name, eval(*expr, sc));
+        return exec_body(s.body, inner, out);
+      }
+      case Stmt::Kind::kPlain:
+        return exec_body(s.body, sc, out);
+    }
+    return Flow::kNormal;
+  }
+
+  Flow exec_for(const Stmt& s, Scope& sc, std::string& out) {
+    std::vector<Value> items = iterate(eval(*s.expr, sc));
+    if (s.cond) {  // `for x in xs if cond`: loop.index and loop.length count only kept items
+      std::vector<Value> kept;
+      for (auto& item : items) {
+        Scope probe{&sc, {}};
+        bind_targets(s.targets, item, probe);
+        if (truthy(eval(*s.cond, probe))) kept.push_back(std::move(item));
+      }
+      items = std::move(kept);
+    }
+    if (items.empty()) return exec_body(s.else_body, sc, out);
+    const int64_t n = static_cast<int64_t>(items.size());
+    for (int64_t k = 0; k < n; ++k) {
+      Scope it{&sc, {}};
+      bind_targets(s.targets, items[k], it);
+      Dict loop;
+      loop.set("index", Value::integer(k + 1));
+      loop.set("index0", Value::integer(k));
+      loop.set("revindex", Value::integer(n - k));
+      loop.set("revindex0", Value::integer(n - k - 1));
+      loop.set("first", Value::boolean(k == 0));
+      loop.set("last", Value::boolean(k == n - 1));
+      loop.set("length", Value::integer(n));
+      loop.set("depth", Value::integer(1));
+      loop.set("depth0", Value::integer(0));
+      loop.set("previtem", k > 0 ? items[k - 1] : Value::undefined("previtem"));
+      loop.set("nextitem", k + 1 < n ? items[k + 1] : Value::undefined("nextitem"));
+      loop.set("cycle", Value::function("cycle", [k](CallArgs& a) {
+                 if (a.pos.empty()) fail("loop.cycle() needs at least one argument");
+                 return a.pos[static_cast<size_t>(k) % a.pos.size()];
+               }));
+      it.vars.set("loop", Value::make_dict(std::move(loop)));
+      if (exec_body(s.body, it, out) == Flow::kBreak) break;
+    }
+    return Flow::kNormal;
+  }
+
+  void exec_set(const Stmt& s, Scope& sc) {
+    Value v = eval(*s.expr, sc);
+    if (s.attr.empty()) {
+      bind_targets(s.targets, v, sc);
+      return;
+    }
+    const Value* ns = sc.lookup(s.text);
+    if (!ns || ns->is_undefined()) fail("'{}' is undefined", s.text);
+    if (ns->kind != Value::Kind::kNamespace)
+      fail("cannot assign attribute '{}' on '{}', which is not a namespace() object", s.attr,
+           s.text);
+    ns->dict->set(s.attr, std::move(v));
+  }
+
+  // A macro sees template-level names as they are when it is called, and the names of enclosing
+  // loops/with blocks as they were when it was defined (jinja2 compiles those into a closure).
+  // The snapshot also keeps the macro valid if it outlives the scope that defined it.
+  Value make_macro(const Stmt& s, const Scope& defining) {
+    const Stmt* macro = &s;
+    auto closure = std::make_shared<Scope>(Scope{root_, {}});
+    for (const Scope* sc = &defining; sc && sc != root_; sc = sc->parent)
+      for (const auto& [k, v] : sc->vars.items)
+        if (!closure->vars.find(k)) closure->vars.items.emplace_back(k, v);
+    return Value::function(s.text, [this, macro, closure](CallArgs& a) {
+      if (a.pos.size() > macro->params.size())
+        fail("macro '{}' takes not more than {} argument(s)", macro->text, macro->params.size());
+      Scope sc{closure.get(), {}};
+      for (size_t k = 0; k < macro->params.size(); ++k) {
+        const auto& [name, dflt] = macro->params[k];
+        if (k < a.pos.size()) {
+          sc.vars.set(name, a.pos[k]);
+        } else if (const Value* kw = find_arg(a, SIZE_MAX, name)) {
+          sc.vars.set(name, *kw);
+        } else {
+          sc.vars.set(name, dflt ? eval(*dflt, sc) : Value::undefined(name));
+        }
+      }
+      for (const auto& [name, v] : a.kw) {
+        bool known = false;
+        for (const auto& p : macro->params) known = known || p.first == name;
+        if (!known) fail("macro '{}' has no parameter named '{}'", macro->text, name);
+      }
+      // jinja2 stops runaway recursion with Python's RecursionError; without a limit a template
+      // that calls itself forever would overflow the C++ stack.
+      if (++macro_depth_ > kMaxMacroDepth)
+        fail("maximum recursion depth exceeded in macro '{}'", macro->text);
+      int saved_line = line_;
+      std::string out;
+      exec_body(macro->body, sc, out);
+      line_ = saved_line;
+      --macro_depth_;
+      return Value::string(std::move(out));
+    });
+  }
+
+  static constexpr int kMaxMacroDepth = 200;
+  Scope* root_ = nullptr;
+  int macro_depth_ = 0;
+};
+
+}  // namespace
+
+std::string render(const Body& body, const Dict& context) { return Renderer().run(body, context); }
+
+}  // namespace lite_llama::jinja

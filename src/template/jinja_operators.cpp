@@ -1,0 +1,139 @@
+// Python's operators on template values: comparisons, unary and binary arithmetic with Python's
+// int/float rules (floor division, sign of %, ** by squaring), sequence concatenation and
+// repetition, and str % args. 64-bit overflow is reported, not wrapped.
+#include <cmath>
+#include <cstdint>
+
+#include "core/error.h"
+#include "template/jinja_builtins.h"
+
+namespace lite_llama::jinja {
+
+namespace {
+
+Value repeat(const Value& v, int64_t n) {
+  size_t unit = v.is_string() ? v.s.size() : v.list->size();
+  if (n > 0 && unit > 0 && static_cast<uint64_t>(n) > (size_t{1} << 28) / unit)
+    fail("sequence repetition result too large");
+  if (v.is_string()) {
+    std::string out;
+    for (int64_t k = 0; k < n; ++k) out += v.s;
+    return Value::string(out);
+  }
+  ValueList items;
+  for (int64_t k = 0; k < n; ++k) items.insert(items.end(), v.list->begin(), v.list->end());
+  return Value::make_list(std::move(items));
+}
+
+Value arithmetic(const std::string& op, const Value& l, const Value& r) {
+  auto type_error = [&]() -> Value {
+    if (op == "+" && l.is_string())
+      fail("can only concatenate str (not \"{}\") to str", type_name(r));
+    if (op == "+" && l.is_list())
+      fail("can only concatenate list (not \"{}\") to list", type_name(r));
+    fail("unsupported operand type(s) for {}: '{}' and '{}'", op, type_name(l), type_name(r));
+  };
+  if (l.is_number() && r.is_number()) {
+    bool ints = l.is_integral() && r.is_integral();
+    int64_t a = l.as_int(), b = r.as_int();
+    double x = l.as_double(), y = r.as_double();
+    // Python integers do not overflow; 64-bit ones that would are reported instead.
+    int64_t res = 0;
+    auto checked = [&](bool overflow) {
+      if (overflow) fail("integer overflow in {} (values beyond 64 bits are not supported)", op);
+      return Value::integer(res);
+    };
+    if (op == "+") return ints ? checked(__builtin_add_overflow(a, b, &res)) : Value::number(x + y);
+    if (op == "-") return ints ? checked(__builtin_sub_overflow(a, b, &res)) : Value::number(x - y);
+    if (op == "*") return ints ? checked(__builtin_mul_overflow(a, b, &res)) : Value::number(x * y);
+    if (op == "/") {
+      if (y == 0) fail("division by zero");
+      return Value::number(x / y);
+    }
+    if (op == "//" || op == "%") {
+      if (y == 0) fail("integer division or modulo by zero");
+      if (ints) {
+        if (a == INT64_MIN && b == -1) fail("integer overflow in {}", op);
+        int64_t q = a / b, m = a % b;
+        if (m != 0 && ((m < 0) != (b < 0))) {  // Python floors toward negative infinity
+          --q;
+          m += b;
+        }
+        return op == "//" ? Value::integer(q) : Value::integer(m);
+      }
+      double q = std::floor(x / y);
+      return op == "//" ? Value::number(q) : Value::number(x - q * y);
+    }
+    if (op == "**") {
+      if (ints && b >= 0) {
+        res = 1;
+        int64_t base = a;
+        for (int64_t e = b; e > 0; e >>= 1) {  // square-and-multiply, overflow-checked
+          if ((e & 1) && __builtin_mul_overflow(res, base, &res)) checked(true);
+          if (e > 1 && __builtin_mul_overflow(base, base, &base)) checked(true);
+        }
+        return Value::integer(res);
+      }
+      return Value::number(std::pow(x, y));
+    }
+    return type_error();
+  }
+  if (op == "+" && l.is_string() && r.is_string()) return Value::string(l.s + r.s);
+  if (op == "+" && l.is_list() && r.is_list()) {
+    ValueList items = *l.list;
+    items.insert(items.end(), r.list->begin(), r.list->end());
+    return Value::make_list(std::move(items));
+  }
+  if (op == "*" && (l.is_string() || l.is_list()) && r.is_integral()) return repeat(l, r.as_int());
+  if (op == "*" && (r.is_string() || r.is_list()) && l.is_integral()) return repeat(r, l.as_int());
+  if (op == "%" && l.is_string()) {  // printf-style formatting, as Python's str % args
+    CallArgs args;
+    if (r.is_list() && r.is_tuple) {
+      args.pos = *r.list;
+    } else {
+      args.pos.push_back(r);  // a dict serves %(key)s fields and plain %s alike
+      if (r.is_dict())
+        for (const auto& [k, v] : r.dict->items) args.kw.emplace_back(k, v);
+    }
+    return apply_filter("format", l, args);
+  }
+  return type_error();
+}
+
+}  // namespace
+
+void undefined_error(const Value& v) {
+  if (v.s.empty()) fail("an undefined value was used in an operation");
+  fail("'{}' is undefined", v.s);
+}
+
+bool compare_op(const std::string& op, const Value& l, const Value& r) {
+  if (op == "==") return equals(l, r);
+  if (op == "!=") return !equals(l, r);
+  if (op == "in") return contains(r, l);
+  if (op == "notin") return !contains(r, l);
+  int c = compare(l, r);
+  if (op == "<") return c < 0;
+  if (op == "<=") return c <= 0;
+  if (op == ">") return c > 0;
+  return c >= 0;
+}
+
+Value unary_op(const std::string& op, const Value& v) {
+  if (op == "not") return Value::boolean(!truthy(v));
+  if (v.is_undefined()) undefined_error(v);
+  if (!v.is_number()) fail("bad operand type for unary {}: '{}'", op, type_name(v));
+  if (op == "+") return v.kind == Value::Kind::kBool ? Value::integer(v.as_int()) : v;
+  if (v.kind == Value::Kind::kFloat) return Value::number(-v.f);
+  if (v.as_int() == INT64_MIN) fail("integer overflow in unary -");
+  return Value::integer(-v.as_int());
+}
+
+Value binary_op(const std::string& op, const Value& l, const Value& r) {
+  if (op == "~") return Value::string(to_str(l) + to_str(r));
+  if (l.is_undefined()) undefined_error(l);
+  if (r.is_undefined()) undefined_error(r);
+  return arithmetic(op, l, r);
+}
+
+}  // namespace lite_llama::jinja
