@@ -6,8 +6,9 @@
 
 namespace lite_llama {
 
-Scheduler::Scheduler(const SchedulerConfig& cfg, kv::KvPool& pool, kv::ReqRows& rows)
-    : cfg_(cfg), pool_(pool), rows_(rows) {
+Scheduler::Scheduler(const SchedulerConfig& cfg, kv::KvPool& pool, kv::ReqRows& rows,
+                     kv::RadixCache* cache)
+    : cfg_(cfg), pool_(pool), rows_(rows), cache_(cache) {
   LL_CHECK(cfg.max_num_seqs >= 1 && cfg.max_batched_tokens >= 1 && cfg.max_ctx >= 2,
            "scheduler needs max_num_seqs >= 1, max_batched_tokens >= 1, ctx >= 2");
 }
@@ -22,6 +23,10 @@ void Scheduler::add(Sequence* s) {
 }
 
 void Scheduler::release(Sequence* s) {
+  // Only the tokens whose K/V are written go to the cache, not the slots reserved for the rest
+  // of a chunked prompt. The cache takes its own references before ours are dropped.
+  if (cache_ && s->num_computed > 0)
+    cache_->insert(s->tokens.data(), s->slots.data(), int32_t(s->num_computed));
   pool_.release(s->slots.data(), int32_t(s->slots.size()));
   s->slots.clear();
   if (s->req_row >= 0) rows_.release(s->req_row);
@@ -32,6 +37,7 @@ void Scheduler::preempt(Sequence* s, StepPlan& plan) {
   // Recompute policy: drop the KV and prefill prompt + generated tokens again later.
   release(s);
   s->num_computed = 0;
+  ++s->num_preemptions;
   s->state = Sequence::State::Waiting;
   running_.erase(std::find(running_.begin(), running_.end(), s));
   waiting_.push_front(s);
@@ -39,11 +45,48 @@ void Scheduler::preempt(Sequence* s, StepPlan& plan) {
   ++preemptions_;
 }
 
+bool Scheduler::admit(Sequence* s) {
+  if (rows_.num_free() == 0) return false;
+  int matched = 0;
+  if (cache_) {
+    // At most n - 1 tokens: the last one is always computed, its logits pick the next token.
+    matched = cache_->match(s->tokens.data(), s->num_tokens() - 1, s->slots);
+    pool_.retain(s->slots.data(), matched);  // ours now: evict() below cannot take them
+  }
+  const int need = s->num_tokens() - matched;
+  if (cache_ && pool_.num_free() < need) {
+    const int missing = need - pool_.num_free();
+    // Evict only when that admits the sequence: a blocked head should not empty the cache.
+    if (cache_->num_evictable() >= missing) cache_->evict(missing);
+  }
+  if (pool_.num_free() < need) {
+    pool_.release(s->slots.data(), int32_t(s->slots.size()));
+    s->slots.clear();
+    return false;
+  }
+  s->req_row = rows_.alloc();
+  pool_.alloc(need, s->slots);
+  s->num_computed = matched;
+  if (cache_ && s->num_preemptions == 0) {
+    s->num_cached = std::min(matched, s->num_prompt);
+    cache_->record_lookup(s->num_tokens(), matched);
+  }
+  return true;
+}
+
 StepPlan Scheduler::schedule() {
   StepPlan plan;
   int budget = cfg_.max_batched_tokens;
   // Slots handed out in this plan; undone if the sequence is preempted later in the loop.
   std::vector<int32_t> fresh;
+  // A decode whose sampled token has no slot yet; the prefix cache is evicted for these at once.
+  auto needs_slot = [](const Sequence* s) {
+    return s->num_pending() == 1 && s->num_computed > 0 && int(s->slots.size()) < s->num_tokens();
+  };
+  int slots_wanted = 0;
+  if (cache_) {
+    for (const Sequence* s : running_) slots_wanted += needs_slot(s);
+  }
 
   // 1. Decodes of running sequences, oldest first; preempt the newest when slots run out.
   for (size_t i = 0; i < running_.size() && budget > 0;) {
@@ -57,7 +100,10 @@ StepPlan Scheduler::schedule() {
     if (int(s->slots.size()) < s->num_tokens()) {
       fresh.clear();
       while (!pool_.alloc(1, fresh)) {
+        // Unused cached prefixes go before running work (a victim's tokens land there too).
+        if (cache_ && cache_->evict(std::max(1, slots_wanted)) > 0) continue;
         Sequence* victim = running_.back();
+        if (needs_slot(victim)) --slots_wanted;
         // Items already planned for the victim are dropped with it.
         plan.items.erase(std::remove_if(plan.items.begin(), plan.items.end(),
                                         [&](const ScheduledSeq& it) { return it.seq == victim; }),
@@ -67,8 +113,9 @@ StepPlan Scheduler::schedule() {
       }
       if (s->state != Sequence::State::Running) continue;  // preempted itself; i now points past
       s->slots.push_back(fresh[0]);
+      --slots_wanted;
     }
-    plan.items.push_back({s, 1, true});
+    plan.items.push_back({s, 1, true, s->num_computed});
     --budget;
     ++i;
   }
@@ -77,21 +124,23 @@ StepPlan Scheduler::schedule() {
     if (budget <= 0) break;
     if (s->num_pending() <= 1) continue;
     int n = std::min(s->num_pending(), budget);
-    plan.items.push_back({s, n, s->num_computed + n == s->num_tokens()});
+    plan.items.push_back({s, n, s->num_computed + n == s->num_tokens(), s->num_computed});
     budget -= n;
   }
   // 3. Admit waiting sequences first come, first served. A sequence gets the slots of all its
   // pending tokens at once, so a chunked prefill never stalls half-way for lack of slots.
-  while (!waiting_.empty() && budget > 0 && int(running_.size()) < cfg_.max_num_seqs) {
+  // Not after a preemption: the victim, first in line, would come straight back through its
+  // cached tokens and thrash (without a cache it cannot fit then anyway).
+  while (plan.preempted.empty() && !waiting_.empty() && budget > 0 &&
+         int(running_.size()) < cfg_.max_num_seqs) {
     Sequence* s = waiting_.front();
-    if (pool_.num_free() < s->num_pending() || rows_.num_free() == 0) break;  // keep FCFS order
-    s->req_row = rows_.alloc();
-    pool_.alloc(s->num_pending(), s->slots);
+    if (!admit(s)) break;  // keep FCFS order
     s->state = Sequence::State::Running;
     waiting_.pop_front();
     running_.push_back(s);
     int n = std::min(s->num_pending(), budget);
-    plan.items.push_back({s, n, s->num_computed + n == s->num_tokens()});
+    // table_start 0: the cached prefix's slots go into the new request row with this chunk.
+    plan.items.push_back({s, n, s->num_computed + n == s->num_tokens(), 0});
     budget -= n;
   }
   // Decodes first (the attention kernels split the batch there).
@@ -101,7 +150,12 @@ StepPlan Scheduler::schedule() {
 }
 
 void Scheduler::commit(const StepPlan& plan) {
-  for (const ScheduledSeq& it : plan.items) it.seq->num_computed += it.num_tokens;
+  for (const ScheduledSeq& it : plan.items) {
+    Sequence* s = it.seq;
+    s->num_computed += it.num_tokens;
+    if (cache_ && it.sample && it.num_tokens > 1)
+      cache_->insert(s->tokens.data(), s->slots.data(), s->num_computed);
+  }
 }
 
 void Scheduler::finish(Sequence* s) {

@@ -1,7 +1,9 @@
 // Continuous batching: each step runs the decode token of every running sequence plus chunks of
 // prompts (FCFS) within a token budget. Sequences are admitted by free KV slots and request rows;
 // when the pool runs dry the newest running sequence is preempted (its slots freed, recomputed
-// later). Works on Sequence integers only, so it is tested without a model.
+// later). With a prefix cache, an admitted sequence starts from its longest cached prefix, the
+// cache is evicted before anything is preempted, and finished or preempted sequences leave their
+// computed tokens in it. Works on Sequence integers only, so it is tested without a model.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -9,6 +11,7 @@
 
 #include "engine/sequence.h"
 #include "kv/kv_pool.h"
+#include "kv/radix_cache.h"
 
 namespace lite_llama {
 
@@ -22,6 +25,10 @@ struct ScheduledSeq {
   Sequence* seq;
   int num_tokens;  // tokens of this step: [seq->num_computed, + num_tokens)
   bool sample;     // the chunk ends at the sequence's last token: its logits pick the next
+  // The runner writes slots[table_start, num_computed + num_tokens) into the request row. Below
+  // num_computed only on the step admitting a cached prefix: its slots came from the prefix
+  // cache and are in no table yet (table_start is then 0).
+  int table_start = 0;
 };
 
 struct StepPlan {
@@ -32,14 +39,18 @@ struct StepPlan {
 
 class Scheduler {
  public:
-  Scheduler(const SchedulerConfig& cfg, kv::KvPool& pool, kv::ReqRows& rows);
+  // cache: automatic prefix caching, nullptr for none. It must use the same pool.
+  Scheduler(const SchedulerConfig& cfg, kv::KvPool& pool, kv::ReqRows& rows,
+            kv::RadixCache* cache = nullptr);
 
   void add(Sequence* s);
   // Plans the next step and allocates the KV slots of its tokens.
   StepPlan schedule();
-  // After the forward pass: marks the planned tokens as computed.
+  // After the forward pass: marks the planned tokens as computed; a sequence whose prefill just
+  // ended leaves it in the prefix cache, so requests arriving while it decodes share it.
   void commit(const StepPlan& plan);
-  // Removes a sequence (finished or cancelled) and frees its slots and row at once.
+  // Removes a sequence (finished or cancelled) and frees its slots and row at once; its computed
+  // tokens stay in the prefix cache.
   void finish(Sequence* s);
 
   int num_running() const { return int(running_.size()); }
@@ -50,10 +61,12 @@ class Scheduler {
  private:
   void release(Sequence* s);
   void preempt(Sequence* s, StepPlan& plan);
+  bool admit(Sequence* s);
 
   SchedulerConfig cfg_;
   kv::KvPool& pool_;
   kv::ReqRows& rows_;
+  kv::RadixCache* cache_;
   std::vector<Sequence*> running_;  // admission order
   std::deque<Sequence*> waiting_;
   int64_t arrivals_ = 0;

@@ -12,6 +12,8 @@ struct Sequence {
   std::vector<int32_t> tokens;  // prompt followed by generated tokens
   int num_prompt = 0;
   int num_computed = 0;         // leading tokens whose K/V are in the pool
+  int num_cached = 0;           // prompt tokens served by the prefix cache (usage.cached_tokens)
+  int num_preemptions = 0;      // times preempted (num_cached is set at the first admission)
   std::vector<int32_t> slots;   // KV slot of token i (i < slots.size())
   int32_t req_row = -1;         // row of the request -> slot table while running
   State state = State::Waiting;
