@@ -19,6 +19,7 @@
 #include "engine/score.h"
 #include "engine/text_stream.h"
 #include "kv/kv_pool.h"
+#include "kv/radix_cache.h"
 #include "sampling/sampler.h"
 #include "template/chat_template.h"
 
@@ -52,8 +53,9 @@ class EngineImpl final : public Engine {
     model_ = load_model(o, files_, *backend_);
     pool_ = std::make_unique<kv::KvPool>(int32_t(model_.kv_tokens));
     rows_ = std::make_unique<kv::ReqRows>(model_.max_seqs);
+    if (o.prefix_cache) cache_ = std::make_unique<kv::RadixCache>(*pool_);
     sched_ = std::make_unique<Scheduler>(
-        SchedulerConfig{model_.max_seqs, model_.max_batched_tokens, model_.ctx}, *pool_, *rows_);
+        SchedulerConfig{model_.max_seqs, model_.max_batched_tokens, model_.ctx}, *pool_, *rows_, cache_.get());
     const int64_t vocab = std::min<int64_t>(files_.config.vocab_size, files_.tokenizer->vocab_size());
     runner_ = std::make_unique<Runner>(*model_.decoder, model_.ctx, int(vocab));
     stop_ids_ = files_.tokenizer->stop_ids();
@@ -131,6 +133,7 @@ class EngineImpl final : public Engine {
   std::vector<ScoreResult> score(const std::vector<std::vector<int32_t>>& seqs, int decode_tail,
                                  const LogitsSink& sink) override {
     LL_CHECK(requests_.empty(), "score() needs an idle engine");
+    if (cache_) cache_->reset();  // scoring takes slots from the pool directly
     const int limit = runner_->sample_limit();
     for (const auto& s : seqs) {
       LL_CHECK(int(s.size()) <= model_.ctx, "a sequence of {} tokens is longer than the context {}",
@@ -149,6 +152,11 @@ class EngineImpl final : public Engine {
     s.kv_slots_total = pool_->num_slots();
     s.kv_slots_used = pool_->num_used();
     s.preemptions = sched_->num_preemptions();
+    if (cache_) {
+      s.prefix_cached_tokens = cache_->cached_tokens();
+      s.prefix_query_tokens = cache_->stats().queried_tokens;
+      s.prefix_hit_tokens = cache_->stats().hit_tokens;
+    }
     backend_->memory_info(&s.device_free, &s.device_total);
     return s;
   }
@@ -195,6 +203,7 @@ class EngineImpl final : public Engine {
     o.id = r.seq.id;
     o.prompt_tokens = r.seq.num_prompt;
     o.completion_tokens = r.seq.num_generated();
+    o.cached_tokens = r.seq.num_cached;
     return o;
   }
 
@@ -234,6 +243,7 @@ class EngineImpl final : public Engine {
   LoadedModel model_;
   std::unique_ptr<kv::KvPool> pool_;
   std::unique_ptr<kv::ReqRows> rows_;
+  std::unique_ptr<kv::RadixCache> cache_;  // automatic prefix caching (nullptr: off)
   std::unique_ptr<Scheduler> sched_;
   std::unique_ptr<Runner> runner_;
   mutable std::once_flag template_once_;

@@ -80,6 +80,8 @@ std::string resolve_model_path(const std::string& model) {
 }
 
 ModelFiles open_hf_dir(const std::string& path);  // model_files_hf.cpp
+// The HF tokenizer (and chat template) of dir into m; false where dir has no tokenizer.json.
+bool attach_hf_tokenizer(ModelFiles& m, const std::string& dir);
 
 ModelFiles open_dummy_model(const std::string& model, uint64_t seed) {
   fs::path p(model);
@@ -91,7 +93,10 @@ ModelFiles open_dummy_model(const std::string& model, uint64_t seed) {
   m.weight_dtype = "BF16 (random)";
   m.config = config_from_hf_json(p.string());
   m.weights = dummy_weight_source(m.config, seed);
-  m.tokenizer = std::make_unique<DummyTokenizer>(int32_t(m.config.vocab_size));
+  // Tokenizer files beside the config give random weights real text in and out (chat template
+  // included), e.g. for serving benchmarks; otherwise token ids only.
+  if (!attach_hf_tokenizer(m, p.parent_path().string()))
+    m.tokenizer = std::make_unique<DummyTokenizer>(int32_t(m.config.vocab_size));
   return m;
 }
 

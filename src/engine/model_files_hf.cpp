@@ -12,6 +12,18 @@ namespace fs = std::filesystem;
 
 namespace lite_llama {
 
+bool attach_hf_tokenizer(ModelFiles& m, const std::string& dir) {
+  if (!fs::exists(fs::path(dir) / "tokenizer.json")) return false;
+  m.tokenizer = Tokenizer::from_hf_dir(dir);
+  LL_CHECK(m.tokenizer->vocab_size() <= m.config.vocab_size,
+           "{}: tokenizer has {} tokens but the model only {} embeddings", dir,
+           m.tokenizer->vocab_size(), m.config.vocab_size);
+  m.chat_template = m.tokenizer->chat_template();
+  m.bos_token = m.tokenizer->bos_token();
+  m.eos_token = m.tokenizer->eos_token();
+  return true;
+}
+
 ModelFiles open_hf_dir(const std::string& dir) {
   ModelFiles m;
   m.path = dir;
@@ -32,15 +44,7 @@ ModelFiles open_hf_dir(const std::string& dir) {
                          ? fmt::format("FP8 e4m3{}", m.config.quant.fp8_block ? " (128x128 blocks)" : "")
                          : fmt::format("{} int{} g{}", m.config.quant.method == "gptq" ? "GPTQ" : "AWQ",
                                        m.config.quant.bits, m.config.quant.group_size);
-  if (fs::exists(fs::path(dir) / "tokenizer.json")) {
-    m.tokenizer = Tokenizer::from_hf_dir(dir);
-    LL_CHECK(m.tokenizer->vocab_size() <= m.config.vocab_size,
-             "{}: tokenizer has {} tokens but the model only {} embeddings", dir,
-             m.tokenizer->vocab_size(), m.config.vocab_size);
-    m.chat_template = m.tokenizer->chat_template();
-    m.bos_token = m.tokenizer->bos_token();
-    m.eos_token = m.tokenizer->eos_token();
-  } else {
+  if (!attach_hf_tokenizer(m, dir)) {
     LL_WARN("{}: no tokenizer.json: token ids only (text output will be empty)", dir);
     m.tokenizer = std::make_unique<DummyTokenizer>(int32_t(m.config.vocab_size));
   }

@@ -88,6 +88,9 @@ bool Runner::build_batch(const StepPlan& plan) {
   bool decode_only = true;
   for (const ScheduledSeq& it : plan.items) {
     const Sequence* s = it.seq;
+    if (it.table_start < s->num_computed)  // a prefix taken from the prefix cache
+      decoder_.write_table(s->req_row, it.table_start, s->slots.data() + it.table_start,
+                           s->num_computed - it.table_start);
     batch_.add_sequence(s->req_row, s->tokens.data() + s->num_computed, it.num_tokens,
                         s->num_computed, s->slots.data() + s->num_computed, it.sample);
     decode_only = decode_only && it.num_tokens == 1 && it.sample;

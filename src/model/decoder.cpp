@@ -50,6 +50,8 @@ Decoder::Decoder(const ModelConfig& cfg, Weights weights, ops::Backend& backend,
   m_rows_ = take_i(B);
   meta_ = be_.alloc(m * sizeof(int32_t));
   meta_host_.assign(m, 0);
+  table_meta_ = be_.alloc(3 * T * sizeof(int32_t));
+  table_host_.assign(3 * T, 0);
   attn_ws_ = be_.alloc(be_.attention_workspace_bytes(max_seqs, int(cfg.num_heads), int(D)));
 
   // Rotary table for every position the cache can hold.
@@ -116,6 +118,25 @@ StepShape Decoder::stage(const ForwardBatch& b) {
   put(m_seqlen_, b.b_seq_len), put(m_breq_, b.b_req_idx), put(m_rows_, b.logit_rows);
   be_.copy_to_device(meta_.data(), h, meta_host_.size() * sizeof(int32_t));
   return s;
+}
+
+void Decoder::write_table(int32_t req_row, int32_t start_pos, const int32_t* slots, int n) {
+  LL_CHECK(kv_ != nullptr, "decoder has no KV cache");
+  LL_CHECK(req_row >= 0 && req_row < kv_->max_reqs() && start_pos >= 0 && start_pos + n <= kv_->max_ctx(),
+           "table entries of row {} at {}..{} out of range", req_row, start_pos, start_pos + n);
+  const int chunk = max_tokens_;
+  int32_t* h = table_host_.data();
+  int32_t* d = table_meta_.as<int32_t>();
+  for (int i0 = 0; i0 < n; i0 += chunk) {
+    const int c = std::min(chunk, n - i0);
+    for (int i = 0; i < c; ++i) {
+      LL_CHECK(slots[i0 + i] >= 0 && slots[i0 + i] < kv_->num_slots(), "KV slot {} out of range", slots[i0 + i]);
+      h[i] = req_row, h[chunk + i] = start_pos + i0 + i, h[2 * chunk + i] = slots[i0 + i];
+    }
+    // Stream order keeps a chunk's upload after the previous chunk's kernel.
+    be_.copy_to_device(d, h, table_host_.size() * sizeof(int32_t));
+    be_.write_slot_table(kv_->req_to_slot(), kv_->req_stride(), d, d + chunk, d + 2 * chunk, c);
+  }
 }
 
 Tensor Decoder::run(const StepShape& s) {

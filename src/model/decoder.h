@@ -35,6 +35,10 @@ class Decoder {
   StepShape stage(const ForwardBatch& batch);
   Tensor run(const StepShape& shape);
   Tensor forward(const ForwardBatch& batch) { return run(stage(batch)); }
+  // Writes the request-table entries of positions [start_pos, start_pos + n) of request row
+  // req_row (slots[i] for position start_pos + i), outside a forward: the prefix a sequence took
+  // from the prefix cache. Enqueued on the backend's stream, so the next forward sees it.
+  void write_table(int32_t req_row, int32_t start_pos, const int32_t* slots, int n);
 
   const ModelConfig& config() const { return cfg_; }
   const Weights& weights() const { return w_; }
@@ -42,7 +46,7 @@ class Decoder {
   int max_tokens() const { return max_tokens_; }
   int max_seqs() const { return max_seqs_; }
   size_t activation_bytes() const {
-    return act_.size() + meta_.size() + logits_.size() + attn_ws_.size();
+    return act_.size() + meta_.size() + table_meta_.size() + logits_.size() + attn_ws_.size();
   }
   // The staged step's logits buffer ([max_seqs, V] F32 on the device).
   Tensor logits_buffer() const;
@@ -59,6 +63,8 @@ class Decoder {
   ops::RopeTable rope_;
   Buffer act_, meta_, logits_, attn_ws_;
   std::vector<int32_t> meta_host_;
+  Buffer table_meta_;  // write_table's (row, position, slot) chunks: 3 x max_tokens
+  std::vector<int32_t> table_host_;
   // Offsets (in elements of the act dtype) of the activation buffers inside act_.
   size_t off_x_, off_h_, off_qkv_, off_q_, off_attn_, off_o_, off_gu_, off_mlp_, off_down_;
   size_t off_xl_, off_dl_, off_hl_;
