@@ -10,7 +10,7 @@
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BIN="$1"; OUT="$2"; mkdir -p "$OUT"
-MODEL="$OUT/llama-3.2-1b"; mkdir -p "$MODEL"
+MODEL="$(mktemp -d)/llama-3.2-1b"; mkdir -p "$MODEL"
 cp "$ROOT/tests/gpu/configs/llama-3.2-1b.json" "$MODEL/config.json"
 cp "$ROOT/models/tokenizers/llama3.2/tokenizer.json" "$ROOT/models/tokenizers/llama3.2/tokenizer_config.json" "$MODEL/"
 PORT=18433
