@@ -15,7 +15,11 @@ MODEL="$(mktemp -d)/llama-3.2-1b"; mkdir -p "$MODEL"
 # embedding: the random model gets that row too (0.0003% more weights).
 python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); c["vocab_size"]=128257; json.dump(c,open(sys.argv[2],"w"))' \
   "$ROOT/tests/gpu/configs/llama-3.2-1b.json" "$MODEL/config.json"
-cp "$ROOT/models/tokenizers/llama3.2/tokenizer.json" "$ROOT/models/tokenizers/llama3.2/tokenizer_config.json" "$MODEL/"
+cp "$ROOT/models/tokenizers/llama3.2/tokenizer.json" "$MODEL/"
+# That package's tokenizer_config.json has no chat template: add Llama 3.2's (the HF-parity fixture).
+python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); c["chat_template"]=open(sys.argv[2]).read(); json.dump(c,open(sys.argv[3],"w"))' \
+  "$ROOT/models/tokenizers/llama3.2/tokenizer_config.json" "$ROOT/tests/fixtures/chat_templates/llama3.2.jinja" \
+  "$MODEL/tokenizer_config.json"
 PORT=18433
 for mode in cache nocache; do
   flag=""; [ "$mode" = nocache ] && flag="--no-prefix-cache"
