@@ -24,7 +24,7 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_bench import WORDS, summary_ms  # noqa: E402
+from serve_bench import WORDS, sse_chunks, summary_ms  # noqa: E402
 
 
 def words(rng, n):
@@ -43,16 +43,7 @@ def chat_turn(args, model, messages, max_tokens):
     if resp.status != 200:
         return f"HTTP {resp.status}: {resp.read()[:300].decode(errors='replace')}"
     text, first, usage = [], None, None
-    while True:
-        line = resp.readline()
-        if not line:
-            break
-        if not line.startswith(b"data: "):
-            continue
-        data = line[6:].strip()
-        if data == b"[DONE]":
-            break
-        chunk = json.loads(data)
+    for chunk in sse_chunks(resp):
         if "error" in chunk:
             return chunk["error"].get("message", "stream error")
         for c in chunk.get("choices") or []:

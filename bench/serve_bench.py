@@ -65,6 +65,20 @@ def make_requests(args, vocab):
     return reqs
 
 
+def sse_chunks(resp):
+    """The JSON chunks of a server-sent-events response, up to `data: [DONE]`."""
+    while True:
+        line = resp.readline()
+        if not line:
+            return
+        if not line.startswith(b"data: "):
+            continue
+        data = line[6:].strip()
+        if data == b"[DONE]":
+            return
+        yield json.loads(data)
+
+
 def send(url, model, req, args):
     """One streaming request; returns its timings (or an error)."""
     u = urllib.parse.urlsplit(url)
@@ -85,16 +99,7 @@ def send(url, model, req, args):
             out["error"] = f"HTTP {resp.status}: {resp.read()[:300].decode(errors='replace')}"
             return out
         times, usage = [], None
-        while True:
-            line = resp.readline()
-            if not line:
-                break
-            if not line.startswith(b"data: "):
-                continue
-            data = line[6:].strip()
-            if data == b"[DONE]":
-                break
-            chunk = json.loads(data)
+        for chunk in sse_chunks(resp):
             if "error" in chunk:
                 out["error"] = chunk["error"].get("message", "stream error")
                 return out

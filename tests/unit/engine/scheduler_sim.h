@@ -298,4 +298,13 @@ class Sim {
   int steps_ = 0, finished_ = 0, cancelled_ = 0;
 };
 
+// Requests arriving this step in a random workload: mode 0 all at once, 1 a trickle, 2 bursts.
+template <typename Uni>
+int arrivals_this_step(int mode, int added, int num_requests, Uni& uni) {
+  if (added >= num_requests) return 0;
+  if (mode == 0) return num_requests;
+  if (mode == 1) return uni(0, 3) == 0 ? 1 : 0;
+  return uni(0, 9) == 0 ? uni(1, 8) : 0;
+}
+
 }  // namespace lite_llama::test

@@ -14,6 +14,7 @@
 
 using namespace lite_llama;
 using lite_llama::test::Sim;
+using lite_llama::test::arrivals_this_step;
 
 TEST(Scheduler, RandomWorkloadsKeepInvariantsAndFinish) {
   int64_t total_preemptions = 0, total_cancels = 0;
@@ -36,15 +37,7 @@ TEST(Scheduler, RandomWorkloadsKeepInvariantsAndFinish) {
     int added = 0;
     const int max_steps = 20000;
     while ((added < num_requests || !sim.all_done()) && sim.steps() < max_steps) {
-      int arrivals = 0;
-      if (added < num_requests) {
-        if (arrival_mode == 0)
-          arrivals = num_requests;
-        else if (arrival_mode == 1)
-          arrivals = uni(0, 3) == 0 ? 1 : 0;
-        else
-          arrivals = uni(0, 9) == 0 ? uni(1, 8) : 0;
-      }
+      const int arrivals = arrivals_this_step(arrival_mode, added, num_requests, uni);
       for (int i = 0; i < arrivals && added < num_requests; ++i, ++added) {
         // The engine admits prompts shorter than both the context and the pool.
         const int prompt = uni(1, std::min(cfg.max_ctx - 1, int(pool) - 1));

@@ -16,6 +16,7 @@
 
 using namespace lite_llama;
 using lite_llama::test::Sim;
+using lite_llama::test::arrivals_this_step;
 using Tokens = std::vector<int32_t>;
 
 namespace {
@@ -206,15 +207,7 @@ TEST(SchedulerCache, RandomWorkloadsKeepInvariantsAndFinish) {
     int added = 0;
     const int max_steps = 20000;
     while ((added < num_requests || !sim.all_done()) && sim.steps() < max_steps) {
-      int arrivals = 0;
-      if (added < num_requests) {
-        if (arrival_mode == 0)
-          arrivals = num_requests;
-        else if (arrival_mode == 1)
-          arrivals = uni(0, 3) == 0 ? 1 : 0;
-        else
-          arrivals = uni(0, 9) == 0 ? uni(1, 8) : 0;
-      }
+      const int arrivals = arrivals_this_step(arrival_mode, added, num_requests, uni);
       for (int i = 0; i < arrivals && added < num_requests; ++i, ++added) {
         const int len = uni(1, std::min(cfg.max_ctx - 1, int(pool) - 1));
         const Tokens& h = heads[size_t(uni(0, int(heads.size()) - 1))];
