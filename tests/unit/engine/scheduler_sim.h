@@ -307,4 +307,22 @@ int arrivals_this_step(int mode, int added, int num_requests, Uni& uni) {
   return uni(0, 9) == 0 ? uni(1, 8) : 0;
 }
 
+// With probability p, cancels a random live request; true when one was.
+template <typename Rng, typename Uni>
+bool cancel_some(Sim& sim, double p, Rng& rng, Uni& uni) {
+  if (p <= 0 || std::uniform_real_distribution<double>(0, 1)(rng) >= p) return false;
+  auto live = sim.live();
+  if (live.empty()) return false;
+  sim.cancel(live[size_t(uni(0, int(live.size()) - 1))]);
+  return true;
+}
+
+// After a workload: nothing running or waiting, every row free, `used` slots still taken.
+inline void expect_drained(Sim& sim, int32_t used, int32_t rows) {
+  EXPECT_EQ(sim.pool().num_used(), used);
+  EXPECT_EQ(sim.rows().num_free(), rows);
+  EXPECT_EQ(sim.sched().num_running(), 0);
+  EXPECT_EQ(sim.sched().num_waiting(), 0);
+}
+
 }  // namespace lite_llama::test

@@ -17,6 +17,8 @@
 using namespace lite_llama;
 using lite_llama::test::Sim;
 using lite_llama::test::arrivals_this_step;
+using lite_llama::test::cancel_some;
+using lite_llama::test::expect_drained;
 using Tokens = std::vector<int32_t>;
 
 namespace {
@@ -215,21 +217,12 @@ TEST(SchedulerCache, RandomWorkloadsKeepInvariantsAndFinish) {
         while (int(prompt.size()) < len) prompt.push_back(uni(1, 3));
         sim.add(prompt, uni(1, 30));
       }
-      if (cancel_p > 0 && std::uniform_real_distribution<double>(0, 1)(rng) < cancel_p) {
-        auto live = sim.live();
-        if (!live.empty()) {
-          sim.cancel(live[size_t(uni(0, int(live.size()) - 1))]);
-          ++total_cancels;
-        }
-      }
+      total_cancels += cancel_some(sim, cancel_p, rng, uni);
       sim.step();
       if (::testing::Test::HasFatalFailure()) return;
     }
     ASSERT_TRUE(sim.all_done()) << "livelock: requests left after " << max_steps << " steps";
-    EXPECT_EQ(sim.pool().num_used(), sim.cache()->cached_tokens());
-    EXPECT_EQ(sim.rows().num_free(), rows);
-    EXPECT_EQ(sim.sched().num_running(), 0);
-    EXPECT_EQ(sim.sched().num_waiting(), 0);
+    expect_drained(sim, sim.cache()->cached_tokens(), rows);
     EXPECT_TRUE(sim.sched().schedule().empty());
     total_hits += sim.cache()->stats().hit_tokens;
     total_evicted += sim.cache()->stats().evicted_tokens;
