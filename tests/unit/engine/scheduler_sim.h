@@ -298,6 +298,17 @@ class Sim {
   int steps_ = 0, finished_ = 0, cancelled_ = 0;
 };
 
+// A random scheduler shape: up to 8 sequences, step budgets from 1 token, contexts of 4-64.
+template <typename Uni>
+SchedulerConfig random_config(Uni& uni) {
+  SchedulerConfig cfg;
+  cfg.max_num_seqs = uni(1, 8);
+  const int budgets[] = {1, 2, 3, 7, 16, 64, 512};
+  cfg.max_batched_tokens = budgets[uni(0, 6)];
+  cfg.max_ctx = uni(4, 64);
+  return cfg;
+}
+
 // Requests arriving this step in a random workload: mode 0 all at once, 1 a trickle, 2 bursts.
 template <typename Uni>
 int arrivals_this_step(int mode, int added, int num_requests, Uni& uni) {

@@ -17,6 +17,7 @@ using lite_llama::test::Sim;
 using lite_llama::test::arrivals_this_step;
 using lite_llama::test::cancel_some;
 using lite_llama::test::expect_drained;
+using lite_llama::test::random_config;
 
 TEST(Scheduler, RandomWorkloadsKeepInvariantsAndFinish) {
   int64_t total_preemptions = 0, total_cancels = 0;
@@ -24,11 +25,7 @@ TEST(Scheduler, RandomWorkloadsKeepInvariantsAndFinish) {
     SCOPED_TRACE(::testing::Message() << "seed " << seed);
     std::mt19937_64 rng(seed);
     auto uni = [&](int lo, int hi) { return int(std::uniform_int_distribution<int>(lo, hi)(rng)); };
-    SchedulerConfig cfg;
-    cfg.max_num_seqs = uni(1, 8);
-    const int budgets[] = {1, 2, 3, 7, 16, 64, 512};
-    cfg.max_batched_tokens = budgets[uni(0, 6)];
-    cfg.max_ctx = uni(4, 64);
+    const SchedulerConfig cfg = random_config(uni);
     // The engine's default pool holds at least one sequence at full context (see engine.cpp).
     const int32_t pool = uni(cfg.max_ctx, 3 * cfg.max_ctx);
     const int32_t rows = uni(1, cfg.max_num_seqs);

@@ -19,6 +19,7 @@ using lite_llama::test::Sim;
 using lite_llama::test::arrivals_this_step;
 using lite_llama::test::cancel_some;
 using lite_llama::test::expect_drained;
+using lite_llama::test::random_config;
 using Tokens = std::vector<int32_t>;
 
 namespace {
@@ -192,11 +193,7 @@ TEST(SchedulerCache, RandomWorkloadsKeepInvariantsAndFinish) {
     SCOPED_TRACE(::testing::Message() << "seed " << seed);
     std::mt19937_64 rng(seed);
     auto uni = [&](int lo, int hi) { return int(std::uniform_int_distribution<int>(lo, hi)(rng)); };
-    SchedulerConfig cfg;
-    cfg.max_num_seqs = uni(1, 8);
-    const int budgets[] = {1, 2, 3, 7, 16, 64, 512};
-    cfg.max_batched_tokens = budgets[uni(0, 6)];
-    cfg.max_ctx = uni(4, 64);
+    const SchedulerConfig cfg = random_config(uni);
     const int32_t pool = uni(cfg.max_ctx, 3 * cfg.max_ctx);
     const int32_t rows = uni(1, cfg.max_num_seqs);
     Sim sim(cfg, pool, rows, true);
