@@ -72,7 +72,7 @@ using LogitsSink = std::function<void(int seq, int pos, const float* logits, int
 
 struct EngineStats {
   int running = 0, waiting = 0;
-  int64_t kv_slots_used = 0, kv_slots_total = 0;
+  int64_t kv_slots_used = 0, kv_slots_total = 0;  // used: held by requests (not cache-only slots)
   int64_t preemptions = 0;
   // Prefix cache: slots it holds now, and over the engine's life the prompt tokens looked up and
   // those found cached.

@@ -150,7 +150,8 @@ class EngineImpl final : public Engine {
     s.running = sched_->num_running();
     s.waiting = sched_->num_waiting();
     s.kv_slots_total = pool_->num_slots();
-    s.kv_slots_used = pool_->num_used();
+    // Slots only the prefix cache holds are free to evict: not in use by any request.
+    s.kv_slots_used = pool_->num_used() - (cache_ ? cache_->num_unheld() : 0);
     s.preemptions = sched_->num_preemptions();
     if (cache_) {
       s.prefix_cached_tokens = cache_->cached_tokens();

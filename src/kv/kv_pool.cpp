@@ -7,6 +7,7 @@ namespace lite_llama::kv {
 KvPool::KvPool(int32_t num_slots) {
   LL_CHECK(num_slots > 0, "KV pool needs at least one slot, got {}", num_slots);
   refs_.assign(size_t(num_slots), 0);
+  cached_.assign(size_t(num_slots), 0);
   free_.reserve(size_t(num_slots));
   // Lowest slots on top of the stack so a fresh pool hands out 0, 1, 2, ... (contiguous rows).
   for (int32_t i = num_slots - 1; i >= 0; --i) free_.push_back(i);
@@ -28,6 +29,7 @@ void KvPool::release(const int32_t* slots, int32_t n) {
     int32_t s = slots[i];
     LL_CHECK(s >= 0 && s < num_slots() && refs_[size_t(s)] > 0, "KV pool: releasing free slot {}", s);
     if (--refs_[size_t(s)] == 0) free_.push_back(s);
+    else if (refs_[size_t(s)] == 1 && cached_[size_t(s)]) ++cache_only_;
   }
 }
 
@@ -35,7 +37,27 @@ void KvPool::retain(const int32_t* slots, int32_t n) {
   for (int32_t i = 0; i < n; ++i) {
     int32_t s = slots[i];
     LL_CHECK(s >= 0 && s < num_slots() && refs_[size_t(s)] > 0, "KV pool: retaining free slot {}", s);
+    if (refs_[size_t(s)]++ == 1 && cached_[size_t(s)]) --cache_only_;
+  }
+}
+
+void KvPool::cache_retain(const int32_t* slots, int32_t n) {
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t s = slots[i];
+    LL_CHECK(s >= 0 && s < num_slots() && refs_[size_t(s)] > 0 && !cached_[size_t(s)],
+             "KV pool: caching slot {} that is free or cached", s);
     ++refs_[size_t(s)];
+    cached_[size_t(s)] = 1;
+  }
+}
+
+void KvPool::cache_release(const int32_t* slots, int32_t n) {
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t s = slots[i];
+    LL_CHECK(s >= 0 && s < num_slots() && cached_[size_t(s)], "KV pool: slot {} is not cached", s);
+    cached_[size_t(s)] = 0;
+    if (refs_[size_t(s)] == 1) --cache_only_;
+    if (--refs_[size_t(s)] == 0) free_.push_back(s);
   }
 }
 

@@ -23,9 +23,17 @@ class KvPool {
   void retain(const int32_t* slots, int32_t n);
   int32_t refcount(int32_t slot) const { return refs_[size_t(slot)]; }
 
+  // The prefix cache's own reference, taken and dropped like retain / release: the pool then
+  // counts the slots only the cache holds, so "in use by requests" costs O(1) to ask.
+  void cache_retain(const int32_t* slots, int32_t n);
+  void cache_release(const int32_t* slots, int32_t n);
+  int32_t num_cache_only() const { return cache_only_; }
+
  private:
   std::vector<int32_t> free_;  // stack: most recently freed first (warm in cache)
   std::vector<int32_t> refs_;
+  std::vector<uint8_t> cached_;  // the prefix cache holds a reference
+  int32_t cache_only_ = 0;       // slots whose one reference is the cache's
 };
 
 // Rows of the request -> slot table: one per running request, recycled on finish.

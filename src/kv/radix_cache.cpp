@@ -103,7 +103,7 @@ int32_t RadixCache::insert(const int32_t* tokens, const int32_t* slots, int32_t 
     const int32_t c = find_child(node, tokens[i]);
     if (c < 0) {
       const int32_t added = n - i;
-      pool_.retain(slots + i, added);
+      pool_.cache_retain(slots + i, added);
       new_node(node, tokens + i, slots + i, added);
       cached_ += added;
       stats_.inserted_tokens += added;
@@ -137,7 +137,7 @@ int32_t RadixCache::evict(int32_t n_needed) {
     const int32_t len = int32_t(nd.slots.size());
     const int32_t take = std::min(unheld_tail(x), n_needed - freed);
     if (take == 0) continue;  // a request uses this leaf: its ancestors stay too
-    pool_.release(nd.slots.data() + (len - take), take);
+    pool_.cache_release(nd.slots.data() + (len - take), take);
     nd.key.resize(size_t(len - take));
     nd.slots.resize(size_t(len - take));
     freed += take;
@@ -181,7 +181,7 @@ int32_t RadixCache::num_evictable() const {
 void RadixCache::reset() {
   for (size_t x = 1; x < nodes_.size(); ++x) {
     const Node& nd = nodes_[x];
-    if (nd.parent >= 0) pool_.release(nd.slots.data(), int32_t(nd.slots.size()));
+    if (nd.parent >= 0) pool_.cache_release(nd.slots.data(), int32_t(nd.slots.size()));
   }
   nodes_.resize(1);
   nodes_[0].children.clear();
@@ -211,7 +211,7 @@ void RadixCache::for_each_path(
 void RadixCache::validate() const {
   LL_CHECK(nodes_[0].key.empty() && nodes_[0].slots.empty(), "radix cache: root has an edge");
   std::vector<uint8_t> seen(size_t(pool_.num_slots()), 0);
-  int32_t cached = 0, reached = 0;
+  int32_t cached = 0, reached = 0, only = 0;
   std::vector<int32_t> stack = {0};
   while (!stack.empty()) {
     const int32_t x = stack.back();
@@ -225,6 +225,7 @@ void RadixCache::validate() const {
                "radix cache: node {} holds free slot {}", x, s);
       LL_CHECK(!seen[size_t(s)], "radix cache: slot {} cached twice", s);
       seen[size_t(s)] = 1;
+      only += pool_.refcount(s) == 1;
     }
     cached += int32_t(nd.slots.size());
     for (size_t i = 0; i < nd.children.size(); ++i) {
@@ -238,6 +239,8 @@ void RadixCache::validate() const {
     }
   }
   LL_CHECK(cached == cached_, "radix cache: counts {} cached tokens, holds {}", cached_, cached);
+  LL_CHECK(only == pool_.num_cache_only(), "radix cache: {} slots held by the tree alone, the pool counts {}",
+           only, pool_.num_cache_only());
   LL_CHECK(reached == num_nodes() + 1, "radix cache: {} nodes reachable, {} live", reached,
            num_nodes() + 1);
 }

@@ -44,6 +44,8 @@ class RadixCache {
   int32_t evict(int32_t n_needed);
   // How many slots evict() could free now: walks the tree (O(nodes + unheld slots)).
   int32_t num_evictable() const;
+  // Slots only the tree holds (refcount 1): free for the taking, not in use by any request.
+  int32_t num_unheld() const { return pool_.num_cache_only(); }
   // Drops the tree's reference on every slot (held ones stay with their requests) and empties it.
   void reset();
 

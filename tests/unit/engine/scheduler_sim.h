@@ -298,15 +298,23 @@ class Sim {
   int steps_ = 0, finished_ = 0, cancelled_ = 0;
 };
 
-// A random scheduler shape: up to 8 sequences, step budgets from 1 token, contexts of 4-64.
-template <typename Uni>
-SchedulerConfig random_config(Uni& uni) {
+// A random scheduler shape: up to 8 sequences, step budgets from 1 token, contexts of 4-64; a
+// pool of 1-3 full contexts (the engine's default pool holds at least one, see engine_setup)
+// and up to max_num_seqs request rows.
+struct RandomShape {
   SchedulerConfig cfg;
-  cfg.max_num_seqs = uni(1, 8);
+  int32_t pool = 0, rows = 0;
+};
+template <typename Uni>
+RandomShape random_shape(Uni& uni) {
+  RandomShape r;
+  r.cfg.max_num_seqs = uni(1, 8);
   const int budgets[] = {1, 2, 3, 7, 16, 64, 512};
-  cfg.max_batched_tokens = budgets[uni(0, 6)];
-  cfg.max_ctx = uni(4, 64);
-  return cfg;
+  r.cfg.max_batched_tokens = budgets[uni(0, 6)];
+  r.cfg.max_ctx = uni(4, 64);
+  r.pool = uni(r.cfg.max_ctx, 3 * r.cfg.max_ctx);
+  r.rows = uni(1, r.cfg.max_num_seqs);
+  return r;
 }
 
 // Requests arriving this step in a random workload: mode 0 all at once, 1 a trickle, 2 bursts.

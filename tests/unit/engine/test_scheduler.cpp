@@ -17,7 +17,7 @@ using lite_llama::test::Sim;
 using lite_llama::test::arrivals_this_step;
 using lite_llama::test::cancel_some;
 using lite_llama::test::expect_drained;
-using lite_llama::test::random_config;
+using lite_llama::test::random_shape;
 
 TEST(Scheduler, RandomWorkloadsKeepInvariantsAndFinish) {
   int64_t total_preemptions = 0, total_cancels = 0;
@@ -25,10 +25,7 @@ TEST(Scheduler, RandomWorkloadsKeepInvariantsAndFinish) {
     SCOPED_TRACE(::testing::Message() << "seed " << seed);
     std::mt19937_64 rng(seed);
     auto uni = [&](int lo, int hi) { return int(std::uniform_int_distribution<int>(lo, hi)(rng)); };
-    const SchedulerConfig cfg = random_config(uni);
-    // The engine's default pool holds at least one sequence at full context (see engine.cpp).
-    const int32_t pool = uni(cfg.max_ctx, 3 * cfg.max_ctx);
-    const int32_t rows = uni(1, cfg.max_num_seqs);
+    const auto [cfg, pool, rows] = random_shape(uni);
     Sim sim(cfg, pool, rows);
     const int num_requests = uni(5, 40);
     const int arrival_mode = uni(0, 2);  // 0: all at once, 1: trickle, 2: bursts

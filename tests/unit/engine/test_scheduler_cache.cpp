@@ -19,7 +19,7 @@ using lite_llama::test::Sim;
 using lite_llama::test::arrivals_this_step;
 using lite_llama::test::cancel_some;
 using lite_llama::test::expect_drained;
-using lite_llama::test::random_config;
+using lite_llama::test::random_shape;
 using Tokens = std::vector<int32_t>;
 
 namespace {
@@ -193,9 +193,7 @@ TEST(SchedulerCache, RandomWorkloadsKeepInvariantsAndFinish) {
     SCOPED_TRACE(::testing::Message() << "seed " << seed);
     std::mt19937_64 rng(seed);
     auto uni = [&](int lo, int hi) { return int(std::uniform_int_distribution<int>(lo, hi)(rng)); };
-    const SchedulerConfig cfg = random_config(uni);
-    const int32_t pool = uni(cfg.max_ctx, 3 * cfg.max_ctx);
-    const int32_t rows = uni(1, cfg.max_num_seqs);
+    const auto [cfg, pool, rows] = random_shape(uni);
     Sim sim(cfg, pool, rows, true);
     std::vector<Tokens> heads(size_t(uni(1, 4)));
     for (Tokens& h : heads)
