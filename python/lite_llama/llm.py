@@ -1,12 +1,13 @@
 """LLM: the offline API (vLLM's shape) over the native engine."""
 from __future__ import annotations
 
+import importlib
 import math
 import os
 import random
 import time
 from collections import Counter
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 from . import _core
 from .outputs import CompletionOutput, Logprob, RequestOutput, ScoreOutput
@@ -16,6 +17,7 @@ from .tokenizer import Message, Tokenizer, template_kwargs_json, to_chat_message
 PromptType = Union[str, List[int], Mapping[str, Any]]
 Prompts = Union[PromptType, Sequence[PromptType]]
 ParamsArg = Union[SamplingParams, Sequence[SamplingParams], None]
+Item = Tuple[Optional[str], List[int]]  # a parsed prompt: its text (None for token ids), its ids
 
 _DTYPES = {"auto": "bf16", "bfloat16": "bf16", "bf16": "bf16",
            "float16": "fp16", "half": "fp16", "fp16": "fp16"}
@@ -64,10 +66,9 @@ def _tqdm_factory(use_tqdm: Union[bool, Callable[..., Any]]) -> Optional[Callabl
     if not use_tqdm:
         return None
     try:
-        from tqdm.auto import tqdm
+        return cast(Callable[..., Any], importlib.import_module("tqdm.auto").tqdm)
     except ImportError:
         return None
-    return tqdm
 
 
 class LLM:
@@ -182,7 +183,8 @@ class LLM:
         """Generates replies to one conversation (a list of ``{"role", "content"}`` dicts) or to
         a list of conversations, rendered with the model's chat template.
         ``chat_template_kwargs`` become template variables (``{"enable_thinking": False}``)."""
-        convs = [messages] if messages and isinstance(messages[0], Mapping) else messages
+        one = bool(messages) and isinstance(messages[0], Mapping)
+        convs = cast(Sequence[Sequence[Message]], [messages] if one else messages)
         if isinstance(convs, (str, bytes)) or not isinstance(convs, Sequence) or not convs:
             raise ValueError("messages must be a conversation (a list of message dicts) or a list of them")
         items = [self._render(c, chat_template_kwargs, add_generation_prompt) for c in convs]
@@ -245,16 +247,19 @@ class LLM:
 
     # --- internals ----------------------------------------------------------------------------
 
-    def _parse_prompts(self, prompts: Prompts) -> List[Tuple[Optional[str], List[int]]]:
+    def _parse_prompts(self, prompts: Prompts) -> List[Item]:
+        items: Sequence[Any]
         if isinstance(prompts, (str, Mapping)):
-            prompts = [prompts]
+            items = [prompts]
         elif isinstance(prompts, (list, tuple)) and prompts and isinstance(prompts[0], int):
-            prompts = [prompts]  # one prompt of token ids
-        elif not isinstance(prompts, (list, tuple)):
+            items = [prompts]  # one prompt of token ids
+        elif isinstance(prompts, (list, tuple)):
+            items = cast(Sequence[Any], prompts)
+        else:
             raise ValueError(f"prompts must be a string, token ids, or a list of them; got {type(prompts).__name__}")
-        return [self._parse_prompt(p) for p in prompts]
+        return [self._parse_prompt(p) for p in items]
 
-    def _parse_prompt(self, p: PromptType) -> Tuple[Optional[str], List[int]]:
+    def _parse_prompt(self, p: PromptType) -> Item:
         if isinstance(p, str):
             return p, self._core.tokenize(p, True, True)
         if isinstance(p, Mapping):
@@ -266,7 +271,7 @@ class LLM:
         return None, token_ids(p, "a prompt")
 
     def _render(self, conv: Sequence[Message], kwargs: Optional[Mapping[str, Any]],
-                add_generation_prompt: bool) -> Tuple[str, List[int]]:
+                add_generation_prompt: bool) -> Item:
         text = self._core.apply_chat_template(
             to_chat_messages(conv), bool(add_generation_prompt), template_kwargs_json(kwargs))
         return text, self._core.tokenize(text, False, True)  # the template wrote BOS
@@ -289,7 +294,7 @@ class LLM:
             return p.seed
         return self._seeds.getrandbits(63)
 
-    def _run(self, items: List[Tuple[Optional[str], List[int]]], params: List[SamplingParams],
+    def _run(self, items: List[Item], params: List[SamplingParams],
              use_tqdm: Union[bool, Callable[..., Any]]) -> List[RequestOutput]:
         flat_ids: List[List[int]] = []
         flat_params: List[_core.SamplingParams] = []

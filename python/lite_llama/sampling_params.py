@@ -11,12 +11,17 @@ _UINT64 = 1 << 64
 _UNTIL_CONTEXT = (1 << 31) - 1
 
 
-def _number(name: str, value: object, kind: type) -> Union[int, float]:
+def _float(name: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"{name} must be a number, got {value!r}")
-    if kind is int and not float(value).is_integer():
+    return float(value)
+
+
+def _int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            (isinstance(value, float) and not value.is_integer()):
         raise ValueError(f"{name} must be an integer, got {value!r}")
-    return kind(value)
+    return int(value)
 
 
 @dataclass
@@ -72,35 +77,35 @@ class SamplingParams:
 
     def _to_core(self, seed: Optional[int] = None) -> _core.SamplingParams:
         """The engine's parameters for one completion, validated (ValueError)."""
-        if _number("n", self.n, int) < 1:
+        if _int("n", self.n) < 1:
             raise ValueError(f"n must be >= 1, got {self.n}")
         p = _core.SamplingParams()
-        p.temperature = _number("temperature", self.temperature, float)
-        p.top_p = _number("top_p", self.top_p, float)
-        top_k = _number("top_k", self.top_k, int)
+        p.temperature = _float("temperature", self.temperature)
+        p.top_p = _float("top_p", self.top_p)
+        top_k = _int("top_k", self.top_k)
         p.top_k = 0 if top_k == -1 else top_k
-        p.min_p = _number("min_p", self.min_p, float)
-        p.presence_penalty = _number("presence_penalty", self.presence_penalty, float)
-        p.frequency_penalty = _number("frequency_penalty", self.frequency_penalty, float)
-        p.repetition_penalty = _number("repetition_penalty", self.repetition_penalty, float)
+        p.min_p = _float("min_p", self.min_p)
+        p.presence_penalty = _float("presence_penalty", self.presence_penalty)
+        p.frequency_penalty = _float("frequency_penalty", self.frequency_penalty)
+        p.repetition_penalty = _float("repetition_penalty", self.repetition_penalty)
         if self.max_tokens is None:
             p.max_tokens = _UNTIL_CONTEXT
         else:
-            max_tokens = _number("max_tokens", self.max_tokens, int)
+            max_tokens = _int("max_tokens", self.max_tokens)
             if not 1 <= max_tokens <= _UNTIL_CONTEXT:
                 raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
             p.max_tokens = max_tokens
         seed = self.seed if seed is None else seed
         if seed is not None:
-            if _number("seed", seed, int) < 0:
+            if _int("seed", seed) < 0:
                 raise ValueError(f"seed must be >= 0, got {seed}")
             p.seed = int(seed) % _UINT64
         p.stop = self.stop_strings
         ids = [] if self.stop_token_ids is None else list(self.stop_token_ids)
-        p.stop_token_ids = [_number("stop_token_ids", t, int) for t in ids]
+        p.stop_token_ids = [_int("stop_token_ids", t) for t in ids]
         p.ignore_eos = bool(self.ignore_eos)
         if self.logprobs is not None:
-            k = _number("logprobs", self.logprobs, int)
+            k = _int("logprobs", self.logprobs)
             if not 0 <= k <= 20:
                 raise ValueError(f"logprobs must be in [0, 20], got {self.logprobs}")
             p.top_logprobs = k
