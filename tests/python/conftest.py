@@ -17,7 +17,12 @@ try:
     import lite_llama  # noqa: F401
 except ImportError:  # run by hand without PYTHONPATH: the default build's package
     sys.path.insert(0, str(ROOT / "build" / "python"))
-    import lite_llama  # noqa: F401
+    try:
+        import lite_llama  # noqa: F401
+    except ImportError as e:
+        raise ImportError(f"{e}: the module in build/python must be built for this Python "
+                          f"({sys.version_info.major}.{sys.version_info.minor}); see the CMake "
+                          "output's 'lite-llama Python module' line") from e
 
 # Small enough for 2 CPU cores (as tests/server); the CLI runs get the same threads.
 THREADS = 2
