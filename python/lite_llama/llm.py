@@ -177,6 +177,7 @@ class LLM:
         messages: Union[Sequence[Message], Sequence[Sequence[Message]]],
         sampling_params: ParamsArg = None,
         use_tqdm: Union[bool, Callable[..., Any]] = True,
+        *,
         chat_template_kwargs: Optional[Mapping[str, Any]] = None,
         add_generation_prompt: bool = True,
     ) -> List[RequestOutput]:
@@ -203,6 +204,7 @@ class LLM:
         self,
         messages: Sequence[Message],
         sampling_params: Optional[SamplingParams] = None,
+        *,
         chat_template_kwargs: Optional[Mapping[str, Any]] = None,
         add_generation_prompt: bool = True,
     ) -> Iterator[str]:

@@ -38,7 +38,8 @@ class CoreEngine {
   explicit CoreEngine(const EngineOptions& opts);  // loads with the GIL released
 
   // Tokenizer and chat template: const and stateless in the engine, so no lock.
-  std::vector<int32_t> tokenize(const std::string& text, bool add_special, bool parse_special) const;
+  std::vector<int32_t> tokenize(const std::string& text, bool add_special,
+                                bool parse_special) const;
   std::string detokenize(const std::vector<int32_t>& ids) const;
   std::string token_text(int32_t id) const;
   std::string apply_chat_template(const std::vector<ChatMessage>& msgs, bool add_generation_prompt,

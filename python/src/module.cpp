@@ -15,6 +15,14 @@ using lite_llama::python::CoreEngine;
 
 namespace {
 
+// Token text can end inside a UTF-8 sequence (one token of a multi-byte character): such bytes
+// become U+FFFD, as HF's decode does, instead of a UnicodeDecodeError.
+py::str utf8(const std::string& s) {
+  PyObject* o = PyUnicode_DecodeUTF8(s.data(), Py_ssize_t(s.size()), "replace");
+  if (!o) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(o);
+}
+
 template <typename F>
 auto parse_arg(F&& f) -> decltype(f()) {
   try {
@@ -28,12 +36,14 @@ EngineOptions engine_options(const py::kwargs& kw) {
   EngineOptions o;
   for (auto [key, value] : kw) {
     const std::string k = py::cast<std::string>(key);
-    if (k == "model") o.model = py::cast<std::string>(value);
-    else if (k == "device") o.backend.device = parse_arg([&] { return parse_device(py::cast<std::string>(value)); });
-    else if (k == "dtype") o.backend.dtype = parse_arg([&] { return parse_act_type(py::cast<std::string>(value)); });
-    else if (k == "quantize") o.backend.quantize = parse_arg([&] { return parse_quant_mode(py::cast<std::string>(value)); });
+    auto str = [&] { return py::cast<std::string>(value); };
+    if (k == "model") o.model = str();
+    else if (k == "device") o.backend.device = parse_arg([&] { return parse_device(str()); });
+    else if (k == "dtype") o.backend.dtype = parse_arg([&] { return parse_act_type(str()); });
+    else if (k == "quantize") o.backend.quantize =
+        parse_arg([&] { return parse_quant_mode(str()); });
     else if (k == "threads") o.backend.threads = py::cast<int>(value);
-    else if (k == "load_format") o.load_format = py::cast<std::string>(value);
+    else if (k == "load_format") o.load_format = str();
     else if (k == "dummy_seed") o.dummy_seed = py::cast<uint64_t>(value);
     else if (k == "ctx") o.ctx = py::cast<int>(value);
     else if (k == "max_num_seqs") o.max_num_seqs = py::cast<int>(value);
@@ -104,7 +114,7 @@ void bind_types(py::module_& m) {
 
   py::class_<Completion>(m, "Completion")
       .def_readonly("token_ids", &Completion::token_ids)
-      .def_readonly("text", &Completion::text)
+      .def_property_readonly("text", [](const Completion& c) { return utf8(c.text); })
       .def_readonly("logprobs", &Completion::logprobs)
       .def_readonly("finish_reason", &Completion::finish_reason)
       .def_readonly("prompt_tokens", &Completion::prompt_tokens)
@@ -113,7 +123,7 @@ void bind_types(py::module_& m) {
   py::class_<RequestOutput>(m, "StepOutput")
       .def_readonly("id", &RequestOutput::id)
       .def_readonly("tokens", &RequestOutput::tokens)
-      .def_readonly("text", &RequestOutput::text)
+      .def_property_readonly("text", [](const RequestOutput& o) { return utf8(o.text); })
       .def_readonly("logprobs", &RequestOutput::logprobs)
       .def_readonly("finished", &RequestOutput::finished)
       .def_property_readonly("finish_reason",
@@ -141,13 +151,20 @@ PYBIND11_MODULE(_core, m) {
   bind_types(m);
 
   py::class_<CoreEngine>(m, "Engine")
-      .def(py::init([](const py::kwargs& kw) { return std::make_unique<CoreEngine>(engine_options(kw)); }),
+      .def(py::init([](const py::kwargs& kw) {
+             return std::make_unique<CoreEngine>(engine_options(kw));
+           }),
            "Loads a model: the EngineOptions fields as keywords (device, dtype and quantize as "
            "their flag spellings).")
       .def("tokenize", &CoreEngine::tokenize, py::arg("text"), py::arg("add_special"),
            py::arg("parse_special"))
-      .def("detokenize", &CoreEngine::detokenize, py::arg("ids"))
-      .def("token_text", &CoreEngine::token_text, py::arg("id"))
+      .def("detokenize",
+           [](const CoreEngine& e, const std::vector<int32_t>& ids) {
+             return utf8(e.detokenize(ids));
+           },
+           py::arg("ids"))
+      .def("token_text", [](const CoreEngine& e, int32_t id) { return utf8(e.token_text(id)); },
+           py::arg("id"))
       .def("apply_chat_template", &CoreEngine::apply_chat_template, py::arg("messages"),
            py::arg("add_generation_prompt"), py::arg("extra_json") = "")
       .def("generate", &CoreEngine::generate, py::arg("prompts"), py::arg("params"),

@@ -59,6 +59,9 @@ def test_tokenizer(llm):
     assert len(im) == 5
     assert tok.decode(im) == "<|im_start|>user\nHi<|im_end|>"
     assert tok.decode(im, skip_special_tokens=True) == "user\nHi"
+    llama = tok.encode("🦙", add_special_tokens=False)
+    assert len(llama) > 1 and tok.decode(llama) == "🦙"
+    assert "\ufffd" in tok.decode(llama[:1])  # a partial character, not a UnicodeDecodeError
     text = tok.apply_chat_template([{"role": "user", "content": "Hi"}])
     assert text.startswith("<|im_start|>") and text.endswith("<|im_start|>assistant\n")
     ids = tok.apply_chat_template([{"role": "user", "content": "Hi"}], tokenize=True)
