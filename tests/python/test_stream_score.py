@@ -85,5 +85,6 @@ def test_gil_is_released_while_generating(llm):
     elapsed = time.perf_counter() - t0
     stop.set()
     t.join()
-    # A thread that needs the GIL kept running: at least a fifth of the ticks it could make.
-    assert ticks > elapsed * 1000 / 5, (ticks, elapsed)
+    # A thread that needs the GIL kept running (with the GIL held it would make none): at least
+    # a twentieth of the ticks it could make, so that a busy machine does not fail it.
+    assert ticks > elapsed * 1000 / 20, (ticks, elapsed)
