@@ -2,14 +2,20 @@
 find_package(Threads REQUIRED)
 find_package(fmt REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
-find_package(CLI11 REQUIRED)
+if(LITE_LLAMA_CLI)
+  find_package(CLI11 REQUIRED)
+endif()
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 # Unicode normalisation (NFC) for HF tokenizers; optional (the GPU image lacks the headers).
 pkg_check_modules(ICU IMPORTED_TARGET icu-uc)
-find_path(HTTPLIB_INCLUDE_DIR httplib.h REQUIRED)
+if(LITE_LLAMA_CLI)  # the Python module alone needs neither the server nor the Hub download
+  find_path(HTTPLIB_INCLUDE_DIR httplib.h REQUIRED)
+endif()
 # Debian's cpp-httplib is a compiled library (with OpenSSL/zlib/brotli defines); the local Hub
 # server of the `pull` test uses it. Optional: that test is skipped where it is missing.
 pkg_check_modules(HTTPLIB IMPORTED_TARGET cpp-httplib)
 # `lite-llama pull` downloads from the Hugging Face Hub.
-find_package(CURL REQUIRED)
+if(LITE_LLAMA_CLI)
+  find_package(CURL REQUIRED)
+endif()

@@ -1,0 +1,71 @@
+# Type stubs of the native module (python/src/module.cpp). Use the lite_llama package instead.
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+__version__: str
+built_with_cuda: bool
+
+class SamplingParams:
+    temperature: float
+    top_k: int
+    top_p: float
+    min_p: float
+    repetition_penalty: float
+    presence_penalty: float
+    frequency_penalty: float
+    seed: Optional[int]
+    max_tokens: int
+    stop: List[str]
+    stop_token_ids: List[int]
+    ignore_eos: bool
+    top_logprobs: int
+    def __init__(self) -> None: ...
+    def validate(self) -> None: ...
+
+class ChatMessage:
+    role: str
+    content: str
+    reasoning_content: str
+    def __init__(self, role: str, content: str, reasoning_content: str = "") -> None: ...
+
+class TokenLogprobs:
+    token: int
+    logprob: float
+    top: List[Tuple[int, float]]
+
+class Completion:
+    token_ids: List[int]
+    text: str
+    logprobs: List[TokenLogprobs]
+    finish_reason: str
+    prompt_tokens: int
+    cached_tokens: int
+
+class StepOutput:
+    id: int
+    tokens: List[int]
+    text: str
+    logprobs: List[TokenLogprobs]
+    finished: bool
+    finish_reason: str
+    cached_tokens: int
+
+class ScoreResult:
+    logprobs: List[float]
+    argmax: List[int]
+
+class Engine:
+    def __init__(self, **options: Any) -> None: ...
+    def tokenize(self, text: str, add_special: bool, parse_special: bool) -> List[int]: ...
+    def detokenize(self, ids: List[int]) -> str: ...
+    def token_text(self, id: int) -> str: ...
+    def apply_chat_template(self, messages: List[ChatMessage], add_generation_prompt: bool,
+                            extra_json: str = "") -> str: ...
+    def generate(self, prompts: List[List[int]], params: List[SamplingParams],
+                 progress: Optional[Callable[[List[int], int], None]] = None) -> List[Completion]: ...
+    def add_request(self, prompt: List[int], params: SamplingParams) -> int: ...
+    def step(self) -> List[StepOutput]: ...
+    def abort(self, ids: List[int]) -> None: ...
+    def has_unfinished(self) -> bool: ...
+    def score(self, seqs: List[List[int]], decode_tail: int = 0) -> List[ScoreResult]: ...
+    def info(self) -> Dict[str, Any]: ...
+    def stats(self) -> Dict[str, int]: ...

@@ -1,0 +1,126 @@
+"""The model's tokenizer and chat template, as a small subset of HF's tokenizer API."""
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+
+from . import _core
+
+Message = Mapping[str, Any]
+
+
+def _content(m: Message, role: str) -> str:
+    c = m.get("content")
+    if c is None:
+        if role == "assistant":  # a content-less assistant turn (a tool call in OpenAI's API)
+            return ""
+        raise ValueError(f"a '{role}' message needs 'content'")
+    if isinstance(c, str):
+        return c
+    if not isinstance(c, (list, tuple)):
+        raise ValueError(f"messages.content must be a string or a list of content parts, got {c!r}")
+    texts = []
+    for part in c:
+        if not isinstance(part, Mapping) or part.get("type") != "text":
+            raise ValueError(f"content parts must be {{'type': 'text', 'text': ...}}, got {part!r}")
+        if not isinstance(part.get("text"), str):
+            raise ValueError("a text content part needs 'text'")
+        texts.append(part["text"])
+    return "\n".join(texts)  # as the server joins them
+
+
+def to_chat_messages(messages: Sequence[Message]) -> List[_core.ChatMessage]:
+    """OpenAI-style message dicts -> the engine's messages (ValueError for anything else)."""
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence) or not messages:
+        raise ValueError("messages must be a non-empty list of {'role': ..., 'content': ...} dicts")
+    out = []
+    for m in messages:
+        if not isinstance(m, Mapping):
+            raise ValueError(f"every message must be a dict, got {m!r}")
+        role = m.get("role")
+        if role == "developer":  # OpenAI's newer name for the system role
+            role = "system"
+        if role not in ("system", "user", "assistant"):
+            raise ValueError(f"role {role!r} is not supported (system, user or assistant)")
+        reasoning = m.get("reasoning_content") or ""
+        out.append(_core.ChatMessage(role, _content(m, role), str(reasoning)))
+    return out
+
+
+def template_kwargs_json(kwargs: Optional[Mapping[str, Any]]) -> str:
+    if not kwargs:
+        return ""
+    if not isinstance(kwargs, Mapping):
+        raise ValueError(f"chat_template_kwargs must be a dict, got {kwargs!r}")
+    try:
+        return json.dumps(dict(kwargs))
+    except TypeError as e:
+        raise ValueError(f"chat_template_kwargs must be JSON values: {e}") from None
+
+
+def token_ids(ids: object, what: str = "token ids") -> List[int]:
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
+        raise ValueError(f"{what} must be a list of ints, got {ids!r}")
+    out = list(ids)
+    if not all(isinstance(t, int) and not isinstance(t, bool) for t in out):
+        raise ValueError(f"{what} must be a list of ints, got {ids!r}")
+    return out
+
+
+class Tokenizer:
+    """The model's tokenizer (``LLM.get_tokenizer()``): ``encode``, ``decode`` and
+    ``apply_chat_template`` shaped like Hugging Face's."""
+
+    def __init__(self, core: _core.Engine) -> None:
+        self._core = core
+        info = core.info()
+        special: Dict[str, int] = info["special_tokens"]
+        self.bos_token_id: Optional[int] = special.get("bos")
+        self.eos_token_id: Optional[int] = special.get("eos")
+        self.pad_token_id: Optional[int] = special.get("pad")
+        self.vocab_size: int = info["vocab_size"]
+        self._special: Dict[int, bool] = {}
+
+    def encode(self, text: str, add_special_tokens: bool = True) -> List[int]:
+        """Token ids of ``text``; special tokens written in the text (``<|im_start|>``) are
+        parsed, as HF does. ``add_special_tokens`` adds BOS where the model asks for it."""
+        if not isinstance(text, str):
+            raise ValueError(f"text must be a string, got {text!r}")
+        return self._core.tokenize(text, bool(add_special_tokens), True)
+
+    def decode(self, ids: Union[int, Sequence[int]], skip_special_tokens: bool = False) -> str:
+        """The text of ``ids``; ``skip_special_tokens`` drops control tokens (``<|im_end|>``)."""
+        ids = [ids] if isinstance(ids, int) else token_ids(ids)
+        if skip_special_tokens:
+            ids = [t for t in ids if not self._is_special(t)]
+        return self._core.detokenize(ids)
+
+    def apply_chat_template(
+        self,
+        messages: Sequence[Message],
+        tokenize: bool = False,
+        add_generation_prompt: bool = True,
+        **kwargs: Any,
+    ) -> Union[str, List[int]]:
+        """Renders ``messages`` with the model's chat template; extra keyword arguments become
+        template variables (``enable_thinking=False``). Unlike HF, the defaults are
+        ``tokenize=False`` and ``add_generation_prompt=True``."""
+        text = self._core.apply_chat_template(
+            to_chat_messages(messages), bool(add_generation_prompt), template_kwargs_json(kwargs))
+        if tokenize:
+            return self._core.tokenize(text, False, True)  # the template wrote BOS where needed
+        return text
+
+    def __len__(self) -> int:
+        return self.vocab_size
+
+    def _is_special(self, token: int) -> bool:
+        # A special (control) token is one that only special-token parsing turns its text into:
+        # the public engine API exposes no token kinds, and this holds for every tokenizer kind.
+        hit = self._special.get(token)
+        if hit is None:
+            text = self._core.detokenize([token])
+            hit = bool(text) and self._core.tokenize(text, False, True) == [token] and \
+                self._core.tokenize(text, False, False) != [token]
+            self._special[token] = hit
+        return hit

@@ -1,0 +1,181 @@
+#include "core_engine.h"
+
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <exception>
+
+namespace lite_llama::python {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+// Progress callbacks between finishes come at most this often (a bar needs no more).
+constexpr auto kProgressEvery = std::chrono::milliseconds(100);
+
+// Runs f; a lite_llama error it throws is the caller's bad argument.
+template <typename F>
+auto as_argument_error(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const ArgumentError&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    throw ArgumentError(e.what());
+  }
+}
+
+}  // namespace
+
+CoreEngine::CoreEngine(const EngineOptions& opts) {
+  py::gil_scoped_release nogil;
+  engine_ = Engine::create(opts);
+}
+
+std::unique_lock<std::mutex> CoreEngine::lock() const {
+  std::unique_lock<std::mutex> lk(mu_, std::try_to_lock);
+  if (!lk.owns_lock())
+    throw std::runtime_error(
+        "this LLM is busy: another thread (or a callback of a running generate) is using it");
+  return lk;
+}
+
+std::vector<int32_t> CoreEngine::tokenize(const std::string& text, bool add_special,
+                                          bool parse_special) const {
+  return as_argument_error([&] { return engine_->tokenize(text, add_special, parse_special); });
+}
+
+std::string CoreEngine::detokenize(const std::vector<int32_t>& ids) const {
+  return as_argument_error([&] { return engine_->detokenize(ids); });
+}
+
+std::string CoreEngine::token_text(int32_t id) const {
+  return as_argument_error([&] { return engine_->token_text(id); });
+}
+
+std::string CoreEngine::apply_chat_template(const std::vector<ChatMessage>& msgs,
+                                            bool add_generation_prompt,
+                                            const std::string& extra_json) const {
+  return as_argument_error(
+      [&] { return engine_->apply_chat_template(msgs, add_generation_prompt, extra_json); });
+}
+
+std::vector<Completion> CoreEngine::generate(std::vector<std::vector<int32_t>> prompts,
+                                             const std::vector<SamplingParams>& params,
+                                             const py::object& progress) {
+  if (prompts.size() != params.size())
+    throw ArgumentError("generate: " + std::to_string(prompts.size()) + " prompts but " +
+                        std::to_string(params.size()) + " sampling parameters");
+  auto lk = lock();
+  if (engine_->has_unfinished())
+    throw std::runtime_error("a generate_stream is still running: finish or close it first");
+  std::vector<Completion> out(prompts.size());
+  std::unordered_map<int64_t, size_t> index;
+  std::vector<int64_t> ids;
+  std::exception_ptr err;
+  {
+    py::gil_scoped_release nogil;
+    try {
+      for (size_t i = 0; i < prompts.size(); ++i) {
+        out[i].prompt_tokens = int(prompts[i].size());
+        const int64_t id = as_argument_error(
+            [&] { return engine_->add_request(std::move(prompts[i]), params[i]); });
+        index[id] = i;
+        ids.push_back(id);
+      }
+      run_batch(out, index, progress);
+    } catch (...) {
+      err = std::current_exception();
+    }
+    if (err) cancel_and_drain(ids);
+  }
+  if (err) std::rethrow_exception(err);
+  return out;
+}
+
+// Called without the GIL; takes it only between steps.
+void CoreEngine::run_batch(std::vector<Completion>& out,
+                           const std::unordered_map<int64_t, size_t>& index,
+                           const py::object& progress) {
+  std::vector<size_t> finished;
+  int64_t generated = 0;
+  Clock::time_point last = Clock::now();
+  while (engine_->has_unfinished()) {
+    for (RequestOutput& o : engine_->step()) {
+      const size_t i = index.at(o.id);
+      Completion& c = out[i];
+      c.token_ids.insert(c.token_ids.end(), o.tokens.begin(), o.tokens.end());
+      c.text += o.text;
+      for (TokenLogprobs& lp : o.logprobs) c.logprobs.push_back(std::move(lp));
+      generated += int64_t(o.tokens.size());
+      if (o.finished) {
+        c.finish_reason = finish_reason_name(o.finish_reason);
+        c.cached_tokens = o.cached_tokens;
+        finished.push_back(i);
+      }
+    }
+    const Clock::time_point now = Clock::now();
+    const bool report = !finished.empty() || now - last >= kProgressEvery;
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    if (report && !progress.is_none()) {
+      progress(py::cast(finished), generated);
+      finished.clear();
+      last = now;
+    }
+  }
+  if (!progress.is_none()) {
+    py::gil_scoped_acquire gil;
+    progress(py::cast(finished), generated);
+  }
+}
+
+// Called without the GIL. Best effort: the error that brought us here is what the caller sees.
+void CoreEngine::cancel_and_drain(const std::vector<int64_t>& ids) {
+  try {
+    for (int64_t id : ids) engine_->cancel(id);
+    while (engine_->has_unfinished()) engine_->step();
+  } catch (const std::exception&) {
+  }
+}
+
+int64_t CoreEngine::add_request(std::vector<int32_t> prompt, const SamplingParams& params) {
+  auto lk = lock();
+  if (engine_->has_unfinished())
+    throw std::runtime_error("another generate_stream is still running: finish or close it first");
+  return as_argument_error([&] { return engine_->add_request(std::move(prompt), params); });
+}
+
+std::vector<RequestOutput> CoreEngine::step() {
+  auto lk = lock();
+  py::gil_scoped_release nogil;
+  return engine_->step();
+}
+
+void CoreEngine::abort(const std::vector<int64_t>& ids) {
+  auto lk = lock();
+  py::gil_scoped_release nogil;
+  cancel_and_drain(ids);
+}
+
+bool CoreEngine::has_unfinished() const {
+  auto lk = lock();
+  return engine_->has_unfinished();
+}
+
+std::vector<ScoreResult> CoreEngine::score(const std::vector<std::vector<int32_t>>& seqs,
+                                           int decode_tail) {
+  auto lk = lock();
+  if (engine_->has_unfinished())
+    throw std::runtime_error("score: a generate_stream is still running: finish or close it first");
+  for (const auto& s : seqs)
+    if (s.size() < 2) throw ArgumentError("score: a sequence needs at least 2 tokens");
+  py::gil_scoped_release nogil;
+  return as_argument_error([&] { return engine_->score(seqs, decode_tail, {}); });
+}
+
+EngineStats CoreEngine::stats() const {
+  auto lk = lock();
+  return engine_->stats();
+}
+
+}  // namespace lite_llama::python

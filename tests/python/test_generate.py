@@ -1,0 +1,154 @@
+"""LLM.generate / chat through Python against the CLI and against solo runs."""
+from conftest import SEED_PROMPTS, assert_idle, run_cli
+from lite_llama import SamplingParams
+
+TOPICS = ["the sea", "a robot", "winter", "coffee", "a lighthouse", "mountains", "a cat", "the moon",
+          "rain", "a library", "trains", "bees", "a volcano", "autumn", "a violin", "deserts",
+          "a garden", "clocks", "the wind", "a city", "rivers", "snow", "a dragon", "bread",
+          "stars", "a forest", "paper", "the sun", "an island", "music", "a bridge", "fire"]
+
+
+def greedy(n):
+    return SamplingParams(temperature=0, max_tokens=n)
+
+
+def test_greedy_equals_cli(llm):
+    n = 32
+    cli = run_cli("generate", "--temp", "0", "-n", str(n), "--json",
+                  *[a for p in SEED_PROMPTS for a in ("-p", p)])["results"]
+    outs = llm.generate(SEED_PROMPTS, greedy(n), use_tqdm=False)
+    assert [o.prompt for o in outs] == SEED_PROMPTS
+    for o, c in zip(outs, cli):
+        assert len(o.prompt_token_ids) == c["prompt_tokens"]
+        assert o.outputs[0].token_ids == c["token_ids"]
+        assert o.outputs[0].text == c["text"]
+        assert o.outputs[0].finish_reason == c["finish_reason"]
+    assert_idle(llm)
+
+
+def test_chat_equals_cli(llm):
+    prompt = "Write a haiku about GPUs."
+    cli = run_cli("generate", "--chat", "--temp", "0", "-n", "24", "--json", "-p", prompt)
+    out = llm.chat([{"role": "user", "content": prompt}], greedy(24), use_tqdm=False)[0]
+    assert out.outputs[0].token_ids == cli["token_ids"]
+    assert out.outputs[0].text == cli["text"]
+    # The rendered template is the prompt, and chat equals generate over its token ids.
+    assert out.prompt == llm.get_tokenizer().apply_chat_template([{"role": "user", "content": prompt}])
+    again = llm.generate({"prompt_token_ids": out.prompt_token_ids}, greedy(24), use_tqdm=False)[0]
+    assert again.outputs[0].token_ids == out.outputs[0].token_ids
+
+
+def mixed_params(i):
+    """Every fourth prompt greedy; the others sampled with seeds, stops, penalties, logprobs."""
+    kind = i % 4
+    if kind == 0:
+        return SamplingParams(temperature=0, max_tokens=4 + i % 7,
+                              repetition_penalty=1.3 if i % 8 else 1.0)
+    if kind == 1:
+        return SamplingParams(temperature=0.8, top_k=40, top_p=0.95, seed=i, max_tokens=10)
+    if kind == 2:
+        return SamplingParams(temperature=0, max_tokens=10, stop=["."], logprobs=2)
+    return SamplingParams(temperature=1.0, min_p=0.05, presence_penalty=0.5,
+                          frequency_penalty=0.5, seed=1000 + i, max_tokens=8, n=2)
+
+
+def test_batch_of_32_mixed_equals_solo(llm):
+    prompts = [f"Write one sentence about {t}." for t in TOPICS]
+    params = [mixed_params(i) for i in range(32)]
+    batch = llm.generate(prompts, params, use_tqdm=False)
+    assert len(batch) == 32
+    for i, (p, sp, b) in enumerate(zip(prompts, params, batch)):
+        assert b.prompt == p and len(b.outputs) == sp.n
+        assert b.outputs[0].token_ids, i
+        if sp.temperature > 0 and i not in (1, 3):  # every greedy one, two seeded ones
+            continue
+        solo = llm.generate(p, sp, use_tqdm=False)[0]
+        for bo, so in zip(b.outputs, solo.outputs):
+            assert bo.token_ids == so.token_ids, f"{p!r}: batched {bo.text!r}, alone {so.text!r}"
+            assert bo.text == so.text and bo.finish_reason == so.finish_reason
+        if sp.logprobs is not None:
+            lps = b.outputs[0].logprobs
+            assert len(lps) == len(b.outputs[0].token_ids)
+            for tok, d in zip(b.outputs[0].token_ids, lps):
+                assert next(iter(d)) == tok and 1 <= len(d) <= 3
+                assert d[tok].logprob <= 0 and d[tok].rank == 1  # greedy picks the best
+    assert_idle(llm)
+
+
+def test_n_choices_use_seed_plus_i(llm):
+    p = "Once upon a time"
+    sp = SamplingParams(temperature=1.0, seed=7, max_tokens=8, n=3)
+    out = llm.generate(p, sp, use_tqdm=False)[0]
+    assert [c.index for c in out.outputs] == [0, 1, 2]
+    for i, c in enumerate(out.outputs):
+        alone = llm.generate(p, SamplingParams(temperature=1.0, seed=7 + i, max_tokens=8),
+                             use_tqdm=False)[0]
+        assert c.token_ids == alone.outputs[0].token_ids
+    assert len({tuple(c.token_ids) for c in out.outputs}) > 1
+
+
+def test_stop_strings(llm):
+    p = SEED_PROMPTS[0]
+    full = llm.generate(p, greedy(24), use_tqdm=False)[0].outputs[0]
+    words = full.text.split()
+    stop = words[len(words) // 2]  # a word from the middle
+    out = llm.generate(p, SamplingParams(temperature=0, max_tokens=24, stop=[stop, "zzqx"]),
+                       use_tqdm=False)[0].outputs[0]
+    assert out.text == full.text[:full.text.index(stop)]
+    assert out.finish_reason == "stop" and out.stop_reason == stop
+    # A stop token id ends the completion and stays in token_ids.
+    tok = full.token_ids[5]
+    out = llm.generate(p, SamplingParams(temperature=0, max_tokens=24, stop_token_ids=[tok]),
+                       use_tqdm=False)[0].outputs[0]
+    assert out.token_ids == full.token_ids[:full.token_ids.index(tok) + 1]
+    assert out.finish_reason == "stop" and out.stop_reason == tok
+
+
+def test_prompt_forms(llm):
+    tok = llm.get_tokenizer()
+    text = SEED_PROMPTS[1]
+    ids = tok.encode(text)
+    want = llm.generate(text, greedy(8), use_tqdm=False)[0]
+    assert want.prompt_token_ids == ids
+    for form in (ids, [ids], {"prompt_token_ids": ids}, [{"prompt": text}]):
+        got = llm.generate(form, greedy(8), use_tqdm=False)
+        assert len(got) == 1 and got[0].outputs[0].token_ids == want.outputs[0].token_ids
+    assert llm.generate([], greedy(8)) == []
+
+
+def test_progress_bar_callable(llm):
+    bars = []
+
+    class Bar:
+        def __init__(self, total, **kwargs):
+            self.total, self.n, self.closed = total, 0, False
+            bars.append(self)
+
+        def update(self, n):
+            self.n += n
+
+        def close(self):
+            self.closed = True
+
+    llm.generate(SEED_PROMPTS, SamplingParams(temperature=0, max_tokens=4, n=2), use_tqdm=Bar)
+    assert len(bars) == 1 and bars[0].total == 4 and bars[0].n == 4 and bars[0].closed
+
+
+def test_seeded_llm_is_reproducible(llm):
+    # Without per-request seeds the LLM's seed picks them: the same calls, the same outputs.
+    from lite_llama import LLM
+    sp = SamplingParams(temperature=1.0, max_tokens=8)
+    runs = []
+    for _ in range(2):
+        other = LLM("default", device="cpu", threads=2, ctx=256, kv_tokens=1024, seed=123)
+        runs.append([o.outputs[0].token_ids for o in other.generate(SEED_PROMPTS, sp, use_tqdm=False)])
+    assert runs[0] == runs[1]
+
+
+def test_tqdm_bar(llm, capsys):
+    import pytest
+    pytest.importorskip("tqdm")
+    outs = llm.generate(SEED_PROMPTS, SamplingParams(temperature=0, max_tokens=4))
+    assert len(outs) == 4
+    err = capsys.readouterr().err
+    assert "Processed prompts" in err and "4/4" in err
