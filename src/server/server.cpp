@@ -46,7 +46,8 @@ class HttpServer {
  public:
   HttpServer(std::unique_ptr<Engine> engine, const ServerOptions& opts)
       : opts_(opts), async_(std::move(engine), AsyncEngine::Options{opts.max_waiting}),
-        ctx_{async_, limits(async_.engine().info(), opts), {}, {}} {
+        ctx_{async_, limits(async_.engine().info(), opts), PromptPolicy{opts.allow_special_in_content},
+             {}, {}} {
     created_ = std::chrono::duration_cast<std::chrono::seconds>(
                    std::chrono::system_clock::now().time_since_epoch())
                    .count();
