@@ -96,6 +96,14 @@ class Engine {
                                           bool add_generation_prompt,
                                           const std::string& extra_json = "") const = 0;
 
+  // The chat template rendered and tokenized for generation. Special-token strings inside message
+  // contents stay ordinary text unless allow_special_in_content (then they act as the control
+  // tokens they spell, like the template's own markers).
+  virtual std::vector<int32_t> tokenize_chat(const std::vector<ChatMessage>& msgs,
+                                             bool add_generation_prompt,
+                                             const std::string& extra_json,
+                                             bool allow_special_in_content) const = 0;
+
   // Queues a request; throws on an empty prompt, a prompt that does not fit the context, or
   // invalid parameters. Returns its id.
   virtual int64_t add_request(std::vector<int32_t> prompt, const SamplingParams& params) = 0;

@@ -10,6 +10,10 @@ namespace lite_llama {
 class DummyTokenizer final : public Tokenizer {
  public:
   explicit DummyTokenizer(int32_t vocab) : vocab_(vocab) {}
+  std::vector<int32_t> encode(std::string_view text, bool a, bool p,
+                              std::span<const ByteRange>) const override {
+    return encode(text, a, p);
+  }
   std::vector<int32_t> encode(std::string_view text, bool, bool) const override {
     std::vector<int32_t> ids;
     for (unsigned char c : text) ids.push_back(int32_t(c) % vocab_);

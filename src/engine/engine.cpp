@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/timer.h"
+#include "engine/chat_prompt.h"
 #include "engine/engine_setup.h"
 #include "engine/model_files.h"
 #include "engine/runner.h"
@@ -95,6 +96,13 @@ class EngineImpl final : public Engine {
     }
     return lite_llama::apply_chat_template(*template_, msgs, add_generation_prompt, files_.bos_token,
                                            files_.eos_token, extra);
+  }
+
+  std::vector<int32_t> tokenize_chat(const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
+                                     const std::string& extra_json, bool allow_special) const override {
+    return tokenize_chat_prompt(*files_.tokenizer, msgs, allow_special, [&](const auto& m) {
+      return apply_chat_template(m, add_generation_prompt, extra_json);
+    });
   }
 
   int64_t add_request(std::vector<int32_t> prompt, const SamplingParams& p) override {

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "server/http_util.h"
 #include "server/openai_response.h"
+#include "server/prompt_tokens.h"
 #include "server/sse.h"
 
 namespace lite_llama::server {
@@ -25,20 +26,6 @@ class ActiveGuard {
  private:
   std::atomic<int>& n_;
 };
-
-std::vector<int32_t> prompt_tokens(const Engine& eng, const OpenAIRequest& r) {
-  if (r.prompt_is_tokens) return r.prompt_tokens;
-  try {
-    if (r.endpoint == Endpoint::Completions)
-      // Special tokens written in the prompt act as such, as with HF tokenizers and vLLM.
-      return eng.tokenize(r.prompt_text, /*add_special=*/true, /*parse_special=*/true);
-    const std::string text =
-        eng.apply_chat_template(r.messages, r.add_generation_prompt, r.template_kwargs_json);
-    return eng.tokenize(text, /*add_special=*/false, /*parse_special=*/true);
-  } catch (const Error& e) {
-    throw ApiError(400, e.what(), r.endpoint == Endpoint::Chat ? "messages" : "prompt");
-  }
-}
 
 ApiError unavailable(const ServingContext& ctx) {
   if (ctx.shutting_down)
@@ -240,7 +227,7 @@ void handle_generation(ServingContext& ctx, const httplib::Request& req, httplib
   try {
     if (ctx.shutting_down) throw unavailable(ctx);
     OpenAIRequest r = parse_openai_request(req.body, endpoint, ctx.limits);
-    const std::vector<int32_t> prompt = prompt_tokens(ctx.engine.engine(), r);
+    const std::vector<int32_t> prompt = prompt_tokens(ctx.engine.engine(), r, ctx.limits, ctx.prompt);
     resolve_max_tokens(r, int64_t(prompt.size()), ctx.limits);
     request_trace().prompt_tokens = int64_t(prompt.size());
     Streams streams = submit_all(ctx, r, prompt);

@@ -7,6 +7,7 @@
 
 #include "lite_llama/async_engine.h"
 #include "server/openai_request.h"
+#include "server/prompt_tokens.h"
 
 namespace lite_llama::server {
 
@@ -14,6 +15,7 @@ namespace lite_llama::server {
 struct ServingContext {
   AsyncEngine& engine;
   RequestLimits limits;
+  PromptPolicy prompt;
   std::atomic<bool> shutting_down{false};
   std::atomic<int> active{0};  // generation requests whose response is not finished
 };

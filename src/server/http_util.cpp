@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -93,6 +94,38 @@ void shutdown_connections(int local_port) {
     }
     return false;
   });
+}
+
+void raise_listen_backlog(int local_port, int backlog) {
+  for_each_socket([&](int fd) {
+    sockaddr_storage a{};
+    socklen_t len = sizeof(a);
+    std::string host;
+    int port = 0;
+    int listening = 0;
+    socklen_t ll = sizeof(listening);
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0 || !host_port(a, len, &host, &port) ||
+        port != local_port)
+      return false;
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &ll) != 0 || !listening) return false;
+    listen(fd, backlog);
+    return true;
+  });
+}
+
+std::string log_escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += char(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+    }
+  }
+  return out;
 }
 
 bool ClientConnection::closed() const {

@@ -19,6 +19,7 @@ void send_error(httplib::Response& res, const ApiError& e);
 // thread-local record follows one request from start to finish.
 struct RequestTrace {
   std::chrono::steady_clock::time_point start;
+  bool routed = false;  // start is this request's (set when routing begins)
   int64_t prompt_tokens = -1, completion_tokens = -1;
   bool client_gone = false;
 };
@@ -36,6 +37,14 @@ class ClientConnection {
  private:
   int fd_ = -1;
 };
+
+// Raises the backlog of the socket listening on local_port (listen() again on a listening
+// socket only changes its backlog).
+void raise_listen_backlog(int local_port, int backlog);
+
+// Text for the log: control characters and bytes >= 0x7f as \xNN, so that a request cannot
+// forge or break log lines.
+std::string log_escape(std::string_view s);
 
 // Shuts down (without closing) every accepted connection to local_port, so that cpp-httplib's
 // workers waiting on idle keep-alive connections or half-sent requests return at once when

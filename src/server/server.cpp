@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <cstdio>
@@ -22,6 +23,7 @@ namespace {
 
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
+constexpr int kListenBacklog = 1024;
 
 // Which methods each known path takes: a known path with another method is 405, not 404.
 const char* allowed_methods(const std::string& path) {
@@ -44,7 +46,8 @@ class HttpServer {
  public:
   HttpServer(std::unique_ptr<Engine> engine, const ServerOptions& opts)
       : opts_(opts), async_(std::move(engine), AsyncEngine::Options{opts.max_waiting}),
-        ctx_{async_, limits(async_.engine().info(), opts), {}, {}} {
+        ctx_{async_, limits(async_.engine().info(), opts), PromptPolicy{opts.allow_special_in_content},
+             {}, {}} {
     created_ = std::chrono::duration_cast<std::chrono::seconds>(
                    std::chrono::system_clock::now().time_since_epoch())
                    .count();
@@ -53,19 +56,29 @@ class HttpServer {
   int run() {
     const int threads = opts_.http_threads;
     svr_.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
-    svr_.set_payload_max_length(size_t(32) << 20);
-    svr_.set_read_timeout(30);
+    svr_.set_payload_max_length(size_t(opts_.max_body_bytes));
+    svr_.set_read_timeout(int(opts_.read_timeout_s));
     svr_.set_write_timeout(30);
     svr_.set_tcp_nodelay(true);  // each SSE event goes out at once
+    // cpp-httplib's default adds SO_REUSEPORT, with which a second server binds the same port
+    // and the kernel splits the connections between the two. SO_REUSEADDR alone still allows a
+    // restart while old connections sit in TIME_WAIT.
+    svr_.set_socket_options([](socket_t s) {
+      int yes = 1;
+      setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    });
     routes();
     int port = opts_.port;
     if (port == 0)
       port = svr_.bind_to_any_port(opts_.host);
     else if (!svr_.bind_to_port(opts_.host, port))
       port = -1;
-    LL_CHECK(port > 0, "cannot listen on {}:{} (address in use or not available)", opts_.host,
+    LL_CHECK(port > 0, "cannot listen on {}:{}: address in use or not available", opts_.host,
              opts_.port);
     port_ = port;
+    // Debian's cpp-httplib is compiled with a listen backlog of 5: a burst of connections gets
+    // resets. listen() again on the bound socket raises it.
+    raise_listen_backlog(port, kListenBacklog);
     const ModelInfo& info = async_.engine().info();
     std::fprintf(stderr,
                  "lite-llama serve: model '%s' (%s, ctx %lld, %lld sequences, %lld KV slots) on "
@@ -134,6 +147,7 @@ class HttpServer {
       RequestTrace& t = request_trace();
       t = RequestTrace{};
       t.start = Clock::now();
+      t.routed = true;
       return httplib::Server::HandlerResponse::Unhandled;
     });
     // The key is checked in the handlers, after cpp-httplib has read the body: a reply sent
@@ -224,11 +238,17 @@ class HttpServer {
   }
 
   // One line per request: method, path, status, tokens, duration.
+  // A request cpp-httplib refused before routing (malformed, too large) has no start time of
+  // its own: its duration is logged as "-".
   void log(const httplib::Request& req, const httplib::Response& res) {
-    const RequestTrace& t = request_trace();
-    const double ms =
-        t.start == Clock::time_point{} ? 0.0
-                                       : std::chrono::duration<double, std::milli>(Clock::now() - t.start).count();
+    RequestTrace& t = request_trace();
+    std::string dur = "-";
+    if (t.routed) {
+      char buf[32];
+      std::snprintf(buf, sizeof(buf), "%.1f ms",
+                    std::chrono::duration<double, std::milli>(Clock::now() - t.start).count());
+      dur = buf;
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++http_.responses[res.status];
@@ -236,9 +256,11 @@ class HttpServer {
     std::string tokens;
     if (t.prompt_tokens >= 0) tokens += " prompt=" + std::to_string(t.prompt_tokens);
     if (t.completion_tokens >= 0) tokens += " completion=" + std::to_string(t.completion_tokens);
-    std::fprintf(stderr, "%s %s %d%s %.1f ms%s\n", req.method.c_str(), req.path.c_str(), res.status,
-                 tokens.c_str(), ms, t.client_gone ? " (client disconnected: cancelled)" : "");
+    std::fprintf(stderr, "%s %s %d%s %s%s\n", log_escape(req.method).c_str(),
+                 log_escape(req.path).c_str(), res.status, tokens.c_str(), dur.c_str(),
+                 t.client_gone ? " (client disconnected: cancelled)" : "");
     std::fflush(stderr);
+    t = RequestTrace{};
   }
 
   ServerOptions opts_;

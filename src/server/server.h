@@ -17,6 +17,11 @@ struct ServerOptions {
   double shutdown_grace_s = 10;    // how long running requests may finish after SIGTERM
   int max_waiting = 512;           // queued requests before 429
   int max_n = 16;                  // choices per request
+  int64_t max_body_bytes = int64_t(32) << 20;  // larger request bodies get 413
+  // Chat: special-token strings inside message contents act as control tokens (the old
+  // behaviour; lets a client forge turns). Off: they are tokenized as text.
+  bool allow_special_in_content = false;
+  double read_timeout_s = 10;      // a request whose bytes stop coming for this long is dropped
 };
 
 // Blocks SIGINT and SIGTERM in the calling thread and in every thread started after it, so

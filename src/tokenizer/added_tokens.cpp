@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "tokenizer/regex.h"
+#include "tokenizer/tokenizer.h"
 #include "tokenizer/unicode.h"
 
 namespace lite_llama {
@@ -59,7 +60,8 @@ int AddedTokenMatcher::longest_at(std::string_view text, size_t pos) const {
 }
 
 void AddedTokenMatcher::split(std::string_view text, bool parse_special,
-                              std::vector<TextSegment>& out) const {
+                              std::vector<TextSegment>& out,
+                              std::span<const ByteRange> plain) const {
   out.clear();
   size_t seg_start = 0;  // end of the previous match
   for (size_t i = 0; i < text.size();) {
@@ -79,7 +81,8 @@ void AddedTokenMatcher::split(std::string_view text, bool parse_special,
       const bool right_ok = stop == text.size() || !is_word_char(text.substr(stop, n));
       if (!left_ok || !right_ok) continue;
     }
-    if (tok.special && !parse_special) continue;
+    if (tok.special && (!parse_special || (!plain.empty() && overlaps_any(plain, start, stop))))
+      continue;
     if (tok.lstrip) {
       size_t s = start;
       while (s > seg_start) {

@@ -4,11 +4,14 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace lite_llama {
+
+struct ByteRange;
 
 struct AddedToken {
   int32_t id = -1;
@@ -38,7 +41,9 @@ class AddedTokenMatcher {
 
   // Splits `text` into segments covering it. With parse_special false a special token's match
   // stays plain text (HF's encode_special_tokens); non-special added tokens still match.
-  void split(std::string_view text, bool parse_special, std::vector<TextSegment>& out) const;
+  // No special token matches where it overlaps one of `plain` (sorted, disjoint ranges).
+  void split(std::string_view text, bool parse_special, std::vector<TextSegment>& out,
+             std::span<const ByteRange> plain = {}) const;
 
  private:
   // Index of the longest pattern starting at text[pos], or -1.

@@ -74,6 +74,12 @@ void BpeTokenizer::encode_plain(std::string_view text, std::vector<int32_t>& out
 
 std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_special,
                                           bool parse_special) const {
+  return encode(text, add_special, parse_special, {});
+}
+
+std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_special,
+                                          bool parse_special,
+                                          std::span<const ByteRange> plain) const {
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 2);
   if (add_special && add_bos_ && bos_ >= 0) out.push_back(bos_);
@@ -86,7 +92,8 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_specia
   size_t seg = 0;
   for (size_t i = 0; i < text.size();) {
     const int32_t id = match_special(text, i);
-    if (id < 0) {
+    if (id < 0 || (types_[id] == TokenType::Control && !plain.empty() &&
+                   overlaps_any(plain, i, i + bpe_.token(id).size()))) {
       ++i;
       continue;
     }

@@ -34,6 +34,8 @@ class BpeTokenizer final : public Tokenizer {
 
   std::vector<int32_t> encode(std::string_view text, bool add_special,
                               bool parse_special) const override;
+  std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special,
+                              std::span<const ByteRange> plain) const override;
   std::string decode(const std::vector<int32_t>& ids, bool skip_special) const override;
   std::string token_bytes(int32_t id) const override;
   const std::string& token_text(int32_t id) const override;

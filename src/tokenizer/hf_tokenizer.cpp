@@ -89,18 +89,23 @@ void HfTokenizer::encode_normalized(std::string_view text, bool at_origin,
 }
 
 void HfTokenizer::encode_gap(std::string_view gap, bool at_origin, bool parse_special,
+                             std::span<const ByteRange> plain,
                              std::vector<int32_t>& out) const {
   std::string normalized;
   if (normalizer_) {
     normalized = normalizer_->apply(gap);
     gap = normalized;
+    // Offsets move with normalisation: a gap holding protected text matches no normalised
+    // special token at all (such tokens are rare; raw-matched ones are exact).
+    if (!plain.empty()) parse_special = false;
+    plain = {};
   }
   if (normalized_matcher_.empty()) {
     encode_normalized(gap, at_origin, out);
     return;
   }
   std::vector<TextSegment> segs;
-  normalized_matcher_.split(gap, parse_special, segs);
+  normalized_matcher_.split(gap, parse_special, segs, plain);
   for (const TextSegment& s : segs) {
     if (s.id >= 0) out.push_back(s.id);
     else encode_normalized(gap.substr(s.start, s.end - s.start), at_origin && s.start == 0, out);
@@ -109,14 +114,30 @@ void HfTokenizer::encode_gap(std::string_view gap, bool at_origin, bool parse_sp
 
 std::vector<int32_t> HfTokenizer::encode(std::string_view text, bool add_special,
                                          bool parse_special) const {
+  return encode(text, add_special, parse_special, {});
+}
+
+std::vector<int32_t> HfTokenizer::encode(std::string_view text, bool add_special,
+                                         bool parse_special,
+                                         std::span<const ByteRange> plain) const {
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + prefix_.size() + suffix_.size() + 1);
   if (add_special) out = prefix_;
   std::vector<TextSegment> segs;
-  raw_matcher_.split(text, parse_special, segs);
+  raw_matcher_.split(text, parse_special, segs, plain);
+  std::vector<ByteRange> gap_plain;
+  size_t k = 0;  // segments and ranges are both in text order
   for (const TextSegment& s : segs) {
-    if (s.id >= 0) out.push_back(s.id);
-    else encode_gap(text.substr(s.start, s.end - s.start), s.start == 0, parse_special, out);
+    if (s.id >= 0) {
+      out.push_back(s.id);
+      continue;
+    }
+    gap_plain.clear();
+    while (k < plain.size() && plain[k].end <= s.start) ++k;
+    for (size_t j = k; j < plain.size() && plain[j].begin < s.end; ++j)
+      gap_plain.push_back(
+          {std::max(plain[j].begin, s.start) - s.start, std::min(plain[j].end, s.end) - s.start});
+    encode_gap(text.substr(s.start, s.end - s.start), s.start == 0, parse_special, gap_plain, out);
   }
   if (add_special) out.insert(out.end(), suffix_.begin(), suffix_.end());
   return out;

@@ -43,6 +43,8 @@ class HfTokenizer final : public Tokenizer {
 
   std::vector<int32_t> encode(std::string_view text, bool add_special,
                               bool parse_special) const override;
+  std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special,
+                              std::span<const ByteRange> plain) const override;
   std::string decode(const std::vector<int32_t>& ids, bool skip_special) const override;
   std::string token_bytes(int32_t id) const override;
   const std::string& token_text(int32_t id) const override;
@@ -69,8 +71,9 @@ class HfTokenizer final : public Tokenizer {
   void check_id(int32_t id) const;
   // The text between raw-matched added tokens: normalise, match normalised added tokens,
   // pre-tokenise, BPE.
+  // plain: the protected ranges of the gap, relative to its start.
   void encode_gap(std::string_view gap, bool at_origin, bool parse_special,
-                  std::vector<int32_t>& out) const;
+                  std::span<const ByteRange> plain, std::vector<int32_t>& out) const;
   void encode_normalized(std::string_view text, bool at_origin, std::vector<int32_t>& out) const;
 
   BpeModel bpe_;

@@ -1,4 +1,5 @@
 // Tokenizer factories: GGUF metadata (tokenizer.ggml.*) -> BpeVocab -> BpeTokenizer.
+#include <algorithm>
 #include <limits>
 
 #include "core/error.h"
@@ -59,6 +60,21 @@ std::vector<TokenType> token_types(const gguf::File& f, size_t n_tokens) {
 }
 
 }  // namespace
+
+bool overlaps_any(std::span<const ByteRange> ranges, size_t begin, size_t end) {
+  // The first range ending after `begin` is the only candidate.
+  auto it = std::upper_bound(ranges.begin(), ranges.end(), begin,
+                             [](size_t b, const ByteRange& r) { return b < r.end; });
+  return it != ranges.end() && it->begin < end;
+}
+
+const std::vector<std::string>& Tokenizer::control_texts() const {
+  std::call_once(control_once_, [&] {
+    for (int32_t id = 0; id < vocab_size(); ++id)
+      if (is_control(id) && !token_text(id).empty()) control_texts_.push_back(token_text(id));
+  });
+  return control_texts_;
+}
 
 std::string Tokenizer::bos_token() const { return bos_id() >= 0 ? token_text(bos_id()) : ""; }
 

@@ -5,6 +5,8 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,6 +16,14 @@ namespace lite_llama {
 namespace gguf {
 class File;
 }
+
+// Bytes [begin, end) of a text.
+struct ByteRange {
+  size_t begin = 0, end = 0;
+};
+
+// True when [begin, end) overlaps one of `ranges` (sorted by begin, disjoint).
+bool overlaps_any(std::span<const ByteRange> ranges, size_t begin, size_t end);
 
 struct TokenizerOptions {
   // Replaces tokenizer.ggml.pre when not empty: tests check one vocabulary against several
@@ -39,6 +49,14 @@ class Tokenizer {
   // (tokenizer.json's non-special added tokens, such as Qwen3's <think>, always match, as in HF.)
   virtual std::vector<int32_t> encode(std::string_view text, bool add_special,
                                       bool parse_special) const = 0;
+  // As above, but no control token matches where its text overlaps one of `plain` (sorted,
+  // disjoint): that text is tokenized as ordinary text. Chat prompts mark the special-token
+  // strings written inside message contents this way, so that a message cannot forge the
+  // template's turn markers.
+  virtual std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special,
+                                      std::span<const ByteRange> plain) const = 0;
+  // The texts of the control tokens (what `plain` ranges keep from matching).
+  const std::vector<std::string>& control_texts() const;
   // Concatenated bytes of the tokens (may end in the middle of a UTF-8 character).
   virtual std::string decode(const std::vector<int32_t>& ids, bool skip_special = false) const = 0;
   // Raw bytes one token stands for (byte-level symbols already mapped back to bytes).
@@ -67,6 +85,10 @@ class Tokenizer {
   // BOS / EOS as text, for chat templates ("" when absent).
   virtual std::string bos_token() const;
   virtual std::string eos_token() const;
+
+ private:
+  mutable std::once_flag control_once_;
+  mutable std::vector<std::string> control_texts_;
 };
 
 // Turns a stream of token ids into text without ever emitting half a UTF-8 character:

@@ -48,6 +48,15 @@ void register_serve(CLI::App& app) {
                 "seconds running requests may finish after SIGTERM/SIGINT")
       ->check(CLI::Range(0.0, 3600.0))
       ->capture_default_str();
+  c->add_option("--max-body-bytes", s.max_body_bytes, "request bodies above this get 413")
+      ->check(CLI::Range(int64_t(1024), int64_t(1) << 32))
+      ->capture_default_str();
+  c->add_option("--read-timeout", s.read_timeout_s,
+                "seconds a client may take to send a request (408 or close after that)")
+      ->check(CLI::Range(0.5, 3600.0))
+      ->capture_default_str();
+  c->add_flag("--allow-special-in-content", s.allow_special_in_content,
+              "chat: special-token strings inside messages act as control tokens (default: text)");
   c->add_option("--max-n", s.max_n, "choices per request ('n') at most")
       ->check(CLI::Range(1, 128))
       ->capture_default_str();

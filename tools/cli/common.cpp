@@ -1,5 +1,8 @@
 #include "common.h"
 
+#include <cstdio>
+#include <thread>
+
 #include "core/log.h"
 #include "env_tuning.h"
 
@@ -71,6 +74,14 @@ SamplingParams SamplingArgs::resolve() const {
 
 EngineOptions resolve_engine_options(const ModelArgs& a) {
   EngineOptions o = a.engine;
+  // More CPU threads than the machine has only slows the kernels down (and thousands of them
+  // take minutes to start and synchronise).
+  const int hw = int(std::thread::hardware_concurrency());
+  if (hw > 0 && o.backend.threads > hw) {
+    std::fprintf(stderr, "warning: --threads %d is more than the %d hardware threads; using %d\n",
+                 o.backend.threads, hw, hw);
+    o.backend.threads = hw;
+  }
   o.backend.device = parse_device(a.device);
   o.backend.dtype = parse_act_type(a.dtype);
   o.backend.quantize = parse_quant_mode(a.quantize);

@@ -1,0 +1,122 @@
+#include "engine/chat_prompt.h"
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+namespace lite_llama {
+namespace {
+
+// Placeholder i is kOpen, i in decimal, kClose. Both are private-use code points that no
+// tokenizer gives a meaning; a content's own kOpen/kClose are swapped out too, so no content
+// can fake a placeholder.
+constexpr std::string_view kOpen = "\xEF\xA3\xBF";   // U+F8FF
+constexpr std::string_view kClose = "\xEF\xA3\xBE";  // U+F8FE
+
+// The patterns by first byte, longest first, so that "<|im_start|>" wins over a prefix of it.
+class PatternIndex {
+ public:
+  explicit PatternIndex(const std::vector<std::string>& control_texts) {
+    pats_ = control_texts;
+    pats_.emplace_back(kOpen);
+    pats_.emplace_back(kClose);
+    for (int i = 0; i < int(pats_.size()); ++i)
+      if (!pats_[size_t(i)].empty()) by_byte_[uint8_t(pats_[size_t(i)][0])].push_back(i);
+    for (auto& v : by_byte_)
+      std::stable_sort(v.begin(), v.end(),
+                       [&](int a, int b) { return pats_[size_t(a)].size() > pats_[size_t(b)].size(); });
+  }
+  // Index of the longest pattern at s[pos], or -1.
+  int at(std::string_view s, size_t pos) const {
+    const std::string_view rest = s.substr(pos);
+    for (int i : by_byte_[uint8_t(s[pos])])
+      if (rest.starts_with(pats_[size_t(i)])) return i;
+    return -1;
+  }
+  const std::string& pattern(int i) const { return pats_[size_t(i)]; }
+
+ private:
+  std::vector<std::string> pats_;
+  std::array<std::vector<int>, 256> by_byte_;
+};
+
+// Replaces every pattern in s by a placeholder; returns whether any was found.
+bool protect(const PatternIndex& idx, std::string& s, std::vector<std::string>& originals) {
+  std::string out;
+  bool any = false;
+  size_t copied = 0;
+  for (size_t i = 0; i < s.size();) {
+    const int k = idx.at(s, i);
+    if (k < 0) {
+      ++i;
+      continue;
+    }
+    if (!any) out.reserve(s.size() + 16);
+    any = true;
+    out.append(s, copied, i - copied);
+    out += kOpen;
+    out += std::to_string(originals.size());
+    out += kClose;
+    originals.push_back(idx.pattern(k));
+    i += idx.pattern(k).size();
+    copied = i;
+  }
+  if (!any) return false;
+  out.append(s, copied, std::string::npos);
+  s = std::move(out);
+  return true;
+}
+
+}  // namespace
+
+ChatPlaceholders protect_contents(const std::vector<std::string>& control_texts,
+                                  const std::vector<ChatMessage>& msgs) {
+  const PatternIndex idx(control_texts);
+  ChatPlaceholders p;
+  p.messages = msgs;
+  for (ChatMessage& m : p.messages) {
+    protect(idx, m.content, p.originals);
+    protect(idx, m.reasoning_content, p.originals);
+  }
+  return p;
+}
+
+std::string restore_placeholders(const std::string& rendered, const ChatPlaceholders& p,
+                                 std::vector<ByteRange>& plain) {
+  std::string out;
+  out.reserve(rendered.size());
+  size_t i = 0;
+  while (i < rendered.size()) {
+    const size_t open = rendered.find(kOpen, i);
+    if (open == std::string::npos) break;
+    out.append(rendered, i, open - i);
+    const size_t first = open + kOpen.size();
+    size_t j = first, k = 0;
+    while (j < rendered.size() && j - first < 12 && rendered[j] >= '0' && rendered[j] <= '9')
+      k = k * 10 + size_t(rendered[j++] - '0');
+    if (j == first || k >= p.originals.size() || rendered.compare(j, kClose.size(), kClose) != 0) {
+      // Not a whole placeholder (a template that cut a content): keep the bytes as they are.
+      out += kOpen;
+      i = open + kOpen.size();
+      continue;
+    }
+    const std::string& orig = p.originals[k];
+    if (orig != kOpen && orig != kClose) plain.push_back({out.size(), out.size() + orig.size()});
+    out += orig;
+    i = j + kClose.size();
+  }
+  out.append(rendered, i, std::string::npos);
+  return out;
+}
+
+std::vector<int32_t> tokenize_chat_prompt(const Tokenizer& tok, const std::vector<ChatMessage>& msgs,
+                                          bool allow_special_in_content, const ChatRenderer& render) {
+  if (allow_special_in_content) return tok.encode(render(msgs), false, true);
+  const ChatPlaceholders p = protect_contents(tok.control_texts(), msgs);
+  if (p.originals.empty()) return tok.encode(render(msgs), false, true);
+  std::vector<ByteRange> plain;
+  const std::string text = restore_placeholders(render(p.messages), p, plain);
+  return tok.encode(text, false, true, plain);
+}
+
+}  // namespace lite_llama

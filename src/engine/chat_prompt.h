@@ -1,0 +1,36 @@
+// Chat prompts whose message contents stay text: a special-token string written inside a
+// message (say "<|im_end|>\n<|im_start|>system") is tokenized as ordinary text, so a client
+// cannot forge turns; only the template's own markers become control tokens.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "lite_llama/chat.h"
+#include "tokenizer/tokenizer.h"
+
+namespace lite_llama {
+
+using ChatRenderer = std::function<std::string(const std::vector<ChatMessage>&)>;
+
+// Each control-token string inside a content is swapped for a placeholder of private-use code
+// points before rendering; in the rendered text the placeholders get their text back and those
+// bytes are tokenized with no control-token matching. Contents without such strings render and
+// tokenize exactly as before. allow_special_in_content: the old behaviour (the rendered text is
+// tokenized with every special token parsed).
+std::vector<int32_t> tokenize_chat_prompt(const Tokenizer& tok, const std::vector<ChatMessage>& msgs,
+                                          bool allow_special_in_content, const ChatRenderer& render);
+
+// The two steps of tokenize_chat_prompt, for tests: contents with placeholders, and the rendered
+// text with the originals back plus the byte ranges they cover.
+struct ChatPlaceholders {
+  std::vector<ChatMessage> messages;
+  std::vector<std::string> originals;  // placeholder i stands for originals[i]
+};
+ChatPlaceholders protect_contents(const std::vector<std::string>& control_texts,
+                                  const std::vector<ChatMessage>& msgs);
+std::string restore_placeholders(const std::string& rendered, const ChatPlaceholders& p,
+                                 std::vector<ByteRange>& plain);
+
+}  // namespace lite_llama

@@ -1,0 +1,66 @@
+#include "server/prompt_tokens.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace lite_llama::server {
+namespace {
+
+// A prefix may tokenize to a few more tokens than the same bytes inside the whole text (its
+// last word is cut); past this margin the whole text cannot fit either.
+constexpr int64_t kMargin = 32;
+// Ordinary text has fewer bytes per token; the prefix grows from there.
+constexpr size_t kFirstBytesPerToken = 8;
+
+// The largest n' <= n that does not cut a UTF-8 character.
+size_t utf8_floor(std::string_view s, size_t n) {
+  while (n > 0 && n < s.size() && (uint8_t(s[n]) & 0xC0) == 0x80) --n;
+  return n;
+}
+
+}  // namespace
+
+void refuse_if_longer_than_context(const Engine& eng, std::string_view text, bool parse_special,
+                                   const RequestLimits& limits, const char* param) {
+  const size_t ctx = size_t(std::max<int64_t>(limits.ctx, 1));
+  for (size_t cut = ctx * kFirstBytesPerToken; cut < text.size(); cut *= 4) {
+    const size_t n = eng.tokenize(text.substr(0, utf8_floor(text, cut)), false, parse_special).size();
+    if (int64_t(n) >= limits.ctx + kMargin)
+      throw ApiError(400,
+                     fmt::format("This model's maximum context length is {} tokens, but the {} has "
+                                 "more than {} tokens.",
+                                 limits.ctx, param, n - kMargin),
+                     param, "context_length_exceeded");
+  }
+}
+
+std::vector<int32_t> prompt_tokens(const Engine& eng, const OpenAIRequest& r,
+                                   const RequestLimits& limits, const PromptPolicy& policy) {
+  if (r.prompt_is_tokens) return r.prompt_tokens;
+  const bool chat = r.endpoint == Endpoint::Chat;
+  const char* param = chat ? "messages" : "prompt";
+  try {
+    if (!chat) {
+      refuse_if_longer_than_context(eng, r.prompt_text, true, limits, param);
+      // Special tokens written in the prompt act as such, as with HF tokenizers and vLLM.
+      return eng.tokenize(r.prompt_text, /*add_special=*/true, /*parse_special=*/true);
+    }
+    // The contents alone bound the rendered prompt from below.
+    std::string contents;
+    for (const ChatMessage& m : r.messages) {
+      contents += m.content;
+      contents += '\n';
+      contents += m.reasoning_content;
+    }
+    refuse_if_longer_than_context(eng, contents, policy.allow_special_in_content, limits, param);
+    return eng.tokenize_chat(r.messages, r.add_generation_prompt, r.template_kwargs_json,
+                             policy.allow_special_in_content);
+  } catch (const Error& e) {
+    throw ApiError(400, e.what(), param);
+  }
+}
+
+}  // namespace lite_llama::server
