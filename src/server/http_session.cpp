@@ -62,7 +62,9 @@ HttpSession::~HttpSession() {
   shared_.on_close(remote_);
 }
 
-void HttpSession::start() { wait_request(); }
+void HttpSession::start() {
+  asio::post(socket_.get_executor(), [self = shared_from_this()] { self->wait_request(); });
+}
 
 void HttpSession::abort() {
   asio::post(socket_.get_executor(), [self = shared_from_this()] { self->close(); });
