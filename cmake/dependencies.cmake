@@ -15,6 +15,9 @@ endif()
 # Debian's cpp-httplib is a compiled library (with OpenSSL/zlib/brotli defines); the local Hub
 # server of the `pull` test uses it. Optional: that test is skipped where it is missing.
 pkg_check_modules(HTTPLIB IMPORTED_TARGET cpp-httplib)
+# The server's event-driven HTTP layer: Boost.Asio + Beast (header-only). Optional: without it
+# `lite-llama serve` is not built.
+find_package(Boost 1.74 CONFIG COMPONENTS headers)
 # `lite-llama pull` downloads from the Hugging Face Hub.
 if(LITE_LLAMA_CLI)
   find_package(CURL REQUIRED)

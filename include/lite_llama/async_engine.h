@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -33,6 +34,10 @@ class RequestStream {
   bool done() const;
   // Non-empty when the request failed inside the engine.
   std::string error() const;
+  // f runs after each new output and on failure (on the engine's thread: it must be quick, e.g.
+  // post to an event loop), and once at once when outputs are already pending. Event-driven
+  // servers use it instead of blocking in wait().
+  void on_ready(std::function<void()> f);
 
  private:
   friend class AsyncEngine;
@@ -44,6 +49,7 @@ class RequestStream {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<RequestOutput> pending_;
+  std::function<void()> ready_;
   bool done_ = false;
   std::string error_;
 };

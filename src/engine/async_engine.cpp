@@ -33,22 +33,38 @@ std::string RequestStream::error() const {
   return error_;
 }
 
+void RequestStream::on_ready(std::function<void()> f) {
+  bool now = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ready_ = f;
+    now = !pending_.empty() || done_;
+  }
+  if (now && f) f();
+}
+
 void RequestStream::push(RequestOutput o) {
+  std::function<void()> ready;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (o.finished) done_ = true;
     pending_.push_back(std::move(o));
+    ready = ready_;
   }
   cv_.notify_all();
+  if (ready) ready();
 }
 
 void RequestStream::fail(const std::string& msg) {
+  std::function<void()> ready;
   {
     std::lock_guard<std::mutex> lock(mu_);
     error_ = msg;
     done_ = true;
+    ready = ready_;
   }
   cv_.notify_all();
+  if (ready) ready();
 }
 
 AsyncEngine::AsyncEngine(std::unique_ptr<Engine> engine, Options opts)

@@ -1,8 +1,6 @@
 #include "server/server.h"
 
-#include <httplib.h>
 #include <signal.h>
-#include <sys/socket.h>
 
 #include <atomic>
 #include <cstdio>
@@ -13,8 +11,8 @@
 #include "core/error.h"
 #include "lite_llama/async_engine.h"
 #include "server/chat_page.h"
-#include "server/completion_handler.h"
-#include "server/http_util.h"
+#include "server/generation.h"
+#include "server/http_listener.h"
 #include "server/metrics.h"
 #include "server/openai_response.h"
 
@@ -23,7 +21,6 @@ namespace {
 
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
-constexpr int kListenBacklog = 1024;
 
 // Which methods each known path takes: a known path with another method is 405, not 404.
 const char* allowed_methods(const std::string& path) {
@@ -42,43 +39,31 @@ bool same_key(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
-class HttpServer {
+HttpConfig http_config(const ServerOptions& o) {
+  HttpConfig c;
+  c.io_threads = o.http_threads;
+  c.max_connections = o.max_connections;
+  c.max_connections_per_client = o.max_connections_per_client;
+  c.max_body_bytes = uint64_t(o.max_body_bytes);
+  c.read_timeout = std::chrono::milliseconds(int64_t(o.read_timeout_s * 1000));
+  c.idle_timeout = std::chrono::milliseconds(int64_t(o.idle_timeout_s * 1000));
+  return c;
+}
+
+class HttpServer final : public HttpHandler {
  public:
   HttpServer(std::unique_ptr<Engine> engine, const ServerOptions& opts)
       : opts_(opts), async_(std::move(engine), AsyncEngine::Options{opts.max_waiting}),
         ctx_{async_, limits(async_.engine().info(), opts), PromptPolicy{opts.allow_special_in_content},
-             {}, {}} {
+             {}, {}},
+        listener_(*this, http_config(opts)) {
     created_ = std::chrono::duration_cast<std::chrono::seconds>(
                    std::chrono::system_clock::now().time_since_epoch())
                    .count();
   }
 
   int run() {
-    const int threads = opts_.http_threads;
-    svr_.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
-    svr_.set_payload_max_length(size_t(opts_.max_body_bytes));
-    svr_.set_read_timeout(int(opts_.read_timeout_s));
-    svr_.set_write_timeout(30);
-    svr_.set_tcp_nodelay(true);  // each SSE event goes out at once
-    // cpp-httplib's default adds SO_REUSEPORT, with which a second server binds the same port
-    // and the kernel splits the connections between the two. SO_REUSEADDR alone still allows a
-    // restart while old connections sit in TIME_WAIT.
-    svr_.set_socket_options([](socket_t s) {
-      int yes = 1;
-      setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-    });
-    routes();
-    int port = opts_.port;
-    if (port == 0)
-      port = svr_.bind_to_any_port(opts_.host);
-    else if (!svr_.bind_to_port(opts_.host, port))
-      port = -1;
-    LL_CHECK(port > 0, "cannot listen on {}:{}: address in use or not available", opts_.host,
-             opts_.port);
-    port_ = port;
-    // Debian's cpp-httplib is compiled with a listen backlog of 5: a burst of connections gets
-    // resets. listen() again on the bound socket raises it.
-    raise_listen_backlog(port, kListenBacklog);
+    const int port = listener_.bind(opts_.host, opts_.port);
     const ModelInfo& info = async_.engine().info();
     std::fprintf(stderr,
                  "lite-llama serve: model '%s' (%s, ctx %lld, %lld sequences, %lld KV slots) on "
@@ -87,13 +72,59 @@ class HttpServer {
                  (long long)info.max_num_seqs, (long long)info.kv_slots, opts_.host.c_str(), port,
                  opts_.api_key.empty() ? "" : " (API key required)");
     std::fflush(stderr);
-    std::thread signals([&] { watch_signals(); });
-    svr_.listen_after_bind();
-    listening_done_ = true;
-    signals.join();
+    listener_.start();
+    wait_for_signal();
+    listener_.stop();
     async_.shutdown(std::chrono::milliseconds(0));
     std::fprintf(stderr, "lite-llama serve: stopped\n");
     return 0;
+  }
+
+  std::optional<HttpReply> before_body(const HttpRequest& req) override {
+    const char* allow = allowed_methods(req.path);
+    if (!allow) return error_reply(ApiError(404, "no route for " + req.method + " " + req.path, "", "not_found"));
+    if (req.method != allow) {
+      HttpReply r = error_reply(ApiError(405, "method " + req.method + " is not allowed on " + req.path, "",
+                                         "method_not_allowed"));
+      r.headers.emplace_back("Allow", allow);
+      return r;
+    }
+    // The key is checked before the body is read: an unauthenticated client gets no further.
+    if (req.path.rfind("/v1/", 0) == 0 && !opts_.api_key.empty() && !authorized(req)) {
+      HttpReply r = error_reply(ApiError(401, "Incorrect or missing API key; send 'Authorization: Bearer KEY'.",
+                                         "", "invalid_api_key"));
+      r.headers.emplace_back("WWW-Authenticate", "Bearer");
+      return r;
+    }
+    return std::nullopt;
+  }
+
+  bool heavy(const HttpRequest& req) const override { return req.method == "POST"; }
+
+  HttpReply handle(const HttpRequest& req) override {
+    try {
+      return route(req);
+    } catch (const ApiError& e) {
+      return error_reply(e);
+    } catch (const std::bad_alloc&) {
+      return error_reply(ApiError(500, "out of memory", "", "", "server_error"));
+    } catch (const std::exception& e) {
+      return error_reply(ApiError(500, e.what(), "", "", "server_error"));
+    }
+  }
+
+  // One line per request: method, path, status, tokens, duration.
+  void log(const HttpLogEntry& e) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++http_.responses[e.status];
+    }
+    std::string tokens;
+    if (e.prompt_tokens >= 0) tokens += " prompt=" + std::to_string(e.prompt_tokens);
+    if (e.completion_tokens >= 0) tokens += " completion=" + std::to_string(e.completion_tokens);
+    std::fprintf(stderr, "%s %s %d%s %.1f ms%s\n", log_escape(e.method).c_str(), log_escape(e.path).c_str(),
+                 e.status, tokens.c_str(), e.ms, e.client_gone ? " (client disconnected: cancelled)" : "");
+    std::fflush(stderr);
   }
 
  private:
@@ -106,124 +137,58 @@ class HttpServer {
     return l;
   }
 
-  // SIGINT/SIGTERM arrive here only (block_shutdown_signals). A timed wait lets the thread end
-  // when the server stops for another reason.
-  void watch_signals() {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    const timespec tick{0, 100 * 1000 * 1000};
-    while (!listening_done_) {
-      const int sig = sigtimedwait(&set, nullptr, &tick);
-      if (sig != SIGINT && sig != SIGTERM) continue;
-      std::fprintf(stderr, "lite-llama serve: %s: no new requests; running ones get %.0f s to finish\n",
-                   sig == SIGINT ? "SIGINT" : "SIGTERM", opts_.shutdown_grace_s);
-      std::fflush(stderr);
-      ctx_.shutting_down = true;
-      async_.shutdown(std::chrono::milliseconds(int64_t(opts_.shutdown_grace_s * 1000)));
-      // Every request has its final output now; let the handlers write it before the sockets go.
-      const auto deadline = Clock::now() + std::chrono::seconds(5);
-      while (ctx_.active > 0 && Clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      svr_.stop();
-      shutdown_connections(port_);
-      // stop() joins the HTTP workers; should one still be blocked on a socket, exit without it
-      // after a few seconds (the engine has stopped).
-      const auto hard = Clock::now() + std::chrono::seconds(5);
-      while (!listening_done_ && Clock::now() < hard)
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      if (!listening_done_) {
-        std::fprintf(stderr, "lite-llama serve: stopped (an HTTP worker did not return)\n");
-        std::fflush(stderr);
-        std::_Exit(0);
-      }
-      return;
+  HttpReply route(const HttpRequest& req) {
+    const std::string& p = req.path;
+    if (p == "/v1/completions" || p == "/v1/chat/completions") {
+      HttpReply r;
+      r.gen = start_generation(ctx_, req.body, p == "/v1/completions" ? Endpoint::Completions : Endpoint::Chat);
+      return r;
     }
-  }
-
-  void routes() {
-    svr_.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
-      RequestTrace& t = request_trace();
-      t = RequestTrace{};
-      t.start = Clock::now();
-      t.routed = true;
-      return httplib::Server::HandlerResponse::Unhandled;
-    });
-    // The key is checked in the handlers, after cpp-httplib has read the body: a reply sent
-    // before it (from the pre-routing handler) leaves the body on a kept-alive connection,
-    // where it is read as the next request.
-    auto v1 = [this](httplib::Server::Handler h) {
-      return [this, h](const httplib::Request& req, httplib::Response& res) {
-        if (opts_.api_key.empty() || authorized(req)) return h(req, res);
-        res.set_header("WWW-Authenticate", "Bearer");
-        send_error(res, ApiError(401, "Incorrect or missing API key; send 'Authorization: Bearer KEY'.",
-                                 "", "invalid_api_key"));
-      };
-    };
-    svr_.Get("/", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content(chat_page(), "text/html; charset=utf-8");
-    });
-    svr_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    if (p == "/") {
+      HttpReply r = json_reply(200, chat_page());
+      r.content_type = "text/html; charset=utf-8";
+      return r;
+    }
+    if (p == "/health") {
       const bool ok = !ctx_.shutting_down && async_.accepting();
-      send_json(res, ok ? 200 : 503, {{"status", ok ? "ok" : "shutting_down"}});
-    });
-    svr_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      return json_reply(ok ? 200 : 503, dump(json{{"status", ok ? "ok" : "shutting_down"}}));
+    }
+    if (p == "/metrics") {
       HttpCounters http;
       {
         std::lock_guard<std::mutex> lock(mu_);
         http = http_;
       }
-      res.set_content(render_metrics(async_.stats(), http, ctx_.limits.model_name),
-                      "text/plain; version=0.0.4; charset=utf-8");
-    });
-    svr_.Get("/v1/models", v1([this](const httplib::Request&, httplib::Response& res) {
-      send_json(res, 200, {{"object", "list"}, {"data", json::array({model_json()})}});
-    }));
-    svr_.Get(R"(/v1/models/(.+))", v1([this](const httplib::Request& req, httplib::Response& res) {
-      const std::string id = req.matches[1];
-      if (id == ctx_.limits.model_name)
-        send_json(res, 200, model_json());
-      else
-        send_error(res, ApiError(404, "The model '" + id + "' does not exist.", "model", "model_not_found"));
-    }));
-    svr_.Post("/v1/completions", v1([this](const httplib::Request& req, httplib::Response& res) {
-      handle_generation(ctx_, req, res, Endpoint::Completions);
-    }));
-    svr_.Post("/v1/chat/completions", v1([this](const httplib::Request& req, httplib::Response& res) {
-      handle_generation(ctx_, req, res, Endpoint::Chat);
-    }));
-    // Called for every response of status >= 400; fills in those nobody wrote a body for.
-    svr_.set_error_handler(httplib::Server::HandlerWithResponse(
-        [](const httplib::Request& req, httplib::Response& res) {
-      if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-      const char* allow = res.status == 404 ? allowed_methods(req.path) : nullptr;
-      if (allow) {
-        res.set_header("Allow", allow);
-        send_error(res, ApiError(405, "method " + req.method + " is not allowed on " + req.path, "",
-                                 "method_not_allowed"));
-      } else if (res.status == 404) {
-        send_error(res, ApiError(404, "no route for " + req.method + " " + req.path, "", "not_found"));
-      } else {
-        send_error(res, ApiError(res.status, "HTTP error " + std::to_string(res.status)));
-      }
-      return httplib::Server::HandlerResponse::Handled;
-    }));
-    svr_.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-      std::string msg = "internal error";
-      try {
-        if (ep) std::rethrow_exception(ep);
-      } catch (const std::exception& e) {
-        msg = e.what();
-      } catch (...) {
-      }
-      send_error(res, ApiError(500, msg, "", "", "server_error"));
-    });
-    svr_.set_logger([this](const httplib::Request& req, const httplib::Response& res) { log(req, res); });
+      HttpReply r = json_reply(200, render_metrics(async_.stats(), http, ctx_.limits.model_name));
+      r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+      return r;
+    }
+    if (p == "/v1/models") return json_reply(200, dump(json{{"object", "list"}, {"data", json::array({model_json()})}}));
+    const std::string id = p.substr(std::string("/v1/models/").size());
+    if (id == ctx_.limits.model_name) return json_reply(200, dump(model_json()));
+    return error_reply(ApiError(404, "The model '" + id + "' does not exist.", "model", "model_not_found"));
   }
 
-  bool authorized(const httplib::Request& req) const {
-    const std::string h = req.get_header_value("Authorization");
+  // SIGINT/SIGTERM arrive here only (block_shutdown_signals).
+  void wait_for_signal() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    int sig = 0;
+    while (sig != SIGINT && sig != SIGTERM) sigwait(&set, &sig);
+    std::fprintf(stderr, "lite-llama serve: %s: no new requests; running ones get %.0f s to finish\n",
+                 sig == SIGINT ? "SIGINT" : "SIGTERM", opts_.shutdown_grace_s);
+    std::fflush(stderr);
+    ctx_.shutting_down = true;  // new requests get 503 (health too) while running ones finish
+    async_.shutdown(std::chrono::milliseconds(int64_t(opts_.shutdown_grace_s * 1000)));
+    // Every request has its final output now; let the sessions write it before they close.
+    const auto deadline = Clock::now() + std::chrono::seconds(5);
+    while (ctx_.active > 0 && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+
+  bool authorized(const HttpRequest& req) const {
+    const std::string& h = req.authorization;
     const std::string prefix = "Bearer ";
     if (h.size() < prefix.size() || h.compare(0, prefix.size(), prefix) != 0) return false;
     return same_key(h.substr(prefix.size()), opts_.api_key);
@@ -237,41 +202,13 @@ class HttpServer {
             {"max_model_len", ctx_.limits.ctx}};
   }
 
-  // One line per request: method, path, status, tokens, duration.
-  // A request cpp-httplib refused before routing (malformed, too large) has no start time of
-  // its own: its duration is logged as "-".
-  void log(const httplib::Request& req, const httplib::Response& res) {
-    RequestTrace& t = request_trace();
-    std::string dur = "-";
-    if (t.routed) {
-      char buf[32];
-      std::snprintf(buf, sizeof(buf), "%.1f ms",
-                    std::chrono::duration<double, std::milli>(Clock::now() - t.start).count());
-      dur = buf;
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++http_.responses[res.status];
-    }
-    std::string tokens;
-    if (t.prompt_tokens >= 0) tokens += " prompt=" + std::to_string(t.prompt_tokens);
-    if (t.completion_tokens >= 0) tokens += " completion=" + std::to_string(t.completion_tokens);
-    std::fprintf(stderr, "%s %s %d%s %s%s\n", log_escape(req.method).c_str(),
-                 log_escape(req.path).c_str(), res.status, tokens.c_str(), dur.c_str(),
-                 t.client_gone ? " (client disconnected: cancelled)" : "");
-    std::fflush(stderr);
-    t = RequestTrace{};
-  }
-
   ServerOptions opts_;
   AsyncEngine async_;
   ServingContext ctx_;
-  httplib::Server svr_;
   int64_t created_ = 0;
-  std::atomic<bool> listening_done_{false};
-  int port_ = 0;
   std::mutex mu_;
   HttpCounters http_;
+  HttpListener listener_;  // last: destroyed first, while the engine and ctx_ still exist
 };
 
 }  // namespace

@@ -1,5 +1,5 @@
 // The OpenAI-compatible HTTP server: routes, API-key check, access log, metrics, and the
-// lifecycle (SIGINT/SIGTERM: stop accepting, drain for a grace period, cancel the rest, exit).
+// lifecycle over the event-driven HTTP layer (http_listener, http_session) (SIGINT/SIGTERM: stop accepting, drain for a grace period, cancel the rest, exit).
 #pragma once
 #include <memory>
 #include <string>
@@ -13,7 +13,9 @@ struct ServerOptions {
   int port = 8080;                 // 0 = any free port (printed at start)
   std::string api_key;             // empty = no authentication
   std::string served_model_name;   // empty = the model file or directory base name
-  int http_threads = 128;          // each open connection holds one (streams last long)
+  int http_threads = 2;            // event-loop threads; connections hold none of them
+  int max_connections = 4096;      // open connections in all (more: 503)
+  int max_connections_per_client = 512;  // per client address (more: 429)
   double shutdown_grace_s = 10;    // how long running requests may finish after SIGTERM
   int max_waiting = 512;           // queued requests before 429
   int max_n = 16;                  // choices per request
@@ -21,7 +23,8 @@ struct ServerOptions {
   // Chat: special-token strings inside message contents act as control tokens (the old
   // behaviour; lets a client forge turns). Off: they are tokenized as text.
   bool allow_special_in_content = false;
-  double read_timeout_s = 10;      // a request whose bytes stop coming for this long is dropped
+  double read_timeout_s = 10;      // header, and body, each within this of its first byte (408)
+  double idle_timeout_s = 30;      // a kept-alive connection without a request is closed
 };
 
 // Blocks SIGINT and SIGTERM in the calling thread and in every thread started after it, so

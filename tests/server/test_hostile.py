@@ -1,6 +1,8 @@
 """Hostile and careless clients: a taken port, malformed or oversized requests, bursts of
 connections, control characters in the log, an absurd --threads. Every answer comes fast and the
 server keeps serving."""
+import asyncio
+import json
 import socket
 import subprocess
 import time
@@ -8,7 +10,7 @@ import time
 import pytest
 import requests
 
-from conftest import BIN, COMMON_ARGS, CTX
+from conftest import BIN, COMMON_ARGS, CTX, Server
 
 
 def raw_request(port, data, timeout=5.0, shut_write=False):
@@ -42,6 +44,92 @@ def test_second_bind_refused(server):
     assert requests.get(server.url + "/health", timeout=5).status_code == 200
 
 
+TLS_HELLO = bytes.fromhex("16030100a5010000a103035f") + bytes(40)
+# (raw request, status): each answered as soon as its header (or first bytes) arrived.
+MALFORMED = [
+    (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n\r\n", 411),
+    (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n", 400),
+    (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", 400),
+    (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999\r\n\r\n", 413),
+    (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n{}" % (64 << 20), 413),
+    (b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 100_000 + b"\r\n\r\n", 431),
+    (TLS_HELLO, 400),
+    (b"PUT /v1/models HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n", 405),
+]
+
+
+@pytest.mark.parametrize("raw,status", MALFORMED, ids=[str(i) for i in range(len(MALFORMED))])
+def test_malformed_answered_at_once(server, raw, status):
+    got, took = raw_request(server.port, raw)
+    assert got == status and took < 0.1, (got, took)
+
+
+@pytest.fixture(scope="module")
+def strict_server():
+    """Short read timeout, so that slow clients are cut off within the test."""
+    s = Server("--max-num-seqs", "4", "--read-timeout", "3", "--max-connections-per-client", "300")
+    yield s
+    assert s.stop() == 0
+
+
+def test_slowloris_does_not_block(strict_server):
+    """~150 slow connections (no body, a short body, one header line every 2 s): /health keeps
+    answering within 100 ms, the slow ones get 408 after --read-timeout, the engine sees none."""
+    s = strict_server
+    before = s.metrics()
+    kinds = {
+        "no_body": b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n",
+        "short_body": b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 1001\r\n\r\n" + b"x" * 1000,
+        "drip": b"GET /health HTTP/1.1\r\nHost: x\r\n",
+    }
+    socks = []
+    for kind, data in kinds.items():
+        for _ in range(50):
+            c = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+            c.sendall(data)
+            socks.append((kind, c))
+    t_open = time.monotonic()
+    worst = 0.0
+    while time.monotonic() - t_open < 2.5:
+        for kind, c in socks:
+            if kind == "drip":
+                c.sendall(b"X-Drip: 1\r\n")
+        t0 = time.monotonic()
+        assert requests.get(s.url + "/health", timeout=5).status_code == 200
+        worst = max(worst, time.monotonic() - t0)
+        time.sleep(0.4)
+    assert worst < 0.1, worst
+    statuses = {}
+    for kind, c in socks:
+        c.settimeout(6)
+        head = c.recv(64)
+        statuses.setdefault(kind, set()).add(head.split(b" ")[1] if head else b"closed")
+        c.close()
+    assert statuses == {k: {b"408"} for k in kinds}, statuses
+    took = time.monotonic() - t_open
+    assert took < 3 + 2, took
+    m = s.metrics()
+    assert m['lite_llama_requests_total{status="ok"}'] == before['lite_llama_requests_total{status="ok"}']
+    assert m["lite_llama_prompt_tokens_total"] == before["lite_llama_prompt_tokens_total"]
+
+
+def test_connections_per_client_capped():
+    s = Server("--max-num-seqs", "2", "--max-connections-per-client", "20")
+    try:
+        held = [socket.create_connection(("127.0.0.1", s.port), timeout=5) for _ in range(20)]
+        for c in held:  # an answer on each: all 20 are accepted and counted
+            c.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert c.recv(64).startswith(b"HTTP/1.1 200")
+        status, took = raw_request(s.port, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert status == 429 and took < 0.1, (status, took)
+        for c in held:
+            c.close()
+        time.sleep(0.2)
+        assert requests.get(s.url + "/health", timeout=5).status_code == 200
+    finally:
+        assert s.stop() == 0
+
+
 def test_log_escapes_control_characters(server):
     r = requests.get(server.url + "/v1/nothing%0d%0aGET /forged 200 0.1 ms%1b[31m", timeout=5)
     assert r.status_code == 404
@@ -72,3 +160,55 @@ def test_threads_capped():
                         "-p", "Hello"], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert "--threads 1000 is more than the" in p.stderr
+
+
+N_STREAMS = 512
+STREAM_PROMPTS = [f"Colour {i}:" for i in range(8)]
+
+
+async def sse_completion(port, prompt, max_tokens):
+    """One streaming completion over a raw connection; returns its text or raises."""
+    r, w = await asyncio.open_connection("127.0.0.1", port)
+    body = json.dumps({"prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "stream": True}).encode()
+    w.write(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
+    await w.drain()
+    text, done = "", False
+    while line := await r.readline():
+        if line.startswith(b"data: [DONE]"):
+            done = True
+        elif line.startswith(b"data: {"):
+            text += "".join(ch["text"] for ch in json.loads(line[6:])["choices"])
+    w.close()
+    assert done, "stream ended without [DONE]"
+    return text
+
+
+def test_512_concurrent_streams_equal_solo():
+    """512 SSE streams at once (8 prompts, greedy, 3 tokens): none lost, each text equal to its
+    prompt's solo run. The event-driven HTTP layer holds them all with a few threads."""
+    s = Server("--max-num-seqs", "64", "--max-waiting", "1024", "--max-connections-per-client", "600")
+    try:
+        c = s.client()
+        model = c.models.list().data[0].id
+        solo = [c.completions.create(model=model, prompt=p, max_tokens=3, temperature=0).choices[0].text
+                for p in STREAM_PROMPTS]
+
+        async def all_streams():
+            tasks = [asyncio.ensure_future(sse_completion(s.port, STREAM_PROMPTS[i % 8], 3)) for i in range(N_STREAMS)]
+            await asyncio.sleep(1.0)
+            with open(f"/proc/{s.proc.pid}/status") as f:
+                threads = int(next(line for line in f if line.startswith("Threads")).split()[1])
+            return await asyncio.gather(*tasks, return_exceptions=True), threads
+
+        texts, threads = asyncio.run(all_streams())
+        assert threads <= 16, threads  # event loops, workers, engine: not a thread per stream
+        lost = [t for t in texts if isinstance(t, BaseException)]
+        assert not lost, lost[:3]
+        for i, t in enumerate(texts):
+            assert t == solo[i % 8], (i, t, solo[i % 8])
+        m = s.wait_idle(30)
+        assert m["lite_llama_kv_slots_used"] == 0
+        assert m['lite_llama_requests_total{status="ok"}'] == N_STREAMS + len(STREAM_PROMPTS)
+    finally:
+        assert s.stop() == 0

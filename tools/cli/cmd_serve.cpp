@@ -41,8 +41,19 @@ void register_serve(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   c->add_option("--http-threads", s.http_threads,
-                "HTTP worker threads (each open connection holds one)")
-      ->check(CLI::Range(4, 4096))
+                "HTTP event-loop threads (open connections hold none)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  c->add_option("--max-connections", s.max_connections, "open connections in all (more get 503)")
+      ->check(CLI::Range(16, 1 << 20))
+      ->capture_default_str();
+  c->add_option("--max-connections-per-client", s.max_connections_per_client,
+                "open connections per client address (more get 429)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  c->add_option("--idle-timeout", s.idle_timeout_s,
+                "seconds a kept-alive connection may wait for its next request")
+      ->check(CLI::Range(0.5, 3600.0))
       ->capture_default_str();
   c->add_option("--shutdown-grace", s.shutdown_grace_s,
                 "seconds running requests may finish after SIGTERM/SIGINT")
@@ -52,7 +63,7 @@ void register_serve(CLI::App& app) {
       ->check(CLI::Range(int64_t(1024), int64_t(1) << 32))
       ->capture_default_str();
   c->add_option("--read-timeout", s.read_timeout_s,
-                "seconds a client may take to send a request (408 or close after that)")
+                "seconds a client may take to send a request header, and its body (408)")
       ->check(CLI::Range(0.5, 3600.0))
       ->capture_default_str();
   c->add_flag("--allow-special-in-content", s.allow_special_in_content,

@@ -1,0 +1,155 @@
+#include "server/generation.h"
+
+#include "core/error.h"
+#include "server/sse.h"
+
+namespace lite_llama::server {
+namespace {
+
+// With a seed, choice i uses seed + i so that choices differ and the response is reproducible.
+Generation::Streams submit_all(ServingContext& ctx, const OpenAIRequest& r,
+                               const std::vector<int32_t>& prompt) {
+  Generation::Streams streams;
+  auto cancel_all = [&] {
+    for (auto& s : streams) ctx.engine.cancel(s->id());
+  };
+  try {
+    for (int i = 0; i < r.n; ++i) {
+      SamplingParams p = r.params;
+      if (p.seed) p.seed = *p.seed + uint64_t(i);
+      streams.push_back(ctx.engine.submit(prompt, p));
+    }
+  } catch (const QueueFull& e) {
+    cancel_all();
+    if (ctx.shutting_down || !ctx.engine.accepting()) throw unavailable(ctx);
+    throw ApiError(429, e.what(), "", "rate_limit_exceeded", "rate_limit_exceeded");
+  } catch (const Error& e) {
+    cancel_all();
+    throw ApiError(400, e.what());
+  }
+  return streams;
+}
+
+}  // namespace
+
+ApiError unavailable(const ServingContext& ctx) {
+  if (ctx.shutting_down)
+    return ApiError(503, "the server is shutting down", "", "server_shutting_down", "server_error");
+  return ApiError(503, "the engine has stopped after a failure", "", "engine_failed", "server_error");
+}
+
+Generation::Generation(ServingContext& ctx, const OpenAIRequest& r, Streams streams, int64_t n_prompt)
+    : ctx_(ctx), active_(ctx.active), meta_(make_meta(r.endpoint, ctx.limits.model_name, r.logprobs)),
+      streams_(std::move(streams)), finished_(streams_.size(), 0), offsets_(streams_.size(), 0),
+      choices_(streams_.size()), stream_(r.stream), include_usage_(r.include_usage) {
+  usage_.prompt_tokens = n_prompt;
+}
+
+Generation::~Generation() {
+  for (size_t i = 0; i < streams_.size(); ++i) {
+    streams_[i]->on_ready(nullptr);
+    if (!finished_[i]) ctx_.engine.cancel(streams_[i]->id());
+  }
+}
+
+void Generation::on_ready(const std::function<void()>& f) {
+  for (auto& s : streams_) s->on_ready(f);
+}
+
+std::string Generation::drain() {
+  std::string out;
+  if (all_finished_) return out;
+  const Engine& eng = ctx_.engine.engine();
+  const TokenText text_of = [&eng](int32_t id) { return eng.detokenize({id}); };
+  if (stream_ && !started_ && meta_.endpoint == Endpoint::Chat)
+    for (size_t i = 0; i < streams_.size(); ++i)
+      out += sse_event(chunk_json(meta_, int(i), "", {}, std::nullopt, text_of, nullptr,
+                                  include_usage_, /*role_only=*/true));
+  started_ = true;
+  bool all = true;
+  for (size_t i = 0; i < streams_.size(); ++i) {
+    if (finished_[i]) continue;
+    for (RequestOutput& o : streams_[i]->wait(std::chrono::milliseconds(0))) {
+      if (o.finished) finished_[i] = 1;
+      take(int(i), std::move(o), out);
+    }
+    if (!finished_[i] && streams_[i]->done()) {
+      finished_[i] = 1;  // failed inside the engine: no final output comes
+      take(int(i), std::nullopt, out);
+    }
+    all = all && finished_[i];
+  }
+  if (!all) return out;
+  all_finished_ = true;
+  if (stream_) {
+    if (include_usage_) out += sse_event(usage_chunk_json(meta_, usage_));
+    out += sse_done();
+  } else {
+    finish_blocking();
+  }
+  return out;
+}
+
+void Generation::take(int i, std::optional<RequestOutput> o, std::string& out) {
+  const Engine& eng = ctx_.engine.engine();
+  const TokenText text_of = [&eng](int32_t id) { return eng.detokenize({id}); };
+  if (!o) {
+    error_ = streams_[size_t(i)]->error();
+    if (stream_)
+      out += sse_event(error_json(ctx_.shutting_down ? unavailable(ctx_)
+                                                     : ApiError(500, error_, "", "engine_error",
+                                                                "server_error")));
+    return;
+  }
+  if (o->finished) {
+    usage_.completion_tokens += o->completion_tokens;
+    if (i == 0) usage_.cached_tokens = o->cached_tokens;  // the choices share one prompt
+  }
+  if (!stream_) {
+    ChoiceResult& c = choices_[size_t(i)];
+    c.text += o->text;
+    for (TokenLogprobs& l : o->logprobs) c.logprobs.push_back(std::move(l));
+    if (o->finished) c.finish = o->finish_reason;
+    return;
+  }
+  // A step that produced tokens sends a chunk even when their text is held back (part of a
+  // UTF-8 character or of a stop string) or empty (dummy tokenizer): clients time tokens by
+  // chunks.
+  if (o->text.empty() && o->tokens.empty() && !o->finished) return;
+  std::optional<FinishReason> fin;
+  if (o->finished) fin = o->finish_reason;
+  out += sse_event(chunk_json(meta_, i, o->text, o->logprobs, fin, text_of, &offsets_[size_t(i)],
+                              include_usage_));
+}
+
+void Generation::finish_blocking() {
+  auto fail = [&](const ApiError& e) {
+    status_ = e.status;
+    body_ = dump(error_json(e));
+  };
+  if (!error_.empty()) {
+    fail(ctx_.shutting_down ? unavailable(ctx_) : ApiError(500, error_, "", "engine_error", "server_error"));
+    return;
+  }
+  for (const ChoiceResult& c : choices_)
+    if (c.finish == FinishReason::Cancelled) {
+      fail(unavailable(ctx_));
+      return;
+    }
+  const Engine& eng = ctx_.engine.engine();
+  auto text_of = [&eng](int32_t id) { return eng.detokenize({id}); };
+  status_ = 200;
+  body_ = dump(response_json(meta_, choices_, usage_, text_of));
+}
+
+std::unique_ptr<Generation> start_generation(ServingContext& ctx, std::string_view body,
+                                             Endpoint endpoint) {
+  if (ctx.shutting_down) throw unavailable(ctx);
+  OpenAIRequest r = parse_openai_request(body, endpoint, ctx.limits);
+  const std::vector<int32_t> prompt = prompt_tokens(ctx.engine.engine(), r, ctx.limits, ctx.prompt);
+  resolve_max_tokens(r, int64_t(prompt.size()), ctx.limits);
+  Generation::Streams streams = submit_all(ctx, r, prompt);
+  return std::make_unique<Generation>(ctx, r, std::move(streams), int64_t(prompt.size()));
+}
+
+}  // namespace lite_llama::server

@@ -1,0 +1,78 @@
+// POST /v1/completions and /v1/chat/completions without any socket: request body -> prompt
+// tokens -> n engine requests, then the response produced piece by piece as the engine's
+// outputs arrive (SSE text, or one JSON body at the end). The HTTP layer calls drain() when
+// on_ready() tells it that something came.
+#pragma once
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lite_llama/async_engine.h"
+#include "server/openai_request.h"
+#include "server/openai_response.h"
+#include "server/prompt_tokens.h"
+
+namespace lite_llama::server {
+
+// State the handlers share with the server's lifecycle.
+struct ServingContext {
+  AsyncEngine& engine;
+  RequestLimits limits;
+  PromptPolicy prompt;
+  std::atomic<bool> shutting_down{false};
+  std::atomic<int> active{0};  // generation responses not finished
+};
+
+class Generation {
+ public:
+  using Streams = std::vector<std::shared_ptr<RequestStream>>;
+  Generation(ServingContext& ctx, const OpenAIRequest& r, Streams streams, int64_t n_prompt);
+  ~Generation();  // cancels what still runs: its client is gone
+  Generation(const Generation&) = delete;
+  Generation& operator=(const Generation&) = delete;
+
+  bool streaming() const { return stream_; }
+  // f runs (on any thread, quickly) whenever drain() may have something new.
+  void on_ready(const std::function<void()>& f);
+  // Streaming: the SSE text produced since the last call (the first call opens chat choices
+  // with their role). Blocking: "" until every choice has finished, then nothing either:
+  // status() and body() hold the response.
+  std::string drain();
+  bool finished() const { return all_finished_; }
+  int status() const { return status_; }
+  const std::string& body() const { return body_; }
+  int64_t prompt_tokens() const { return usage_.prompt_tokens; }
+  int64_t completion_tokens() const { return usage_.completion_tokens; }
+
+ private:
+  void take(int i, std::optional<RequestOutput> o, std::string& out);
+  void finish_blocking();
+
+  ServingContext& ctx_;
+  struct Active {
+    std::atomic<int>& n;
+    explicit Active(std::atomic<int>& a) : n(a) { ++n; }
+    ~Active() { --n; }
+  } active_;
+  ResponseMeta meta_;
+  Streams streams_;
+  std::vector<char> finished_;
+  std::vector<int64_t> offsets_;
+  std::vector<ChoiceResult> choices_;
+  std::string error_;
+  bool stream_ = false, include_usage_ = false, started_ = false, all_finished_ = false;
+  Usage usage_;
+  int status_ = 200;
+  std::string body_;
+};
+
+ApiError unavailable(const ServingContext& ctx);
+
+// Parses, tokenizes and submits a request (throws ApiError: 400, 404, 429, 503).
+std::unique_ptr<Generation> start_generation(ServingContext& ctx, std::string_view body,
+                                             Endpoint endpoint);
+
+}  // namespace lite_llama::server
