@@ -131,9 +131,7 @@ class CudaBackend final : public ops::Backend {
     LL_CUDA(cuda::write_slot_table(req_to_slot, stride, t_req_idx, t_positions, t_slots, n, stream()));
   }
   size_t attention_workspace_bytes(int max_seqs, int num_heads, int head_dim) const override {
-    // Worst case of decode_splits(): B * splits <= B + 2 * SMs (+ B for rounding).
-    const size_t rows = size_t(2 * max_seqs + 2 * dev_.sm_count()) * size_t(num_heads);
-    return rows * size_t(head_dim + 2) * sizeof(float);
+    return decode_workspace_bytes(max_seqs, num_heads, head_dim, dev_.sm_count());
   }
   void attention(const Tensor& q, const ops::KvLayer& kv, const ops::AttnMeta& m, int num_heads,
                  int num_kv_heads, int head_dim, float scale, Tensor out) override {

@@ -1,18 +1,22 @@
-// Flash-decoding for sequences with one new query token. Grid: (KV split, KV head [x head
-// chunk], sequence). Each block reads its KV head's keys and values of one split once, through
-// the request's slot table, for all query heads of the group (GQA without repeat_kv); a second
-// kernel merges the splits with their log-sum-exp weights. The grid depends only on the batch
-// size and max_seq_len, so one CUDA graph serves every sequence length: lengths come from device
-// memory, and a sequence uses the first ceil(len / keys_per_split) splits of its grid row.
-#include "backends/cuda/common.cuh"
+// Flash-decoding for sequences with one new query token, on tensor cores. Grid: (KV split, KV
+// head [x 16-head chunk], sequence). A block's 16 rows are the query heads of one KV head's group
+// (zero rows pad smaller groups), so each split's keys and values are read once, through the
+// request's slot table, for the whole group (GQA without repeat_kv); its 4 warps take a quarter of
+// every 64-key tile each (attention_tile.cuh) and combine in shared memory. A second kernel merges
+// the splits with their log-sum-exp weights. The grid depends only on the batch size and
+// max_seq_len, so one CUDA graph serves every sequence length: lengths come from device memory,
+// and a sequence uses the first ceil(len / keys_per_split) splits of its grid row.
+#include "backends/cuda/kernels/attention_tile.cuh"
 #include "backends/cuda/launchers.h"
 #include "backends/cuda/pdl.cuh"
 
 namespace lite_llama::cuda {
 namespace {
 
-constexpr int kThreads = 128;
+using namespace attn;
+
 constexpr int kMaxSplits = 64;
+constexpr int kBlocksPerSm = 4;  // decode_splits' target; the workspace bound follows it
 
 // Keys per split of a sequence: spread over all `splits`, but at least `min_keys` (0: no floor),
 // so short sequences use fewer, fuller splits. The merge derives the same count.
@@ -23,116 +27,100 @@ __device__ __forceinline__ int used_splits(int seq_len, int per) {
   return per > 0 ? (seq_len + per - 1) / per : 0;
 }
 
-template <typename T, int EPT>
-__device__ __forceinline__ void load_chunk(const T* p, float* f) {
-  if constexpr (EPT == 8) {
-    unpack8<T>(*reinterpret_cast<const uint4*>(p), f);
-  } else {
-    const uint2 r = *reinterpret_cast<const uint2*>(p);
-    const T* e = reinterpret_cast<const T*>(&r);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) f[i] = to_f(e[i]);
-  }
+template <int D>
+constexpr size_t decode_smem_bytes() {
+  return size_t(16 + 4 * kBN) * ld<D>() * 2 + 2 * kBN * sizeof(int32_t);
 }
 
-// EPT dims per thread, TPK = D / EPT threads per key, KPP = kThreads / TPK keys in flight.
-template <typename T, int D, int EPT, int GMAX>
+template <typename T, int D>
 __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, int splits, int min_keys, int hchunks,
                                                           float* __restrict__ partial) {
-  constexpr int TPK = D / EPT, KPP = kThreads / TPK;
-  __shared__ float sm_m[KPP][GMAX], sm_l[KPP][GMAX];
-  __shared__ float sm_acc[KPP][GMAX][D];
+  extern __shared__ __align__(16) uint8_t smem[];
+  T* Qs = reinterpret_cast<T*>(smem);
+  T* KV = Qs + 16 * ld<D>();
+  int32_t* slot_ids = reinterpret_cast<int32_t*>(KV + 4 * kBN * ld<D>());
 
   const int b = blockIdx.z, split = blockIdx.x;
   const int kvh = blockIdx.y / hchunks, hc = blockIdx.y % hchunks;
-  const int group = a.Hq / a.Hkv;
-  const int h0 = kvh * group + hc * GMAX;
-  const int nh = min(GMAX, group - hc * GMAX);
+  const int G = a.Hq / a.Hkv;
+  const int h0 = kvh * G + hc * 16, nh = min(16, G - hc * 16);
   const int seq_len = a.b_seq_len[b];
   const int per = keys_per_split(seq_len, splits, min_keys);
   const int beg = split * per, end = min(seq_len, beg + per);
   if (beg >= seq_len) return;  // an unused split: the merge reads only the used ones
-  const int tid = threadIdx.x, kl = tid % TPK, kg = tid / TPK;
-  const int t = a.b_q_start[b];
   const int32_t* slots = a.req_to_slot + size_t(a.b_req_idx[b]) * a.req_stride;
+  const T* k_pool = static_cast<const T*>(a.k_pool);
+  const T* v_pool = static_cast<const T*>(a.v_pool);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
 
-  float q[GMAX][EPT], acc[GMAX][EPT], m[GMAX], l[GMAX];
-  const float qs = a.scale * 1.4426950408889634f;  // exp2-based softmax
-#pragma unroll
-  for (int j = 0; j < GMAX; ++j) {
-    m[j] = -INFINITY;
-    l[j] = 0.f;
-#pragma unroll
-    for (int e = 0; e < EPT; ++e) acc[j][e] = 0.f, q[j][e] = 0.f;
-    if (j < nh) {
-      load_chunk<T, EPT>(static_cast<const T*>(a.q) + (size_t(t) * a.Hq + h0 + j) * D + kl * EPT, q[j]);
-#pragma unroll
-      for (int e = 0; e < EPT; ++e) q[j][e] *= qs;
-    }
+  const T* qb = static_cast<const T*>(a.q) + (size_t(a.b_q_start[b]) * a.Hq + h0) * D;
+  for (int i = threadIdx.x; i < 16 * (D / 8); i += kThreads) {
+    const int r = i / (D / 8), c = i % (D / 8);
+    cp_async16(Qs + r * ld<D>() + c * 8, r < nh ? qb + r * D + c * 8 : qb, r < nh);
   }
-  const T* kbase = static_cast<const T*>(a.k_pool) + size_t(kvh) * D + kl * EPT;
-  const T* vbase = static_cast<const T*>(a.v_pool) + size_t(kvh) * D + kl * EPT;
-  const size_t row = size_t(a.Hkv) * D;
-  // Two keys per thread group per iteration: both keys' slot, K and V loads are issued before
-  // either is used. The trip count is the same for every lane, so the shuffles see full warps.
-  auto load = [&](int j, float* kf, float* vf) {
-    if (j < end) {
-      const size_t slot = size_t(slots[j]);
-      load_chunk<T, EPT>(kbase + slot * row, kf);
-      load_chunk<T, EPT>(vbase + slot * row, vf);
-    } else {
-#pragma unroll
-      for (int e = 0; e < EPT; ++e) kf[e] = vf[e] = 0.f;
+  load_slots(slot_ids, slots + beg, 0, end - beg);
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
+  const int n = end - beg, ntiles = (n + kBN - 1) / kBN;
+  load_kv<T, D>(KV, KV + kBN * ld<D>(), slot_ids, k_pool, v_pool, a.Hkv, kvh, 0, n);
+  if (ntiles > 1) load_slots(slot_ids + kBN, slots + beg, kBN, n);
+  cp_async_commit();
+
+  uint32_t q[1][D / 16][4];
+  load_q_frags<T, D, 1>(q, Qs, 0);
+  const int lim[1][2] = {{n, n}};  // key positions here count from the split's first key
+  WarpAttn<T, D, 1> w;
+  w.init();
+  const float scale_log2 = a.scale * 1.4426950408889634f;
+  for (int j = 0; j < ntiles; ++j) {
+    cp_async_wait<0>();
+    __syncthreads();
+    if (j + 1 < ntiles) {
+      T* Kn = KV + 2 * ((j + 1) & 1) * kBN * ld<D>();
+      load_kv<T, D>(Kn, Kn + kBN * ld<D>(), slot_ids + ((j + 1) & 1) * kBN, k_pool, v_pool, a.Hkv, kvh,
+                    (j + 1) * kBN, n);
+      if (j + 2 < ntiles) load_slots(slot_ids + (j & 1) * kBN, slots + beg, (j + 2) * kBN, n);
+      cp_async_commit();
     }
-  };
-  auto update = [&](bool valid, const float* kf, const float* vf) {
-#pragma unroll
-    for (int h = 0; h < GMAX; ++h) {
-      if (h >= nh) break;
-      float s = 0.f;
-#pragma unroll
-      for (int e = 0; e < EPT; ++e) s = fmaf(q[h][e], kf[e], s);
-#pragma unroll
-      for (int o = TPK / 2; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-      if (!valid) continue;
-      const float m_new = fmaxf(m[h], s);
-      const float corr = exp2f(m[h] - m_new);
-      const float p = exp2f(s - m_new);
-      l[h] = l[h] * corr + p;
-#pragma unroll
-      for (int e = 0; e < EPT; ++e) acc[h][e] = fmaf(acc[h][e], corr, p * vf[e]);
-      m[h] = m_new;
-    }
-  };
-  for (int j0 = beg; j0 < end; j0 += 2 * KPP) {
-    const int ja = j0 + kg, jb = j0 + KPP + kg;
-    float ka[EPT], va[EPT], kb[EPT], vb[EPT];
-    load(ja, ka, va);
-    load(jb, kb, vb);
-    update(ja < end, ka, va);
-    update(jb < end, kb, vb);
+    const T* Kc = KV + 2 * (j & 1) * kBN * ld<D>();
+    const int k0 = j * kBN;
+    w.template tile<2>(q, Kc, Kc + kBN * ld<D>(), warp * 16, k0, k0 + kBN > n, lim, scale_log2);
   }
-  // Combine the KPP key groups of the block.
+
+  // Combine the warps' key quarters: per warp and row (m, l, O) in shared memory over the tiles.
+  w.reduce_l();
+  __syncthreads();
+  float* cm = reinterpret_cast<float*>(KV);  // [warp][16] maxima, then sums, then O [warp][16][D]
+  float* cl = cm + kWarps * 16;
+  float* co = cl + kWarps * 16;
+  const int g = lane >> 2, t = lane & 3;
 #pragma unroll
-  for (int h = 0; h < GMAX; ++h) {
-    if (kl == 0) sm_m[kg][h] = m[h], sm_l[kg][h] = l[h];
+  for (int h = 0; h < 2; ++h) {
+    const int r = g + 8 * h;
+    if (t == 0) cm[warp * 16 + r] = w.m[0][h], cl[warp * 16 + r] = w.l[0][h];
 #pragma unroll
-    for (int e = 0; e < EPT; ++e) sm_acc[kg][h][kl * EPT + e] = acc[h][e];
+    for (int nd = 0; nd < D / 8; ++nd) {
+      co[(warp * 16 + r) * D + nd * 8 + 2 * t] = w.o[0][nd][2 * h];
+      co[(warp * 16 + r) * D + nd * 8 + 2 * t + 1] = w.o[0][nd][2 * h + 1];
+    }
   }
   __syncthreads();
-  for (int i = tid; i < nh * D; i += kThreads) {
-    const int h = i / D, d = i % D;
+  for (int i = threadIdx.x; i < nh * D; i += kThreads) {
+    const int r = i / D, d = i % D;
     float M = -INFINITY;
-    for (int g = 0; g < KPP; ++g) M = fmaxf(M, sm_m[g][h]);
+#pragma unroll
+    for (int x = 0; x < kWarps; ++x) M = fmaxf(M, cm[x * 16 + r]);
     float L = 0.f, A = 0.f;
     if (M != -INFINITY) {
-      for (int g = 0; g < KPP; ++g) {
-        const float w = exp2f(sm_m[g][h] - M);
-        L += sm_l[g][h] * w;
-        A += sm_acc[g][h][d] * w;
+#pragma unroll
+      for (int x = 0; x < kWarps; ++x) {
+        const float wt = exp2f(cm[x * 16 + r] - M);
+        L += cl[x * 16 + r] * wt;
+        A += co[(x * 16 + r) * D + d] * wt;
       }
     }
-    float* out = partial + ((size_t(b) * a.Hq + h0 + h) * splits + split) * (D + 2);
+    float* out = partial + ((size_t(b) * a.Hq + h0 + r) * splits + split) * (D + 2);
     out[d] = A;
     if (d == 0) out[D] = M, out[D + 1] = L;
   }
@@ -165,16 +153,14 @@ __global__ void __launch_bounds__(D) merge_kernel(AttnArgs a, int splits, int mi
 
 template <typename T, int D>
 cudaError_t launch(const AttnArgs& a, int splits, int min_keys, float* partial, cudaStream_t s) {
-  const int group = a.Hq / a.Hkv;
-  if (group <= 4) {
-    const dim3 grid(splits, a.Hkv, a.num_seqs);
-    decode_kernel<T, D, 8, 4><<<grid, kThreads, 0, s>>>(a, splits, min_keys, 1, partial);
-  } else {
-    const int hchunks = (group + 7) / 8;
-    const dim3 grid(splits, a.Hkv * hchunks, a.num_seqs);
-    decode_kernel<T, D, 4, 8><<<grid, kThreads, 0, s>>>(a, splits, min_keys, hchunks, partial);
-  }
-  cudaError_t e = cudaGetLastError();
+  if (a.Hq % a.Hkv != 0) return cudaErrorInvalidValue;
+  const int hchunks = (a.Hq / a.Hkv + 15) / 16;
+  constexpr size_t smem = decode_smem_bytes<D>();
+  cudaError_t e = cudaFuncSetAttribute(decode_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  if (e != cudaSuccess) return e;
+  const dim3 grid(splits, a.Hkv * hchunks, a.num_seqs);
+  decode_kernel<T, D><<<grid, kThreads, smem, s>>>(a, splits, min_keys, hchunks, partial);
+  e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   merge_kernel<T, D><<<dim3(a.Hq, a.num_seqs), D, 0, s>>>(a, splits, min_keys, partial);
   return cudaGetLastError();
@@ -184,10 +170,16 @@ cudaError_t launch(const AttnArgs& a, int splits, int min_keys, float* partial, 
 
 int decode_splits(int num_seqs, int Hkv, int max_seq_len, int num_sms, int min_keys) {
   const int blocks = std::max(1, num_seqs * Hkv);
-  int splits = (2 * num_sms + blocks - 1) / blocks;
+  int splits = (kBlocksPerSm * num_sms + blocks - 1) / blocks;
   const int grid_keys = min_keys > 0 ? min_keys : 64;  // no floor: the grid still assumes 64 keys a split
   splits = std::min(splits, std::max(1, (max_seq_len + grid_keys - 1) / grid_keys));
   return std::max(1, std::min(splits, kMaxSplits));
+}
+
+size_t decode_workspace_bytes(int max_seqs, int num_heads, int head_dim, int num_sms) {
+  // decode_splits: B * splits < B * (kBlocksPerSm * SMs / (B * Hkv) + 1) <= kBlocksPerSm * SMs + B.
+  const size_t rows = size_t(2 * max_seqs + kBlocksPerSm * num_sms) * size_t(num_heads);
+  return rows * size_t(head_dim + 2) * sizeof(float);
 }
 
 cudaError_t attention_decode(Act act, const AttnArgs& a, int splits, int min_keys, float* partial,

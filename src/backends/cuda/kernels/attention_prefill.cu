@@ -1,191 +1,120 @@
-// Causal flash attention (FA2 style) over packed variable-length prefill chunks. K/V are read
-// from the token-level pool through the request's slot table, so a chunk attends to its whole
-// prefix without any contiguous copy. GQA by index mapping (kv_head = q_head / group).
-// Block: 64 queries of one (sequence, head), 4 warps x 16 rows. Tensor cores via WMMA compute
-// S = Q K^T and O += P V; the online softmax runs on an fp32 copy of S in shared memory.
-#include <mma.h>
-
-#include "backends/cuda/common.cuh"
+// Causal flash attention (FlashAttention-2 style, mma.sync) over packed variable-length prefill
+// chunks. K/V are read from the token-level pool through the request's slot table, so a chunk
+// attends to its whole prefix without any contiguous copy. Grid: (query tile, KV head, sequence);
+// a block's 64 rows are (token, head) pairs of one KV head's group, 16 per warp, and every warp
+// runs over the same double-buffered K/V tiles (attention_tile.cuh).
+#include "backends/cuda/kernels/attention_tile.cuh"
 #include "backends/cuda/launchers.h"
 
 namespace lite_llama::cuda {
 namespace {
 
-using namespace nvcuda;
+using namespace attn;
 
-constexpr int kBM = 64;   // queries per block
-constexpr int kBN = 64;   // keys per tile
-constexpr int kWarps = 4;
-constexpr int kPad = 8;   // 16-byte row padding against bank conflicts (WMMA needs ldm % 8 == 0)
+constexpr int kMT = 1;                     // 16-row tiles per warp
+constexpr int kRows = kWarps * 16 * kMT;   // rows (token, head) per block
 
 template <int D>
-struct Smem {
-  static constexpr int kLd = D + kPad;       // 16-bit row stride of Q/K/V tiles
-  static constexpr int kLdS = kBN + 4;       // float row stride of S
-  static constexpr int kLdP = kBN + kPad;    // 16-bit row stride of P
-  static constexpr int kLdO = D + 4;         // float row stride of O
-  static constexpr size_t kQ = size_t(kBM) * kLd * 2;
-  static constexpr size_t kK = size_t(kBN) * kLd * 2;
-  static constexpr size_t kS = size_t(kBM) * kLdS * 4;
-  static constexpr size_t kP = size_t(kBM) * kLdP * 2;
-  static constexpr size_t kO = size_t(kBM) * kLdO * 4;
-  static constexpr size_t kStats = size_t(kBM) * 3 * 4;
-  static constexpr size_t kTotal = kQ + 2 * kK + kS + kP + kO + kStats;
-};
+constexpr size_t smem_bytes() {
+  return size_t(kRows + 4 * kBN) * ld<D>() * 2 + 2 * kBN * sizeof(int32_t);
+}
 
 template <typename T, int D>
-__global__ void __launch_bounds__(kWarps * 32) prefill_kernel(AttnArgs a) {
-  using S = Smem<D>;
+__global__ void __launch_bounds__(kThreads) prefill_kernel(AttnArgs a) {
   extern __shared__ __align__(16) uint8_t smem[];
   T* Qs = reinterpret_cast<T*>(smem);
-  T* Ks = reinterpret_cast<T*>(smem + S::kQ);
-  T* Vs = reinterpret_cast<T*>(smem + S::kQ + S::kK);
-  float* Ss = reinterpret_cast<float*>(smem + S::kQ + 2 * S::kK);
-  T* Ps = reinterpret_cast<T*>(smem + S::kQ + 2 * S::kK + S::kS);
-  float* Os = reinterpret_cast<float*>(smem + S::kQ + 2 * S::kK + S::kS + S::kP);
-  float* row_m = reinterpret_cast<float*>(smem + S::kQ + 2 * S::kK + S::kS + S::kP + S::kO);
-  float* row_l = row_m + kBM;
-  float* row_a = row_l + kBM;
+  T* KV = Qs + kRows * ld<D>();  // stage s: K at KV + 2 s kBN ld, V after it
+  int32_t* slot_ids = reinterpret_cast<int32_t*>(KV + 4 * kBN * ld<D>());
 
-  const int b = blockIdx.z, h = blockIdx.y, q_tile = blockIdx.x;
-  const int q_len = a.b_q_len[b];
-  const int q0 = q_tile * kBM;
-  if (q0 >= q_len) return;
-  const int seq_len = a.b_seq_len[b];
-  const int prefix = seq_len - q_len;  // keys before the chunk's first query
-  const int q_start = a.b_q_start[b];
-  const int kvh = h / (a.Hq / a.Hkv);
+  const int G = a.Hq / a.Hkv, tokens = kRows / G;
+  const int b = blockIdx.z, kvh = blockIdx.y;
+  const int q_tile = gridDim.x - 1 - blockIdx.x;  // the longest (last) tiles start first
+  const int q_len = a.b_q_len[b], tq0 = q_tile * tokens;
+  if (tq0 >= q_len) return;
+  const int ntok = min(tokens, q_len - tq0), nrows = ntok * G;
+  const int prefix = a.b_seq_len[b] - q_len;  // keys before the chunk's first query
+  const int key_end = prefix + tq0 + ntok;     // causal: no key past the last query
+  const int mask_from = prefix + tq0;          // keys below are visible to every row
   const int32_t* slots = a.req_to_slot + size_t(a.b_req_idx[b]) * a.req_stride;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int rows_here = min(kBM, q_len - q0);
-  constexpr int kChunks = D / 8;  // 16-byte chunks per row
+  const T* k_pool = static_cast<const T*>(a.k_pool);
+  const T* v_pool = static_cast<const T*>(a.v_pool);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
 
-  // Load the query tile (rows past the chunk are zero) and reset O and the row statistics.
-  for (int i = tid; i < kBM * kChunks; i += blockDim.x) {
-    const int r = i / kChunks, c = i % kChunks;
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (r < rows_here)
-      v = *reinterpret_cast<const uint4*>(static_cast<const T*>(a.q) +
-                                         (size_t(q_start + q0 + r) * a.Hq + h) * D + c * 8);
-    *reinterpret_cast<uint4*>(Qs + r * S::kLd + c * 8) = v;
+  // Q rows (the group's heads are adjacent in q), zeros past the chunk; slot ids of tile 0.
+  const size_t q_row0 = size_t(a.b_q_start[b] + tq0) * a.Hq + size_t(kvh) * G;
+  const T* qb = static_cast<const T*>(a.q);
+  for (int i = threadIdx.x; i < kRows * (D / 8); i += kThreads) {
+    const int r = i / (D / 8), c = i % (D / 8);
+    const bool ok = r < nrows;
+    cp_async16(Qs + r * ld<D>() + c * 8, ok ? qb + (q_row0 + size_t(r / G) * a.Hq + r % G) * D + c * 8 : qb, ok);
   }
-  for (int i = tid; i < kBM * S::kLdO; i += blockDim.x) Os[i] = 0.f;
-  for (int i = tid; i < kBM; i += blockDim.x) row_m[i] = -INFINITY, row_l[i] = 0.f;
+  load_slots(slot_ids, slots, 0, key_end);
+  cp_async_commit();
+  cp_async_wait<0>();
   __syncthreads();
+  const int ntiles = (key_end + kBN - 1) / kBN;
+  load_kv<T, D>(KV, KV + kBN * ld<D>(), slot_ids, k_pool, v_pool, a.Hkv, kvh, 0, key_end);
+  if (ntiles > 1) load_slots(slot_ids + kBN, slots, kBN, key_end);
+  cp_async_commit();
 
+  uint32_t q[kMT][D / 16][4];
+  load_q_frags<T, D, kMT>(q, Qs, warp * 16 * kMT);
+  int lim[kMT][2];
+  const int g = lane >> 2;
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = warp * 16 * kMT + mt * 16 + g + 8 * h;
+      lim[mt][h] = r < nrows ? prefix + tq0 + r / G + 1 : key_end;
+    }
+  WarpAttn<T, D, kMT> w;
+  w.init();
   const float scale_log2 = a.scale * 1.4426950408889634f;
-  const int last_key = prefix + q0 + rows_here - 1;  // causal: no key beyond the last query
-  for (int k0 = 0; k0 <= last_key; k0 += kBN) {
-    const int keys = min(kBN, last_key + 1 - k0);
-    for (int i = tid; i < kBN * kChunks; i += blockDim.x) {
-      const int r = i / kChunks, c = i % kChunks;
-      uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
-      if (r < keys) {
-        const size_t off = (size_t(slots[k0 + r]) * a.Hkv + kvh) * D + c * 8;
-        kv = *reinterpret_cast<const uint4*>(static_cast<const T*>(a.k_pool) + off);
-        vv = *reinterpret_cast<const uint4*>(static_cast<const T*>(a.v_pool) + off);
-      }
-      *reinterpret_cast<uint4*>(Ks + r * S::kLd + c * 8) = kv;
-      *reinterpret_cast<uint4*>(Vs + r * S::kLd + c * 8) = vv;
+  for (int j = 0; j < ntiles; ++j) {
+    cp_async_wait<0>();
+    __syncthreads();  // tile j landed; every warp is done with tile j - 1's buffers
+    if (j + 1 < ntiles) {
+      T* Kn = KV + 2 * ((j + 1) & 1) * kBN * ld<D>();
+      load_kv<T, D>(Kn, Kn + kBN * ld<D>(), slot_ids + ((j + 1) & 1) * kBN, k_pool, v_pool, a.Hkv, kvh,
+                    (j + 1) * kBN, key_end);
+      if (j + 2 < ntiles) load_slots(slot_ids + (j & 1) * kBN, slots, (j + 2) * kBN, key_end);
+      cp_async_commit();
     }
-    __syncthreads();
-
-    // S[16 rows of this warp, 64 keys] = Q K^T
-    for (int n = 0; n < kBN / 16; ++n) {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-      wmma::fill_fragment(acc, 0.f);
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> fb;
-        wmma::load_matrix_sync(fa, Qs + warp * 16 * S::kLd + kk * 16, S::kLd);
-        wmma::load_matrix_sync(fb, Ks + n * 16 * S::kLd + kk * 16, S::kLd);
-        wmma::mma_sync(acc, fa, fb, acc);
-      }
-      wmma::store_matrix_sync(Ss + warp * 16 * S::kLdS + n * 16, acc, S::kLdS, wmma::mem_row_major);
-    }
-    __syncwarp();
-
-    // Online softmax: two lanes per row, 32 columns each.
-    {
-      const int r = warp * 16 + (lane >> 1);
-      const int cbeg = (lane & 1) * 32;
-      const int qpos = prefix + q0 + r;  // position of this query
-      float* srow = Ss + r * S::kLdS;
-      float mx = -INFINITY;
-      for (int c = cbeg; c < cbeg + 32; ++c) {
-        const int kpos = k0 + c;
-        const float sv = (c < keys && kpos <= qpos) ? srow[c] * scale_log2 : -INFINITY;
-        srow[c] = sv;
-        mx = fmaxf(mx, sv);
-      }
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      const float m_old = row_m[r];
-      const float m_new = fmaxf(m_old, mx);
-      // A row with no visible key yet (m_new = -inf) contributes nothing.
-      const float base = m_new == -INFINITY ? 0.f : m_new;
-      float sum = 0.f;
-      for (int c = cbeg; c < cbeg + 32; ++c) {
-        const float p = exp2f(srow[c] - base);
-        sum += p;
-        Ps[r * S::kLdP + c] = from_f<T>(p);
-      }
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      const float alpha = exp2f(m_old - base);
-      __syncwarp();
-      if ((lane & 1) == 0) {
-        row_l[r] = row_l[r] * alpha + sum;
-        row_m[r] = m_new;
-        row_a[r] = alpha;
-      }
-      __syncwarp();
-      // Rescale this row's running output (each lane half of D).
-      const float al = row_a[r];
-      for (int d = (lane & 1) * (D / 2); d < (lane & 1 ? D : D / 2); ++d) Os[r * S::kLdO + d] *= al;
-    }
-    __syncwarp();
-
-    // O[16 rows, D] += P[16, 64] V[64, D]
-    for (int dn = 0; dn < D / 16; ++dn) {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-      float* op = Os + warp * 16 * S::kLdO + dn * 16;
-      wmma::load_matrix_sync(acc, op, S::kLdO, wmma::mem_row_major);
-#pragma unroll
-      for (int kk = 0; kk < kBN / 16; ++kk) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> fb;
-        wmma::load_matrix_sync(fa, Ps + warp * 16 * S::kLdP + kk * 16, S::kLdP);
-        wmma::load_matrix_sync(fb, Vs + kk * 16 * S::kLd + dn * 16, S::kLd);
-        wmma::mma_sync(acc, fa, fb, acc);
-      }
-      wmma::store_matrix_sync(op, acc, S::kLdO, wmma::mem_row_major);
-    }
-    __syncthreads();  // K/V tiles are overwritten next
+    const T* Kc = KV + 2 * (j & 1) * kBN * ld<D>();
+    const int k0 = j * kBN;
+    w.template tile<kBN / 8>(q, Kc, Kc + kBN * ld<D>(), 0, k0, k0 + kBN > mask_from, lim, scale_log2);
   }
 
-  // Normalise and write this warp's rows.
-  for (int i = lane; i < 16 * kChunks; i += 32) {
-    const int rr = i / kChunks, c = i % kChunks;
-    const int r = warp * 16 + rr;
-    if (r >= rows_here) continue;
-    const float inv = row_l[r] > 0.f ? 1.0f / row_l[r] : 0.f;
-    float o[8];
+  // Normalise and write this lane's rows.
+  w.reduce_l();
+  T* out = static_cast<T*>(a.out);
+  const int t = lane & 3;
 #pragma unroll
-    for (int j = 0; j < 8; ++j) o[j] = Os[r * S::kLdO + c * 8 + j] * inv;
-    *reinterpret_cast<uint4*>(static_cast<T*>(a.out) + (size_t(q_start + q0 + r) * a.Hq + h) * D + c * 8) =
-        pack8<T>(o);
-  }
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = warp * 16 * kMT + mt * 16 + g + 8 * h;
+      if (r >= nrows) continue;
+      const float inv = w.l[mt][h] > 0.f ? 1.f / w.l[mt][h] : 0.f;
+      T* orow = out + (q_row0 + size_t(r / G) * a.Hq + r % G) * D + 2 * t;
+#pragma unroll
+      for (int nd = 0; nd < D / 8; ++nd)
+        *reinterpret_cast<uint32_t*>(orow + nd * 8) =
+            pack2<T>(w.o[mt][nd][2 * h] * inv, w.o[mt][nd][2 * h + 1] * inv);
+    }
 }
 
 template <typename T, int D>
 cudaError_t launch(const AttnArgs& a, cudaStream_t s) {
-  const size_t smem = Smem<D>::kTotal;
+  const int G = a.Hq / a.Hkv;
+  if (G < 1 || G > kRows || a.Hq % a.Hkv != 0) return cudaErrorInvalidValue;
+  constexpr size_t smem = smem_bytes<D>();
   // Per device and cheap: set on every launch rather than cached in a static.
-  cudaError_t e = cudaFuncSetAttribute(prefill_kernel<T, D>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  cudaError_t e = cudaFuncSetAttribute(prefill_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
   if (e != cudaSuccess) return e;
-  const dim3 grid(ceil_div(a.max_q_len, kBM), a.Hq, a.num_seqs);
-  prefill_kernel<T, D><<<grid, kWarps * 32, smem, s>>>(a);
+  const dim3 grid(ceil_div(a.max_q_len, kRows / G), a.Hkv, a.num_seqs);
+  prefill_kernel<T, D><<<grid, kThreads, smem, s>>>(a);
   return cudaGetLastError();
 }
 

@@ -13,6 +13,7 @@
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/kernels/gq_common.cuh"
 #include "backends/cuda/launchers.h"
+#include "backends/cuda/mma.cuh"
 #include "backends/cuda/pdl.cuh"
 
 namespace lite_llama::cuda {
@@ -22,38 +23,6 @@ namespace {
 // of 32 rows ncu showed 2 warps per scheduler stalled most of the time).
 constexpr int kWarps = 16, kWarpRows = 16, kMt = kWarpRows / 16, kThreads = kWarps * 32;
 constexpr int kBlockRows = kWarps * kWarpRows, kKc = 128;
-
-// Two floats as the 16-bit pair an mma operand register holds (low half first).
-template <typename T>
-__device__ __forceinline__ uint32_t pack2(float a, float b) {
-  uint32_t r;
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
-    memcpy(&r, &h, 4);
-  } else {
-    const __half2 h = __floats2half2_rn(a, b);
-    memcpy(&r, &h, 4);
-  }
-  return r;
-}
-
-// c += a (16 x 16, row) * b (16 x 8, col), fp32 accumulate; TY: "bf16" or "f16".
-#define LL_MMA16816(TY)                                                                                 \
-  asm("mma.sync.aligned.m16n8k16.row.col.f32." TY "." TY ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, " \
-      "{%0,%1,%2,%3};"                                                                                  \
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                                                  \
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1))
-template <typename T>
-__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) LL_MMA16816("bf16");
-  else LL_MMA16816("f16");
-}
-#undef LL_MMA16816
-
-__device__ __forceinline__ void cp_async16(void* smem, const void* src, bool ok) {
-  const unsigned dst = unsigned(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(ok ? 16 : 0));
-}
 
 // Pair p (0..3) of a lane's 8 weights of one k-step pair, as raw floats: int4 nibbles -> 1024 + q
 // and int8 bytes -> 1024 + (code + 128) through the fp16 0x6400 exponent trick (kOff below is
@@ -96,11 +65,6 @@ struct Stage {
   static constexpr int kBytes = kXBytes + kWBytes + kPBytes;
   static constexpr int kStages = std::max(2, std::min(4, 220 * 1024 / kBytes));
 };
-
-__device__ __forceinline__ void cp_async4(void* smem, const void* src, bool ok) {
-  const unsigned dst = unsigned(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(ok ? 4 : 0));
-}
 
 // k order within a 128 chunk: at step pair jj (k-steps 2jj, 2jj + 1) lane tig of a quad takes the
 // 8 weights k = 32 jj + 8 tig .. + 7 of its rows (one 32-bit word of int4 codes, two of 8-bit),

@@ -1,0 +1,173 @@
+// Shared pieces of the tensor-core attention kernels (prefill and decode), FlashAttention-2
+// style: K/V tiles of kBN keys gathered from the token-level pool through the request's slot
+// table with cp.async (double-buffered, the slot ids one tile further ahead), and one warp's
+// S = Q K^T, online softmax and O += P V on mma.sync fragments, the scores never leaving
+// registers. Rows of a block are (query token, query head of the KV head's group) pairs, so a K/V
+// tile read once serves every head of the group (GQA without repeat_kv).
+#pragma once
+#include "backends/cuda/common.cuh"
+#include "backends/cuda/mma.cuh"
+
+namespace lite_llama::cuda::attn {
+
+constexpr int kBN = 64;        // keys per tile
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+
+// 16-bit row stride of Q/K/V tiles: a 16-byte pad keeps the 8 rows of an ldmatrix in 8 banks.
+template <int D>
+constexpr int ld() { return D + 8; }
+
+// Slot ids of keys [k0, k0 + kBN) into dst; ids at or past key_end are not read (zeros).
+__device__ __forceinline__ void load_slots(int32_t* dst, const int32_t* slots, int k0, int key_end) {
+  for (int i = threadIdx.x; i < kBN; i += kThreads) {
+    const bool ok = k0 + i < key_end;
+    cp_async4(dst + i, ok ? slots + k0 + i : slots, ok);
+  }
+}
+
+// K and V rows of keys [k0, k0 + kBN) of KV head kvh; rows at or past key_end are zeros (a zero
+// row times a masked probability stays 0, where stale pool bytes could be NaN).
+template <typename T, int D>
+__device__ __forceinline__ void load_kv(T* Ks, T* Vs, const int32_t* slot_ids, const T* k_pool,
+                                        const T* v_pool, int Hkv, int kvh, int k0, int key_end) {
+  constexpr int kChunks = D / 8;
+  for (int i = threadIdx.x; i < kBN * kChunks; i += kThreads) {
+    const int r = i / kChunks, c = i % kChunks;
+    const bool ok = k0 + r < key_end;
+    const size_t off = ok ? (size_t(slot_ids[r]) * Hkv + kvh) * D + c * 8 : 0;
+    cp_async16(Ks + r * ld<D>() + c * 8, k_pool + off, ok);
+    cp_async16(Vs + r * ld<D>() + c * 8, v_pool + off, ok);
+  }
+}
+
+// Query fragments of rows [row0, row0 + 16 MT) of a Q tile in shared memory.
+template <typename T, int D, int MT>
+__device__ __forceinline__ void load_q_frags(uint32_t (&q)[MT][D / 16][4], const T* Qs, int row0) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const int r = row0 + mt * 16 + (lane & 7) + (((lane >> 3) & 1) << 3);
+      ldmatrix_x4(q[mt][kk], Qs + r * ld<D>() + kk * 16 + ((lane >> 4) << 3));
+    }
+}
+
+// One warp's running attention over 16 MT query rows: unnormalised output, row maximum (of
+// log2-scaled scores) and this lane's share of the row sum (the quad's four shares add up).
+// Lane 4g + t holds rows g and g + 8 of each 16-row tile (index h = 0, 1).
+template <typename T, int D, int MT>
+struct WarpAttn {
+  float o[MT][D / 8][4];
+  float m[MT][2], l[MT][2];
+
+  __device__ __forceinline__ void init() {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+      for (int nd = 0; nd < D / 8; ++nd) o[mt][nd][0] = o[mt][nd][1] = o[mt][nd][2] = o[mt][nd][3] = 0.f;
+      m[mt][0] = m[mt][1] = -INFINITY;
+      l[mt][0] = l[mt][1] = 0.f;
+    }
+  }
+
+  // Keys [koff, koff + 8 NT) of the tile at pool position k0. With `mask`, key k0 + j is visible
+  // to a row only below its limit lim[mt][h] (causal position + 1, or the split's end).
+  template <int NT>
+  __device__ __forceinline__ void tile(const uint32_t (&q)[MT][D / 16][4], const T* Ks, const T* Vs, int koff,
+                                       int k0, bool mask, const int (&lim)[MT][2], float scale_log2) {
+    static_assert(NT % 2 == 0, "keys in steps of 16");
+    const int lane = threadIdx.x & 31, t = lane & 3;
+    float s[MT][NT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) s[mt][nt][0] = s[mt][nt][1] = s[mt][nt][2] = s[mt][nt][3] = 0.f;
+    // S = Q K^T: one ldmatrix.x4 gives two 8-key tiles' B fragments for a 16-dim step.
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+#pragma unroll
+      for (int np = 0; np < NT / 2; ++np) {
+        uint32_t b[4];
+        const int key = koff + np * 16 + (lane & 7) + ((lane >> 4) << 3);
+        ldmatrix_x4(b, Ks + key * ld<D>() + kk * 16 + (((lane >> 3) & 1) << 3));
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          mma16816<T>(s[mt][2 * np], q[mt][kk], b[0], b[1]);
+          mma16816<T>(s[mt][2 * np + 1], q[mt][kk], b[2], b[3]);
+        }
+      }
+    // Online softmax in exp2 form; a row with no visible key yet (max -inf) contributes nothing.
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float mx = -INFINITY;
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int j = 0; j < 2; ++j) {
+            float v = s[mt][nt][2 * h + j] * scale_log2;
+            if (mask && k0 + koff + nt * 8 + 2 * t + j >= lim[mt][h]) v = -INFINITY;
+            s[mt][nt][2 * h + j] = v;
+            mx = fmaxf(mx, v);
+          }
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float m_new = fmaxf(m[mt][h], mx);
+        const float base = m_new == -INFINITY ? 0.f : m_new;
+        const float alpha = exp2f(m[mt][h] - base);
+        float sum = 0.f;
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int j = 0; j < 2; ++j) {
+            const float p = exp2f(s[mt][nt][2 * h + j] - base);
+            s[mt][nt][2 * h + j] = p;
+            sum += p;
+          }
+        l[mt][h] = l[mt][h] * alpha + sum;
+        m[mt][h] = m_new;
+#pragma unroll
+        for (int nd = 0; nd < D / 8; ++nd) o[mt][nd][2 * h] *= alpha, o[mt][nd][2 * h + 1] *= alpha;
+      }
+    // O += P V: the score accumulators of two 8-key tiles are the A fragment of a 16-key step;
+    // ldmatrix.trans gives V's B fragments for two 8-dim tiles.
+#pragma unroll
+    for (int ks = 0; ks < NT / 2; ++ks) {
+      uint32_t a[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        a[mt][0] = pack2<T>(s[mt][2 * ks][0], s[mt][2 * ks][1]);
+        a[mt][1] = pack2<T>(s[mt][2 * ks][2], s[mt][2 * ks][3]);
+        a[mt][2] = pack2<T>(s[mt][2 * ks + 1][0], s[mt][2 * ks + 1][1]);
+        a[mt][3] = pack2<T>(s[mt][2 * ks + 1][2], s[mt][2 * ks + 1][3]);
+      }
+      const int key = koff + ks * 16 + (lane & 7) + (((lane >> 3) & 1) << 3);
+#pragma unroll
+      for (int dp = 0; dp < D / 16; ++dp) {
+        uint32_t b[4];
+        ldmatrix_x4_trans(b, Vs + key * ld<D>() + dp * 16 + ((lane >> 4) << 3));
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          mma16816<T>(o[mt][2 * dp], a[mt], b[0], b[1]);
+          mma16816<T>(o[mt][2 * dp + 1], a[mt], b[2], b[3]);
+        }
+      }
+    }
+  }
+
+  // The full row sums (every lane of the quad gets them).
+  __device__ __forceinline__ void reduce_l() {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        l[mt][h] += __shfl_xor_sync(0xffffffffu, l[mt][h], 1);
+        l[mt][h] += __shfl_xor_sync(0xffffffffu, l[mt][h], 2);
+      }
+  }
+};
+
+}  // namespace lite_llama::cuda::attn

@@ -1,0 +1,161 @@
+// Attention kernel benchmark: prefill flash attention in TFLOP/s and decode attention in GB/s of
+// K/V read, each beside the limits measured in the same run (device-to-device copy bandwidth and a
+// large bf16 cuBLASLt GEMM). One JSON object per line on stdout.
+//   attention-bench [--quick]
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/gemm.h"
+#include "backends/cuda/launchers.h"
+
+namespace {
+
+using namespace lite_llama::cuda;
+
+#define CK(x)                                                                         \
+  do {                                                                                \
+    cudaError_t e_ = (x);                                                             \
+    if (e_ != cudaSuccess) {                                                          \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                   \
+    }                                                                                 \
+  } while (0)
+
+void* dev_alloc(size_t bytes) {
+  void* p = nullptr;
+  CK(cudaMalloc(&p, bytes));
+  return p;
+}
+
+// Median milliseconds of `reps` timed runs after two warm-ups.
+double time_ms(const std::function<void()>& fn, int reps) {
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  fn();
+  fn();
+  std::vector<float> ms;
+  for (int i = 0; i < reps; ++i) {
+    CK(cudaEventRecord(a));
+    fn();
+    CK(cudaEventRecord(b));
+    CK(cudaEventSynchronize(b));
+    float t = 0;
+    CK(cudaEventElapsedTime(&t, a, b));
+    ms.push_back(t);
+  }
+  std::sort(ms.begin(), ms.end());
+  CK(cudaEventDestroy(a));
+  CK(cudaEventDestroy(b));
+  return ms[ms.size() / 2];
+}
+
+// Sequences of `ctx` keys in a pool of contiguous slots, one request row each.
+struct Pool {
+  void *q = nullptr, *k = nullptr, *v = nullptr, *out = nullptr;
+  int32_t *q_start, *q_len, *seq_len, *req_idx, *table;
+  float* partial = nullptr;
+  AttnArgs args{};
+  Pool(int B, int q_len_each, int ctx, int Hq, int Hkv, int D, int sms) {
+    const size_t T = size_t(B) * q_len_each, slots = size_t(B) * ctx;
+    q = dev_alloc(T * Hq * D * 2);
+    out = dev_alloc(T * Hq * D * 2);
+    k = dev_alloc(slots * Hkv * D * 2);
+    v = dev_alloc(slots * Hkv * D * 2);
+    CK(random_fill(Act::BF16, q, T * Hq * D, 1, 1.f, nullptr));
+    CK(random_fill(Act::BF16, k, slots * Hkv * D, 2, 1.f, nullptr));
+    CK(random_fill(Act::BF16, v, slots * Hkv * D, 3, 1.f, nullptr));
+    std::vector<int32_t> qs(B), ql(B, q_len_each), sl(B, ctx), ri(B), tab(slots);
+    for (int b = 0; b < B; ++b) qs[b] = b * q_len_each, ri[b] = b;
+    for (size_t i = 0; i < slots; ++i) tab[i] = int32_t(i);
+    auto up = [](const std::vector<int32_t>& h) {
+      auto* d = static_cast<int32_t*>(dev_alloc(h.size() * 4));
+      CK(cudaMemcpy(d, h.data(), h.size() * 4, cudaMemcpyHostToDevice));
+      return d;
+    };
+    q_start = up(qs), q_len = up(ql), seq_len = up(sl), req_idx = up(ri), table = up(tab);
+    partial = static_cast<float*>(dev_alloc(decode_workspace_bytes(B, Hq, D, sms)));
+    args = AttnArgs{q, k, v, out, q_start, q_len, seq_len, req_idx, table, ctx, B, q_len_each, ctx,
+                    Hq, Hkv, D, 1.f / std::sqrt(float(D))};
+  }
+  ~Pool() {
+    for (void* p : {q, k, v, out, static_cast<void*>(q_start), static_cast<void*>(q_len),
+                    static_cast<void*>(seq_len), static_cast<void*>(req_idx), static_cast<void*>(table),
+                    static_cast<void*>(partial)})
+      cudaFree(p);
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  cudaDeviceProp prop{};
+  CK(cudaGetDeviceProperties(&prop, 0));
+  const int sms = prop.multiProcessorCount;
+  std::printf("{\"device\": \"%s\", \"sms\": %d}\n", prop.name, sms);
+
+  // Copy bandwidth: bytes read + written per second of a 2 GiB device-to-device copy.
+  double copy_gbs = 0;
+  {
+    const size_t n = size_t(2) << 30;
+    void* a = dev_alloc(n);
+    void* b = dev_alloc(n);
+    CK(cudaMemset(a, 1, n));
+    const double ms = time_ms([&] { CK(cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice)); }, 10);
+    copy_gbs = 2.0 * n / ms / 1e6;
+    std::printf("{\"kernel\": \"copy\", \"GB/s\": %.1f}\n", copy_gbs);
+    cudaFree(a);
+    cudaFree(b);
+  }
+  // Tensor-core peak: bf16 GEMM 8192^3 through cuBLASLt.
+  double gemm_tflops = 0;
+  {
+    const int n = 8192;
+    void* x = dev_alloc(size_t(n) * n * 2);
+    void* w = dev_alloc(size_t(n) * n * 2);
+    void* o = dev_alloc(size_t(n) * n * 2);
+    CK(random_fill(Act::BF16, x, size_t(n) * n, 4, 1.f, nullptr));
+    CK(random_fill(Act::BF16, w, size_t(n) * n, 5, 1.f, nullptr));
+    Gemm gemm(size_t(64) << 20);
+    const double ms = time_ms([&] { gemm.run(Act::BF16, x, w, nullptr, o, false, n, n, n, nullptr); }, 10);
+    gemm_tflops = 2.0 * n * n * double(n) / ms / 1e9;
+    std::printf("{\"kernel\": \"gemm_bf16_8192\", \"TFLOP/s\": %.1f}\n", gemm_tflops);
+    cudaFree(x), cudaFree(w), cudaFree(o);
+  }
+
+  const int Hq = 32, Hkv = 8;
+  const std::vector<int> prefill_lens = quick ? std::vector<int>{8192} : std::vector<int>{2048, 8192, 16384, 32768};
+  for (int D : {64, 128})
+    for (int L : prefill_lens) {
+      Pool p(1, L, L, Hq, Hkv, D, sms);
+      const double ms = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, nullptr)); }, quick ? 3 : 5);
+      const double flops = 4.0 * D * Hq * (double(L) * (L + 1) / 2);
+      const double tf = flops / ms / 1e9;
+      std::printf("{\"kernel\": \"prefill\", \"D\": %d, \"Hq\": %d, \"Hkv\": %d, \"tokens\": %d, \"ms\": %.3f, "
+                  "\"TFLOP/s\": %.1f, \"of_gemm_peak\": %.3f}\n",
+                  D, Hq, Hkv, L, ms, tf, tf / gemm_tflops);
+    }
+  const std::vector<int> ctxs = quick ? std::vector<int>{8192} : std::vector<int>{8192, 16384, 32768};
+  for (int D : {64, 128})
+    for (int ctx : ctxs)
+      for (int B : {1, 4, 16, 64}) {
+        Pool p(B, 1, ctx, Hq, Hkv, D, sms);
+        const int splits = decode_splits(B, Hkv, ctx, sms, 16);
+        const double ms = time_ms(
+            [&] { CK(attention_decode(Act::BF16, p.args, splits, 16, p.partial, nullptr)); }, quick ? 5 : 20);
+        const double bytes = 2.0 * B * double(ctx) * Hkv * D * 2;
+        const double gbs = bytes / ms / 1e6;
+        std::printf("{\"kernel\": \"decode\", \"D\": %d, \"Hq\": %d, \"Hkv\": %d, \"batch\": %d, \"context\": %d, "
+                    "\"splits\": %d, \"us\": %.1f, \"GB/s\": %.1f, \"of_copy\": %.3f}\n",
+                    D, Hq, Hkv, B, ctx, splits, ms * 1e3, gbs, gbs / copy_gbs);
+      }
+  return 0;
+}
