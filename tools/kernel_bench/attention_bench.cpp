@@ -148,7 +148,7 @@ int main(int argc, char** argv) {
     for (int ctx : ctxs)
       for (int B : {1, 4, 16, 64}) {
         Pool p(B, 1, ctx, Hq, Hkv, D, sms);
-        const int splits = decode_splits(B, Hkv, ctx, sms, 16);
+        const int splits = decode_splits(B, Hkv, D, ctx, sms, 16);
         const double ms = time_ms(
             [&] { CK(attention_decode(Act::BF16, p.args, splits, 16, p.partial, nullptr)); }, quick ? 5 : 20);
         const double bytes = 2.0 * B * double(ctx) * Hkv * D * 2;

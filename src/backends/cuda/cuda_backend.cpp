@@ -143,7 +143,7 @@ class CudaBackend final : public ops::Backend {
       ProfileScope ps(prof_, "attention decode", stream());
       a.num_seqs = nd;
       a.max_q_len = 1;
-      const int splits = decode_splits(nd, num_kv_heads, m.max_seq_len, dev_.sm_count(), split_keys());
+      const int splits = decode_splits(nd, num_kv_heads, head_dim, m.max_seq_len, dev_.sm_count(), split_keys());
       LL_CUDA(attention_decode(act(), a, splits, split_keys(), static_cast<float*>(m.workspace), stream()));
     }
     if (m.num_seqs > nd) {

@@ -16,7 +16,6 @@ namespace {
 using namespace attn;
 
 constexpr int kMaxSplits = 64;
-constexpr int kBlocksPerSm = 4;  // decode_splits' target; the workspace bound follows it
 
 // Keys per split of a sequence: spread over all `splits`, but at least `min_keys` (0: no floor),
 // so short sequences use fewer, fuller splits. The merge derives the same count.
@@ -27,18 +26,25 @@ __device__ __forceinline__ int used_splits(int seq_len, int per) {
   return per > 0 ? (seq_len + per - 1) / per : 0;
 }
 
+// Three stages keep two tiles in flight per block: the bandwidth of a small batch depends on the
+// bytes in flight per SM (blocks resident x tiles in flight).
+constexpr int kStages = 3;
 template <int D>
 constexpr size_t decode_smem_bytes() {
-  return size_t(16 + 4 * kBN) * ld<D>() * 2 + 2 * kBN * sizeof(int32_t);
+  return size_t(16) * ld<D>() * 2 + KvPipe<__half, D, kStages>::smem_bytes();
 }
+// Blocks of decode_kernel an SM holds (shared memory bound); splits fill one wave of them.
+constexpr int blocks_per_sm(int D) { return D <= 64 ? 3 : 2; }
+// sm_90: 228 KiB of shared memory an SM, 1 KiB of it reserved per block.
+static_assert((decode_smem_bytes<64>() + 1024) * blocks_per_sm(64) <= 228 * 1024 &&
+              (decode_smem_bytes<128>() + 1024) * blocks_per_sm(128) <= 228 * 1024);
 
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, int splits, int min_keys, int hchunks,
                                                           float* __restrict__ partial) {
   extern __shared__ __align__(16) uint8_t smem[];
   T* Qs = reinterpret_cast<T*>(smem);
-  T* KV = Qs + 16 * ld<D>();
-  int32_t* slot_ids = reinterpret_cast<int32_t*>(KV + 4 * kBN * ld<D>());
+  uint8_t* pipe_smem = smem + size_t(16) * ld<D>() * 2;
 
   const int b = blockIdx.z, split = blockIdx.x;
   const int kvh = blockIdx.y / hchunks, hc = blockIdx.y % hchunks;
@@ -48,50 +54,42 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, int splits
   const int per = keys_per_split(seq_len, splits, min_keys);
   const int beg = split * per, end = min(seq_len, beg + per);
   if (beg >= seq_len) return;  // an unused split: the merge reads only the used ones
-  const int32_t* slots = a.req_to_slot + size_t(a.b_req_idx[b]) * a.req_stride;
-  const T* k_pool = static_cast<const T*>(a.k_pool);
-  const T* v_pool = static_cast<const T*>(a.v_pool);
+  const int n = end - beg;     // key positions below count from the split's first key
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  KvPipe<T, D, kStages> pipe{reinterpret_cast<T*>(pipe_smem),
+                             reinterpret_cast<int32_t*>(pipe_smem + kStages * 2 * kBN * ld<D>() * 2),
+                             a.req_to_slot + size_t(a.b_req_idx[b]) * a.req_stride + beg,
+                             static_cast<const T*>(a.k_pool),
+                             static_cast<const T*>(a.v_pool),
+                             a.Hkv,
+                             kvh,
+                             n,
+                             (n + kBN - 1) / kBN};
 
   const T* qb = static_cast<const T*>(a.q) + (size_t(a.b_q_start[b]) * a.Hq + h0) * D;
   for (int i = threadIdx.x; i < 16 * (D / 8); i += kThreads) {
     const int r = i / (D / 8), c = i % (D / 8);
     cp_async16(Qs + r * ld<D>() + c * 8, r < nh ? qb + r * D + c * 8 : qb, r < nh);
   }
-  load_slots(slot_ids, slots + beg, 0, end - beg);
-  cp_async_commit();
-  cp_async_wait<0>();
-  __syncthreads();
-  const int n = end - beg, ntiles = (n + kBN - 1) / kBN;
-  load_kv<T, D>(KV, KV + kBN * ld<D>(), slot_ids, k_pool, v_pool, a.Hkv, kvh, 0, n);
-  if (ntiles > 1) load_slots(slot_ids + kBN, slots + beg, kBN, n);
-  cp_async_commit();
+  pipe.start();
 
   uint32_t q[1][D / 16][4];
   load_q_frags<T, D, 1>(q, Qs, 0);
-  const int lim[1][2] = {{n, n}};  // key positions here count from the split's first key
+  const int lim[1][2] = {{n, n}};
   WarpAttn<T, D, 1> w;
   w.init();
   const float scale_log2 = a.scale * 1.4426950408889634f;
-  for (int j = 0; j < ntiles; ++j) {
-    cp_async_wait<0>();
-    __syncthreads();
-    if (j + 1 < ntiles) {
-      T* Kn = KV + 2 * ((j + 1) & 1) * kBN * ld<D>();
-      load_kv<T, D>(Kn, Kn + kBN * ld<D>(), slot_ids + ((j + 1) & 1) * kBN, k_pool, v_pool, a.Hkv, kvh,
-                    (j + 1) * kBN, n);
-      if (j + 2 < ntiles) load_slots(slot_ids + (j & 1) * kBN, slots + beg, (j + 2) * kBN, n);
-      cp_async_commit();
-    }
-    const T* Kc = KV + 2 * (j & 1) * kBN * ld<D>();
+  for (int j = 0; j < pipe.ntiles; ++j) {
+    pipe.wait(j);
     const int k0 = j * kBN;
-    w.template tile<2>(q, Kc, Kc + kBN * ld<D>(), warp * 16, k0, k0 + kBN > n, lim, scale_log2);
+    w.template tile<2, true>(q, Qs, pipe.K(j), pipe.V(j), warp * 16, k0, k0 + kBN > n, lim, scale_log2);
   }
 
   // Combine the warps' key quarters: per warp and row (m, l, O) in shared memory over the tiles.
   w.reduce_l();
+  cp_async_wait<0>();
   __syncthreads();
-  float* cm = reinterpret_cast<float*>(KV);  // [warp][16] maxima, then sums, then O [warp][16][D]
+  float* cm = reinterpret_cast<float*>(pipe_smem);  // [warp][16] maxima, then sums, then O [warp][16][D]
   float* cl = cm + kWarps * 16;
   float* co = cl + kWarps * 16;
   const int g = lane >> 2, t = lane & 3;
@@ -168,17 +166,17 @@ cudaError_t launch(const AttnArgs& a, int splits, int min_keys, float* partial, 
 
 }  // namespace
 
-int decode_splits(int num_seqs, int Hkv, int max_seq_len, int num_sms, int min_keys) {
+int decode_splits(int num_seqs, int Hkv, int head_dim, int max_seq_len, int num_sms, int min_keys) {
   const int blocks = std::max(1, num_seqs * Hkv);
-  int splits = (kBlocksPerSm * num_sms + blocks - 1) / blocks;
+  int splits = std::max(1, blocks_per_sm(head_dim) * num_sms / blocks);
   const int grid_keys = min_keys > 0 ? min_keys : 64;  // no floor: the grid still assumes 64 keys a split
   splits = std::min(splits, std::max(1, (max_seq_len + grid_keys - 1) / grid_keys));
   return std::max(1, std::min(splits, kMaxSplits));
 }
 
 size_t decode_workspace_bytes(int max_seqs, int num_heads, int head_dim, int num_sms) {
-  // decode_splits: B * splits < B * (kBlocksPerSm * SMs / (B * Hkv) + 1) <= kBlocksPerSm * SMs + B.
-  const size_t rows = size_t(2 * max_seqs + kBlocksPerSm * num_sms) * size_t(num_heads);
+  // decode_splits: B * splits <= max(B, blocks_per_sm * SMs / Hkv).
+  const size_t rows = size_t(2 * max_seqs + blocks_per_sm(head_dim) * num_sms) * size_t(num_heads);
   return rows * size_t(head_dim + 2) * sizeof(float);
 }
 

@@ -1,8 +1,8 @@
 // Causal flash attention (FlashAttention-2 style, mma.sync) over packed variable-length prefill
 // chunks. K/V are read from the token-level pool through the request's slot table, so a chunk
 // attends to its whole prefix without any contiguous copy. Grid: (query tile, KV head, sequence);
-// a block's 64 rows are (token, head) pairs of one KV head's group, 16 per warp, and every warp
-// runs over the same double-buffered K/V tiles (attention_tile.cuh).
+// a block's 128 rows are (token, head) pairs of one KV head's group, 32 per warp, and every warp
+// runs over the same pipelined K/V tiles (attention_tile.cuh).
 #include "backends/cuda/kernels/attention_tile.cuh"
 #include "backends/cuda/launchers.h"
 
@@ -11,22 +11,29 @@ namespace {
 
 using namespace attn;
 
-constexpr int kMT = 1;                     // 16-row tiles per warp
-constexpr int kRows = kWarps * 16 * kMT;   // rows (token, head) per block
-
+// Per head dim: MT 16-row tiles per warp (32 rows halve the shared-memory reads of K and V per
+// FLOP), keys per softmax step (8 NT: D = 128 takes a tile in two halves, its 32 rows x 64 keys of
+// scores beside the output would spill), whether the query fragments stay in registers, and the
+// K/V pipeline depth.
 template <int D>
-constexpr size_t smem_bytes() {
-  return size_t(kRows + 4 * kBN) * ld<D>() * 2 + 2 * kBN * sizeof(int32_t);
-}
+struct Cfg {
+  static constexpr int kMT = 2;
+  static constexpr int kNT = D <= 64 ? 8 : 4;
+  static constexpr bool kQRegs = D <= 64;
+  static constexpr int kStages = 2;
+  static constexpr int kRows = kWarps * 16 * kMT;  // (token, head) rows per block
+  static constexpr size_t kSmem = size_t(kRows) * ld<D>() * 2 + KvPipe<__half, D, kStages>::smem_bytes();
+};
 
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads) prefill_kernel(AttnArgs a) {
+  using C = Cfg<D>;
+  constexpr int MT = C::kMT;
   extern __shared__ __align__(16) uint8_t smem[];
   T* Qs = reinterpret_cast<T*>(smem);
-  T* KV = Qs + kRows * ld<D>();  // stage s: K at KV + 2 s kBN ld, V after it
-  int32_t* slot_ids = reinterpret_cast<int32_t*>(KV + 4 * kBN * ld<D>());
+  uint8_t* pipe_smem = smem + size_t(C::kRows) * ld<D>() * 2;
 
-  const int G = a.Hq / a.Hkv, tokens = kRows / G;
+  const int G = a.Hq / a.Hkv, tokens = C::kRows / G;
   const int b = blockIdx.z, kvh = blockIdx.y;
   const int q_tile = gridDim.x - 1 - blockIdx.x;  // the longest (last) tiles start first
   const int q_len = a.b_q_len[b], tq0 = q_tile * tokens;
@@ -35,55 +42,50 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(AttnArgs a) {
   const int prefix = a.b_seq_len[b] - q_len;  // keys before the chunk's first query
   const int key_end = prefix + tq0 + ntok;     // causal: no key past the last query
   const int mask_from = prefix + tq0;          // keys below are visible to every row
-  const int32_t* slots = a.req_to_slot + size_t(a.b_req_idx[b]) * a.req_stride;
-  const T* k_pool = static_cast<const T*>(a.k_pool);
-  const T* v_pool = static_cast<const T*>(a.v_pool);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  KvPipe<T, D, C::kStages> pipe{reinterpret_cast<T*>(pipe_smem),
+                                reinterpret_cast<int32_t*>(pipe_smem + C::kStages * 2 * kBN * ld<D>() * 2),
+                                a.req_to_slot + size_t(a.b_req_idx[b]) * a.req_stride,
+                                static_cast<const T*>(a.k_pool),
+                                static_cast<const T*>(a.v_pool),
+                                a.Hkv,
+                                kvh,
+                                key_end,
+                                (key_end + kBN - 1) / kBN};
 
-  // Q rows (the group's heads are adjacent in q), zeros past the chunk; slot ids of tile 0.
+  // Q rows (the group's heads are adjacent in q), zeros past the chunk, in the pipeline's first
+  // commit group.
   const size_t q_row0 = size_t(a.b_q_start[b] + tq0) * a.Hq + size_t(kvh) * G;
   const T* qb = static_cast<const T*>(a.q);
-  for (int i = threadIdx.x; i < kRows * (D / 8); i += kThreads) {
+  for (int i = threadIdx.x; i < C::kRows * (D / 8); i += kThreads) {
     const int r = i / (D / 8), c = i % (D / 8);
     const bool ok = r < nrows;
     cp_async16(Qs + r * ld<D>() + c * 8, ok ? qb + (q_row0 + size_t(r / G) * a.Hq + r % G) * D + c * 8 : qb, ok);
   }
-  load_slots(slot_ids, slots, 0, key_end);
-  cp_async_commit();
-  cp_async_wait<0>();
-  __syncthreads();
-  const int ntiles = (key_end + kBN - 1) / kBN;
-  load_kv<T, D>(KV, KV + kBN * ld<D>(), slot_ids, k_pool, v_pool, a.Hkv, kvh, 0, key_end);
-  if (ntiles > 1) load_slots(slot_ids + kBN, slots, kBN, key_end);
-  cp_async_commit();
+  pipe.start();
 
-  uint32_t q[kMT][D / 16][4];
-  load_q_frags<T, D, kMT>(q, Qs, warp * 16 * kMT);
-  int lim[kMT][2];
+  const T* Qw = Qs + warp * 16 * MT * ld<D>();
+  uint32_t q[MT][D / 16][4];
+  if constexpr (C::kQRegs) load_q_frags<T, D, MT>(q, Qs, warp * 16 * MT);
+  int lim[MT][2];
   const int g = lane >> 2;
 #pragma unroll
-  for (int mt = 0; mt < kMT; ++mt)
+  for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int r = warp * 16 * kMT + mt * 16 + g + 8 * h;
+      const int r = warp * 16 * MT + mt * 16 + g + 8 * h;
       lim[mt][h] = r < nrows ? prefix + tq0 + r / G + 1 : key_end;
     }
-  WarpAttn<T, D, kMT> w;
+  WarpAttn<T, D, MT> w;
   w.init();
   const float scale_log2 = a.scale * 1.4426950408889634f;
-  for (int j = 0; j < ntiles; ++j) {
-    cp_async_wait<0>();
-    __syncthreads();  // tile j landed; every warp is done with tile j - 1's buffers
-    if (j + 1 < ntiles) {
-      T* Kn = KV + 2 * ((j + 1) & 1) * kBN * ld<D>();
-      load_kv<T, D>(Kn, Kn + kBN * ld<D>(), slot_ids + ((j + 1) & 1) * kBN, k_pool, v_pool, a.Hkv, kvh,
-                    (j + 1) * kBN, key_end);
-      if (j + 2 < ntiles) load_slots(slot_ids + (j & 1) * kBN, slots, (j + 2) * kBN, key_end);
-      cp_async_commit();
-    }
-    const T* Kc = KV + 2 * (j & 1) * kBN * ld<D>();
+  for (int j = 0; j < pipe.ntiles; ++j) {
+    pipe.wait(j);
     const int k0 = j * kBN;
-    w.template tile<kBN / 8>(q, Kc, Kc + kBN * ld<D>(), 0, k0, k0 + kBN > mask_from, lim, scale_log2);
+#pragma unroll 1
+    for (int koff = 0; koff < kBN; koff += 8 * C::kNT)
+      w.template tile<C::kNT, C::kQRegs>(q, Qw, pipe.K(j), pipe.V(j), koff, k0, k0 + kBN > mask_from, lim,
+                                         scale_log2);
   }
 
   // Normalise and write this lane's rows.
@@ -91,10 +93,10 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(AttnArgs a) {
   T* out = static_cast<T*>(a.out);
   const int t = lane & 3;
 #pragma unroll
-  for (int mt = 0; mt < kMT; ++mt)
+  for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int r = warp * 16 * kMT + mt * 16 + g + 8 * h;
+      const int r = warp * 16 * MT + mt * 16 + g + 8 * h;
       if (r >= nrows) continue;
       const float inv = w.l[mt][h] > 0.f ? 1.f / w.l[mt][h] : 0.f;
       T* orow = out + (q_row0 + size_t(r / G) * a.Hq + r % G) * D + 2 * t;
@@ -107,14 +109,14 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(AttnArgs a) {
 
 template <typename T, int D>
 cudaError_t launch(const AttnArgs& a, cudaStream_t s) {
+  using C = Cfg<D>;
   const int G = a.Hq / a.Hkv;
-  if (G < 1 || G > kRows || a.Hq % a.Hkv != 0) return cudaErrorInvalidValue;
-  constexpr size_t smem = smem_bytes<D>();
+  if (G < 1 || G > C::kRows || a.Hq % a.Hkv != 0) return cudaErrorInvalidValue;
   // Per device and cheap: set on every launch rather than cached in a static.
-  cudaError_t e = cudaFuncSetAttribute(prefill_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  cudaError_t e = cudaFuncSetAttribute(prefill_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmem));
   if (e != cudaSuccess) return e;
-  const dim3 grid(ceil_div(a.max_q_len, kRows / G), a.Hkv, a.num_seqs);
-  prefill_kernel<T, D><<<grid, kThreads, smem, s>>>(a);
+  const dim3 grid(ceil_div(a.max_q_len, C::kRows / G), a.Hkv, a.num_seqs);
+  prefill_kernel<T, D><<<grid, kThreads, C::kSmem, s>>>(a);
   return cudaGetLastError();
 }
 

@@ -1,6 +1,6 @@
 // Shared pieces of the tensor-core attention kernels (prefill and decode), FlashAttention-2
 // style: K/V tiles of kBN keys gathered from the token-level pool through the request's slot
-// table with cp.async (double-buffered, the slot ids one tile further ahead), and one warp's
+// table with cp.async (an S-stage ring, the slot ids S - 1 tiles further ahead), and one warp's
 // S = Q K^T, online softmax and O += P V on mma.sync fragments, the scores never leaving
 // registers. Rows of a block are (query token, query head of the KV head's group) pairs, so a K/V
 // tile read once serves every head of the group (GQA without repeat_kv).
@@ -54,6 +54,54 @@ __device__ __forceinline__ void load_q_frags(uint32_t (&q)[MT][D / 16][4], const
     }
 }
 
+// K/V tiles of keys [0, n) of one sequence (slots: its slot row from key 0) through a ring of S
+// stages: after start(), wait(j) makes tile j readable at K(j) / V(j) and issues tile j + S - 1.
+// Tile i's commit group also carries the slot ids of tile i + S - 1, so every K/V issue reads ids
+// that have landed. Every wait commits a group (empty past the end) to keep the count uniform.
+template <typename T, int D, int S>
+struct KvPipe {
+  static_assert(S >= 2, "at least double buffering");
+  T* kv;         // S x (K, V) x kBN x ld<D>
+  int32_t* ids;  // S x kBN
+  const int32_t* slots;
+  const T* k_pool;
+  const T* v_pool;
+  int Hkv, kvh, n, ntiles;
+
+  static constexpr size_t smem_bytes() { return size_t(S) * (2 * kBN * ld<D>() * 2 + kBN * sizeof(int32_t)); }
+  __device__ __forceinline__ const T* K(int j) const { return kv + size_t(2 * (j % S)) * kBN * ld<D>(); }
+  __device__ __forceinline__ const T* V(int j) const { return K(j) + kBN * ld<D>(); }
+
+  // Slot ids of tiles 0..S-2 (in the caller's open commit group, with whatever it loads), then K/V
+  // of tiles 0..S-2.
+  __device__ __forceinline__ void start() {
+    for (int i = 0; i < S - 1 && i < ntiles; ++i) load_slots(ids + i * kBN, slots, i * kBN, n);
+    cp_async_commit();
+    cp_async_wait<0>();
+    __syncthreads();
+    for (int i = 0; i < S - 1; ++i) {
+      if (i > 0) __syncthreads();  // issue(i) overwrites the ids issue(i - 1) read
+      issue(i);
+      cp_async_commit();
+    }
+  }
+  __device__ __forceinline__ void issue(int i) {
+    if (i < ntiles) {
+      T* k = kv + size_t(2 * (i % S)) * kBN * ld<D>();
+      load_kv<T, D>(k, k + kBN * ld<D>(), ids + (i % S) * kBN, k_pool, v_pool, Hkv, kvh, i * kBN, n);
+    }
+    const int next = i + S - 1;
+    if (next < ntiles) load_slots(ids + (next % S) * kBN, slots, next * kBN, n);
+  }
+  // Tile j landed and every warp is done with tile j - 1 (whose buffers tile j + S - 1 takes).
+  __device__ __forceinline__ void wait(int j) {
+    cp_async_wait<S - 2>();
+    __syncthreads();
+    issue(j + S - 1);
+    cp_async_commit();
+  }
+};
+
 // One warp's running attention over 16 MT query rows: unnormalised output, row maximum (of
 // log2-scaled scores) and this lane's share of the row sum (the quad's four shares add up).
 // Lane 4g + t holds rows g and g + 8 of each 16-row tile (index h = 0, 1).
@@ -73,10 +121,12 @@ struct WarpAttn {
   }
 
   // Keys [koff, koff + 8 NT) of the tile at pool position k0. With `mask`, key k0 + j is visible
-  // to a row only below its limit lim[mt][h] (causal position + 1, or the split's end).
-  template <int NT>
-  __device__ __forceinline__ void tile(const uint32_t (&q)[MT][D / 16][4], const T* Ks, const T* Vs, int koff,
-                                       int k0, bool mask, const int (&lim)[MT][2], float scale_log2) {
+  // to a row only below its limit lim[mt][h] (causal position + 1, or the split's end). The query
+  // fragments come from q (kQRegs) or, fewer registers for more shared-memory reads, from the
+  // warp's rows Qw of the Q tile.
+  template <int NT, bool kQRegs>
+  __device__ __forceinline__ void tile(const uint32_t (&q)[MT][D / 16][4], const T* Qw, const T* Ks, const T* Vs,
+                                       int koff, int k0, bool mask, const int (&lim)[MT][2], float scale_log2) {
     static_assert(NT % 2 == 0, "keys in steps of 16");
     const int lane = threadIdx.x & 31, t = lane & 3;
     float s[MT][NT][4];
@@ -86,7 +136,18 @@ struct WarpAttn {
       for (int nt = 0; nt < NT; ++nt) s[mt][nt][0] = s[mt][nt][1] = s[mt][nt][2] = s[mt][nt][3] = 0.f;
     // S = Q K^T: one ldmatrix.x4 gives two 8-key tiles' B fragments for a 16-dim step.
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk)
+    for (int kk = 0; kk < D / 16; ++kk) {
+      uint32_t qr[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        if constexpr (kQRegs) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) qr[mt][i] = q[mt][kk][i];
+        } else {
+          const int r = mt * 16 + (lane & 7) + (((lane >> 3) & 1) << 3);
+          ldmatrix_x4(qr[mt], Qw + r * ld<D>() + kk * 16 + ((lane >> 4) << 3));
+        }
+      }
 #pragma unroll
       for (int np = 0; np < NT / 2; ++np) {
         uint32_t b[4];
@@ -94,10 +155,11 @@ struct WarpAttn {
         ldmatrix_x4(b, Ks + key * ld<D>() + kk * 16 + (((lane >> 3) & 1) << 3));
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
-          mma16816<T>(s[mt][2 * np], q[mt][kk], b[0], b[1]);
-          mma16816<T>(s[mt][2 * np + 1], q[mt][kk], b[2], b[3]);
+          mma16816<T>(s[mt][2 * np], qr[mt], b[0], b[1]);
+          mma16816<T>(s[mt][2 * np + 1], qr[mt], b[2], b[3]);
         }
       }
+    }
     // Online softmax in exp2 form; a row with no visible key yet (max -inf) contributes nothing.
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
