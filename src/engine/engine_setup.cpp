@@ -10,6 +10,7 @@ namespace lite_llama {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kGraphReserve = 256.0 * (1 << 20);  // graphs, cuBLAS, fragmentation
 
 // The KV pool where --kv-tokens leaves it open: enough for every sequence at full context,
 // capped by memory: 2 GiB on the CPU, the --gpu-memory-utilization share of what is free after
@@ -20,12 +21,41 @@ int64_t default_kv_tokens(const EngineOptions& o, const ops::Backend& backend, i
   if (backend.device() == Device::CUDA) {
     size_t free = 0, total = 0;
     backend.memory_info(&free, &total);
-    const double graph_reserve = 256.0 * (1 << 20);  // graphs, cuBLAS, fragmentation
-    cap = int64_t((double(free) * o.gpu_memory_utilization - graph_reserve) / double(per_token));
+    cap = int64_t((double(free) * o.gpu_memory_utilization - kGraphReserve) / double(per_token));
     LL_CHECK(cap >= 16, "not enough GPU memory left for the KV cache ({:.0f} MiB free)",
              double(free) / kMiB);
   }
   return std::min<int64_t>(int64_t(max_seqs) * ctx, std::max<int64_t>(cap, 16));
+}
+
+// The step token budget: --max-batched-tokens (8,192 on a GPU, 512 on the CPU by default), at
+// least one token per sequence, at most what a step can hold (every sequence's whole context, the
+// KV pool), and on a GPU at most what the step buffers can take of the memory left: the rest
+// after an explicit KV pool, else half (the pool is sized later from the other half). Prompts
+// longer than the budget are prefilled in chunks of it.
+int step_budget(const EngineOptions& o, const ops::Backend& backend, const ModelConfig& cfg, int max_seqs,
+                int ctx, int64_t kv_bytes_per_token) {
+  const bool cpu = backend.device() == Device::CPU;
+  const int64_t asked = o.max_batched_tokens ? o.max_batched_tokens : (cpu ? 512 : 8192);
+  int64_t budget = std::min<int64_t>(asked, int64_t(max_seqs) * ctx);
+  if (o.kv_tokens > 0) budget = std::min(budget, o.kv_tokens);
+  if (!cpu) {
+    size_t free = 0, total = 0;
+    backend.memory_info(&free, &total);
+    double avail = double(free) * o.gpu_memory_utilization - kGraphReserve;
+    avail = o.kv_tokens > 0 ? avail - double(o.kv_tokens) * double(kv_bytes_per_token) : avail / 2;
+    const int64_t act_bytes = int64_t(dtype_info(backend.act_dtype()).block_bytes);
+    const int64_t per_token = Decoder::step_bytes_per_token(cfg, act_bytes);
+    const int64_t fits = int64_t(std::max(0.0, avail) / double(per_token));
+    if (budget > fits && budget > max_seqs) {
+      const int64_t capped = std::max<int64_t>(fits, max_seqs);
+      LL_WARN("a step of {} tokens needs {:.0f} MiB of activations, more than the GPU memory left allows: "
+              "steps are capped at {} tokens (longer prompts are prefilled in chunks)",
+              budget, double(budget * per_token) / kMiB, capped);
+      budget = capped;
+    }
+  }
+  return int(std::max<int64_t>(budget, max_seqs));
 }
 
 }  // namespace
@@ -51,16 +81,15 @@ LoadedModel load_model(const EngineOptions& o, ModelFiles& files, ops::Backend& 
   LL_CHECK(o.max_num_seqs >= 0 && o.max_num_seqs <= 4096, "--max-num-seqs must be in 1..4096");
   m.max_seqs = o.max_num_seqs ? o.max_num_seqs : (cpu ? 16 : 256);
   LL_CHECK(o.max_batched_tokens >= 0, "--max-batched-tokens must be positive");
-  const int budget = o.max_batched_tokens ? o.max_batched_tokens : (cpu ? 512 : 8192);
-  m.max_batched_tokens = std::max(budget, m.max_seqs);
-  m.decoder = std::make_unique<Decoder>(cfg, std::move(weights), backend, m.max_batched_tokens,
-                                        m.max_seqs, m.ctx);
-  const int64_t kv_elem = int64_t(dtype_info(backend.act_dtype()).block_bytes);
-  m.kv_bytes_per_token = cfg.kv_bytes_per_token(kv_elem);
-  int64_t kv_tokens = o.kv_tokens;
-  LL_CHECK(kv_tokens >= 0, "--kv-tokens must be positive");
+  LL_CHECK(o.kv_tokens >= 0, "--kv-tokens must be positive");
   LL_CHECK(o.gpu_memory_utilization > 0 && o.gpu_memory_utilization <= 1,
            "--gpu-memory-utilization must be in (0, 1], got {}", o.gpu_memory_utilization);
+  const int64_t kv_elem = int64_t(dtype_info(backend.act_dtype()).block_bytes);
+  m.kv_bytes_per_token = cfg.kv_bytes_per_token(kv_elem);
+  m.max_batched_tokens = step_budget(o, backend, cfg, m.max_seqs, m.ctx, m.kv_bytes_per_token);
+  m.decoder = std::make_unique<Decoder>(cfg, std::move(weights), backend, m.max_batched_tokens,
+                                        m.max_seqs, m.ctx);
+  int64_t kv_tokens = o.kv_tokens;
   if (kv_tokens == 0)
     kv_tokens = default_kv_tokens(o, backend, m.kv_bytes_per_token, m.max_seqs, m.ctx);
   LL_CHECK(kv_tokens <= std::numeric_limits<int32_t>::max(), "--kv-tokens too large");

@@ -73,6 +73,15 @@ Decoder::Decoder(const ModelConfig& cfg, Weights weights, ops::Backend& backend,
   rope_.layout = cfg.rope_layout;
 }
 
+int64_t Decoder::step_bytes_per_token(const ModelConfig& cfg, int64_t act_bytes) {
+  const int64_t H = cfg.hidden_size, F = cfg.intermediate_size, D = cfg.head_dim;
+  const int64_t qd = cfg.num_heads * D, kvd = cfg.num_kv_heads * D;
+  // The [T, *] buffers of the arena: x, h, o, down; qkv; q, attn; gate_up, mlp. Then 4 int32
+  // metadata arrays and write_table's 3.
+  const int64_t elems = 4 * H + (qd + 2 * kvd) + 2 * qd + 3 * F;
+  return elems * act_bytes + 7 * int64_t(sizeof(int32_t));
+}
+
 Tensor Decoder::act(size_t offset, int64_t rows, int64_t cols) const {
   const size_t es = dtype_info(be_.act_dtype()).block_bytes;
   return Tensor(act_.as<uint8_t>() + offset * es, be_.act_dtype(), {rows, cols}, be_.device());

@@ -45,6 +45,9 @@ class Decoder {
   ops::Backend& backend() { return be_; }
   int max_tokens() const { return max_tokens_; }
   int max_seqs() const { return max_seqs_; }
+  // Device bytes each token of max_tokens adds to the step buffers (activations of `act_bytes`
+  // elements, metadata): what a step budget costs before it is allocated.
+  static int64_t step_bytes_per_token(const ModelConfig& cfg, int64_t act_bytes);
   size_t activation_bytes() const {
     return act_.size() + meta_.size() + table_meta_.size() + logits_.size() + attn_ws_.size();
   }

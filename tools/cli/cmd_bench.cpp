@@ -157,7 +157,9 @@ void run_bench(BenchArgs& a) {
   if (o.ctx == 0) o.ctx = max_len + a.gen_len + 8;
   if (o.kv_tokens == 0) o.kv_tokens = int64_t(max_b) * o.ctx;  // KV pool sized to the run
   // The step token budget sizes the activation arena: the run's prompts in one prefill step, no
-  // more (the default 8,192-token budget held 0.8 GiB of Qwen3-4B activations at batch 1).
+  // more (the default 8,192-token budget held 0.8 GiB of Qwen3-4B activations at batch 1), and
+  // at most 65,536 tokens (6.6 GiB of those): larger runs prefill in chunks of that.
+  // --max-batched-tokens sets any other step size.
   if (o.max_batched_tokens == 0)
     o.max_batched_tokens = int(std::clamp<int64_t>(max_prompt_tokens, max_b, 65536));
   auto engine = open_engine(a.model);

@@ -20,7 +20,8 @@ void add_model_options(CLI::App* app, ModelArgs& a, bool engine_sizing) {
     app->add_option("--max-num-seqs", a.engine.max_num_seqs, "sequences per batch (0 = default)")
         ->check(CLI::Range(0, 4096));
     app->add_option("--max-batched-tokens", a.engine.max_batched_tokens,
-                    "tokens per step (0 = default)")
+                    "tokens per step (0 = default; cut to what GPU memory allows, longer prompts "
+                    "prefill in chunks)")
         ->check(CLI::Range(0, 1 << 20));
     app->add_option("--kv-tokens", a.engine.kv_tokens, "KV pool size in tokens (0 = auto)")
         ->check(CLI::Range(int64_t(0), int64_t(1) << 31));

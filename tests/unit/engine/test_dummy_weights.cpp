@@ -65,3 +65,27 @@ TEST(DummyWeights, CudaLogitsMatchCpuWithQkvBias) {
   // bf16 activations on the GPU against fp32 on the CPU: ~1% (rel-L2); a wrong bias is O(1).
   EXPECT_LT(std::sqrt(num / den), 3e-2);
 }
+
+TEST(DummyWeights, HugeStepBudgetIsCutToWhatAStepCanHold) {
+  // --max-batched-tokens 1,048,576 with 4 sequences of at most 128 tokens: the step buffers are
+  // sized for the 512 tokens a step can hold (14 KiB a token here), not for 14 GiB.
+  lite_llama::testing::TempDir dir;
+  dir.write("config.json", kQwen2Config);
+  EngineOptions o;
+  o.model = dir.str() + "/config.json";
+  o.backend.device = parse_device("cpu");
+  o.load_format = "dummy";
+  o.backend.threads = 2;
+  o.ctx = 128;
+  o.max_num_seqs = 4;
+  o.max_batched_tokens = 1 << 20;
+  auto e = Engine::create(o);
+  EXPECT_LT(e->info().activation_bytes, size_t(16) << 20);
+  const std::vector<std::vector<int32_t>> seqs = {std::vector<int32_t>(100, 7), {4, 400, 9}};
+  size_t rows = 0;
+  e->score(seqs, 3, [&](int, int, const float* l, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) ASSERT_TRUE(std::isfinite(l[i]));
+    ++rows;
+  });
+  EXPECT_GT(rows, 0u);
+}

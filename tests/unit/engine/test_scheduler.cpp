@@ -256,3 +256,41 @@ TEST(Scheduler, RejectsPromptsNotShorterThanTheContext) {
   EXPECT_THROW(Scheduler(SchedulerConfig{0, 8, 8}, pool, rows), std::runtime_error);
   EXPECT_THROW(Scheduler(SchedulerConfig{1, 0, 8}, pool, rows), std::runtime_error);
 }
+
+TEST(Scheduler, BenchShapedPrefillSplitsAtTheBudget) {
+  // bench --batch 32 --prompt-len 4096: 131,072 prompt tokens. A 65,536-token budget prefills
+  // them in chunks (16 prompts, then the first 16 decodes + 15 prompts + 4,080 tokens of the
+  // 32nd); a budget of 131,072 or far more (no int overflow) takes all of them in one step.
+  const int B = 32, P = 4096, ctx = P + 16;
+  for (int budget : {65536, 131072, 1 << 30}) {
+    SCOPED_TRACE(::testing::Message() << "budget " << budget);
+    Sim sim(SchedulerConfig{B, budget, ctx}, B * ctx, B);
+    for (int i = 0; i < B; ++i) sim.add(P, 4);
+    auto tokens = [](const StepPlan& p) {
+      int n = 0;
+      for (const ScheduledSeq& it : p.items) n += it.num_tokens;
+      return n;
+    };
+    StepPlan p = sim.step();
+    if (budget == 65536) {
+      ASSERT_EQ(p.items.size(), 16u);
+      EXPECT_EQ(tokens(p), 65536);
+      p = sim.step();
+      ASSERT_EQ(p.items.size(), 32u);
+      EXPECT_EQ(tokens(p), 65536);
+      EXPECT_EQ(p.items[0].num_tokens, 1);  // decodes first
+      EXPECT_EQ(p.items.back().num_tokens, P - 16);
+      EXPECT_FALSE(p.items.back().sample);
+      p = sim.step();
+      EXPECT_EQ(tokens(p), 31 + 16);  // 31 decodes and the 32nd prompt's last 16 tokens
+    } else {
+      ASSERT_EQ(p.items.size(), 32u);
+      EXPECT_EQ(tokens(p), B * P);
+      for (const ScheduledSeq& it : p.items) EXPECT_TRUE(it.sample);
+    }
+    int guard = 0;
+    while (!sim.all_done() && guard++ < 20) sim.step();
+    ASSERT_TRUE(sim.all_done());
+    EXPECT_EQ(sim.pool().num_used(), 0);
+  }
+}

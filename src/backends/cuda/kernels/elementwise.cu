@@ -9,16 +9,17 @@ namespace lite_llama::cuda {
 namespace {
 
 // out[t, i] = silu(g) * u with gate_up[t] = [g(F) | u(F)]; 8 elements per thread when F % 8 == 0.
+// The token is blockIdx.x (up to 2^31 - 1; y and z stop at 65,535), the column block blockIdx.y.
 template <typename T>
 __global__ void swiglu_kernel(const T* __restrict__ gu, T* __restrict__ out, int T_, int F, int8_t* __restrict__ xq,
                               float4* __restrict__ xs) {
   pdl_trigger();  // the down projection's quantised GEMV may start fetching its weights
-  const int t = blockIdx.y;
+  const int t = blockIdx.x;
   const T* g = gu + size_t(t) * 2 * F;
   const T* u = g + F;
   T* o = out + size_t(t) * F;
   if (F % 8 == 0) {
-    for (int i = (blockIdx.x * blockDim.x + threadIdx.x) * 8; i < F; i += gridDim.x * blockDim.x * 8) {
+    for (int i = (blockIdx.y * blockDim.x + threadIdx.x) * 8; i < F; i += gridDim.y * blockDim.x * 8) {
       float gf[8], uf[8], of[8];
       unpack8<T>(*reinterpret_cast<const uint4*>(g + i), gf);
       unpack8<T>(*reinterpret_cast<const uint4*>(u + i), uf);
@@ -32,7 +33,7 @@ __global__ void swiglu_kernel(const T* __restrict__ gu, T* __restrict__ out, int
       }
     }
   } else {
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < F; i += gridDim.x * blockDim.x) {
+    for (int i = blockIdx.y * blockDim.x + threadIdx.x; i < F; i += gridDim.y * blockDim.x) {
       float gv = to_f(g[i]);
       o[i] = from_f<T>(gv / (1.0f + __expf(-gv)) * to_f(u[i]));
     }
@@ -89,7 +90,7 @@ cudaError_t swiglu(Act act, const void* gate_up, void* out, int T, int F, cudaSt
     if (!swiglu_quantizes_x(T, F)) return cudaErrorInvalidValue;
     gq_x_views(xq_scratch, &xq, &xs);
   }
-  dim3 grid(std::min<unsigned>(ceil_div(F, 256 * 8), 64), T);
+  const dim3 grid(T, std::min<unsigned>(ceil_div(F, 256 * 8), 64));
   if (act == Act::BF16)
     swiglu_kernel<<<grid, 256, 0, s>>>(static_cast<const __nv_bfloat16*>(gate_up),
                                        static_cast<__nv_bfloat16*>(out), T, F, xq, xs);
