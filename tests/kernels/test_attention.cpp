@@ -139,6 +139,19 @@ TEST_P(CudaAttention, PrefillLongChunks) {
     }
 }
 
+TEST_P(CudaAttention, PrefillPastEightK) {
+  // Long prompts and chunks at odd lengths, whole and after a long cached prefix (a short new turn
+  // of a long chat), in one mixed-length batch; random values and exact key probes.
+  std::mt19937 rng(411);
+  const std::vector<SeqSpec> seqs = {{8193, 8193}, {1001, 9501}, {17, 12007}, {130, 130}};
+  for (int d : {64, 128})
+    for (const auto& h : {kHeads[3], kHeads[2]}) {
+      check(rng, seqs, 0, h[0], h[1], d);
+      check(rng, seqs, 0, h[0], h[1], d, AttnFill::ExactProbes);
+      if (HasFatalFailure()) return;
+    }
+}
+
 TEST_P(CudaAttention, MixedDecodeAndPrefill) {
   // Decodes first, then prefill chunks, in one call (the engine's continuous batching).
   std::mt19937 rng(407);
