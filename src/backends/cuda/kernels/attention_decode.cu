@@ -174,16 +174,19 @@ cudaError_t launch(const AttnArgs& a, int splits, int min_keys, float* partial, 
 }  // namespace
 
 int decode_splits(int num_seqs, int Hkv, int head_dim, int max_seq_len, int num_sms, int min_keys) {
-  const int blocks = std::max(1, num_seqs * Hkv);
-  int splits = std::max(1, blocks_per_sm(head_dim) * num_sms / blocks);
+  // Blocks that fit one wave: split into exactly that many. Past one wave, about four waves, so
+  // the last, partial wave idles at most a quarter of the time (H100, batch 64, D 128, 32k keys:
+  // one split of 512 blocks ran at 0.84 of copy bandwidth, two splits at 0.95).
+  const int blocks = std::max(1, num_seqs * Hkv), wave = blocks_per_sm(head_dim) * num_sms;
+  int splits = blocks <= wave ? wave / blocks : (4 * wave + blocks - 1) / blocks;
   const int grid_keys = min_keys > 0 ? min_keys : 64;  // no floor: the grid still assumes 64 keys a split
   splits = std::min(splits, std::max(1, (max_seq_len + grid_keys - 1) / grid_keys));
   return std::max(1, std::min(splits, kMaxSplits));
 }
 
 size_t decode_workspace_bytes(int max_seqs, int num_heads, int head_dim, int num_sms) {
-  // decode_splits: B * splits <= max(B, blocks_per_sm * SMs / Hkv).
-  const size_t rows = size_t(2 * max_seqs + blocks_per_sm(head_dim) * num_sms) * size_t(num_heads);
+  // decode_splits: B * splits <= max(wave / Hkv, B * (4 wave / (B Hkv) + 1)) <= 4 wave + B.
+  const size_t rows = size_t(2 * max_seqs + 4 * blocks_per_sm(head_dim) * num_sms) * size_t(num_heads);
   return rows * size_t(head_dim + 2) * sizeof(float);
 }
 
