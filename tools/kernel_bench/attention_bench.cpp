@@ -2,9 +2,11 @@
 // K/V read, each beside the limits measured in the same run (device-to-device copy bandwidth and a
 // large bf16 cuBLASLt GEMM). One JSON object per line on stdout.
 //   attention-bench [--quick]
+//   attention-bench --prefill D TOKENS | --decode D BATCH CONTEXT   (one case, e.g. under ncu)
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -100,6 +102,21 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop{};
   CK(cudaGetDeviceProperties(&prop, 0));
   const int sms = prop.multiProcessorCount;
+  if (argc >= 4 && std::strcmp(argv[1], "--prefill") == 0) {
+    const int D = std::atoi(argv[2]), L = std::atoi(argv[3]);
+    Pool p(1, L, L, 32, 8, D, sms);
+    const double ms = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, nullptr)); }, 1);
+    std::printf("prefill D %d tokens %d: %.3f ms\n", D, L, ms);
+    return 0;
+  }
+  if (argc >= 5 && std::strcmp(argv[1], "--decode") == 0) {
+    const int D = std::atoi(argv[2]), B = std::atoi(argv[3]), ctx = std::atoi(argv[4]);
+    Pool p(B, 1, ctx, 32, 8, D, sms);
+    const int splits = decode_splits(B, 8, D, ctx, sms, 16);
+    const double ms = time_ms([&] { CK(attention_decode(Act::BF16, p.args, splits, 16, p.partial, nullptr)); }, 1);
+    std::printf("decode D %d batch %d context %d splits %d: %.1f us\n", D, B, ctx, splits, ms * 1e3);
+    return 0;
+  }
   std::printf("{\"device\": \"%s\", \"sms\": %d}\n", prop.name, sms);
 
   // Copy bandwidth: bytes read + written per second of a 2 GiB device-to-device copy.
