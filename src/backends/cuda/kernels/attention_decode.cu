@@ -87,6 +87,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, int splits
 
   // Combine the warps' key quarters: per warp and row (m, l, O) in shared memory over the tiles.
   w.reduce_l();
+  if (splits == 1) pdl_trigger();  // no merge follows: the output projection (PDL) may start
   cp_async_wait<0>();
   __syncthreads();
   float* cm = reinterpret_cast<float*>(pipe_smem);  // [warp][16] maxima, then sums, then O [warp][16][D]
@@ -118,6 +119,10 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, int splits
         A += co[(x * 16 + r) * D + d] * wt;
       }
     }
+    if (splits == 1) {  // the whole sequence in this block: no merge
+      static_cast<T*>(a.out)[(size_t(a.b_q_start[b]) * a.Hq + h0 + r) * D + d] = from_f<T>(L > 0.f ? A / L : 0.f);
+      continue;
+    }
     float* out = partial + ((size_t(b) * a.Hq + h0 + r) * splits + split) * (D + 2);
     out[d] = A;
     if (d == 0) out[D] = M, out[D + 1] = L;
@@ -136,15 +141,20 @@ __global__ void __launch_bounds__(D) merge_kernel(AttnArgs a, int splits, int mi
   const int seq_len = a.b_seq_len[b];
   const int used = used_splits(seq_len, keys_per_split(seq_len, splits, min_keys));
   const float* p = partial + (size_t(b) * a.Hq + h) * splits * (D + 2);
+  // Every load is issued before any is used: one round trip to L2, not one per split.
+  float v[kMaxSplits];
+#pragma unroll
+  for (int s = 0; s < kMaxSplits; ++s) v[s] = s < used ? p[s * (D + 2) + t] : 0.f;
   const float m = t < used ? p[t * (D + 2) + D] : -INFINITY;
+  const float l = t < used ? p[t * (D + 2) + D + 1] : 0.f;
   const float M = block_max(m, red);
   const float wt = m != -INFINITY ? exp2f(m - M) : 0.f;
-  const float L = block_sum(t < used ? p[t * (D + 2) + D + 1] * wt : 0.f, red);
+  const float L = block_sum(l * wt, red);
   if (t < kMaxSplits) w[t] = wt;
   __syncthreads();
   float A = 0.f;
-#pragma unroll 4
-  for (int s = 0; s < used; ++s) A = fmaf(w[s], p[s * (D + 2) + t], A);
+#pragma unroll
+  for (int s = 0; s < kMaxSplits; ++s) A = fmaf(w[s], v[s], A);  // w is 0 past `used`
   T* out = static_cast<T*>(a.out) + (size_t(a.b_q_start[b]) * a.Hq + h) * D;
   out[t] = from_f<T>(L > 0.f ? A / L : 0.f);
 }
@@ -166,7 +176,7 @@ cudaError_t launch(const AttnArgs& a, int splits, int min_keys, float* partial, 
   const dim3 grid(splits, a.Hkv * hchunks, a.num_seqs);
   cudaError_t e = splits > 1 ? run_decode<T, D, 3>(grid, a, splits, min_keys, hchunks, partial, s)
                              : run_decode<T, D, 2>(grid, a, splits, min_keys, hchunks, partial, s);
-  if (e != cudaSuccess) return e;
+  if (e != cudaSuccess || splits == 1) return e;
   merge_kernel<T, D><<<dim3(a.Hq, a.num_seqs), D, 0, s>>>(a, splits, min_keys, partial);
   return cudaGetLastError();
 }
