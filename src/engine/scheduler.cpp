@@ -56,8 +56,10 @@ bool Scheduler::admit(Sequence* s) {
   const int need = s->num_tokens() - matched;
   if (cache_ && pool_.num_free() < need) {
     const int missing = need - pool_.num_free();
-    // Evict only when that admits the sequence: a blocked head should not empty the cache.
-    if (cache_->num_evictable() >= missing) cache_->evict(missing);
+    // Evict only when that admits the sequence: a blocked head should not empty the cache. The
+    // slots only the tree holds bound what eviction can free (O(1)); the exact count walks the
+    // tree, so it runs only where that bound allows the admission.
+    if (cache_->num_unheld() >= missing && cache_->num_evictable() >= missing) cache_->evict(missing);
   }
   if (pool_.num_free() < need) {
     pool_.release(s->slots.data(), int32_t(s->slots.size()));

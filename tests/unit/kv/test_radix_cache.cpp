@@ -329,6 +329,7 @@ TEST(RadixCache, RandomOperationsAgreeWithABruteForceModel) {
         if (pool.num_free() < need) {
           const int32_t missing = need - pool.num_free();
           const int32_t can = c.num_evictable();
+          ASSERT_LE(can, c.num_unheld()) << "the scheduler's O(1) bound";
           if (can >= missing) {
             ASSERT_EQ(c.evict(missing), missing);
           } else {
@@ -358,6 +359,7 @@ TEST(RadixCache, RandomOperationsAgreeWithABruteForceModel) {
         insert(r, uni(1, int(r.tokens.size())));
       } else {  // evict some
         const int32_t can = c.num_evictable();
+        ASSERT_LE(can, c.num_unheld());
         const int32_t want = uni(0, 2) ? uni(1, 12) : INT32_MAX;
         const std::map<Tokens, int32_t> before = model;
         ASSERT_EQ(c.evict(want), std::min(want, can));
