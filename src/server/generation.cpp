@@ -101,6 +101,17 @@ void Generation::take(int i, std::optional<RequestOutput> o, std::string& out) {
                                                                 "server_error")));
     return;
   }
+  if (o->finished && o->finish_reason == FinishReason::Error) {
+    // The grammar left no token to continue with: the client's constraint cannot be met.
+    grammar_error_ = o->error;
+    if (stream_) {
+      if (!o->text.empty())
+        out += sse_event(chunk_json(meta_, i, o->text, {}, std::nullopt, text_of, &offsets_[size_t(i)],
+                                    include_usage_));
+      out += sse_event(error_json(ApiError(400, grammar_error_, "", "grammar_dead_end")));
+    }
+    return;
+  }
   if (o->finished) {
     usage_.completion_tokens += o->completion_tokens;
     if (i == 0) usage_.cached_tokens = o->cached_tokens;  // the choices share one prompt
@@ -129,6 +140,10 @@ void Generation::finish_blocking() {
   };
   if (!error_.empty()) {
     fail(ctx_.shutting_down ? unavailable(ctx_) : ApiError(500, error_, "", "engine_error", "server_error"));
+    return;
+  }
+  if (!grammar_error_.empty()) {
+    fail(ApiError(400, grammar_error_, "", "grammar_dead_end"));
     return;
   }
   for (const ChoiceResult& c : choices_)

@@ -62,6 +62,7 @@ class Generation {
   std::vector<char> finished_;
   std::vector<int64_t> offsets_;
   std::vector<ChoiceResult> choices_;
+  std::string grammar_error_;  // a choice's grammar admitted no next token
   std::string error_;
   bool stream_ = false, include_usage_ = false, started_ = false, all_finished_ = false;
   Usage usage_;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "server/structured_output.h"
 
 namespace lite_llama::server {
 namespace {
@@ -217,14 +218,9 @@ void refuse_unsupported(const json& body) {
   if (get_bool(body, "echo").value_or(false)) bad("echo", "'echo' is not supported");
   if (get_int(body, "best_of").value_or(1) > 1) bad("best_of", "'best_of' is not supported");
   if (!get_string(body, "suffix").value_or("").empty()) bad("suffix", "'suffix' is not supported");
-  for (const char* key : {"tools", "functions", "logit_bias"})
+  for (const char* key : {"tools", "functions"})
     if (const json* v = field(body, key); v && !v->empty())
       bad(key, fmt::format("'{}' is not supported", key));
-  if (const json* f = field(body, "response_format")) {
-    if (!f->is_object()) wrong_type("response_format", "an object", *f);
-    if (get_string(*f, "type").value_or("text") != "text")
-      bad("response_format", "only response_format {\"type\": \"text\"} is supported");
-  }
 }
 
 void parse_logprobs(const json& body, OpenAIRequest& r) {
@@ -319,6 +315,7 @@ OpenAIRequest parse_openai_request(std::string_view body, Endpoint endpoint,
     if (!so->is_object()) wrong_type("stream_options", "an object", *so);
     r.include_usage = get_bool(*so, "include_usage").value_or(false);
   }
+  parse_structured_output(body, j, r, lim);
   parse_sampling(j, r, lim);
   if (endpoint == Endpoint::Completions)
     parse_prompt(j, r, lim);

@@ -103,6 +103,7 @@ const char* finish_reason_text(FinishReason r) {
     case FinishReason::Stop: return "stop";
     case FinishReason::Length: return "length";
     case FinishReason::Cancelled: return "abort";  // vLLM's name for a request cut short
+    case FinishReason::Error: return "error";
     case FinishReason::None: break;
   }
   return "stop";
