@@ -10,7 +10,7 @@ namespace lite_llama::grammar {
 
 namespace {
 
-constexpr int kMaxRepeat = 10000;  // bounded repetition is unrolled: keep grammars finite
+constexpr int kMaxRepeat = 2000;  // bounded repetition is unrolled: keep grammars finite
 
 using Alt = std::vector<Elem>;
 using Alts = std::vector<Alt>;

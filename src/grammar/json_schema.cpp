@@ -244,7 +244,7 @@ class SchemaCompiler {
     }
     const int64_t lo = count(s, "minLength", 0), hi = count(s, "maxLength", -1);
     if (hi >= 0 && hi < lo) error("'maxLength' is below 'minLength'");
-    if (lo > 5000 || hi > 5000) error("'minLength' / 'maxLength' above 5000 are not supported");
+    if (lo > 2000 || hi > 2000) error("'minLength' / 'maxLength' above 2000 are not supported");
     if (lo == 0 && hi < 0) return "json-string";
     (void)name;
     return "\"\\\"\" json-char{" + std::to_string(lo) + "," + (hi < 0 ? "" : std::to_string(hi)) + "} \"\\\"\"";
