@@ -138,4 +138,22 @@ void Matcher::head_positions(std::vector<int32_t>& out) const {
   out.erase(std::unique(out.begin(), out.end()), out.end());
 }
 
+void Matcher::state_key(std::string& out) const {
+  const Frame& f = frames_.back();
+  std::vector<std::string> stacks;
+  for (uint32_t i = f.heads_begin; i < f.heads_end; ++i) {
+    std::string s;
+    for (int32_t k = heads_[i]; k >= 0; k = nodes_[size_t(k)].parent)
+      s.append(reinterpret_cast<const char*>(&nodes_[size_t(k)].pos), sizeof(int32_t));
+    stacks.push_back(std::move(s));
+  }
+  std::sort(stacks.begin(), stacks.end());
+  out.assign(1, f.can_end ? 'E' : 'C');
+  for (const auto& s : stacks) {
+    const auto n = uint32_t(s.size());
+    out.append(reinterpret_cast<const char*>(&n), sizeof n);
+    out += s;
+  }
+}
+
 }  // namespace lite_llama::grammar

@@ -5,6 +5,7 @@
 // the token before it.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -39,6 +40,9 @@ class Matcher {
   // Distinct grammar positions (byte-set elements) at the tops of the current stacks.
   void head_positions(std::vector<int32_t>& out) const;
   const Grammar& grammar() const { return *g_; }
+  // A key equal for two matchers exactly when they accept the same continuations: the sorted
+  // stacks (positions from top to bottom) and whether the input may end.
+  void state_key(std::string& out) const;
 
  private:
   static constexpr int32_t kRoot = -1, kSentinel = -2;

@@ -91,6 +91,27 @@ const CompiledGrammar::Entry& CompiledGrammar::entry(int32_t pos) const {
 }
 
 void CompiledGrammar::fill_mask(Matcher& m, uint32_t* mask) const {
+  const size_t words = vocab_->mask_words();
+  std::string key;
+  m.state_key(key);
+  {
+    std::lock_guard lock(mu_);
+    auto it = states_.find(key);
+    if (it != states_.end()) {
+      std::memcpy(mask, it->second.data(), words * sizeof(uint32_t));
+      return;
+    }
+  }
+  compute_mask(m, mask);
+  std::lock_guard lock(mu_);
+  const size_t bytes = words * sizeof(uint32_t) + key.size();
+  if (state_bytes_ + bytes <= kStateCacheBytes) {
+    state_bytes_ += bytes;
+    states_.emplace(std::move(key), std::vector<uint32_t>(mask, mask + words));
+  }
+}
+
+void CompiledGrammar::compute_mask(Matcher& m, uint32_t* mask) const {
   const TokenVocab& v = *vocab_;
   std::memset(mask, 0, v.mask_words() * sizeof(uint32_t));
   std::vector<int32_t> positions, candidates;
@@ -102,8 +123,10 @@ void CompiledGrammar::fill_mask(Matcher& m, uint32_t* mask) const {
   }
   const auto& sorted = v.sorted();
   std::erase_if(candidates, [&](int32_t k) { return get_bit(mask, sorted[size_t(k)]); });
-  std::sort(candidates.begin(), candidates.end());
-  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+  if (positions.size() > 1) {  // each position's list is sorted already
+    std::sort(candidates.begin(), candidates.end());
+    candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+  }
   walk(m, v, candidates.size(), [&](size_t k) { return candidates[k]; },
        [&](size_t k, bool ok, bool) {
          if (ok) set_bit(mask, sorted[size_t(candidates[k])]);

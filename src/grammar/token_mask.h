@@ -55,11 +55,17 @@ class CompiledGrammar {
     std::vector<int32_t> uncertain;  // indices into vocab().sorted(), ascending
   };
   const Entry& entry(int32_t pos) const;
+  void compute_mask(Matcher& m, uint32_t* mask) const;
 
   Grammar grammar_;
   std::shared_ptr<const TokenVocab> vocab_;
   mutable std::mutex mu_;
   mutable std::unordered_map<int32_t, std::unique_ptr<Entry>> cache_;
+  // Whole masks by matcher state (Matcher::state_key): outputs revisit the same states (every
+  // character inside a string, every separator), so most steps copy a mask. Bounded in bytes.
+  static constexpr size_t kStateCacheBytes = size_t(64) << 20;
+  mutable std::unordered_map<std::string, std::vector<uint32_t>> states_;
+  mutable size_t state_bytes_ = 0;
 };
 
 }  // namespace lite_llama::grammar

@@ -34,7 +34,7 @@ std::vector<uint32_t> brute_force(grammar::Matcher& m, const grammar::TokenVocab
 
 TEST(GrammarCache, RealVocabularyMasksMatchDefinition) {
   LL_REQUIRE_DEFAULT_MODEL();
-  auto f = gguf::File::open(testing::default_model_path());
+  auto f = gguf::File::open(lite_llama::testing::default_model_path());
   auto tok = Tokenizer::from_gguf(*f);
   GrammarCache cache(*tok, tok->vocab_size());
   const auto schema = nlohmann::ordered_json::parse(R"({"type": "object",
@@ -53,7 +53,9 @@ TEST(GrammarCache, RealVocabularyMasksMatchDefinition) {
     const auto t0 = std::chrono::steady_clock::now();
     g->fill_mask(m, mask.data());
     ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (i % 4 == 0 || i == ids.size()) ASSERT_EQ(mask, brute_force(m, g->vocab())) << "step " << i;
+    if (i % 4 == 0 || i == ids.size()) {
+      ASSERT_EQ(mask, brute_force(m, g->vocab())) << "step " << i;
+    }
     if (i == ids.size()) break;
     ASSERT_TRUE((mask[size_t(ids[i]) / 32] >> (ids[i] % 32)) & 1u) << "token " << i << " '" << tok->token_bytes(ids[i]) << "'";
     ASSERT_TRUE(m.accept_bytes(tok->token_bytes(ids[i])));
