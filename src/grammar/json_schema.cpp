@@ -68,13 +68,14 @@ std::string uint_range(int64_t lo, int64_t hi) {
 
 class SchemaCompiler {
  public:
-  explicit SchemaCompiler(const json& root) : root_(root) {}
+  SchemaCompiler(const json& root, std::string prefix) : root_(root), prefix_(std::move(prefix)) {}
 
-  std::string run() {
+  // The schema's rules, the start rule named `start`; without the shared primitives.
+  std::string run(const std::string& start) {
     const std::string body = visit(root_, "root", 0);
-    std::string out = "root ::= " + body + "\n";
+    std::string out = start + " ::= " + body + "\n";
     for (const auto& r : rules_) out += r;
-    return out + kPrimitives;
+    return out;
   }
 
  private:
@@ -84,7 +85,7 @@ class SchemaCompiler {
     std::string name = base;
     for (char& c : name)
       if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-')) c = '-';
-    name = "s-" + name + "-" + std::to_string(rules_.size());
+    name = prefix_ + "s-" + name + "-" + std::to_string(rules_.size());
     rules_.push_back(name + " ::= " + body + "\n");
     return name;
   }
@@ -169,7 +170,7 @@ class SchemaCompiler {
     if (path == "#") defs = &root_;
     if (!defs) error("unsupported or unresolved $ref '" + path + "'");
     // Name the rule first so that recursive schemas refer to it.
-    std::string name = "r-";
+    std::string name = prefix_ + "r-";
     for (char c : key) name += (std::isalnum(uint8_t(c)) ? c : '-');
     name += "-" + std::to_string(refs_.size());
     refs_[path] = name;
@@ -381,13 +382,22 @@ class SchemaCompiler {
   }
 
   const json& root_;
+  std::string prefix_;
   std::vector<std::string> rules_;
   std::map<std::string, std::string> refs_;
 };
 
 }  // namespace
 
-std::string json_schema_to_gbnf(const json& schema) { return SchemaCompiler(schema).run(); }
+std::string json_schema_to_gbnf(const json& schema) {
+  return SchemaCompiler(schema, "").run("root") + kPrimitives;
+}
+
+std::string json_schema_rules(const json& schema, const std::string& start) {
+  return SchemaCompiler(schema, start + "-").run(start);
+}
+
+std::string json_primitives_gbnf() { return kPrimitives; }
 
 std::string json_object_gbnf() { return std::string("root ::= json-object\n") + kPrimitives; }
 

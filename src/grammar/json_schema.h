@@ -12,6 +12,10 @@ namespace lite_llama::grammar {
 
 // Throws lite_llama::Error "json schema: ..." naming the keyword or value at fault.
 std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema);
+// The schema's rules alone, its start rule named `start` and every other rule prefixed with it,
+// so that several schemas share one grammar (tool calls); add json_primitives_gbnf() once.
+std::string json_schema_rules(const nlohmann::ordered_json& schema, const std::string& start);
+std::string json_primitives_gbnf();
 // Any JSON value ({"type": "json_object"} asks for an object at the top).
 std::string json_object_gbnf();
 
