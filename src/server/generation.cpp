@@ -1,6 +1,7 @@
 #include "server/generation.h"
 
 #include "core/error.h"
+#include "grammar/compose.h"
 #include "server/sse.h"
 
 namespace lite_llama::server {
@@ -215,6 +216,9 @@ std::unique_ptr<Generation> start_generation(ServingContext& ctx, std::string_vi
     parse.in_think = info.in_think;
     parse.tools = r.tool_choice != "none";
     parse.on = parse.reasoning || parse.in_think || parse.tools;
+    // A structured output applies to the answer: the thinking before it stays free.
+    if ((parse.reasoning || parse.in_think) && !r.params.grammar.empty())
+      r.params.grammar = grammar::after_think(r.params.grammar, parse.in_think);
   }
   Generation::Streams streams = submit_all(ctx, r, prompt);
   return std::make_unique<Generation>(ctx, r, std::move(streams), int64_t(prompt.size()), parse);
