@@ -6,11 +6,14 @@
 
 #include <algorithm>
 #include <optional>
+#include <thread>
+#include <atomic>
 #include <mutex>
 #include <unordered_map>
 
 #include "backends/factory.h"
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "core/log.h"
 #include "core/timer.h"
 #include "engine/chat_prompt.h"
@@ -258,13 +261,23 @@ class EngineImpl final : public Engine {
     if (constraints_.words == 0) return;
     dead_rows_.assign(rows_req_.size(), 0);
     const size_t w = size_t(constraints_.words);
-    for (size_t i = 0; i < rows_req_.size(); ++i) {
+    auto fill = [&](size_t i) {
       Request& r = *rows_req_[i];
-      if (!r.matcher) continue;
+      if (!r.matcher) return;
       uint32_t* m = constraints_.masks.data() + i * w;
       r.grammar->fill_mask(*r.matcher, m);
       dead_rows_[i] = std::all_of(m, m + w, [](uint32_t x) { return x == 0; });
+    };
+    // Rows differ widely in cost (a cached state is a copy, a new one walks the vocabulary):
+    // threads take rows one at a time.
+    if (!mask_pool_) {
+      const int hw = int(std::thread::hardware_concurrency());
+      mask_pool_ = std::make_unique<ThreadPool>(std::clamp(hw / 2, 1, 8));
     }
+    std::atomic<size_t> next{0};
+    mask_pool_->run([&](int, int) {
+      for (size_t i; (i = next.fetch_add(1)) < rows_req_.size();) fill(i);
+    });
   }
 
   RequestOutput fail_request(Request& r, std::string why) {
@@ -333,6 +346,7 @@ class EngineImpl final : public Engine {
   std::unique_ptr<GrammarCache> grammars_;
   StepConstraints constraints_;
   std::vector<uint8_t> dead_rows_;  // rows whose grammar allowed no token this step
+  std::unique_ptr<ThreadPool> mask_pool_;  // fills the rows' grammar masks in parallel
   ModelInfo info_;
   int64_t next_id_ = 1;
 };
