@@ -13,7 +13,7 @@ import pytest
 import requests
 from pydantic import BaseModel, Field
 
-from conftest import BIN
+from conftest import BIN, Server
 
 MAX = 120
 
@@ -226,3 +226,29 @@ def test_unsupported_or_bad_constraints_are_400(server, extra, param, needle):
         assert r.status_code == 400, r.text
         err = r.json()["error"]
         assert err["param"] == param and needle in err["message"], err
+
+
+# ---- a grammar that no token can continue -----------------------------------------------------------
+
+DUMMY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+         "num_attention_heads": 2, "num_key_value_heads": 1, "num_hidden_layers": 1, "vocab_size": 256,
+         "max_position_embeddings": 256, "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "tie_word_embeddings": True}
+
+
+def test_dead_end_grammar_is_an_error_not_a_hang(tmp_path):
+    """Random weights without a tokenizer: no token spells any text, so the grammar admits nothing."""
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(DUMMY))
+    s = Server(ctx=128, model=("-m", str(cfg), "--load-format", "dummy"))
+    try:
+        body = {"prompt": [1, 2, 3], "max_tokens": 20, "guided_regex": "abc"}
+        r = requests.post(s.url + "/v1/completions", json=body, timeout=30)
+        assert r.status_code == 400, r.text
+        assert r.json()["error"]["code"] == "grammar_dead_end"
+        with requests.post(s.url + "/v1/completions", json={**body, "stream": True}, stream=True, timeout=30) as r:
+            events = [json.loads(l[6:]) for l in r.iter_lines() if l.startswith(b"data: {")]
+        assert events[-1]["error"]["code"] == "grammar_dead_end"
+        free = requests.post(s.url + "/v1/completions", json={"prompt": [1, 2, 3], "max_tokens": 3}, timeout=30)
+        assert free.status_code == 200 and free.json()["usage"]["completion_tokens"] == 3
+    finally:
+        assert s.stop() == 0, "".join(s.log)
