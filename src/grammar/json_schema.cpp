@@ -37,7 +37,11 @@ const std::set<std::string> kAnnotations = {
     "title", "description", "default", "examples", "$schema", "$id", "$comment", "deprecated",
     "readOnly", "writeOnly", "$defs", "definitions", "strict", "discriminator"};
 
-std::string lit(const std::string& s) { return "\"" + gbnf_escape(s) + "\""; }
+std::string lit(const std::string& s) {
+  std::string out(1, '"');
+  out.append(gbnf_escape(s)).push_back('"');
+  return out;
+}
 
 // Decimal strings (no leading zeros) of the integers in [lo, hi], same number of digits.
 std::string digits_between(const std::string& a, const std::string& b) {
@@ -59,7 +63,7 @@ std::string uint_range(int64_t lo, int64_t hi) {
   const std::string a = std::to_string(lo), b = std::to_string(hi);
   std::string out;
   for (size_t len = a.size(); len <= b.size(); ++len) {
-    const std::string from = len == a.size() ? a : "1" + std::string(len - 1, '0');
+    const std::string from = len == a.size() ? a : std::string(1, '1').append(len - 1, '0');
     const std::string to = len == b.size() ? b : std::string(len, '9');
     out += (out.empty() ? "" : " | ") + std::string("(") + digits_between(from, to) + ")";
   }

@@ -86,7 +86,8 @@ class RegexParser {
         break;
       }
       std::string atom_text = atom(depth);
-      out += (out.empty() ? "" : " ") + quantified(std::move(atom_text));
+      if (!out.empty()) out += ' ';
+      out += quantified(std::move(atom_text));
     }
     return out.empty() ? "\"\"" : out;
   }
@@ -167,7 +168,9 @@ class RegexParser {
     } else {
       append_utf8(raw, cp);
     }
-    return "\"" + gbnf_escape(raw) + "\"";
+    std::string out(1, '"');
+    out.append(gbnf_escape(raw)).push_back('"');
+    return out;
   }
 
   std::string cls(std::vector<CodeRange> r) {
@@ -287,7 +290,7 @@ std::string gbnf_class(const std::vector<CodeRange>& ranges) {
   std::string out = "[";
   for (const auto& r : ranges) {
     out += code_escape(r.lo);
-    if (r.hi != r.lo) out += "-" + code_escape(r.hi);
+    if (r.hi != r.lo) out.append("-").append(code_escape(r.hi));
   }
   return out + "]";
 }
