@@ -47,6 +47,7 @@ struct RequestOutput {
   int prompt_tokens = 0;
   int completion_tokens = 0;
   int cached_tokens = 0;  // prompt tokens whose KV came from the prefix cache (on the final output)
+  std::string error;      // why the request ended with FinishReason::Error
 };
 
 struct ModelInfo {

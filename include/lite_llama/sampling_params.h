@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace lite_llama {
@@ -21,12 +22,20 @@ struct SamplingParams {
   std::vector<int32_t> stop_token_ids;
   bool ignore_eos = false;
   int top_logprobs = -1;            // -1: no logprobs; 0..20: chosen token + that many best
+  // Constrained decoding: a GBNF grammar (llama.cpp syntax, start rule "root") every output
+  // must follow; "" = unconstrained. JSON Schema / regex / choices are compiled to GBNF by the
+  // caller (src/grammar). The stop tokens are allowed only where the grammar may end.
+  std::string grammar;
+  // Added to the token's logit before sampling (OpenAI logit_bias), [-100, 100].
+  std::vector<std::pair<int32_t, float>> logit_bias;
 
   // Throws lite_llama::Error naming the first parameter out of range.
   void validate() const;
 };
 
-enum class FinishReason { None, Stop, Length, Cancelled };
+// Error: the request could not go on (a grammar that no token can continue); see
+// RequestOutput::error.
+enum class FinishReason { None, Stop, Length, Cancelled, Error };
 const char* finish_reason_name(FinishReason r);
 
 }  // namespace lite_llama

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Union
+import json
+from typing import Any, Dict, List, Optional, Union
 
 from . import _core
 
@@ -42,6 +43,12 @@ class SamplingParams:
         logprobs: None = none; k = the chosen token's logprob plus the k best (k <= 20).
         presence_penalty, frequency_penalty: OpenAI style, over generated tokens, in [-2, 2].
         repetition_penalty: HF style, over prompt and generated tokens, 1 = off.
+        logit_bias: token id -> bias added to its logit, in [-100, 100].
+        json_schema: the output follows this JSON Schema (a dict or JSON text).
+        regex: the output matches this regular expression.
+        choice: the output is exactly one of these strings.
+        grammar: the output follows this GBNF grammar (llama.cpp syntax, start rule ``root``).
+          At most one of json_schema / regex / choice / grammar.
 
     Raises ValueError naming the first parameter out of range, at construction and again when used.
     """
@@ -60,6 +67,11 @@ class SamplingParams:
     presence_penalty: float = 0.0
     frequency_penalty: float = 0.0
     repetition_penalty: float = 1.0
+    logit_bias: Optional[Dict[int, float]] = None
+    json_schema: Optional[Union[Dict[str, Any], str]] = None
+    regex: Optional[str] = None
+    choice: Optional[List[str]] = None
+    grammar: Optional[str] = None
 
     def __post_init__(self) -> None:
         self._to_core()
@@ -109,5 +121,24 @@ class SamplingParams:
             if not 0 <= k <= 20:
                 raise ValueError(f"logprobs must be in [0, 20], got {self.logprobs}")
             p.top_logprobs = k
+        p.logit_bias = [(_int("logit_bias", t), _float("logit_bias", b))
+                        for t, b in (self.logit_bias or {}).items()]
+        p.grammar = self._grammar()
         p.validate()
         return p
+
+    def _grammar(self) -> str:
+        given = [k for k in ("json_schema", "regex", "choice", "grammar") if getattr(self, k) is not None]
+        if len(given) > 1:
+            raise ValueError(f"{' and '.join(given)} both constrain the output; give one")
+        if self.json_schema is not None:
+            schema = self.json_schema if isinstance(self.json_schema, str) else json.dumps(self.json_schema)
+            return _core.json_schema_grammar(schema)
+        if self.regex is not None:
+            return _core.regex_grammar(self.regex)
+        if self.choice is not None:
+            return _core.choice_grammar(list(self.choice))
+        if self.grammar is not None:
+            _core.check_grammar(self.grammar)
+            return self.grammar
+        return ""

@@ -6,6 +6,7 @@
 
 #include "core_engine.h"
 #include "lite_llama/backend_options.h"
+#include "lite_llama/structured_output.h"
 
 namespace py = pybind11;
 using namespace lite_llama;
@@ -81,7 +82,19 @@ py::dict stats_dict(const EngineStats& s) {
   return d;
 }
 
+void bind_grammar(py::module_& m) {
+  m.def("json_schema_grammar", [](const std::string& s) { return parse_arg([&] { return json_schema_grammar(s); }); },
+        "GBNF for a JSON Schema (JSON text); ValueError naming an unsupported keyword.");
+  m.def("regex_grammar", [](const std::string& s) { return parse_arg([&] { return regex_grammar(s); }); },
+        "GBNF for a regular expression; ValueError naming an unsupported construct.");
+  m.def("choice_grammar", [](const std::vector<std::string>& c) { return parse_arg([&] { return choice_grammar(c); }); },
+        "GBNF for exactly one of the strings.");
+  m.def("check_grammar", [](const std::string& g) { parse_arg([&] { check_grammar(g); }); },
+        "ValueError with the line and column of the first error of a GBNF grammar.");
+}
+
 void bind_types(py::module_& m) {
+  bind_grammar(m);
   py::class_<SamplingParams>(m, "SamplingParams", "The engine's sampling parameters (C++).")
       .def(py::init<>())
       .def_readwrite("temperature", &SamplingParams::temperature)
@@ -97,6 +110,8 @@ void bind_types(py::module_& m) {
       .def_readwrite("stop_token_ids", &SamplingParams::stop_token_ids)
       .def_readwrite("ignore_eos", &SamplingParams::ignore_eos)
       .def_readwrite("top_logprobs", &SamplingParams::top_logprobs)
+      .def_readwrite("grammar", &SamplingParams::grammar)
+      .def_readwrite("logit_bias", &SamplingParams::logit_bias)
       .def("validate", [](const SamplingParams& p) { parse_arg([&] { p.validate(); }); },
            "Raises ValueError naming the first parameter out of range.");
 

@@ -5,11 +5,15 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <optional>
+#include <thread>
+#include <atomic>
 #include <mutex>
 #include <unordered_map>
 
 #include "backends/factory.h"
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "core/log.h"
 #include "core/timer.h"
 #include "engine/chat_prompt.h"
@@ -21,6 +25,7 @@
 #include "engine/text_stream.h"
 #include "kv/kv_pool.h"
 #include "kv/radix_cache.h"
+#include "engine/grammar_cache.h"
 #include "sampling/sampler.h"
 #include "template/chat_template.h"
 
@@ -40,6 +45,8 @@ struct Request {
   Sequence seq;
   sampling::SequenceSampler sampler;
   TextStream text;
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;  // null: unconstrained
+  std::optional<grammar::Matcher> matcher;                  // the output so far, in the grammar
 };
 
 class EngineImpl final : public Engine {
@@ -59,6 +66,7 @@ class EngineImpl final : public Engine {
         SchedulerConfig{model_.max_seqs, model_.max_batched_tokens, model_.ctx}, *pool_, *rows_, cache_.get());
     const int64_t vocab = std::min<int64_t>(files_.config.vocab_size, files_.tokenizer->vocab_size());
     runner_ = std::make_unique<Runner>(*model_.decoder, model_.ctx, int(vocab));
+    grammars_ = std::make_unique<GrammarCache>(*files_.tokenizer, int(vocab));
     stop_ids_ = files_.tokenizer->stop_ids();
     const double t_graph = now_ms();
     if (o.cuda_graph) runner_->capture_graphs();
@@ -115,8 +123,16 @@ class EngineImpl final : public Engine {
              pool_->num_slots());
     for (int32_t t : prompt)
       LL_CHECK(t >= 0 && t < files_.config.vocab_size, "prompt token id {} out of range", t);
+    for (const auto& [t, b] : p.logit_bias)
+      LL_CHECK(t < runner_->sample_limit(), "logit_bias token id {} out of range", t);
+    std::shared_ptr<const grammar::CompiledGrammar> g;
+    if (!p.grammar.empty()) g = grammars_->get(p.grammar);  // throws on a bad grammar
     const int64_t id = next_id_++;
     auto r = std::make_unique<Request>(id, std::move(prompt), p, *files_.tokenizer);
+    if (g) {
+      r->grammar = std::move(g);
+      r->matcher.emplace(r->grammar->matcher());
+    }
     sched_->add(&r->seq);
     requests_.emplace(id, std::move(r));
     return id;
@@ -187,17 +203,25 @@ class EngineImpl final : public Engine {
     StepPlan plan = sched_->schedule();
     if (plan.empty()) return outs;
     samplers_.clear();
-    for (const ScheduledSeq& it : plan.items)
-      if (it.sample) samplers_.push_back(&requests_.at(it.seq->id)->sampler);
-    StepResult res = runner_->run(plan, samplers_);
+    rows_req_.clear();
+    for (const ScheduledSeq& it : plan.items) {
+      if (!it.sample) continue;
+      Request* r = requests_.at(it.seq->id).get();
+      samplers_.push_back(&r->sampler);
+      rows_req_.push_back(r);
+    }
+    prepare_constraints();
+    StepResult res = runner_->run(plan, samplers_, &constraints_, [this] { fill_masks(); });
     sched_->commit(plan);
 
     size_t row = 0;
     for (const ScheduledSeq& it : plan.items) {
       if (!it.sample) continue;
       Request& r = *requests_.at(it.seq->id);
+      const bool dead = !dead_rows_.empty() && dead_rows_[row];
       SampledToken& t = res.rows[row++];
-      outs.push_back(accept_token(r, t.token, std::move(t.logprobs)));
+      outs.push_back(dead ? fail_request(r, "grammar: no token can continue the output")
+                          : accept_token(r, t.token, std::move(t.logprobs)));
       if (outs.back().finished) {
         sched_->finish(&r.seq);
         requests_.erase(it.seq->id);
@@ -216,8 +240,65 @@ class EngineImpl final : public Engine {
     return o;
   }
 
+  // The step's logit biases, and room for the grammar masks (filled by fill_masks()).
+  void prepare_constraints() {
+    constraints_.bias.clear();
+    constraints_.words = 0;
+    dead_rows_.clear();
+    bool any_grammar = false;
+    for (size_t i = 0; i < rows_req_.size(); ++i) {
+      const Request& r = *rows_req_[i];
+      any_grammar = any_grammar || r.matcher.has_value();
+      for (const auto& [t, b] : r.params.logit_bias) constraints_.bias.push_back({int32_t(i), t, b});
+    }
+    if (!any_grammar) return;
+    constraints_.words = int(grammars_->mask_words());
+    constraints_.masks.assign(rows_req_.size() * size_t(constraints_.words), ~0u);
+  }
+
+  // Runs while the forward is on the device: each constrained row's allowed tokens.
+  void fill_masks() {
+    if (constraints_.words == 0) return;
+    dead_rows_.assign(rows_req_.size(), 0);
+    const size_t w = size_t(constraints_.words);
+    auto fill = [&](size_t i) {
+      Request& r = *rows_req_[i];
+      if (!r.matcher) return;
+      uint32_t* m = constraints_.masks.data() + i * w;
+      r.grammar->fill_mask(*r.matcher, m);
+      dead_rows_[i] = std::all_of(m, m + w, [](uint32_t x) { return x == 0; });
+    };
+    // Rows differ widely in cost (a cached state is a copy, a new one walks the vocabulary):
+    // threads take rows one at a time.
+    if (!mask_pool_) {
+      const int hw = int(std::thread::hardware_concurrency());
+      mask_pool_ = std::make_unique<ThreadPool>(std::clamp(hw / 2, 1, 8));
+    }
+    std::atomic<size_t> next{0};
+    mask_pool_->run([&](int, int) {
+      for (size_t i; (i = next.fetch_add(1)) < rows_req_.size();) fill(i);
+    });
+  }
+
+  RequestOutput fail_request(Request& r, std::string why) {
+    RequestOutput o = base_output(r);
+    o.text = r.text.flush();
+    o.finished = true;
+    o.finish_reason = FinishReason::Error;
+    o.error = std::move(why);
+    return o;
+  }
+
   // Appends the chosen token and decides whether the request is finished.
   RequestOutput accept_token(Request& r, int32_t tok, std::vector<TokenLogprobs> lps) {
+    const bool is_stop = std::find(stop_ids_.begin(), stop_ids_.end(), tok) != stop_ids_.end() ||
+                         std::find(r.params.stop_token_ids.begin(), r.params.stop_token_ids.end(), tok) !=
+                             r.params.stop_token_ids.end();
+    if (r.matcher && !is_stop && !r.grammar->vocab().bytes(tok).empty()) {
+      if (!r.matcher->accept_bytes(r.grammar->vocab().bytes(tok)))
+        return fail_request(r, fmt::format("grammar: the sampled token {} is outside the grammar", tok));
+      r.matcher->commit();
+    }
     r.sampler.accept(tok);
     r.seq.tokens.push_back(tok);
     RequestOutput o = base_output(r);
@@ -261,6 +342,11 @@ class EngineImpl final : public Engine {
   std::vector<int64_t> cancelled_;
   std::vector<int32_t> stop_ids_;
   std::vector<sampling::SequenceSampler*> samplers_;  // of this step's sampled rows
+  std::vector<Request*> rows_req_;                      // the same rows' requests
+  std::unique_ptr<GrammarCache> grammars_;
+  StepConstraints constraints_;
+  std::vector<uint8_t> dead_rows_;  // rows whose grammar allowed no token this step
+  std::unique_ptr<ThreadPool> mask_pool_;  // fills the rows' grammar masks in parallel
   ModelInfo info_;
   int64_t next_id_ = 1;
 };

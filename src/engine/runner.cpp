@@ -31,6 +31,18 @@ SampledToken sample_on_host(SequenceSampler& s, float* logits, int64_t vocab) {
   return {tok, {std::move(tl)}};
 }
 
+// Host-side masking and biases of one row (the device does it in Backend::constrain_logits).
+void constrain_on_host(float* l, int64_t limit, int row, const StepConstraints& c) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  if (c.words > 0) {
+    const uint32_t* m = c.masks.data() + size_t(row) * size_t(c.words);
+    for (int64_t t = 0; t < limit; ++t)
+      if (!((m[t / 32] >> (t % 32)) & 1u)) l[t] = kNegInf;
+  }
+  for (const ops::LogitBias& b : c.bias)
+    if (b.row == row && b.token < limit) l[b.token] += b.bias;
+}
+
 }  // namespace
 
 Runner::Runner(Decoder& decoder, int ctx, int sample_limit)
@@ -43,6 +55,7 @@ Runner::Runner(Decoder& decoder, int ctx, int sample_limit)
   host_logits_.resize(size_t(max_seqs_) * size_t(vocab_));
   host_tokens_.resize(size_t(max_seqs_));
   device_tokens_ = backend_.alloc(size_t(max_seqs_) * sizeof(int32_t));
+  backend_.reserve_constraints(max_seqs_, (sample_limit_ + 31) / 32, 4096);
   // Penalty entries of one step: distinct tokens per sequence, bounded by its length.
   backend_.reserve_sampling(max_seqs_, int(std::min<int64_t>(int64_t(max_seqs_) * ctx_, 1 << 22)));
 }
@@ -72,15 +85,19 @@ int Runner::graph_bucket(int num_seqs) const {
   return -1;
 }
 
-StepResult Runner::run(const StepPlan& plan, const std::vector<SequenceSampler*>& samplers) {
+StepResult Runner::run(const StepPlan& plan, const std::vector<SequenceSampler*>& samplers,
+                       const StepConstraints* constraints, const std::function<void()>& before_select) {
   const bool decode_only = build_batch(plan);
   LL_CHECK(samplers.size() == batch_.logit_rows.size(), "{} samplers for {} sampled rows",
            samplers.size(), batch_.logit_rows.size());
-  const bool greedy = std::all_of(samplers.begin(), samplers.end(), [](const SequenceSampler* s) {
-    return is_greedy(s->params());
+  // A constrained step picks its tokens after the masks (the graph's argmax goes unused).
+  bool greedy = std::all_of(samplers.begin(), samplers.end(), [](const SequenceSampler* s) {
+    return is_greedy(s->params()) && s->params().grammar.empty() && s->params().logit_bias.empty();
   });
   const Tensor logits = forward(decode_only, greedy);
-  return select(plan, samplers, logits, greedy);
+  if (before_select) before_select();
+  if (constraints && !constraints->any()) constraints = nullptr;
+  return select(plan, samplers, logits, greedy, constraints);
 }
 
 bool Runner::build_batch(const StepPlan& plan) {
@@ -119,13 +136,14 @@ Tensor Runner::forward(bool decode_only, bool greedy) {
 }
 
 StepResult Runner::select(const StepPlan& plan, const std::vector<SequenceSampler*>& samplers,
-                          const Tensor& logits, bool greedy) {
+                          const Tensor& logits, bool greedy, const StepConstraints* constraints) {
   const int n = int(samplers.size());  // the padding rows of a graph step are not read
   StepResult res;
   res.rows.resize(size_t(n));
   // Argmax on the device (in the graph); otherwise the device sampler unless a request wants
   // logprobs (computed on the host from the full distribution).
-  if (greedy || sample_on_device(plan, samplers, logits, n)) {
+  constrained_on_device_ = false;
+  if (greedy || sample_on_device(plan, samplers, logits, n, constraints)) {
     backend_.copy_to_host(host_tokens_.data(), device_tokens_.data(), size_t(n) * sizeof(int32_t));
     for (size_t r = 0; r < size_t(n); ++r) res.rows[r].token = host_tokens_[r];
     return res;
@@ -140,6 +158,7 @@ StepResult Runner::select(const StepPlan& plan, const std::vector<SequenceSample
     float* l = lg + int64_t(r) * vocab_;
     // Embedding rows past the tokenizer's vocabulary are padding: never sample them.
     std::fill(l + sample_limit_, l + vocab_, -std::numeric_limits<float>::infinity());
+    if (constraints && !constrained_on_device_) constrain_on_host(l, sample_limit_, int(r), *constraints);
     res.rows[r] = sample_on_host(*samplers[r], l, sample_limit_);
   }
   return res;
@@ -147,11 +166,17 @@ StepResult Runner::select(const StepPlan& plan, const std::vector<SequenceSample
 
 bool Runner::sample_on_device(const StepPlan& plan,
                               const std::vector<SequenceSampler*>& samplers,
-                              const Tensor& logits, int n) {
+                              const Tensor& logits, int n, const StepConstraints* constraints) {
   if (!backend_.supports_device_sampling()) return false;
   if (std::any_of(samplers.begin(), samplers.end(),
                   [](const SequenceSampler* s) { return s->params().top_logprobs >= 0; }))
     return false;
+  if (constraints) {
+    if (!backend_.constrain_logits(logits, n, constraints->masks.data(), constraints->words,
+                                   constraints->bias))
+      return false;
+    constrained_on_device_ = true;  // the logits hold the masks from here on, whatever samples
+  }
   std::vector<ops::SampleRow> rows;
   std::vector<int32_t> pen_tokens, pen_counts;
   size_t i = 0;

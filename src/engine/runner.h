@@ -7,6 +7,7 @@
 //  - grammar token masks go on each row's logits before a token is picked: select().
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/tensor.h"
@@ -26,6 +27,14 @@ class SequenceSampler;
 struct SampledToken {
   int32_t token = 0;
   std::vector<TokenLogprobs> logprobs;  // the token's, when its request asked for logprobs
+};
+
+// A step's constrained decoding, per sampled row (plan order): grammar masks and logit biases.
+struct StepConstraints {
+  int words = 0;                     // mask words per row; 0: no masks this step
+  std::vector<uint32_t> masks;       // [rows * words]; all ones for a row without a grammar
+  std::vector<ops::LogitBias> bias;  // sorted by row
+  bool any() const { return words > 0 || !bias.empty(); }
 };
 
 struct StepResult {
@@ -48,7 +57,11 @@ class Runner {
   // Runs the planned tokens through the decoder and picks the next token of every row with
   // `sample`; `samplers` holds those rows' request samplers (parameters, seed, penalties, RNG),
   // in plan order. Host-side draws advance their RNG; accepting the tokens is the caller's.
-  StepResult run(const StepPlan& plan, const std::vector<sampling::SequenceSampler*>& samplers);
+  // `constraints` (may be null) is read only after `before_select` returns; that callback runs
+  // once the forward is launched, so masks computed there overlap the device's work.
+  StepResult run(const StepPlan& plan, const std::vector<sampling::SequenceSampler*>& samplers,
+                 const StepConstraints* constraints = nullptr,
+                 const std::function<void()>& before_select = {});
 
  private:
   // Fills batch_ from the plan; true when every item is a single-token decode that samples.
@@ -58,11 +71,11 @@ class Runner {
   Tensor forward(bool decode_only, bool greedy);
   // Picks the sampled rows' tokens from `logits`; `greedy`: the argmax is in device_tokens_.
   StepResult select(const StepPlan& plan, const std::vector<sampling::SequenceSampler*>& samplers,
-                    const Tensor& logits, bool greedy);
+                    const Tensor& logits, bool greedy, const StepConstraints* constraints);
   // Device sampling of non-greedy rows; false where the backend or a request needs the host.
   bool sample_on_device(const StepPlan& plan,
                         const std::vector<sampling::SequenceSampler*>& samplers,
-                        const Tensor& logits, int n);
+                        const Tensor& logits, int n, const StepConstraints* constraints);
   int graph_bucket(int num_seqs) const;
 
   Decoder& decoder_;
@@ -72,6 +85,7 @@ class Runner {
   ForwardBatch batch_;
   std::vector<int> graph_sizes_, graphs_;
   bool profiling_ = false;
+  bool constrained_on_device_ = false;
   std::vector<float> host_logits_;
   std::vector<int32_t> host_tokens_;
   Buffer device_tokens_;

@@ -123,6 +123,15 @@ class Backend {
                       int32_t* out) {
     return false;
   }
+  // Constrained decoding: row r keeps logit t where bit t of masks[r * words ...] is set (the
+  // rest become -inf), then the biases are added; `masks` and `bias` are host arrays uploaded
+  // into buffers reserved by reserve_constraints(). false (nothing done) where unsupported or
+  // over capacity: the caller then applies them on the host.
+  virtual void reserve_constraints(int max_rows, int words, int max_bias) {}
+  virtual bool constrain_logits(const Tensor& logits, int rows, const uint32_t* masks, int words,
+                                const std::vector<LogitBias>& bias) {
+    return false;
+  }
   // Sum across tensor-parallel ranks; a no-op on one device.
   virtual void all_reduce(Tensor x) {}
 

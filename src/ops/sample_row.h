@@ -14,4 +14,10 @@ struct SampleRow {
   uint64_t seed = 0, counter = 0;     // RNG stream and position (the request's step)
 };
 
+// One OpenAI logit_bias entry of one row of a step.
+struct LogitBias {
+  int32_t row = 0, token = 0;
+  float bias = 0;
+};
+
 }  // namespace lite_llama::ops

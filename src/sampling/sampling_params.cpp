@@ -23,6 +23,11 @@ void SamplingParams::validate() const {
            top_logprobs);
   for (const std::string& s : stop) LL_CHECK(!s.empty(), "stop strings must not be empty");
   LL_CHECK(stop.size() <= 16, "at most 16 stop strings, got {}", stop.size());
+  LL_CHECK(logit_bias.size() <= 1024, "at most 1024 logit_bias entries, got {}", logit_bias.size());
+  for (const auto& [tok, bias] : logit_bias) {
+    LL_CHECK(tok >= 0, "logit_bias token id {} out of range", tok);
+    LL_CHECK(finite(bias) && std::fabs(bias) <= 100, "logit_bias values must be in [-100, 100], got {}", bias);
+  }
 }
 
 const char* finish_reason_name(FinishReason r) {
@@ -30,6 +35,7 @@ const char* finish_reason_name(FinishReason r) {
     case FinishReason::Stop: return "stop";
     case FinishReason::Length: return "length";
     case FinishReason::Cancelled: return "cancelled";
+    case FinishReason::Error: return "error";
     case FinishReason::None: break;
   }
   return "none";

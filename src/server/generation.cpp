@@ -1,6 +1,7 @@
 #include "server/generation.h"
 
 #include "core/error.h"
+#include "grammar/compose.h"
 #include "server/sse.h"
 
 namespace lite_llama::server {
@@ -30,6 +31,22 @@ Generation::Streams submit_all(ServingContext& ctx, const OpenAIRequest& r,
   return streams;
 }
 
+// Whether the model's template writes thinking as <think> blocks (Qwen3 and its kind): an
+// earlier turn's reasoning_content rendered once shows it.
+bool template_thinks(ServingContext& ctx) {
+  int t = ctx.thinks.load();
+  if (t < 0) {
+    try {
+      const std::vector<ChatMessage> probe = {{"user", "u", "", "", ""}, {"assistant", "a", "r", "", ""}};
+      t = ctx.engine.engine().apply_chat_template(probe, false, "").find("<think>") != std::string::npos;
+    } catch (const std::exception&) {
+      t = 0;  // no template: chat requests fail elsewhere
+    }
+    ctx.thinks = t;
+  }
+  return t == 1;
+}
+
 }  // namespace
 
 ApiError unavailable(const ServingContext& ctx) {
@@ -38,11 +55,15 @@ ApiError unavailable(const ServingContext& ctx) {
   return ApiError(503, "the engine has stopped after a failure", "", "engine_failed", "server_error");
 }
 
-Generation::Generation(ServingContext& ctx, const OpenAIRequest& r, Streams streams, int64_t n_prompt)
+Generation::Generation(ServingContext& ctx, const OpenAIRequest& r, Streams streams, int64_t n_prompt,
+                       ChatParsing parse)
     : ctx_(ctx), active_(ctx.active), meta_(make_meta(r.endpoint, ctx.limits.model_name, r.logprobs)),
       streams_(std::move(streams)), finished_(streams_.size(), 0), offsets_(streams_.size(), 0),
       choices_(streams_.size()), stream_(r.stream), include_usage_(r.include_usage) {
   usage_.prompt_tokens = n_prompt;
+  if (parse.on)
+    for (size_t i = 0; i < streams_.size(); ++i)
+      parsers_.push_back(std::make_unique<ChatOutputParser>(parse.reasoning, parse.in_think, parse.tools));
 }
 
 Generation::~Generation() {
@@ -101,6 +122,17 @@ void Generation::take(int i, std::optional<RequestOutput> o, std::string& out) {
                                                                 "server_error")));
     return;
   }
+  if (o->finished && o->finish_reason == FinishReason::Error) {
+    // The grammar left no token to continue with: the client's constraint cannot be met.
+    grammar_error_ = o->error;
+    if (stream_) {
+      if (!o->text.empty())
+        out += sse_event(chunk_json(meta_, i, o->text, {}, std::nullopt, text_of, &offsets_[size_t(i)],
+                                    include_usage_));
+      out += sse_event(error_json(ApiError(400, grammar_error_, "", "grammar_dead_end")));
+    }
+    return;
+  }
   if (o->finished) {
     usage_.completion_tokens += o->completion_tokens;
     if (i == 0) usage_.cached_tokens = o->cached_tokens;  // the choices share one prompt
@@ -118,6 +150,22 @@ void Generation::take(int i, std::optional<RequestOutput> o, std::string& out) {
   if (o->text.empty() && o->tokens.empty() && !o->finished) return;
   std::optional<FinishReason> fin;
   if (o->finished) fin = o->finish_reason;
+  if (!parsers_.empty()) {
+    ChatOutputParser& p = *parsers_[size_t(i)];
+    ChatOutputParser::Delta d = p.push(o->text);
+    ChatExtra extra;
+    if (o->finished) {
+      ChatOutputParser::Delta f = p.finish();
+      d.content += f.content;
+      d.reasoning += f.reasoning;
+      extra.tool_calls = p.tool_calls();
+      extra.called_tools = !extra.tool_calls.empty();
+    }
+    extra.reasoning = std::move(d.reasoning);
+    out += sse_event(chunk_json(meta_, i, d.content, o->logprobs, fin, text_of, &offsets_[size_t(i)],
+                                include_usage_, false, &extra));
+    return;
+  }
   out += sse_event(chunk_json(meta_, i, o->text, o->logprobs, fin, text_of, &offsets_[size_t(i)],
                               include_usage_));
 }
@@ -131,11 +179,24 @@ void Generation::finish_blocking() {
     fail(ctx_.shutting_down ? unavailable(ctx_) : ApiError(500, error_, "", "engine_error", "server_error"));
     return;
   }
+  if (!grammar_error_.empty()) {
+    fail(ApiError(400, grammar_error_, "", "grammar_dead_end"));
+    return;
+  }
   for (const ChoiceResult& c : choices_)
     if (c.finish == FinishReason::Cancelled) {
       fail(unavailable(ctx_));
       return;
     }
+  for (size_t i = 0; i < parsers_.size(); ++i) {
+    ChoiceResult& c = choices_[i];
+    ChatOutputParser::Delta d = parsers_[i]->push(c.text);
+    ChatOutputParser::Delta f = parsers_[i]->finish();
+    c.text = d.content + f.content;
+    c.extra.reasoning = d.reasoning + f.reasoning;
+    c.extra.tool_calls = parsers_[i]->tool_calls();
+    c.extra.called_tools = !c.extra.tool_calls.empty();
+  }
   const Engine& eng = ctx_.engine.engine();
   auto text_of = [&eng](int32_t id) { return eng.detokenize({id}); };
   status_ = 200;
@@ -146,10 +207,21 @@ std::unique_ptr<Generation> start_generation(ServingContext& ctx, std::string_vi
                                              Endpoint endpoint) {
   if (ctx.shutting_down) throw unavailable(ctx);
   OpenAIRequest r = parse_openai_request(body, endpoint, ctx.limits);
-  const std::vector<int32_t> prompt = prompt_tokens(ctx.engine.engine(), r, ctx.limits, ctx.prompt);
+  ChatPromptInfo info;
+  const std::vector<int32_t> prompt = prompt_tokens(ctx.engine.engine(), r, ctx.limits, ctx.prompt, &info);
   resolve_max_tokens(r, int64_t(prompt.size()), ctx.limits);
+  ChatParsing parse;
+  if (endpoint == Endpoint::Chat) {
+    parse.reasoning = template_thinks(ctx);
+    parse.in_think = info.in_think;
+    parse.tools = r.tool_choice != "none";
+    parse.on = parse.reasoning || parse.in_think || parse.tools;
+    // A structured output applies to the answer: the thinking before it stays free.
+    if ((parse.reasoning || parse.in_think) && !r.params.grammar.empty())
+      r.params.grammar = grammar::after_think(r.params.grammar, parse.in_think);
+  }
   Generation::Streams streams = submit_all(ctx, r, prompt);
-  return std::make_unique<Generation>(ctx, r, std::move(streams), int64_t(prompt.size()));
+  return std::make_unique<Generation>(ctx, r, std::move(streams), int64_t(prompt.size()), parse);
 }
 
 }  // namespace lite_llama::server

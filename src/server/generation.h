@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "lite_llama/async_engine.h"
+#include "server/chat_output.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/prompt_tokens.h"
@@ -24,12 +25,20 @@ struct ServingContext {
   PromptPolicy prompt;
   std::atomic<bool> shutting_down{false};
   std::atomic<int> active{0};  // generation responses not finished
+  std::atomic<int> thinks{-1};  // the chat template writes <think> blocks (-1: not known yet)
+};
+
+// How a chat answer is split (server/chat_output.h); off for completions.
+struct ChatParsing {
+  bool on = false, reasoning = false, in_think = false, tools = false;
 };
 
 class Generation {
  public:
   using Streams = std::vector<std::shared_ptr<RequestStream>>;
-  Generation(ServingContext& ctx, const OpenAIRequest& r, Streams streams, int64_t n_prompt);
+  // parse: chat answers go through a ChatOutputParser(reasoning, in_think, tools) per choice.
+  Generation(ServingContext& ctx, const OpenAIRequest& r, Streams streams, int64_t n_prompt,
+             ChatParsing parse = {});
   ~Generation();  // cancels what still runs: its client is gone
   Generation(const Generation&) = delete;
   Generation& operator=(const Generation&) = delete;
@@ -62,6 +71,8 @@ class Generation {
   std::vector<char> finished_;
   std::vector<int64_t> offsets_;
   std::vector<ChoiceResult> choices_;
+  std::vector<std::unique_ptr<ChatOutputParser>> parsers_;  // per choice, when parsing chat
+  std::string grammar_error_;  // a choice's grammar admitted no next token
   std::string error_;
   bool stream_ = false, include_usage_ = false, started_ = false, all_finished_ = false;
   Usage usage_;

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "server/structured_output.h"
+#include "server/tools.h"
 
 namespace lite_llama::server {
 namespace {
@@ -181,11 +183,26 @@ void parse_messages(const json& body, OpenAIRequest& r) {
     std::optional<std::string> role = get_string(m, "role");
     if (!role) bad("messages", "every message needs a 'role'");
     if (*role == "developer") role = "system";  // OpenAI's newer name for the system role
-    if (*role != "system" && *role != "user" && *role != "assistant")
-      bad("messages", fmt::format("role '{}' is not supported (system, user or assistant)", *role));
+    if (*role != "system" && *role != "user" && *role != "assistant" && *role != "tool")
+      bad("messages", fmt::format("role '{}' is not supported (system, user, assistant or tool)", *role));
     ChatMessage cm;
     cm.role = *role;
     cm.content = message_content(m, *role);
+    if (const json* tc = field(m, "tool_calls")) {
+      if (*role != "assistant") bad("messages", "only assistant messages carry 'tool_calls'");
+      if (!tc->is_array()) wrong_type("messages.tool_calls", "a list", *tc);
+      for (const json& c : *tc) {
+        const json* fn = c.is_object() ? field(c, "function") : nullptr;
+        if (!fn || !fn->is_object() || !get_string(*fn, "name"))
+          bad("messages", "every tool call needs a 'function' with a 'name'");
+      }
+      cm.tool_calls = tc->dump();
+    }
+    if (*role == "tool") {
+      const std::optional<std::string> id = get_string(m, "tool_call_id");
+      if (!id) bad("messages", "a 'tool' message needs 'tool_call_id'");
+      cm.tool_call_id = *id;
+    }
     if (std::optional<std::string> rc = get_string(m, "reasoning_content")) cm.reasoning_content = *rc;
     r.messages.push_back(std::move(cm));
   }
@@ -217,14 +234,9 @@ void refuse_unsupported(const json& body) {
   if (get_bool(body, "echo").value_or(false)) bad("echo", "'echo' is not supported");
   if (get_int(body, "best_of").value_or(1) > 1) bad("best_of", "'best_of' is not supported");
   if (!get_string(body, "suffix").value_or("").empty()) bad("suffix", "'suffix' is not supported");
-  for (const char* key : {"tools", "functions", "logit_bias"})
+  for (const char* key : {"functions"})
     if (const json* v = field(body, key); v && !v->empty())
       bad(key, fmt::format("'{}' is not supported", key));
-  if (const json* f = field(body, "response_format")) {
-    if (!f->is_object()) wrong_type("response_format", "an object", *f);
-    if (get_string(*f, "type").value_or("text") != "text")
-      bad("response_format", "only response_format {\"type\": \"text\"} is supported");
-  }
 }
 
 void parse_logprobs(const json& body, OpenAIRequest& r) {
@@ -319,6 +331,8 @@ OpenAIRequest parse_openai_request(std::string_view body, Endpoint endpoint,
     if (!so->is_object()) wrong_type("stream_options", "an object", *so);
     r.include_usage = get_bool(*so, "include_usage").value_or(false);
   }
+  parse_structured_output(body, j, r, lim);
+  parse_tools(body, j, r);
   parse_sampling(j, r, lim);
   if (endpoint == Endpoint::Completions)
     parse_prompt(j, r, lim);

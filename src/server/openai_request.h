@@ -51,6 +51,11 @@ struct OpenAIRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   bool logprobs = false;       // return logprobs (params.top_logprobs alternatives each)
+  // Chat tool calling (server/tools.h): the tools for the template, "none" / "auto" /
+  // "required" / a function's name.
+  std::string tools_json;
+  std::string tool_choice = "none";
+  bool parallel_tool_calls = true;
 };
 
 // Parses and validates a request body. Throws ApiError (400 or 404) naming the parameter.

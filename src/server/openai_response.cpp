@@ -103,9 +103,22 @@ const char* finish_reason_text(FinishReason r) {
     case FinishReason::Stop: return "stop";
     case FinishReason::Length: return "length";
     case FinishReason::Cancelled: return "abort";  // vLLM's name for a request cut short
+    case FinishReason::Error: return "error";
     case FinishReason::None: break;
   }
   return "stop";
+}
+
+// reasoning_content and tool_calls of a message or delta.
+static void add_extra(json& msg, const ChatExtra& e) {
+  if (!e.reasoning.empty()) msg["reasoning_content"] = e.reasoning;
+  json calls = json::array();
+  for (size_t k = 0; k < e.tool_calls.size(); ++k) {
+    const ToolCall& c = e.tool_calls[k];
+    calls.push_back({{"index", int(k)}, {"id", c.id}, {"type", "function"},
+                     {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+  }
+  if (!calls.empty()) msg["tool_calls"] = std::move(calls);
 }
 
 json response_json(const ResponseMeta& m, const std::vector<ChoiceResult>& choices,
@@ -121,12 +134,16 @@ json response_json(const ResponseMeta& m, const std::vector<ChoiceResult>& choic
       int64_t offset = 0;
       lp = chat ? chat_logprobs(c.logprobs, text_of) : completion_logprobs(c.logprobs, text_of, &offset);
     }
-    if (chat)
+    if (chat) {
       choice["message"] = {{"role", "assistant"}, {"content", c.text}};
-    else
+      add_extra(choice["message"], c.extra);
+      if (c.extra.tool_calls.empty()) choice["message"].erase("tool_calls");
+      if (!c.extra.tool_calls.empty() && c.text.empty()) choice["message"]["content"] = nullptr;
+    } else {
       choice["text"] = c.text;
+    }
     choice["logprobs"] = std::move(lp);
-    choice["finish_reason"] = finish_json(c.finish);
+    choice["finish_reason"] = c.extra.called_tools ? json("tool_calls") : finish_json(c.finish);
     cs.push_back(std::move(choice));
   }
   out["choices"] = std::move(cs);
@@ -137,7 +154,7 @@ json response_json(const ResponseMeta& m, const std::vector<ChoiceResult>& choic
 json chunk_json(const ResponseMeta& m, int index, const std::string& text,
                 const std::vector<TokenLogprobs>& logprobs, std::optional<FinishReason> finish,
                 const TokenText& text_of, int64_t* text_offset, bool include_usage,
-                bool role_only) {
+                bool role_only, const ChatExtra* extra) {
   const bool chat = m.endpoint == Endpoint::Chat;
   json out = envelope(m, chat ? "chat.completion.chunk" : "text_completion");
   json choice = {{"index", index}};
@@ -146,9 +163,10 @@ json chunk_json(const ResponseMeta& m, int index, const std::string& text,
     if (role_only) {
       delta["role"] = "assistant";
       delta["content"] = "";
-    } else if (!text.empty() || !finish) {
+    } else if (!text.empty() || (!finish && !(extra && (!extra->reasoning.empty() || !extra->tool_calls.empty())))) {
       delta["content"] = text;
     }
+    if (extra) add_extra(delta, *extra);
     choice["delta"] = std::move(delta);
   } else {
     choice["text"] = text;
@@ -157,7 +175,7 @@ json chunk_json(const ResponseMeta& m, int index, const std::string& text,
   if (m.logprobs && !logprobs.empty())
     lp = chat ? chat_logprobs(logprobs, text_of) : completion_logprobs(logprobs, text_of, text_offset);
   choice["logprobs"] = std::move(lp);
-  choice["finish_reason"] = finish_json(finish);
+  choice["finish_reason"] = finish && extra && extra->called_tools ? json("tool_calls") : finish_json(finish);
   out["choices"] = json::array({std::move(choice)});
   if (include_usage) out["usage"] = nullptr;
   return out;

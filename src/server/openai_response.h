@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "lite_llama/engine.h"
+#include "server/chat_output.h"
 #include "server/openai_request.h"
 
 namespace lite_llama::server {
@@ -28,11 +29,19 @@ struct Usage {
   int64_t cached_tokens = 0;  // prompt tokens served from the prefix cache
 };
 
+// Chat answers split by ChatOutputParser: the thinking and the tool calls beside the content.
+struct ChatExtra {
+  std::string reasoning;
+  std::vector<ToolCall> tool_calls;
+  bool called_tools = false;  // finish_reason "tool_calls"
+};
+
 // One finished choice of a non-streaming response.
 struct ChoiceResult {
   std::string text;
   std::vector<TokenLogprobs> logprobs;
   FinishReason finish = FinishReason::None;
+  ChatExtra extra;
 };
 
 ResponseMeta make_meta(Endpoint endpoint, std::string model, bool logprobs);
@@ -46,7 +55,8 @@ nlohmann::json response_json(const ResponseMeta& m, const std::vector<ChoiceResu
 nlohmann::json chunk_json(const ResponseMeta& m, int index, const std::string& text,
                           const std::vector<TokenLogprobs>& logprobs,
                           std::optional<FinishReason> finish, const TokenText& text_of,
-                          int64_t* text_offset, bool include_usage, bool role_only = false);
+                          int64_t* text_offset, bool include_usage, bool role_only = false,
+                          const ChatExtra* extra = nullptr);
 // The final chunk of stream_options.include_usage: no choices, the usage.
 nlohmann::json usage_chunk_json(const ResponseMeta& m, const Usage& usage);
 

@@ -4,7 +4,12 @@
 
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
+#include <cctype>
+
 #include "core/error.h"
+#include "server/tools.h"
 
 namespace lite_llama::server {
 namespace {
@@ -37,8 +42,30 @@ void refuse_if_longer_than_context(const Engine& eng, std::string_view text, boo
   }
 }
 
+namespace {
+
+// Tools go to the template as its `tools` variable; a template that does not show them (the
+// first tool's name is absent from the prompt) gets them in a system message instead.
+void add_tools(const Engine& eng, const OpenAIRequest& r, std::vector<ChatMessage>& msgs, std::string& kwargs) {
+  auto extra = kwargs.empty() ? nlohmann::ordered_json::object() : nlohmann::ordered_json::parse(kwargs, nullptr, false);
+  if (!extra.is_object()) return;  // the template call reports it
+  const auto tools = nlohmann::ordered_json::parse(r.tools_json);
+  extra["tools"] = tools;
+  kwargs = extra.dump();
+  const std::string name = tools.at(0)["function"]["name"].get<std::string>();
+  if (eng.apply_chat_template(msgs, r.add_generation_prompt, kwargs).find(name) != std::string::npos) return;
+  const std::string sys = tools_system_prompt(r.tools_json);
+  if (!msgs.empty() && msgs[0].role == "system")
+    msgs[0].content += "\n\n" + sys;
+  else
+    msgs.insert(msgs.begin(), ChatMessage{"system", sys, "", "", ""});
+}
+
+}  // namespace
+
 std::vector<int32_t> prompt_tokens(const Engine& eng, const OpenAIRequest& r,
-                                   const RequestLimits& limits, const PromptPolicy& policy) {
+                                   const RequestLimits& limits, const PromptPolicy& policy,
+                                   ChatPromptInfo* info) {
   if (r.prompt_is_tokens) return r.prompt_tokens;
   const bool chat = r.endpoint == Endpoint::Chat;
   const char* param = chat ? "messages" : "prompt";
@@ -56,8 +83,15 @@ std::vector<int32_t> prompt_tokens(const Engine& eng, const OpenAIRequest& r,
       contents += m.reasoning_content;
     }
     refuse_if_longer_than_context(eng, contents, policy.allow_special_in_content, limits, param);
-    return eng.tokenize_chat(r.messages, r.add_generation_prompt, r.template_kwargs_json,
-                             policy.allow_special_in_content);
+    std::vector<ChatMessage> msgs = r.messages;
+    std::string kwargs = r.template_kwargs_json;
+    if (!r.tools_json.empty()) add_tools(eng, r, msgs, kwargs);
+    if (info) {
+      std::string text = eng.apply_chat_template(msgs, r.add_generation_prompt, kwargs);
+      while (!text.empty() && std::isspace(uint8_t(text.back()))) text.pop_back();
+      info->in_think = text.ends_with("<think>");
+    }
+    return eng.tokenize_chat(msgs, r.add_generation_prompt, kwargs, policy.allow_special_in_content);
   } catch (const Error& e) {
     throw ApiError(400, e.what(), param);
   }

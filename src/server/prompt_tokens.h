@@ -20,8 +20,13 @@ struct PromptPolicy {
 // 400 naming "prompt" or "messages" for bad input and for a text whose first part alone already
 // has more tokens than the context holds: a 20 MB prompt is refused in milliseconds, not after
 // tokenizing all of it.
+// Chat: what the rendered prompt tells the answer's parser (server/chat_output.h).
+struct ChatPromptInfo {
+  bool in_think = false;  // the prompt ends inside an opened <think> block
+};
 std::vector<int32_t> prompt_tokens(const Engine& eng, const OpenAIRequest& r,
-                                   const RequestLimits& limits, const PromptPolicy& policy);
+                                   const RequestLimits& limits, const PromptPolicy& policy,
+                                   ChatPromptInfo* info = nullptr);
 
 // Throws the ApiError when a prefix of `text` has at least limits.ctx + a margin tokens.
 // Tokenizes geometrically growing prefixes, so the work is a small multiple of the prefix that

@@ -43,6 +43,19 @@ std::string apply_chat_template(const ChatTemplate& t, const std::vector<ChatMes
     j["role"] = m.role;
     j["content"] = m.content;
     if (!m.reasoning_content.empty()) j["reasoning_content"] = m.reasoning_content;
+    if (!m.tool_calls.empty()) {
+      // Templates write arguments with tojson: give them the object, as vLLM does.
+      auto calls = nlohmann::ordered_json::parse(m.tool_calls, nullptr, false);
+      if (calls.is_array())
+        for (auto& c : calls)
+          if (c.is_object() && c.contains("function") && c["function"].is_object() &&
+              c["function"].contains("arguments") && c["function"]["arguments"].is_string()) {
+            auto args = nlohmann::ordered_json::parse(c["function"]["arguments"].get<std::string>(), nullptr, false);
+            if (!args.is_discarded()) c["function"]["arguments"] = std::move(args);
+          }
+      if (!calls.is_discarded()) j["tool_calls"] = std::move(calls);
+    }
+    if (!m.tool_call_id.empty()) j["tool_call_id"] = m.tool_call_id;
     messages.push_back(std::move(j));
   }
   ctx["messages"] = std::move(messages);

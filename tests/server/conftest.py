@@ -21,7 +21,8 @@ BIN = Path(os.environ.get("LITE_LLAMA_BIN", ROOT / "build" / "bin" / "lite-llama
 
 # Small enough for 2 CPU cores and little memory; ctx leaves room for the length-limit tests.
 CTX = 1024
-COMMON_ARGS = ["-m", "default", "--kv-tokens", "8192", "-t", "2"]
+BASE_ARGS = ["--kv-tokens", "8192", "-t", "2"]
+COMMON_ARGS = ["-m", "default", *BASE_ARGS]
 
 
 def free_port():
@@ -33,10 +34,10 @@ def free_port():
 class Server:
     """One `lite-llama serve` child process; its stderr is kept for the request log."""
 
-    def __init__(self, *args, ctx=CTX):
+    def __init__(self, *args, ctx=CTX, model=("-m", "default")):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        cmd = [str(BIN), "serve", *COMMON_ARGS, "--ctx", str(ctx), "--port", str(self.port), *args]
+        cmd = [str(BIN), "serve", *model, *BASE_ARGS, "--ctx", str(ctx), "--port", str(self.port), *args]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.log = []
         self._reader = threading.Thread(target=self._read_log, daemon=True)

@@ -1,9 +1,17 @@
 #include "common.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
+#include "core/error.h"
 #include "core/log.h"
+#include "grammar/gbnf_parser.h"
+#include "grammar/json_schema.h"
+#include "grammar/regex_to_gbnf.h"
 #include "env_tuning.h"
 
 namespace lite_llama::cli {
@@ -63,12 +71,30 @@ void add_sampling_options(CLI::App* app, SamplingArgs& s, int default_max_tokens
   app->add_option("-s,--seed", s.seed, "RNG seed (same seed, same output)");
   app->add_option("--stop", s.stop, "stop string (repeatable)");
   app->add_flag("--ignore-eos", p.ignore_eos, "keep generating past end-of-sequence tokens");
+  app->add_option("--grammar", s.grammar_file, "GBNF grammar file the output must follow");
+  app->add_option("--json-schema", s.json_schema_file, "JSON Schema file the output must follow");
+  app->add_option("--regex", s.regex, "regular expression the output must match");
 }
 
 SamplingParams SamplingArgs::resolve() const {
   SamplingParams p = params;
   if (seed >= 0) p.seed = uint64_t(seed);
   p.stop = stop;
+  auto read = [](const std::string& path, const char* flag) {
+    std::ifstream in(path, std::ios::binary);
+    LL_CHECK(in.good(), "{}: cannot read '{}'", flag, path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const int given = int(!grammar_file.empty()) + int(!json_schema_file.empty()) + int(!regex.empty());
+  LL_CHECK(given <= 1, "--grammar, --json-schema and --regex exclude each other");
+  if (!grammar_file.empty()) p.grammar = read(grammar_file, "--grammar");
+  if (!regex.empty()) p.grammar = grammar::regex_grammar(regex);
+  if (!json_schema_file.empty()) {
+    const auto schema = nlohmann::ordered_json::parse(read(json_schema_file, "--json-schema"), nullptr, false);
+    LL_CHECK(!schema.is_discarded(), "--json-schema: '{}' is not valid JSON", json_schema_file);
+    p.grammar = grammar::json_schema_to_gbnf(schema);
+  }
+  if (!p.grammar.empty()) grammar::compile_gbnf(p.grammar);  // a bad grammar fails here, named
   p.validate();
   return p;
 }

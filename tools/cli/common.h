@@ -21,7 +21,8 @@ struct SamplingArgs {
   SamplingParams params;
   int64_t seed = -1;
   std::vector<std::string> stop;
-  SamplingParams resolve() const;  // validated
+  std::string grammar_file, json_schema_file, regex;  // constrained decoding (one at most)
+  SamplingParams resolve() const;  // validated; the constraint compiled to GBNF
 };
 
 void add_model_options(CLI::App* app, ModelArgs& a, bool engine_sizing = true);

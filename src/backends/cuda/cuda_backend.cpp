@@ -186,6 +186,15 @@ class CudaBackend final : public ops::Backend {
     return sampler_.sample(logits, rows, limit, params, pen_tokens, pen_counts, out);
   }
 
+  void reserve_constraints(int max_rows, int words, int max_bias) override {
+    sampler_.reserve_constraints(max_rows, words, max_bias);
+  }
+  bool constrain_logits(const Tensor& logits, int rows, const uint32_t* masks, int words,
+                        const std::vector<ops::LogitBias>& bias) override {
+    ProfileScope ps(prof_, "sampling", stream());
+    return sampler_.constrain(logits, rows, masks, words, bias);
+  }
+
   bool supports_graphs() const override { return true; }
   int capture_graph(const std::function<void()>& fn) override { return graphs_.capture(fn); }
   void replay_graph(int id) override { graphs_.replay(id); }

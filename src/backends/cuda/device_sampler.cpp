@@ -31,4 +31,29 @@ bool DeviceSampler::sample(const Tensor& logits, int rows, int limit, const std:
   return true;
 }
 
+void DeviceSampler::reserve_constraints(int max_rows, int words, int max_bias) {
+  mask_rows_cap_ = max_rows;
+  mask_words_cap_ = words;
+  bias_cap_ = max_bias;
+  masks_ = dev_.alloc(size_t(std::max(1, max_rows)) * size_t(std::max(1, words)) * sizeof(uint32_t));
+  bias_ = dev_.alloc(size_t(std::max(1, max_bias)) * sizeof(ops::LogitBias));
+}
+
+bool DeviceSampler::constrain(const Tensor& logits, int rows, const uint32_t* masks, int words,
+                              const std::vector<ops::LogitBias>& bias) {
+  if (rows > mask_rows_cap_ || words > mask_words_cap_ || int(bias.size()) > bias_cap_) return false;
+  cudaStream_t s = dev_.stream();
+  const bool with_masks = masks && words > 0;
+  if (with_masks)
+    LL_CUDA(cudaMemcpyAsync(masks_.data(), masks, size_t(rows) * size_t(words) * sizeof(uint32_t),
+                            cudaMemcpyHostToDevice, s));
+  if (!bias.empty())
+    LL_CUDA(cudaMemcpyAsync(bias_.data(), bias.data(), bias.size() * sizeof(ops::LogitBias),
+                            cudaMemcpyHostToDevice, s));
+  LL_CUDA(constrain_rows(static_cast<float*>(logits.data), rows, int(logits.cols()),
+                         with_masks ? masks_.as<uint32_t>() : nullptr, words,
+                         bias.empty() ? nullptr : bias_.as<ops::LogitBias>(), int(bias.size()), s));
+  return true;
+}
+
 }  // namespace lite_llama::cuda

@@ -15,11 +15,17 @@ class DeviceSampler {
   // False (nothing launched) when the step exceeds what was reserved.
   bool sample(const Tensor& logits, int rows, int limit, const std::vector<ops::SampleRow>& params,
               const std::vector<int32_t>& pen_tokens, const std::vector<int32_t>& pen_counts, int32_t* out);
+  // Grammar masks and logit biases (Backend::constrain_logits): uploaded, then one kernel each.
+  void reserve_constraints(int max_rows, int words, int max_bias);
+  bool constrain(const Tensor& logits, int rows, const uint32_t* masks, int words,
+                 const std::vector<ops::LogitBias>& bias);
 
  private:
   CudaDevice& dev_;
   Buffer rows_, pen_buf_;
   int rows_cap_ = 0, pen_cap_ = 0;
+  Buffer masks_, bias_;
+  int mask_rows_cap_ = 0, mask_words_cap_ = 0, bias_cap_ = 0;
 };
 
 }  // namespace lite_llama::cuda

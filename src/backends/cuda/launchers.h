@@ -137,6 +137,11 @@ cudaError_t random_fill(Act act, void* dst, size_t n, uint64_t seed, float scale
 cudaError_t sample_rows(float* logits, int rows, int V, int limit, const ops::SampleRow* args,
                         const int32_t* pen_tokens, const int32_t* pen_counts, int32_t* out,
                         cudaStream_t s);
+// Backend::constrain_logits: logits[r, t] = -inf where bit t of masks[r * words + t / 32] is
+// clear (columns t < words * 32; masks may be null), then logits[row, token] += bias for each
+// of the n_bias entries (bias may be null). Device pointers.
+cudaError_t constrain_rows(float* logits, int rows, int V, const uint32_t* masks, int words,
+                           const ops::LogitBias* bias, int n_bias, cudaStream_t s);
 // out[r] = argmax over the first `limit` columns of logits[r, :V] (lowest index on ties).
 cudaError_t argmax_rows(const float* logits, int rows, int V, int limit, int32_t* out,
                         cudaStream_t s);

@@ -1,0 +1,253 @@
+#include "grammar/grammar.h"
+
+#include <functional>
+#include <map>
+#include <unordered_map>
+
+#include "core/error.h"
+
+namespace lite_llama::grammar {
+
+namespace {
+
+constexpr int kMaxRepeat = 2000;  // bounded repetition is unrolled: keep grammars finite
+
+using Alt = std::vector<Elem>;
+using Alts = std::vector<Alt>;
+
+// Splits a same-length code point range into UTF-8 byte-range sequences (each position a
+// contiguous byte range), the classic utf8-ranges construction.
+void utf8_split(uint32_t lo, uint32_t hi, std::vector<std::vector<std::pair<uint8_t, uint8_t>>>& out) {
+  const int n = lo < 0x80 ? 1 : lo < 0x800 ? 2 : lo < 0x10000 ? 3 : 4;
+  for (int i = 1; i < n; ++i) {
+    const uint32_t m = (1u << (6 * i)) - 1;
+    if ((lo & ~m) != (hi & ~m)) {
+      if ((lo & m) != 0) {
+        utf8_split(lo, lo | m, out);
+        utf8_split((lo | m) + 1, hi, out);
+        return;
+      }
+      if ((hi & m) != m) {
+        utf8_split(lo, (hi & ~m) - 1, out);
+        utf8_split(hi & ~m, hi, out);
+        return;
+      }
+    }
+  }
+  std::string a, b;
+  append_utf8(a, lo);
+  append_utf8(b, hi);
+  std::vector<std::pair<uint8_t, uint8_t>> seq;
+  for (size_t k = 0; k < a.size(); ++k) seq.emplace_back(uint8_t(a[k]), uint8_t(b[k]));
+  out.push_back(std::move(seq));
+}
+
+}  // namespace
+
+// Turns RuleDefs into the flat form; helper rules are appended as they are needed.
+class Lowering {
+ public:
+  explicit Lowering(const std::vector<RuleDef>& defs) : defs_(defs) {
+    for (const auto& d : defs) {
+      LL_CHECK(!ids_.count(d.name), "grammar: rule '{}' is defined twice", d.name);
+      ids_[d.name] = new_rule(d.name);
+    }
+  }
+
+  Grammar run(const std::string& root) {
+    auto it = ids_.find(root);
+    LL_CHECK(it != ids_.end(), "grammar: no rule named '{}' (the start rule)", root);
+    for (size_t i = 0; i < defs_.size(); ++i) {
+      current_ = defs_[i].name;
+      tmp_[i] = lower_alts(*defs_[i].body);
+    }
+    g_.root_ = it->second;
+    flatten();
+    check_left_recursion();
+    return std::move(g_);
+  }
+
+ private:
+  int32_t new_rule(const std::string& name) {
+    tmp_.emplace_back();
+    g_.names_.push_back(name);
+    return int32_t(tmp_.size() - 1);
+  }
+  int32_t helper(Alts alts) {
+    const int32_t r = new_rule(current_ + "-" + std::to_string(++helpers_));
+    tmp_[size_t(r)] = std::move(alts);
+    return r;
+  }
+  int32_t byte_set(const ByteSet& s) {
+    auto [it, fresh] = set_ids_.try_emplace(s, int32_t(g_.byte_sets_.size()));
+    if (fresh) g_.byte_sets_.push_back(s);
+    return it->second;
+  }
+
+  Alts lower_alts(const Expr& e) {
+    Alts out;
+    if (e.kind == Expr::Kind::Alt) {
+      for (const auto& item : e.items) {
+        Alts sub = lower_alts(*item);
+        for (auto& a : sub) out.push_back(std::move(a));
+      }
+      return out;
+    }
+    out.emplace_back();
+    lower_seq(e, out.back());
+    return out;
+  }
+
+  void lower_seq(const Expr& e, Alt& out) {
+    switch (e.kind) {
+      case Expr::Kind::Seq:
+        for (const auto& item : e.items) lower_seq(*item, out);
+        return;
+      case Expr::Kind::Alt:
+        if (e.items.size() == 1) return lower_seq(*e.items[0], out);
+        out.push_back({Elem::Rule, helper(lower_alts(e))});
+        return;
+      case Expr::Kind::Chars:
+        return lower_chars(e.ranges, out);
+      case Expr::Kind::RuleRef: {
+        auto it = ids_.find(e.rule);
+        LL_CHECK(it != ids_.end(), "grammar: rule '{}' uses undefined rule '{}'", current_, e.rule);
+        out.push_back({Elem::Rule, it->second});
+        return;
+      }
+      case Expr::Kind::Repeat:
+        return lower_repeat(e, out);
+    }
+  }
+
+  void lower_chars(const std::vector<CodeRange>& ranges, Alt& out) {
+    LL_CHECK(!ranges.empty(), "grammar: rule '{}' has a character class that matches nothing",
+             current_);
+    ByteSet ascii;
+    std::vector<CodeRange> wide;
+    for (const auto& r : ranges) {
+      for (uint32_t c = r.lo; c <= std::min<uint32_t>(r.hi, 0x7F); ++c) ascii.set(c);
+      if (r.hi >= 0x80) wide.push_back({std::max<uint32_t>(r.lo, 0x80), r.hi});
+    }
+    if (wide.empty()) {
+      out.push_back({Elem::Bytes, byte_set(ascii)});
+      return;
+    }
+    std::string key;
+    for (const auto& r : ranges) key += std::to_string(r.lo) + "-" + std::to_string(r.hi) + ",";
+    auto it = class_rules_.find(key);
+    if (it == class_rules_.end()) {
+      Alts alts;
+      if (ascii.any()) alts.push_back({{Elem::Bytes, byte_set(ascii)}});
+      std::vector<std::vector<std::pair<uint8_t, uint8_t>>> seqs;
+      for (auto r : wide) {
+        // UTF-8 cannot encode surrogates; split at each encoded-length boundary.
+        for (auto [blo, bhi] : {std::pair<uint32_t, uint32_t>{0x80, 0x7FF}, {0x800, 0xD7FF},
+                                {0xE000, 0xFFFF}, {0x10000, 0x10FFFF}}) {
+          const uint32_t lo = std::max(r.lo, blo), hi = std::min(r.hi, bhi);
+          if (lo <= hi) utf8_split(lo, hi, seqs);
+        }
+      }
+      for (const auto& s : seqs) {
+        Alt a;
+        for (auto [lo, hi] : s) {
+          ByteSet b;
+          for (int c = lo; c <= hi; ++c) b.set(size_t(c));
+          a.push_back({Elem::Bytes, byte_set(b)});
+        }
+        alts.push_back(std::move(a));
+      }
+      LL_CHECK(!alts.empty(), "grammar: rule '{}' has a character class that matches nothing",
+               current_);
+      it = class_rules_.emplace(key, helper(std::move(alts))).first;
+    }
+    out.push_back({Elem::Rule, it->second});
+  }
+
+  void lower_repeat(const Expr& e, Alt& out) {
+    LL_CHECK(e.min >= 0 && e.min <= kMaxRepeat && (e.max < 0 || (e.max >= e.min && e.max <= kMaxRepeat)),
+             "grammar: rule '{}' has repetition bounds {{{},{}}} outside 0..{}", current_, e.min,
+             e.max, kMaxRepeat);
+    Alt one;
+    lower_seq(*e.items[0], one);
+    Elem x = one.size() == 1 ? one[0] : Elem{Elem::Rule, helper({one})};
+    if (one.empty()) return;  // repeating nothing matches nothing more
+    for (int i = 0; i < e.min; ++i) out.push_back(x);
+    if (e.max < 0) {
+      const int32_t r = new_rule(current_ + "-" + std::to_string(++helpers_));
+      tmp_[size_t(r)] = {{x, {Elem::Rule, r}}, {}};
+      out.push_back({Elem::Rule, r});
+      return;
+    }
+    int32_t tail = -1;  // optional chain: t_k ::= x t_{k-1} | empty
+    for (int i = 0; i < e.max - e.min; ++i) {
+      Alt a{x};
+      if (tail >= 0) a.push_back({Elem::Rule, tail});
+      tail = helper({a, {}});
+    }
+    if (tail >= 0) out.push_back({Elem::Rule, tail});
+  }
+
+  void flatten() {
+    g_.rules_.resize(tmp_.size());
+    for (size_t r = 0; r < tmp_.size(); ++r) {
+      for (const Alt& a : tmp_[r]) {
+        g_.rules_[r].push_back(int32_t(g_.elems_.size()));
+        g_.elems_.insert(g_.elems_.end(), a.begin(), a.end());
+        g_.elems_.push_back({Elem::End, 0});
+      }
+    }
+  }
+
+  // The matcher expands rule references eagerly, so a rule reachable from itself without
+  // consuming a byte would loop: reject it here with its name.
+  void check_left_recursion() {
+    const size_t n = tmp_.size();
+    std::vector<bool> nullable(n, false);
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t r = 0; r < n; ++r) {
+        if (nullable[r]) continue;
+        for (const Alt& a : tmp_[r]) {
+          bool all = true;
+          for (const Elem& e : a)
+            if (e.kind == Elem::Bytes || !nullable[size_t(e.arg)]) all = false;
+          if (all) {
+            nullable[r] = changed = true;
+            break;
+          }
+        }
+      }
+    }
+    std::vector<int> state(n, 0);  // 0 new, 1 on the path, 2 done
+    std::function<void(size_t)> visit = [&](size_t r) {
+      state[r] = 1;
+      for (const Alt& a : tmp_[r]) {
+        for (const Elem& e : a) {
+          if (e.kind == Elem::Bytes) break;
+          const auto c = size_t(e.arg);
+          LL_CHECK(state[c] != 1, "grammar: rule '{}' is left-recursive", g_.names_[c]);
+          if (state[c] == 0) visit(c);
+          if (!nullable[c]) break;
+        }
+      }
+      state[r] = 2;
+    };
+    for (size_t r = 0; r < n; ++r)
+      if (state[r] == 0) visit(r);
+  }
+
+  const std::vector<RuleDef>& defs_;
+  Grammar g_;
+  std::vector<Alts> tmp_;
+  std::map<std::string, int32_t> ids_, class_rules_;
+  std::unordered_map<ByteSet, int32_t> set_ids_;
+  std::string current_;
+  int helpers_ = 0;
+};
+
+Grammar Grammar::build(const std::vector<RuleDef>& rules, const std::string& root) {
+  return Lowering(rules).run(root);
+}
+
+}  // namespace lite_llama::grammar

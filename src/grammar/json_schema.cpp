@@ -1,0 +1,408 @@
+#include "grammar/json_schema.h"
+
+#include <cctype>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "core/error.h"
+#include "grammar/gbnf_parser.h"
+#include "grammar/regex_to_gbnf.h"
+
+namespace lite_llama::grammar {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+constexpr int kMaxDepth = 64;
+constexpr int64_t kIntLimit = 9999999999999999;  // 16 digits: integers the grammar can write
+
+// The JSON primitives every schema grammar shares.
+const char* kPrimitives = R"(ws ::= [ \t\n]{0,20}
+json-char ::= [^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})
+json-string ::= "\"" json-char* "\""
+json-int ::= "-"? ("0" | [1-9] [0-9]{0,15})
+json-number ::= json-int ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,4})?
+json-boolean ::= "true" | "false"
+json-null ::= "null"
+json-value ::= json-object | json-array | json-string | json-number | json-boolean | json-null
+json-object ::= "{" ws (json-string ws ":" ws json-value ws ("," ws json-string ws ":" ws json-value ws)*)? "}"
+json-array ::= "[" ws (json-value ws ("," ws json-value ws)*)? "]"
+)";
+
+// Keywords that describe but do not constrain.
+const std::set<std::string> kAnnotations = {
+    "title", "description", "default", "examples", "$schema", "$id", "$comment", "deprecated",
+    "readOnly", "writeOnly", "$defs", "definitions", "strict", "discriminator"};
+
+std::string lit(const std::string& s) {
+  std::string out(1, '"');
+  out.append(gbnf_escape(s)).push_back('"');
+  return out;
+}
+
+// Decimal strings (no leading zeros) of the integers in [lo, hi], same number of digits.
+std::string digits_between(const std::string& a, const std::string& b) {
+  if (a.empty()) return "";
+  if (a == b) return lit(a);
+  if (a[0] == b[0]) return lit(a.substr(0, 1)) + " " + digits_between(a.substr(1), b.substr(1));
+  const size_t n = a.size() - 1;
+  const std::string rest_a = a.substr(1), rest_b = b.substr(1);
+  const std::string any = n ? " [0-9]{" + std::to_string(n) + "}" : "";
+  if (rest_a == std::string(n, '0') && rest_b == std::string(n, '9'))
+    return std::string("[") + a[0] + "-" + b[0] + "]" + any;
+  std::string out = "(" + lit(a.substr(0, 1)) + (n ? " (" + digits_between(rest_a, std::string(n, '9')) + ")" : "");
+  if (a[0] + 1 <= b[0] - 1) out += std::string(" | [") + char(a[0] + 1) + "-" + char(b[0] - 1) + "]" + any;
+  out += " | " + lit(b.substr(0, 1)) + (n ? " (" + digits_between(std::string(n, '0'), rest_b) + ")" : "") + ")";
+  return out;
+}
+
+std::string uint_range(int64_t lo, int64_t hi) {
+  const std::string a = std::to_string(lo), b = std::to_string(hi);
+  std::string out;
+  for (size_t len = a.size(); len <= b.size(); ++len) {
+    const std::string from = len == a.size() ? a : std::string(1, '1').append(len - 1, '0');
+    const std::string to = len == b.size() ? b : std::string(len, '9');
+    out += (out.empty() ? "" : " | ") + std::string("(") + digits_between(from, to) + ")";
+  }
+  return "(" + out + ")";
+}
+
+class SchemaCompiler {
+ public:
+  SchemaCompiler(const json& root, std::string prefix) : root_(root), prefix_(std::move(prefix)) {}
+
+  // The schema's rules, the start rule named `start`; without the shared primitives.
+  std::string run(const std::string& start) {
+    const std::string body = visit(root_, "root", 0);
+    std::string out = start + " ::= " + body + "\n";
+    for (const auto& r : rules_) out += r;
+    return out;
+  }
+
+ private:
+  [[noreturn]] static void error(const std::string& msg) { fail("json schema: {}", msg); }
+
+  std::string add_rule(const std::string& base, const std::string& body) {
+    std::string name = base;
+    for (char& c : name)
+      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-')) c = '-';
+    name = prefix_ + "s-" + name + "-" + std::to_string(rules_.size());
+    rules_.push_back(name + " ::= " + body + "\n");
+    return name;
+  }
+
+  std::string visit(const json& s, const std::string& name, int depth) {
+    if (depth > kMaxDepth) error("nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    if (s.is_boolean()) {
+      if (!s.get<bool>()) error("the schema 'false' matches nothing");
+      return "json-value";
+    }
+    if (!s.is_object()) error("a schema must be an object or a boolean, got " + s.dump().substr(0, 80));
+    for (const auto& [k, v] : s.items()) {
+      static const std::set<std::string> known = {
+          "type", "properties", "required", "additionalProperties", "items", "minItems",
+          "maxItems", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "minLength",
+          "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
+          "exclusiveMaximum"};
+      if (!known.count(k) && !kAnnotations.count(k))
+        error("unsupported keyword '" + k + "'");
+    }
+    if (s.contains("$ref")) {
+      if (s.size() > 1)
+        for (const auto& [k, v] : s.items())
+          if (k != "$ref" && !kAnnotations.count(k)) error("'$ref' beside '" + k + "' is not supported");
+      return ref(s["$ref"], depth);
+    }
+    if (s.contains("const")) return lit(s["const"].dump());
+    if (s.contains("enum")) {
+      if (!s["enum"].is_array() || s["enum"].empty()) error("'enum' must be a non-empty array");
+      std::string out;
+      for (const auto& v : s["enum"]) out += (out.empty() ? "" : " | ") + lit(v.dump());
+      return "(" + out + ")";
+    }
+    for (const char* key : {"anyOf", "oneOf"}) {
+      if (!s.contains(key)) continue;
+      if (!s[key].is_array() || s[key].empty()) error(std::string("'") + key + "' must be a non-empty array");
+      std::string out;
+      int i = 0;
+      for (const auto& sub : s[key])
+        out += (out.empty() ? "" : " | ") + visit(sub, name + "-" + std::to_string(i++), depth + 1);
+      return "(" + out + ")";
+    }
+    if (s.contains("allOf")) {
+      if (!s["allOf"].is_array() || s["allOf"].size() != 1)
+        error("'allOf' is supported only with a single schema");
+      return visit(s["allOf"][0], name, depth + 1);
+    }
+    if (s.contains("type")) {
+      const json& t = s["type"];
+      if (t.is_string()) return typed(s, t.get<std::string>(), name, depth);
+      if (!t.is_array() || t.empty()) error("'type' must be a string or a non-empty array");
+      std::string out;
+      for (const auto& one : t) {
+        if (!one.is_string()) error("'type' entries must be strings");
+        out += (out.empty() ? "" : " | ") + typed(s, one.get<std::string>(), name, depth);
+      }
+      return "(" + out + ")";
+    }
+    if (s.contains("properties") || s.contains("additionalProperties") || s.contains("required"))
+      return typed(s, "object", name, depth);
+    if (s.contains("items")) return typed(s, "array", name, depth);
+    for (const char* k : {"minLength", "maxLength", "pattern", "format", "minimum", "maximum",
+                          "exclusiveMinimum", "exclusiveMaximum", "minItems", "maxItems"})
+      if (s.contains(k)) error(std::string("'") + k + "' needs a 'type'");
+    return "json-value";
+  }
+
+  std::string ref(const json& r, int depth) {
+    if (!r.is_string()) error("'$ref' must be a string");
+    const std::string path = r.get<std::string>();
+    auto it = refs_.find(path);
+    if (it != refs_.end()) return it->second;
+    std::string key;
+    const json* defs = nullptr;
+    for (const char* prefix : {"#/$defs/", "#/definitions/"}) {
+      if (path.rfind(prefix, 0) != 0) continue;
+      key = path.substr(std::string(prefix).size());
+      const std::string section = std::string(prefix).substr(2, std::string(prefix).size() - 3);
+      if (root_.contains(section) && root_[section].is_object() && root_[section].contains(key))
+        defs = &root_[section][key];
+    }
+    if (path == "#") defs = &root_;
+    if (!defs) error("unsupported or unresolved $ref '" + path + "'");
+    // Name the rule first so that recursive schemas refer to it.
+    std::string name = prefix_ + "r-";
+    for (char c : key) name += (std::isalnum(uint8_t(c)) ? c : '-');
+    name += "-" + std::to_string(refs_.size());
+    refs_[path] = name;
+    const std::string body = visit(*defs, key, depth + 1);
+    rules_.push_back(name + " ::= " + body + "\n");
+    return name;
+  }
+
+  std::string typed(const json& s, const std::string& t, const std::string& name, int depth) {
+    auto only = [&](std::initializer_list<const char*> keys) {
+      for (const char* k : {"properties", "required", "additionalProperties", "items", "minItems",
+                            "maxItems", "minLength", "maxLength", "pattern", "format", "minimum",
+                            "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
+        bool ok = false;
+        for (const char* allowed : keys) ok = ok || std::string(k) == allowed;
+        if (!ok && s.contains(k) && !(s.contains("type") && s["type"].is_array()))
+          error(std::string("'") + k + "' is not supported for type '" + t + "'");
+      }
+    };
+    if (t == "string") {
+      only({"minLength", "maxLength", "pattern", "format"});
+      return string_schema(s, name);
+    }
+    if (t == "integer") {
+      only({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"});
+      return integer_schema(s);
+    }
+    if (t == "number") {
+      only({"minimum", "exclusiveMinimum"});
+      return number_schema(s);
+    }
+    if (t == "boolean") return only({}), "json-boolean";
+    if (t == "null") return only({}), "json-null";
+    if (t == "object") {
+      only({"properties", "required", "additionalProperties"});
+      return object_schema(s, name, depth);
+    }
+    if (t == "array") {
+      only({"items", "minItems", "maxItems"});
+      return array_schema(s, name, depth);
+    }
+    error("unknown type '" + t + "'");
+  }
+
+  static int64_t count(const json& s, const char* key, int64_t dflt) {
+    if (!s.contains(key)) return dflt;
+    if (!s[key].is_number_integer() || s[key].get<int64_t>() < 0)
+      error(std::string("'") + key + "' must be a non-negative integer");
+    return s[key].get<int64_t>();
+  }
+
+  std::string string_schema(const json& s, const std::string& name) {
+    if (s.contains("pattern")) {
+      if (s.contains("minLength") || s.contains("maxLength"))
+        error("'pattern' with 'minLength' / 'maxLength' is not supported");
+      if (!s["pattern"].is_string()) error("'pattern' must be a string");
+      RegexOptions o;
+      o.json_string = o.search = true;
+      return "\"\\\"\" " + regex_to_gbnf(s["pattern"].get<std::string>(), o) + " \"\\\"\"";
+    }
+    if (s.contains("format")) {
+      const std::string f = s["format"].is_string() ? s["format"].get<std::string>() : "";
+      static const std::map<std::string, std::string> formats = {
+          {"date", "[0-9]{4} \"-\" (\"0\" [1-9] | \"1\" [0-2]) \"-\" ([0-2] [0-9] | \"3\" [01])"},
+          {"time", "([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9] \":\" [0-5] [0-9] (\".\" [0-9]{1,6})? (\"Z\" | [+-] [0-2] [0-9] \":\" [0-5] [0-9])"},
+          {"uuid", "[0-9a-fA-F]{8} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{12}"}};
+      if (f == "date-time")
+        return "\"\\\"\" " + formats.at("date") + " \"T\" " + formats.at("time") + " \"\\\"\"";
+      auto it = formats.find(f);
+      if (it == formats.end()) error("unsupported string format '" + s["format"].dump() + "'");
+      return "\"\\\"\" " + it->second + " \"\\\"\"";
+    }
+    const int64_t lo = count(s, "minLength", 0), hi = count(s, "maxLength", -1);
+    if (hi >= 0 && hi < lo) error("'maxLength' is below 'minLength'");
+    if (lo > 2000 || hi > 2000) error("'minLength' / 'maxLength' above 2000 are not supported");
+    if (lo == 0 && hi < 0) return "json-string";
+    (void)name;
+    return "\"\\\"\" json-char{" + std::to_string(lo) + "," + (hi < 0 ? "" : std::to_string(hi)) + "} \"\\\"\"";
+  }
+
+  std::string integer_schema(const json& s) {
+    int64_t lo = -kIntLimit, hi = kIntLimit;
+    auto bound = [&](const char* key, int64_t& v, int64_t shift, bool upper) {
+      if (!s.contains(key)) return;
+      const json& b = s[key];
+      if (!b.is_number()) error(std::string("'") + key + "' must be a number");
+      const double d = b.get<double>();
+      if (d > double(kIntLimit) || d < -double(kIntLimit)) error(std::string("'") + key + "' is out of range");
+      int64_t x = upper ? int64_t(std::floor(d)) : int64_t(std::ceil(d));
+      if (shift != 0 && double(x) == d) x += shift;
+      v = upper ? std::min(v, x) : std::max(v, x);
+    };
+    bound("minimum", lo, 0, false);
+    bound("exclusiveMinimum", lo, 1, false);
+    bound("maximum", hi, 0, true);
+    bound("exclusiveMaximum", hi, -1, true);
+    if (lo > hi) error("the integer bounds admit no value");
+    if (lo == -kIntLimit && hi == kIntLimit) return "json-int";
+    std::string out;
+    if (lo < 0) out = "\"-\" " + uint_range(std::max<int64_t>(1, -std::min<int64_t>(hi, -1)), -lo);
+    if (hi >= 0) out += (out.empty() ? "" : " | ") + uint_range(std::max<int64_t>(0, lo), hi);
+    return "(" + out + ")";
+  }
+
+  std::string number_schema(const json& s) {
+    if (s.contains("exclusiveMinimum")) error("'exclusiveMinimum' on type 'number' is not supported");
+    if (!s.contains("minimum")) return "json-number";
+    if (!s["minimum"].is_number() || s["minimum"].get<double>() != 0)
+      error("'minimum' on type 'number' is supported only as 0");
+    return "(\"0\" | [1-9] [0-9]{0,15}) (\".\" [0-9]{1,16})? ([eE] [-+]? [0-9]{1,4})?";
+  }
+
+  std::string object_schema(const json& s, const std::string& name, int depth) {
+    struct Prop {
+      std::string kv;
+      bool required;
+    };
+    std::vector<Prop> props;
+    std::set<std::string> required, names;
+    if (s.contains("required")) {
+      if (!s["required"].is_array()) error("'required' must be an array");
+      for (const auto& r : s["required"]) {
+        if (!r.is_string()) error("'required' entries must be strings");
+        required.insert(r.get<std::string>());
+      }
+    }
+    std::vector<std::pair<std::string, const json*>> order;
+    if (s.contains("properties")) {
+      if (!s["properties"].is_object()) error("'properties' must be an object");
+      for (const auto& [k, v] : s["properties"].items()) order.emplace_back(k, &v);
+    }
+    for (const auto& r : required) {
+      bool found = false;
+      for (const auto& [k, v] : order) found = found || k == r;
+      if (!found) error("required property '" + r + "' is not in 'properties'");
+    }
+    // Required properties first (in their declared order), then the optional ones.
+    for (int pass = 0; pass < 2; ++pass)
+      for (const auto& [k, v] : order) {
+        if (required.count(k) != (pass == 0 ? 1u : 0u)) continue;
+        names.insert(k);
+        const std::string value = visit(*v, name + "-" + k, depth + 1);
+        props.push_back({lit(json(k).dump()) + " ws \":\" ws " + value + " ws", pass == 0});
+      }
+    std::string extra;
+    const json add = s.value("additionalProperties", json(true));
+    if (!(add.is_boolean() && !add.get<bool>())) {
+      const std::string value = add.is_boolean() ? "json-value" : visit(add, name + "-extra", depth + 1);
+      extra = add_rule(name + "-kv", other_key(names) + " ws \":\" ws " + value + " ws");
+    }
+    // after(i): properties i.. once something was written (each preceded by a comma);
+    // first(i): the same when nothing was written yet.
+    const size_t n = props.size();
+    std::vector<std::string> after(n + 1), first(n + 1);
+    after[n] = extra.empty() ? "" : "(\",\" ws " + extra + ")*";
+    first[n] = extra.empty() ? "" : "(" + extra + " " + after[n] + ")?";
+    for (size_t i = n; i-- > 0;) {
+      const std::string tail = after[i + 1].empty() ? "" : " " + after[i + 1];
+      after[i] = props[i].required ? "\",\" ws " + props[i].kv + tail
+                                   : "(\",\" ws " + props[i].kv + ")?" + tail;
+      after[i] = add_rule(name + "-after", after[i].empty() ? "\"\"" : after[i]);
+      if (props[i].required)
+        first[i] = props[i].kv + " " + after[i + 1];
+      else
+        first[i] = "(" + props[i].kv + " " + after[i + 1] + " | " + (first[i + 1].empty() ? "\"\"" : first[i + 1]) + ")";
+      first[i] = add_rule(name + "-first", first[i]);
+    }
+    return "\"{\" ws " + (first[0].empty() ? "" : first[0] + " ") + "\"}\"";
+  }
+
+  // A JSON string that is none of `names` (additional properties never repeat a declared key).
+  std::string other_key(const std::set<std::string>& names) {
+    if (names.empty()) return "json-string";
+    struct Trie {
+      std::map<char, Trie> kids;
+      bool end = false;
+    } root;
+    for (const auto& k : names) {
+      const std::string body = json(k).dump();  // quoted, escaped as the key is written
+      Trie* t = &root;
+      for (size_t i = 1; i + 1 < body.size(); ++i) t = &t->kids[body[i]];
+      t->end = true;
+    }
+    std::function<std::string(const Trie&)> build = [&](const Trie& t) {
+      std::string alts;
+      if (!t.end) alts = "\"\\\"\"";
+      std::vector<CodeRange> taken{{'"', '"'}, {'\\', '\\'}, {0, 0x1F}};
+      for (const auto& [c, kid] : t.kids) {
+        alts += std::string(alts.empty() ? "" : " | ") + lit(std::string(1, c)) + " " + build(kid);
+        taken.push_back({uint8_t(c), uint8_t(c)});
+      }
+      const std::string cls = gbnf_class(normalize_ranges(taken, true));
+      alts += std::string(alts.empty() ? "" : " | ") + "(" + cls + " | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})) json-char* \"\\\"\"";
+      return add_rule("key", alts);
+    };
+    return "\"\\\"\" " + build(root);
+  }
+
+  std::string array_schema(const json& s, const std::string& name, int depth) {
+    const std::string item = s.contains("items") ? visit(s["items"], name + "-item", depth + 1) : "json-value";
+    const int64_t lo = count(s, "minItems", 0), hi = count(s, "maxItems", -1);
+    if (hi >= 0 && hi < lo) error("'maxItems' is below 'minItems'");
+    if (lo > 1000 || hi > 1000) error("'minItems' / 'maxItems' above 1000 are not supported");
+    if (hi == 0) return "\"[\" ws \"]\"";
+    const std::string rest = "(\",\" ws " + item + " ws){" + std::to_string(std::max<int64_t>(lo - 1, 0)) + "," +
+                             (hi < 0 ? "" : std::to_string(hi - 1)) + "}";
+    const std::string body = item + " ws " + rest;
+    return "\"[\" ws " + (lo == 0 ? "(" + body + ")?" : body) + " \"]\"";
+  }
+
+  const json& root_;
+  std::string prefix_;
+  std::vector<std::string> rules_;
+  std::map<std::string, std::string> refs_;
+};
+
+}  // namespace
+
+std::string json_schema_to_gbnf(const json& schema) {
+  return SchemaCompiler(schema, "").run("root") + kPrimitives;
+}
+
+std::string json_schema_rules(const json& schema, const std::string& start) {
+  return SchemaCompiler(schema, start + "-").run(start);
+}
+
+std::string json_primitives_gbnf() { return kPrimitives; }
+
+std::string json_object_gbnf() { return std::string("root ::= json-object\n") + kPrimitives; }
+
+}  // namespace lite_llama::grammar

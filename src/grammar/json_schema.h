@@ -1,0 +1,22 @@
+// JSON Schema (the subset structured outputs use) -> GBNF text. Supported: type (one or a
+// list), properties, required, additionalProperties, items, minItems, maxItems, enum, const,
+// anyOf, oneOf (as anyOf), allOf of one schema, $ref to #/$defs/... or #/definitions/...,
+// string minLength / maxLength / pattern / format (date, time, date-time, uuid), integer
+// minimum / maximum, and the annotations (title, description, default, examples, ...). Any
+// other keyword is an error naming it: a schema is never silently loosened.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace lite_llama::grammar {
+
+// Throws lite_llama::Error "json schema: ..." naming the keyword or value at fault.
+std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema);
+// The schema's rules alone, its start rule named `start` and every other rule prefixed with it,
+// so that several schemas share one grammar (tool calls); add json_primitives_gbnf() once.
+std::string json_schema_rules(const nlohmann::ordered_json& schema, const std::string& start);
+std::string json_primitives_gbnf();
+// Any JSON value ({"type": "json_object"} asks for an object at the top).
+std::string json_object_gbnf();
+
+}  // namespace lite_llama::grammar

@@ -1,0 +1,159 @@
+#include "grammar/matcher.h"
+
+#include <algorithm>
+
+namespace lite_llama::grammar {
+
+Matcher::Matcher(const Grammar& g) : g_(&g) {
+  Frame f{0, 0, 0, false, false};
+  for (int32_t a : g.alts(g.root())) expand(a, kRoot, f);
+  f.heads_end = uint32_t(heads_.size());
+  f.nodes_size = uint32_t(nodes_.size());
+  frames_.push_back(f);
+}
+
+Matcher Matcher::at_position(const Grammar& g, int32_t pos) {
+  Matcher m(g);
+  m.nodes_.clear();
+  m.heads_.clear();
+  m.frames_.clear();
+  m.nodes_.push_back({pos, kSentinel});
+  m.heads_.push_back(0);
+  m.frames_.push_back({0, 1, 1, false, false});
+  return m;
+}
+
+bool Matcher::seen(int32_t pos, int32_t parent) {
+  const uint64_t key = (uint64_t(uint32_t(pos)) << 32) | uint32_t(parent);
+  if (std::find(visited_.begin(), visited_.end(), key) != visited_.end()) return true;
+  visited_.push_back(key);
+  return false;
+}
+
+// Pushes stacks until each top is a byte set; rule ends pop to the caller's next element.
+void Matcher::expand(int32_t pos, int32_t parent, Frame& f) {
+  const Elem& e = g_->elems()[size_t(pos)];
+  if (seen(pos, parent)) return;
+  switch (e.kind) {
+    case Elem::Bytes:
+      nodes_.push_back({pos, parent});
+      heads_.push_back(int32_t(nodes_.size() - 1));
+      return;
+    case Elem::Rule: {
+      // A call in tail position returns straight to our caller: no node, so right recursion
+      // (repetition) keeps stacks flat.
+      int32_t call = parent;
+      if (g_->elems()[size_t(pos) + 1].kind != Elem::End) {
+        nodes_.push_back({pos, parent});
+        call = int32_t(nodes_.size() - 1);
+      }
+      for (int32_t a : g_->alts(e.arg)) expand(a, call, f);
+      return;
+    }
+    case Elem::End:
+      if (parent == kRoot) {
+        f.can_end = true;
+      } else if (parent == kSentinel) {
+        f.escaped = true;
+      } else {
+        const Node caller = nodes_[size_t(parent)];
+        expand(caller.pos + 1, caller.parent, f);
+      }
+      return;
+  }
+}
+
+bool Matcher::accept_byte(uint8_t b) {
+  const size_t begin = frames_.back().heads_begin, end = frames_.back().heads_end;
+  Frame f{uint32_t(end), 0, 0, false, false};
+  const size_t nodes_before = nodes_.size();
+  visited_.clear();
+  for (size_t i = begin; i < end; ++i) {
+    const Node n = nodes_[size_t(heads_[i])];
+    if (g_->bytes(g_->elems()[size_t(n.pos)].arg).test(b)) expand(n.pos + 1, n.parent, f);
+  }
+  if (heads_.size() == end && !f.can_end && !f.escaped) {
+    nodes_.resize(nodes_before);
+    return false;
+  }
+  f.heads_end = uint32_t(heads_.size());
+  f.nodes_size = uint32_t(nodes_.size());
+  frames_.push_back(f);
+  return true;
+}
+
+bool Matcher::accept_bytes(std::string_view s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (!accept_byte(uint8_t(s[i]))) {
+      rollback(i);
+      return false;
+    }
+  }
+  return true;
+}
+
+void Matcher::rollback(size_t n) {
+  n = std::min(n, history());
+  if (n == 0) return;
+  frames_.resize(frames_.size() - n);
+  nodes_.resize(frames_.back().nodes_size);
+  heads_.resize(frames_.back().heads_end);
+}
+
+void Matcher::commit() {
+  Frame f = frames_.back();
+  frames_.clear();
+  if (nodes_.size() < 4096) {
+    frames_.push_back(f);
+    return;
+  }
+  // Keep the nodes reachable from the current tops, renumbered in order (parents first).
+  std::vector<int32_t> remap(nodes_.size(), -1);
+  std::vector<int32_t> order;
+  for (uint32_t i = f.heads_begin; i < f.heads_end; ++i)
+    for (int32_t k = heads_[i]; k >= 0 && remap[size_t(k)] == -1; k = nodes_[size_t(k)].parent) {
+      remap[size_t(k)] = 0;
+      order.push_back(k);
+    }
+  std::sort(order.begin(), order.end());
+  std::vector<Node> kept;
+  for (int32_t k : order) {
+    remap[size_t(k)] = int32_t(kept.size());
+    Node n = nodes_[size_t(k)];
+    if (n.parent >= 0) n.parent = remap[size_t(n.parent)];
+    kept.push_back(n);
+  }
+  std::vector<int32_t> heads;
+  for (uint32_t i = f.heads_begin; i < f.heads_end; ++i) heads.push_back(remap[size_t(heads_[i])]);
+  nodes_ = std::move(kept);
+  heads_ = std::move(heads);
+  frames_.push_back({0, uint32_t(heads_.size()), uint32_t(nodes_.size()), f.can_end, f.escaped});
+}
+
+void Matcher::head_positions(std::vector<int32_t>& out) const {
+  out.clear();
+  const Frame& f = frames_.back();
+  for (uint32_t i = f.heads_begin; i < f.heads_end; ++i) out.push_back(nodes_[size_t(heads_[i])].pos);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+}
+
+void Matcher::state_key(std::string& out) const {
+  const Frame& f = frames_.back();
+  std::vector<std::string> stacks;
+  for (uint32_t i = f.heads_begin; i < f.heads_end; ++i) {
+    std::string s;
+    for (int32_t k = heads_[i]; k >= 0; k = nodes_[size_t(k)].parent)
+      s.append(reinterpret_cast<const char*>(&nodes_[size_t(k)].pos), sizeof(int32_t));
+    stacks.push_back(std::move(s));
+  }
+  std::sort(stacks.begin(), stacks.end());
+  out.assign(1, f.can_end ? 'E' : 'C');
+  for (const auto& s : stacks) {
+    const auto n = uint32_t(s.size());
+    out.append(reinterpret_cast<const char*>(&n), sizeof n);
+    out += s;
+  }
+}
+
+}  // namespace lite_llama::grammar

@@ -1,0 +1,71 @@
+// Token masks: which tokens of a vocabulary may come next in a grammar's current state.
+//
+// TokenVocab holds the tokenizer's token bytes sorted, so that walking them through a matcher
+// shares each common prefix (a vocabulary trie walked in order with rollback). CompiledGrammar
+// caches, per grammar position (a byte-set element at the top of a stack), the tokens that
+// position accepts or rejects whatever the stack below it holds, and keeps the few that run past
+// the end of the position's rule ("uncertain") to be checked against the real stacks at run
+// time: XGrammar's adaptive token mask cache in a simple form.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "grammar/grammar.h"
+#include "grammar/matcher.h"
+
+namespace lite_llama::grammar {
+
+class TokenVocab {
+ public:
+  // bytes[id]: the raw bytes token id stands for; "" for tokens a grammar never allows
+  // (control tokens). stop_ids: allowed exactly when the grammar may end.
+  TokenVocab(std::vector<std::string> bytes, std::vector<int32_t> stop_ids);
+
+  int32_t size() const { return int32_t(bytes_.size()); }
+  size_t mask_words() const { return (bytes_.size() + 31) / 32; }
+  const std::string& bytes(int32_t id) const { return bytes_[size_t(id)]; }
+  // Ids of non-empty tokens in byte order.
+  const std::vector<int32_t>& sorted() const { return sorted_; }
+  const std::vector<int32_t>& stop_ids() const { return stop_ids_; }
+
+ private:
+  std::vector<std::string> bytes_;
+  std::vector<int32_t> sorted_, stop_ids_;
+};
+
+class CompiledGrammar {
+ public:
+  CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vocab);
+
+  const Grammar& grammar() const { return grammar_; }
+  const TokenVocab& vocab() const { return *vocab_; }
+  Matcher matcher() const { return Matcher(grammar_); }
+  // Sets mask bit t (mask[t / 32] >> t % 32) for each token the matcher's state allows, and the
+  // stop ids when the input may end here. `mask` has vocab().mask_words() words. The matcher
+  // is left as it was. Safe to call from several threads with different matchers.
+  void fill_mask(Matcher& m, uint32_t* mask) const;
+
+ private:
+  struct Entry {
+    std::vector<uint32_t> accepted;  // bitmask over token ids
+    std::vector<int32_t> uncertain;  // indices into vocab().sorted(), ascending
+  };
+  const Entry& entry(int32_t pos) const;
+  void compute_mask(Matcher& m, uint32_t* mask) const;
+
+  Grammar grammar_;
+  std::shared_ptr<const TokenVocab> vocab_;
+  mutable std::mutex mu_;
+  mutable std::unordered_map<int32_t, std::unique_ptr<Entry>> cache_;
+  // Whole masks by matcher state (Matcher::state_key): outputs revisit the same states (every
+  // character inside a string, every separator), so most steps copy a mask. Bounded in bytes.
+  static constexpr size_t kStateCacheBytes = size_t(64) << 20;
+  mutable std::unordered_map<std::string, std::vector<uint32_t>> states_;
+  mutable size_t state_bytes_ = 0;
+};
+
+}  // namespace lite_llama::grammar

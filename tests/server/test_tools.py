@@ -1,0 +1,132 @@
+"""Tool calling (issue 23) against the default model: `required` and named tool choices decode
+under a grammar of the function's parameters, so the arguments must validate with jsonschema
+whatever the tiny model would have written; the answers come back as message.tool_calls and as
+streamed delta.tool_calls that reassemble to the same calls."""
+import json
+
+import jsonschema
+import pytest
+import requests
+
+WEATHER = {
+    "type": "object",
+    "properties": {"city": {"type": "string", "maxLength": 40}, "unit": {"enum": ["celsius", "fahrenheit"]},
+                   "days": {"type": "integer", "minimum": 1, "maximum": 7}},
+    "required": ["city", "unit"],
+    "additionalProperties": False,
+}
+TIME = {"type": "object", "properties": {"zone": {"type": "string", "maxLength": 20}}, "required": ["zone"],
+        "additionalProperties": False}
+TOOLS = [
+    {"type": "function", "function": {"name": "get_weather", "description": "Weather forecast for a city", "parameters": WEATHER}},
+    {"type": "function", "function": {"name": "get_time", "description": "Current time in a zone", "parameters": TIME}},
+]
+SCHEMAS = {"get_weather": WEATHER, "get_time": TIME}
+ASK = [{"role": "user", "content": "What will the weather be in Paris tomorrow?"}]
+
+
+def post(server, body):
+    body = {"messages": ASK, "temperature": 0, "max_tokens": 120, "tools": TOOLS, **body}
+    return requests.post(server.url + "/v1/chat/completions", json=body, timeout=300)
+
+
+def check_calls(calls, names):
+    assert calls, "no tool calls"
+    for c in calls:
+        assert c["type"] == "function" and c["id"].startswith("call_")
+        assert c["function"]["name"] in names
+        jsonschema.validate(json.loads(c["function"]["arguments"]), SCHEMAS[c["function"]["name"]])
+
+
+def test_required_calls_validate(server):
+    r = post(server, {"tool_choice": "required"})
+    assert r.status_code == 200, r.text
+    choice = r.json()["choices"][0]
+    if choice["finish_reason"] == "length":
+        pytest.skip("ran out of tokens inside a call")
+    assert choice["finish_reason"] == "tool_calls"
+    assert choice["message"]["content"] is None
+    check_calls(choice["message"]["tool_calls"], SCHEMAS)
+
+
+@pytest.mark.parametrize("name", ["get_weather", "get_time"])
+def test_named_function_single_call(server, name):
+    r = post(server, {"tool_choice": {"type": "function", "function": {"name": name}}, "parallel_tool_calls": False,
+                      "temperature": 0.8, "seed": 11})
+    assert r.status_code == 200, r.text
+    choice = r.json()["choices"][0]
+    assert choice["finish_reason"] == "tool_calls", choice
+    calls = choice["message"]["tool_calls"]
+    assert len(calls) == 1 and calls[0]["function"]["name"] == name
+    check_calls(calls, {name})
+
+
+def test_streamed_tool_calls_reassemble(server):
+    body = {"tool_choice": {"type": "function", "function": {"name": "get_weather"}}, "parallel_tool_calls": False}
+    blocking = post(server, body).json()["choices"][0]["message"]["tool_calls"]
+    calls, finish = {}, None
+    with requests.post(server.url + "/v1/chat/completions", stream=True, timeout=300,
+                       json={"messages": ASK, "temperature": 0, "max_tokens": 120, "tools": TOOLS, "stream": True, **body}) as r:
+        assert r.status_code == 200
+        for line in r.iter_lines():
+            if not line.startswith(b"data: ") or line == b"data: [DONE]":
+                continue
+            ch = json.loads(line[6:])["choices"][0]
+            for d in ch["delta"].get("tool_calls") or []:
+                c = calls.setdefault(d["index"], {"name": "", "arguments": ""})
+                c["name"] += d.get("function", {}).get("name") or ""
+                c["arguments"] += d.get("function", {}).get("arguments") or ""
+            finish = ch["finish_reason"] or finish
+    assert finish == "tool_calls"
+    assert [calls[i] for i in sorted(calls)] == [{"name": c["function"]["name"], "arguments": c["function"]["arguments"]}
+                                                  for c in blocking]
+
+
+def test_openai_client_round_trip(client, model):
+    r = client.chat.completions.create(model=model, messages=ASK, tools=TOOLS, tool_choice="required",
+                                       temperature=0, max_tokens=120, parallel_tool_calls=False)
+    call = r.choices[0].message.tool_calls[0]
+    jsonschema.validate(json.loads(call.function.arguments), SCHEMAS[call.function.name])
+    # The next turn: the call and its result go back in; the model answers in text.
+    msgs = ASK + [{"role": "assistant", "content": None, "tool_calls": [call.model_dump()]},
+                  {"role": "tool", "tool_call_id": call.id, "content": "18 degrees and sunny"}]
+    r2 = client.chat.completions.create(model=model, messages=msgs, tools=TOOLS, temperature=0, max_tokens=20)
+    assert r2.choices[0].message.content
+
+
+def test_tool_choice_none_and_auto_answer_text(server):
+    for choice in ("none", "auto"):
+        r = post(server, {"tool_choice": choice, "max_tokens": 15})
+        assert r.status_code == 200, r.text
+        c = r.json()["choices"][0]
+        assert c["finish_reason"] in ("stop", "length", "tool_calls")
+        if choice == "none":
+            assert "tool_calls" not in c["message"]
+
+
+@pytest.mark.parametrize("extra,param,needle", [
+    ({"tool_choice": {"type": "function", "function": {"name": "nope"}}}, "tool_choice", "nope"),
+    ({"tool_choice": "sometimes"}, "tool_choice", "sometimes"),
+    ({"tools": [{"type": "function", "function": {"description": "x"}}]}, "tools", "name"),
+    ({"tools": [{"type": "retrieval"}]}, "tools", "function"),
+    ({"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "patternProperties": {}}}}],
+      "tool_choice": "required"}, "tools", "patternProperties"),
+    ({"tool_choice": "required", "response_format": {"type": "json_object"}}, "tool_choice", "both constrain"),
+    ({"tools": None, "tool_choice": "required"}, "tool_choice", "needs 'tools'"),
+])
+def test_bad_tool_requests_are_400(server, extra, param, needle):
+    r = post(server, extra)
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    assert err["param"] == param and needle in err["message"], err
+
+
+def test_tools_on_completions_are_400(server):
+    r = requests.post(server.url + "/v1/completions", json={"prompt": "x", "tools": TOOLS}, timeout=60)
+    assert r.status_code == 400 and r.json()["error"]["param"] == "tools"
+
+
+def test_tool_message_needs_id(server):
+    msgs = ASK + [{"role": "tool", "content": "18"}]
+    r = post(server, {"messages": msgs})
+    assert r.status_code == 400 and "tool_call_id" in r.json()["error"]["message"]

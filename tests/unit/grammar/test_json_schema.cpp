@@ -1,0 +1,114 @@
+// JSON Schema and regex compilers against independent verdicts: Python jsonschema's
+// (tests/fixtures/grammar/json_schema_cases.json, scripts/fixtures/make_grammar_fixtures.py)
+// and hand-checked regex matches.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/error.h"
+#include "grammar/gbnf_parser.h"
+#include "grammar/json_schema.h"
+#include "grammar/matcher.h"
+#include "grammar/regex_to_gbnf.h"
+
+using namespace lite_llama;
+using namespace lite_llama::grammar;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+bool matches(const Grammar& g, const std::string& s) {
+  Matcher m(g);
+  return m.accept_bytes(s) && m.can_end();
+}
+
+std::string schema_error(const json& schema) {
+  try {
+    compile_gbnf(json_schema_to_gbnf(schema));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string regex_error(const std::string& re) {
+  try {
+    compile_gbnf(regex_grammar(re));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(JsonSchema, MatchesPythonJsonschemaVerdicts) {
+  std::ifstream f(std::string(LL_SOURCE_DIR) + "/tests/fixtures/grammar/json_schema_cases.json");
+  ASSERT_TRUE(f) << "missing fixture";
+  const json fixture = json::parse(f);
+  int checked = 0;
+  for (const auto& c : fixture["cases"]) {
+    SCOPED_TRACE(c["name"].get<std::string>());
+    const Grammar g = compile_gbnf(json_schema_to_gbnf(c["schema"]));
+    for (const auto& cand : c["candidates"]) {
+      const std::string text = cand["text"];
+      EXPECT_EQ(matches(g, text), cand["valid"].get<bool>()) << text;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 60);
+}
+
+TEST(JsonSchema, JsonObjectIsAnyObject) {
+  const Grammar g = compile_gbnf(json_object_gbnf());
+  EXPECT_TRUE(matches(g, R"({"a": [1, 2.5, {"b": null}], "c": "\u00e9\n"})"));
+  EXPECT_TRUE(matches(g, "{}"));
+  EXPECT_FALSE(matches(g, "[1]"));
+  EXPECT_FALSE(matches(g, R"({"a": 1,})"));
+  EXPECT_FALSE(matches(g, R"({"a": tru})"));
+}
+
+TEST(JsonSchema, UnsupportedKeywordsAreNamed) {
+  EXPECT_NE(schema_error({{"type", "object"}, {"patternProperties", json::object()}}).find("'patternProperties'"),
+            std::string::npos);
+  EXPECT_NE(schema_error({{"type", "array"}, {"uniqueItems", true}}).find("'uniqueItems'"), std::string::npos);
+  EXPECT_NE(schema_error({{"type", "number"}, {"multipleOf", 2}}).find("'multipleOf'"), std::string::npos);
+  EXPECT_NE(schema_error({{"type", "number"}, {"maximum", 2}}).find("'maximum'"), std::string::npos);
+  EXPECT_NE(schema_error({{"type", "string"}, {"format", "email"}}).find("format"), std::string::npos);
+  EXPECT_NE(schema_error({{"$ref", "http://x/y"}}).find("$ref"), std::string::npos);
+  EXPECT_NE(schema_error({{"type", "wat"}}).find("unknown type 'wat'"), std::string::npos);
+  EXPECT_NE(schema_error(false).find("matches nothing"), std::string::npos);
+  EXPECT_NE(schema_error({{"type", "integer"}, {"minimum", 5}, {"maximum", 1}}).find("no value"), std::string::npos);
+  json deep = {{"type", "string"}};
+  for (int i = 0; i < 100; ++i) deep = {{"type", "array"}, {"items", deep}};
+  EXPECT_NE(schema_error(deep).find("nested deeper"), std::string::npos);
+  EXPECT_EQ(schema_error({{"type", "object"}, {"title", "T"}, {"description", "d"}}), "");
+}
+
+TEST(Regex, CommonSubset) {
+  const Grammar g = compile_gbnf(regex_grammar(R"(^(\+\d{1,3} )?\(?\d{3}\)?[-. ]?\d{4}$)"));
+  EXPECT_TRUE(matches(g, "+44 (555)-1234"));
+  EXPECT_TRUE(matches(g, "5551234"));
+  EXPECT_FALSE(matches(g, "555-12345"));
+  const Grammar w = compile_gbnf(regex_grammar(R"((?:cat|dog)s?\s\w+[^a-c]\.)"));
+  EXPECT_TRUE(matches(w, "dogs x_1d."));
+  EXPECT_FALSE(matches(w, "cat xa."));
+  EXPECT_FALSE(matches(w, "cow x."));
+  const Grammar u = compile_gbnf(regex_grammar("[\\u00e0-\\u00ff]+|z.?"));
+  EXPECT_TRUE(matches(u, "\xC3\xA9\xC3\xA0"));
+  EXPECT_TRUE(matches(u, "z\xE2\x82\xAC"));
+  EXPECT_FALSE(matches(u, "z\n"));
+}
+
+TEST(Regex, UnsupportedConstructsAreNamed) {
+  EXPECT_NE(regex_error(R"((a)\1)").find("backreferences"), std::string::npos);
+  EXPECT_NE(regex_error("(?=a)b").find("lookaround"), std::string::npos);
+  EXPECT_NE(regex_error("a\\bb").find("assertion"), std::string::npos);
+  EXPECT_NE(regex_error("(ab").find("missing ')'"), std::string::npos);
+  EXPECT_NE(regex_error("ab)").find("unbalanced"), std::string::npos);
+  EXPECT_NE(regex_error("*a").find("nothing to repeat"), std::string::npos);
+  EXPECT_NE(regex_error("[z-a]").find("reversed"), std::string::npos);
+  EXPECT_NE(regex_error("a{3,1}").find("reversed"), std::string::npos);
+}

@@ -1,0 +1,105 @@
+// Token masks from the cached per-position walk against the plain definition: a token is
+// allowed exactly when the matcher accepts all its bytes (stop tokens: when it may end).
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "grammar/gbnf_parser.h"
+#include "grammar/json_schema.h"
+#include "grammar/token_mask.h"
+
+using namespace lite_llama::grammar;
+
+namespace {
+
+// Every byte, plus multi-byte pieces that cross rule boundaries in JSON.
+std::shared_ptr<TokenVocab> make_vocab() {
+  std::vector<std::string> v;
+  v.push_back("");  // a control token: never allowed
+  for (int b = 0; b < 256; ++b) v.push_back(std::string(1, char(b)));
+  for (const char* s : {"{\"", "\":", "\", \"", "\"}", "},", "}]", "[{", ": ", " \"", "name", "Ann",
+                        "age", "true", "tr", "ue", "null", "12", "3.", ".5", "e+", "\\u00", "\":\"",
+                        "\"name\":", ",\"", "  ", "\n  ", "é", "\xC3", "\xA9\"", "ab", "abc", "abcd",
+                        "x\"}", "1,", "0}", "-1", "]}", "\"]", "\",\"", " ", "\n", "{}", "[]"})
+    v.push_back(s);
+  return std::make_shared<TokenVocab>(v, std::vector<int32_t>{0});
+}
+
+std::vector<uint32_t> brute_force(Matcher& m, const TokenVocab& v) {
+  std::vector<uint32_t> mask(v.mask_words(), 0);
+  for (int32_t t = 0; t < v.size(); ++t) {
+    const std::string& b = v.bytes(t);
+    bool ok = false;
+    if (!b.empty() && m.accept_bytes(b)) {
+      ok = true;
+      m.rollback(b.size());
+    }
+    for (int32_t s : v.stop_ids()) ok = ok || (s == t && m.can_end());
+    if (ok) mask[size_t(t) / 32] |= 1u << (t % 32);
+  }
+  return mask;
+}
+
+// Random walk: at each step compare masks, then take a random allowed token.
+void check_walks(const CompiledGrammar& cg, int walks, int steps, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const TokenVocab& v = cg.vocab();
+  for (int w = 0; w < walks; ++w) {
+    Matcher m = cg.matcher();
+    std::string text;
+    for (int s = 0; s < steps; ++s) {
+      std::vector<uint32_t> got(v.mask_words());
+      cg.fill_mask(m, got.data());
+      const auto want = brute_force(m, v);
+      ASSERT_EQ(got, want) << "after '" << text << "'";
+      std::vector<int32_t> allowed;
+      for (int32_t t = 1; t < v.size(); ++t)
+        if ((got[size_t(t) / 32] >> (t % 32)) & 1u) allowed.push_back(t);
+      if (allowed.empty()) break;
+      const int32_t t = allowed[rng() % allowed.size()];
+      ASSERT_TRUE(m.accept_bytes(v.bytes(t)));
+      m.commit();
+      text += v.bytes(t);
+    }
+  }
+}
+
+}  // namespace
+
+TEST(TokenMask, JsonSchemaMatchesBruteForce) {
+  const std::string gbnf = json_schema_to_gbnf(nlohmann::ordered_json::parse(R"({
+    "type": "object",
+    "properties": {"name": {"type": "string", "maxLength": 6}, "age": {"type": "integer"},
+                   "tags": {"type": "array", "items": {"enum": ["a", "b"]}}},
+    "required": ["name"], "additionalProperties": false})"));
+  CompiledGrammar cg(compile_gbnf(gbnf), make_vocab());
+  check_walks(cg, 30, 40, 1);
+}
+
+TEST(TokenMask, GenericJsonMatchesBruteForce) {
+  CompiledGrammar cg(compile_gbnf(json_object_gbnf()), make_vocab());
+  check_walks(cg, 30, 30, 2);
+}
+
+TEST(TokenMask, StopOnlyWhenComplete) {
+  CompiledGrammar cg(compile_gbnf("root ::= \"ab\" | \"abcd\""), make_vocab());
+  const TokenVocab& v = cg.vocab();
+  Matcher m = cg.matcher();
+  std::vector<uint32_t> mask(v.mask_words());
+  auto allowed = [&](const std::string& s) {
+    for (int32_t t = 0; t < v.size(); ++t)
+      if (v.bytes(t) == s) return bool((mask[size_t(t) / 32] >> (t % 32)) & 1u);
+    return false;
+  };
+  cg.fill_mask(m, mask.data());
+  EXPECT_FALSE(mask[0] & 1u);
+  EXPECT_TRUE(allowed("ab"));
+  EXPECT_TRUE(allowed("abcd"));
+  EXPECT_TRUE(allowed("abc"));
+  EXPECT_FALSE(allowed("b"));
+  ASSERT_TRUE(m.accept_bytes("ab"));
+  cg.fill_mask(m, mask.data());
+  EXPECT_TRUE(mask[0] & 1u);  // stop token 0 once "ab" is complete
+  EXPECT_TRUE(allowed("c"));
+  EXPECT_FALSE(allowed("d"));
+}
