@@ -53,8 +53,8 @@ void run_generate(GenerateArgs& a) {
     std::string text = prompts[i];
     if (a.chat) {
       std::vector<ChatMessage> msgs;
-      if (!a.system.empty()) msgs.push_back({"system", a.system, ""});
-      msgs.push_back({"user", prompts[i], ""});
+      if (!a.system.empty()) msgs.push_back({"system", a.system, "", "", ""});
+      msgs.push_back({"user", prompts[i], "", "", ""});
       text = engine->apply_chat_template(msgs, true);
     }
     // A rendered chat template holds special tokens; raw prompts are plain text.
