@@ -1,6 +1,7 @@
 #include "grammar/token_mask.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 namespace lite_llama::grammar {
@@ -76,6 +77,7 @@ const CompiledGrammar::Entry& CompiledGrammar::entry(int32_t pos) const {
   std::lock_guard lock(mu_);
   auto& slot = cache_[pos];
   if (slot) return *slot;
+  const auto t0 = std::chrono::steady_clock::now();
   auto e = std::make_unique<Entry>();
   e->accepted.assign(vocab_->mask_words(), 0);
   Matcher m = Matcher::at_position(grammar_, pos);
@@ -87,6 +89,9 @@ const CompiledGrammar::Entry& CompiledGrammar::entry(int32_t pos) const {
       e->uncertain.push_back(int32_t(k));
   });
   slot = std::move(e);
+  entries_.fetch_add(1, std::memory_order_relaxed);
+  entry_us_.fetch_add(long(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count()),
+                      std::memory_order_relaxed);
   return *slot;
 }
 
@@ -94,10 +99,12 @@ void CompiledGrammar::fill_mask(Matcher& m, uint32_t* mask) const {
   const size_t words = vocab_->mask_words();
   std::string key;
   m.state_key(key);
+  fills_.fetch_add(1, std::memory_order_relaxed);
   {
     std::lock_guard lock(mu_);
     auto it = states_.find(key);
     if (it != states_.end()) {
+      state_hits_.fetch_add(1, std::memory_order_relaxed);
       std::memcpy(mask, it->second.data(), words * sizeof(uint32_t));
       return;
     }
@@ -127,6 +134,7 @@ void CompiledGrammar::compute_mask(Matcher& m, uint32_t* mask) const {
     std::sort(candidates.begin(), candidates.end());
     candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
   }
+  checked_.fetch_add(long(candidates.size()), std::memory_order_relaxed);
   walk(m, v, candidates.size(), [&](size_t k) { return candidates[k]; },
        [&](size_t k, bool ok, bool) {
          if (ok) set_bit(mask, sorted[size_t(candidates[k])]);

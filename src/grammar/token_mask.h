@@ -8,6 +8,7 @@
 // time: XGrammar's adaptive token mask cache in a simple form.
 #pragma once
 #include <cstdint>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -49,6 +50,15 @@ class CompiledGrammar {
   // is left as it was. Safe to call from several threads with different matchers.
   void fill_mask(Matcher& m, uint32_t* mask) const;
 
+  // Counters for benchmarks (relaxed, approximate under concurrency).
+  struct Stats {
+    long fills = 0, state_hits = 0, entries = 0, checked = 0;  // checked: uncertain tokens walked
+    double entry_us = 0;                                        // time building position entries
+  };
+  Stats stats() const {
+    return {fills_.load(), state_hits_.load(), entries_.load(), checked_.load(), double(entry_us_.load())};
+  }
+
  private:
   struct Entry {
     std::vector<uint32_t> accepted;  // bitmask over token ids
@@ -66,6 +76,7 @@ class CompiledGrammar {
   static constexpr size_t kStateCacheBytes = size_t(64) << 20;
   mutable std::unordered_map<std::string, std::vector<uint32_t>> states_;
   mutable size_t state_bytes_ = 0;
+  mutable std::atomic<long> fills_{0}, state_hits_{0}, entries_{0}, checked_{0}, entry_us_{0};
 };
 
 }  // namespace lite_llama::grammar
