@@ -18,7 +18,7 @@ size_t common_prefix(const std::string& a, const std::string& b) {
 // Walks tokens vocab.sorted()[at(k)], k < n (ascending), through m, rolling back only to the
 // common prefix of consecutive tokens and skipping every token that shares a failing prefix.
 // f(k, ok, escaped): ok when all bytes were accepted; otherwise escaped tells whether a stack
-// left the start rule of an at_position() matcher before the failing byte. m ends as it began.
+// left the bottom rule of an incomplete at_stack() matcher before the failing byte. m ends as it began.
 template <class At, class F>
 void walk(Matcher& m, const TokenVocab& v, size_t n, At at, F f) {
   std::vector<uint8_t> esc{0};  // esc[d]: some stack escaped within the first d bytes
@@ -70,17 +70,21 @@ TokenVocab::TokenVocab(std::vector<std::string> bytes, std::vector<int32_t> stop
   std::erase_if(stop_ids_, [&](int32_t t) { return t < 0 || t >= size(); });
 }
 
-CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vocab)
-    : grammar_(std::move(g)), vocab_(std::move(vocab)) {}
+CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vocab, size_t few)
+    : grammar_(std::move(g)), vocab_(std::move(vocab)), few_(few) {}
 
-const CompiledGrammar::Entry& CompiledGrammar::entry(int32_t pos) const {
-  std::lock_guard lock(mu_);
-  auto& slot = cache_[pos];
-  if (slot) return *slot;
+const CompiledGrammar::Entry& CompiledGrammar::entry(const std::vector<int32_t>& top_down, bool complete) const {
+  std::string key(reinterpret_cast<const char*>(top_down.data()), top_down.size() * sizeof(int32_t));
+  if (complete) key.push_back('C');
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = cache_.find(key); it != cache_.end()) return *it->second;
+  }
+  // Built without the lock so that other rows go on; a racing thread's copy is dropped.
   const auto t0 = std::chrono::steady_clock::now();
   auto e = std::make_unique<Entry>();
   e->accepted.assign(vocab_->mask_words(), 0);
-  Matcher m = Matcher::at_position(grammar_, pos);
+  Matcher m = Matcher::at_stack(grammar_, top_down, complete);
   const auto& sorted = vocab_->sorted();
   walk(m, *vocab_, sorted.size(), [](size_t k) { return k; }, [&](size_t k, bool ok, bool esc) {
     if (ok)
@@ -88,10 +92,12 @@ const CompiledGrammar::Entry& CompiledGrammar::entry(int32_t pos) const {
     else if (esc)
       e->uncertain.push_back(int32_t(k));
   });
-  slot = std::move(e);
   entries_.fetch_add(1, std::memory_order_relaxed);
   entry_us_.fetch_add(long(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count()),
                       std::memory_order_relaxed);
+  std::lock_guard lock(mu_);
+  auto& slot = cache_[key];
+  if (!slot) slot = std::move(e);
   return *slot;
 }
 
@@ -121,16 +127,29 @@ void CompiledGrammar::fill_mask(Matcher& m, uint32_t* mask) const {
 void CompiledGrammar::compute_mask(Matcher& m, uint32_t* mask) const {
   const TokenVocab& v = *vocab_;
   std::memset(mask, 0, v.mask_words() * sizeof(uint32_t));
-  std::vector<int32_t> positions, candidates;
-  m.head_positions(positions);
-  for (int32_t p : positions) {
-    const Entry& e = entry(p);
-    for (size_t w = 0; w < e.accepted.size(); ++w) mask[w] |= e.accepted[w];
-    candidates.insert(candidates.end(), e.uncertain.begin(), e.uncertain.end());
+  std::vector<const Entry*> used;
+  std::vector<int32_t> stack, top, candidates;
+  for (size_t h = 0; h < m.num_heads(); ++h) {
+    const bool whole = m.head_stack(h, kMaxDepth, stack);
+    // The shallowest entry that leaves few tokens uncertain (deeper ones are more specific,
+    // so fewer stacks share them).
+    const Entry* e = nullptr;
+    for (size_t k = 1; k <= stack.size(); ++k) {
+      top.assign(stack.begin(), stack.begin() + ptrdiff_t(k));
+      e = &entry(top, whole && k == stack.size());
+      if (e->uncertain.size() <= few_) break;
+    }
+    if (std::find(used.begin(), used.end(), e) == used.end()) used.push_back(e);
+  }
+  for (const Entry* e : used) {
+    const size_t words = e->accepted.size();
+    for (size_t w = 0; w < words; ++w) mask[w] |= e->accepted[w];
   }
   const auto& sorted = v.sorted();
-  std::erase_if(candidates, [&](int32_t k) { return get_bit(mask, sorted[size_t(k)]); });
-  if (positions.size() > 1) {  // each position's list is sorted already
+  for (const Entry* e : used)
+    for (int32_t k : e->uncertain)
+      if (!get_bit(mask, sorted[size_t(k)])) candidates.push_back(k);
+  if (used.size() > 1) {  // each entry's list is sorted already
     std::sort(candidates.begin(), candidates.end());
     candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
   }

@@ -40,7 +40,9 @@ class TokenVocab {
 
 class CompiledGrammar {
  public:
-  CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vocab);
+  // few: a position whose cached entry leaves more uncertain tokens than this is looked up
+  // again with the stack frame below it added (tests lower it to exercise deep entries).
+  CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vocab, size_t few = kFew);
 
   const Grammar& grammar() const { return grammar_; }
   const TokenVocab& vocab() const { return *vocab_; }
@@ -53,26 +55,35 @@ class CompiledGrammar {
   // Counters for benchmarks (relaxed, approximate under concurrency).
   struct Stats {
     long fills = 0, state_hits = 0, entries = 0, checked = 0;  // checked: uncertain tokens walked
-    double entry_us = 0;                                        // time building position entries
+    double entry_us = 0;                                        // time building entries
   };
   Stats stats() const {
     return {fills_.load(), state_hits_.load(), entries_.load(), checked_.load(), double(entry_us_.load())};
   }
 
  private:
+  // Inside a JSON string every token longer than one character runs past the end of the
+  // character rule: a position alone leaves most of the vocabulary uncertain, its caller's
+  // frames settle all but the few that close the string. Walking one uncertain token against
+  // the real stacks costs ~0.1 us.
+  static constexpr size_t kFew = 128, kMaxDepth = 16;
   struct Entry {
     std::vector<uint32_t> accepted;  // bitmask over token ids
     std::vector<int32_t> uncertain;  // indices into vocab().sorted(), ascending
   };
-  const Entry& entry(int32_t pos) const;
+  // The entry of a stack's top frames (positions top first; complete: down to the root).
+  const Entry& entry(const std::vector<int32_t>& top_down, bool complete) const;
   void compute_mask(Matcher& m, uint32_t* mask) const;
 
   Grammar grammar_;
   std::shared_ptr<const TokenVocab> vocab_;
+  size_t few_;
   mutable std::mutex mu_;
-  mutable std::unordered_map<int32_t, std::unique_ptr<Entry>> cache_;
+  // Keyed by the positions' bytes plus 'C' for a complete stack. Entries are never dropped:
+  // their number is bounded by the grammar's distinct stack tops.
+  mutable std::unordered_map<std::string, std::unique_ptr<Entry>> cache_;
   // Whole masks by matcher state (Matcher::state_key): outputs revisit the same states (every
-  // character inside a string, every separator), so most steps copy a mask. Bounded in bytes.
+  // separator, the start of every value), so many steps copy a mask. Bounded in bytes.
   static constexpr size_t kStateCacheBytes = size_t(64) << 20;
   mutable std::unordered_map<std::string, std::vector<uint32_t>> states_;
   mutable size_t state_bytes_ = 0;
