@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -32,10 +33,17 @@ class TokenVocab {
   // Ids of non-empty tokens in byte order.
   const std::vector<int32_t>& sorted() const { return sorted_; }
   const std::vector<int32_t>& stop_ids() const { return stop_ids_; }
+  // The bytes of sorted()[k], from one buffer in sorted order: walks read tokens in that order,
+  // and chasing each std::string across the heap cost more than the matcher did.
+  std::string_view sorted_bytes(size_t k) const {
+    return {text_.data() + offsets_[k], size_t(offsets_[k + 1] - offsets_[k])};
+  }
 
  private:
   std::vector<std::string> bytes_;
   std::vector<int32_t> sorted_, stop_ids_;
+  std::string text_;
+  std::vector<uint32_t> offsets_;
 };
 
 class CompiledGrammar {
@@ -72,7 +80,8 @@ class CompiledGrammar {
     std::vector<int32_t> uncertain;  // indices into vocab().sorted(), ascending
   };
   // The entry of a stack's top frames (positions top first; complete: down to the root).
-  const Entry& entry(const std::vector<int32_t>& top_down, bool complete) const;
+  // `base`: the entry of fewer of the same frames, whose verdicts a deeper entry keeps.
+  const Entry& entry(const std::vector<int32_t>& top_down, bool complete, const Entry* base) const;
   void compute_mask(Matcher& m, uint32_t* mask) const;
 
   Grammar grammar_;
