@@ -2,7 +2,9 @@
 // each take random allowed tokens (seeded), as a model with random weights does, so they visit
 // many distinct states; reports the time of each fill_mask (mean, p50, p99) and how often the
 // whole-mask cache by state answered.
-//   grammar-bench [--tokenizer DIR] [--schema FILE] [--requests N] [--tokens T] [--seed S]
+//   grammar-bench [--tokenizer DIR] [--schema FILE] [--requests N] [--tokens T] [--seed S] [--passes P]
+// Each pass starts N fresh matchers on the same compiled grammar (as GrammarCache reuses it),
+// so pass 2 on shows the cost once the grammar's entries exist.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -39,7 +41,7 @@ double pct(std::vector<double> v, double p) {
 
 int main(int argc, char** argv) {
   std::string dir = "models/tokenizers/llama3.2", schema_text = kSchema;
-  int requests = 64, tokens = 128;
+  int requests = 64, tokens = 128, passes = 1;
   uint32_t seed = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i], v = argv[i + 1];
@@ -47,6 +49,7 @@ int main(int argc, char** argv) {
     else if (a == "--schema") { std::ifstream f(v); std::stringstream s; s << f.rdbuf(); schema_text = s.str(); }
     else if (a == "--requests") requests = std::stoi(v);
     else if (a == "--tokens") tokens = std::stoi(v);
+    else if (a == "--passes") passes = std::stoi(v);
     else if (a == "--seed") seed = uint32_t(std::stoul(v));
     else { std::fprintf(stderr, "unknown option %s\n", a.c_str()); return 2; }
   }
@@ -66,49 +69,52 @@ int main(int argc, char** argv) {
   const double compile_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
 
   std::mt19937 rng(seed);
+  for (int pass = 1; pass <= passes; ++pass) {
   std::vector<grammar::Matcher> ms;
-  for (int r = 0; r < requests; ++r) ms.push_back(cg.matcher());
-  std::vector<bool> done(size_t(requests), false);
-  std::vector<uint32_t> mask(vocab->mask_words());
-  std::vector<double> us;
-  std::vector<int32_t> allowed;
-  const auto stops = vocab->stop_ids();
-  long finished = 0, stats0_hits = cg.stats().state_hits, stats0_fills = cg.stats().fills;
-  const auto t_all = clock::now();
-  // Step by step across the requests, as the engine's batch does.
-  for (int step = 0; step < tokens; ++step) {
-    for (int r = 0; r < requests; ++r) {
-      if (done[size_t(r)]) continue;
-      grammar::Matcher& m = ms[size_t(r)];
-      const auto a = clock::now();
-      cg.fill_mask(m, mask.data());
-      us.push_back(std::chrono::duration<double, std::micro>(clock::now() - a).count());
-      allowed.clear();
-      for (int32_t t = 0; t < n_vocab; ++t)
-        if ((mask[size_t(t) / 32] >> (t % 32)) & 1u) allowed.push_back(t);
-      if (allowed.empty()) { std::fprintf(stderr, "request %d: empty mask\n", r); return 1; }
-      const int32_t t = allowed[std::uniform_int_distribution<size_t>(0, allowed.size() - 1)(rng)];
-      if (std::find(stops.begin(), stops.end(), t) != stops.end()) {
-        done[size_t(r)] = true;
-        ++finished;
-        continue;
+    for (int r = 0; r < requests; ++r) ms.push_back(cg.matcher());
+    std::vector<bool> done(size_t(requests), false);
+    std::vector<uint32_t> mask(vocab->mask_words());
+    std::vector<double> us;
+    std::vector<int32_t> allowed;
+    const auto stops = vocab->stop_ids();
+    long finished = 0;
+    const long stats0_hits = cg.stats().state_hits, stats0_fills = cg.stats().fills;
+    const auto t_all = clock::now();
+    // Step by step across the requests, as the engine's batch does.
+    for (int step = 0; step < tokens; ++step) {
+      for (int r = 0; r < requests; ++r) {
+        if (done[size_t(r)]) continue;
+        grammar::Matcher& m = ms[size_t(r)];
+        const auto a = clock::now();
+        cg.fill_mask(m, mask.data());
+        us.push_back(std::chrono::duration<double, std::micro>(clock::now() - a).count());
+        allowed.clear();
+        for (int32_t t = 0; t < n_vocab; ++t)
+          if ((mask[size_t(t) / 32] >> (t % 32)) & 1u) allowed.push_back(t);
+        if (allowed.empty()) { std::fprintf(stderr, "request %d: empty mask\n", r); return 1; }
+        const int32_t t = allowed[std::uniform_int_distribution<size_t>(0, allowed.size() - 1)(rng)];
+        if (std::find(stops.begin(), stops.end(), t) != stops.end()) {
+          done[size_t(r)] = true;
+          ++finished;
+          continue;
+        }
+        if (!m.accept_bytes(vocab->bytes(t))) { std::fprintf(stderr, "request %d: token %d refused\n", r, t); return 1; }
+        m.commit();
       }
-      if (!m.accept_bytes(vocab->bytes(t))) { std::fprintf(stderr, "request %d: token %d refused\n", r, t); return 1; }
-      m.commit();
     }
+    const double total_ms = std::chrono::duration<double, std::milli>(clock::now() - t_all).count();
+    double sum = 0;
+    for (double x : us) sum += x;
+    const auto& st = cg.stats();
+    const long fills = st.fills - stats0_fills, hits = st.state_hits - stats0_hits;
+    std::printf("pass %d: vocab %d, %d requests x %d tokens, seed %u, grammar compile %.1f ms, loop %.0f ms\n", pass, n_vocab,
+                requests, tokens, seed, compile_ms, total_ms);
+    std::printf("masks %zu: mean %.1f us, p50 %.1f us, p99 %.1f us, max %.1f us; finished %ld\n", us.size(),
+                sum / double(us.size()), pct(us, 0.5), pct(us, 0.99), pct(us, 1.0), finished);
+    std::printf("state cache hits %ld / %ld (%.1f%%); position entries %ld (%.1f ms to build); checked tokens per "
+                "computed mask %.1f\n",
+                hits, fills, fills ? 100.0 * double(hits) / double(fills) : 0.0, long(st.entries),
+                st.entry_us / 1000.0, fills > hits ? double(st.checked) / double(fills - hits) : 0.0);
   }
-  const double total_ms = std::chrono::duration<double, std::milli>(clock::now() - t_all).count();
-  double sum = 0;
-  for (double x : us) sum += x;
-  const auto& st = cg.stats();
-  const long fills = st.fills - stats0_fills, hits = st.state_hits - stats0_hits;
-  std::printf("vocab %d, %d requests x %d tokens, seed %u, grammar compile %.1f ms, loop %.0f ms\n", n_vocab,
-              requests, tokens, seed, compile_ms, total_ms);
-  std::printf("masks %zu: mean %.1f us, p50 %.1f us, p99 %.1f us, max %.1f us; finished %ld\n", us.size(),
-              sum / double(us.size()), pct(us, 0.5), pct(us, 0.99), pct(us, 1.0), finished);
-  std::printf("state cache hits %ld / %ld (%.1f%%); position entries %ld (%.1f ms to build); checked tokens per "
-              "computed mask %.1f\n",
-              hits, fills, fills ? 100.0 * double(hits) / double(fills) : 0.0, long(st.entries),
-              st.entry_us / 1000.0, fills > hits ? double(st.checked) / double(fills - hits) : 0.0);
   return 0;
 }
