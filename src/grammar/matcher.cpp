@@ -12,14 +12,18 @@ Matcher::Matcher(const Grammar& g) : g_(&g) {
   frames_.push_back(f);
 }
 
-Matcher Matcher::at_position(const Grammar& g, int32_t pos) {
+Matcher Matcher::at_stack(const Grammar& g, const std::vector<int32_t>& top_down, bool complete) {
   Matcher m(g);
   m.nodes_.clear();
   m.heads_.clear();
   m.frames_.clear();
-  m.nodes_.push_back({pos, kSentinel});
-  m.heads_.push_back(0);
-  m.frames_.push_back({0, 1, 1, false, false});
+  int32_t parent = complete ? kRoot : kSentinel;
+  for (size_t i = top_down.size(); i-- > 0;) {
+    m.nodes_.push_back({top_down[i], parent});
+    parent = int32_t(m.nodes_.size() - 1);
+  }
+  m.heads_.push_back(parent);
+  m.frames_.push_back({0, 1, uint32_t(m.nodes_.size()), false, false});
   return m;
 }
 
@@ -130,12 +134,11 @@ void Matcher::commit() {
   frames_.push_back({0, uint32_t(heads_.size()), uint32_t(nodes_.size()), f.can_end, f.escaped});
 }
 
-void Matcher::head_positions(std::vector<int32_t>& out) const {
+bool Matcher::head_stack(size_t i, size_t max, std::vector<int32_t>& out) const {
   out.clear();
-  const Frame& f = frames_.back();
-  for (uint32_t i = f.heads_begin; i < f.heads_end; ++i) out.push_back(nodes_[size_t(heads_[i])].pos);
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
+  int32_t k = heads_[frames_.back().heads_begin + i];
+  for (; k >= 0 && out.size() < max; k = nodes_[size_t(k)].parent) out.push_back(nodes_[size_t(k)].pos);
+  return k == kRoot;
 }
 
 void Matcher::state_key(std::string& out) const {

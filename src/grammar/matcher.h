@@ -17,9 +17,11 @@ class Matcher {
  public:
   // At the start of the grammar's root rule.
   explicit Matcher(const Grammar& g);
-  // One stack at element `pos` (a byte set) of some rule whose caller is unknown: leaving that
-  // rule sets escaped() instead of continuing (the token mask precomputation, token_mask.h).
-  static Matcher at_position(const Grammar& g, int32_t pos);
+  // One stack of the given positions, top first (the top a byte set, the rest rule references
+  // as head_stack() reports them) for the token mask precomputation (token_mask.h).
+  // `complete`: the bottom frame is the root's, so the grammar may end there; otherwise whoever
+  // called the bottom is unknown, and leaving its rule sets escaped() instead of continuing.
+  static Matcher at_stack(const Grammar& g, const std::vector<int32_t>& top_down, bool complete);
 
   // Advances by one byte; false (state unchanged) when no stack accepts it.
   bool accept_byte(uint8_t b);
@@ -33,12 +35,14 @@ class Matcher {
 
   // The input so far is a complete sentence of the grammar.
   bool can_end() const { return frames_.back().can_end; }
-  // Some stack left the start rule of an at_position() matcher with the last byte.
+  // Some stack left the bottom rule of an incomplete at_stack() matcher with the last byte.
   bool escaped() const { return frames_.back().escaped; }
   // No byte can follow (the input may still be complete: see can_end()).
   bool stuck() const { return frames_.back().heads_begin == frames_.back().heads_end; }
-  // Distinct grammar positions (byte-set elements) at the tops of the current stacks.
-  void head_positions(std::vector<int32_t>& out) const;
+  size_t num_heads() const { return frames_.back().heads_end - frames_.back().heads_begin; }
+  // Positions of head i's stack from the top down, at most `max`; true when that is the whole
+  // stack down to the root (false under an incomplete at_stack() start or past `max`).
+  bool head_stack(size_t i, size_t max, std::vector<int32_t>& out) const;
   const Grammar& grammar() const { return *g_; }
   // A key equal for two matchers exactly when they accept the same continuations: the sorted
   // stacks (positions from top to bottom) and whether the input may end.

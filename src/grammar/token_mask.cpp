@@ -1,13 +1,14 @@
 #include "grammar/token_mask.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 namespace lite_llama::grammar {
 
 namespace {
 
-size_t common_prefix(const std::string& a, const std::string& b) {
+size_t common_prefix(std::string_view a, std::string_view b) {
   const size_t n = std::min(a.size(), b.size());
   size_t i = 0;
   while (i < n && a[i] == b[i]) ++i;
@@ -17,15 +18,15 @@ size_t common_prefix(const std::string& a, const std::string& b) {
 // Walks tokens vocab.sorted()[at(k)], k < n (ascending), through m, rolling back only to the
 // common prefix of consecutive tokens and skipping every token that shares a failing prefix.
 // f(k, ok, escaped): ok when all bytes were accepted; otherwise escaped tells whether a stack
-// left the start rule of an at_position() matcher before the failing byte. m ends as it began.
+// left the bottom rule of an incomplete at_stack() matcher before the failing byte. m ends as it began.
 template <class At, class F>
 void walk(Matcher& m, const TokenVocab& v, size_t n, At at, F f) {
   std::vector<uint8_t> esc{0};  // esc[d]: some stack escaped within the first d bytes
   size_t depth = 0;
-  const std::string* prev = nullptr;
+  std::string_view prev;
   for (size_t k = 0; k < n;) {
-    const std::string& t = v.bytes(v.sorted()[size_t(at(k))]);
-    const size_t keep = prev ? std::min(depth, common_prefix(*prev, t)) : 0;
+    const std::string_view t = v.sorted_bytes(size_t(at(k)));
+    const size_t keep = std::min(depth, common_prefix(prev, t));
     m.rollback(depth - keep);
     depth = keep;
     esc.resize(depth + 1);
@@ -38,7 +39,7 @@ void walk(Matcher& m, const TokenVocab& v, size_t n, At at, F f) {
       ++depth;
       esc.push_back(esc.back() || m.escaped());
     }
-    prev = &t;
+    prev = t;
     if (ok) {
       f(k++, true, false);
       continue;
@@ -47,8 +48,7 @@ void walk(Matcher& m, const TokenVocab& v, size_t n, At at, F f) {
     f(k++, false, e);
     // Sorted order keeps every token with the same first depth+1 bytes right after this one.
     while (k < n) {
-      const std::string& u = v.bytes(v.sorted()[size_t(at(k))]);
-      if (common_prefix(t, u) <= depth) break;
+      if (common_prefix(t, v.sorted_bytes(size_t(at(k)))) <= depth) break;
       f(k++, false, e);
     }
   }
@@ -67,26 +67,55 @@ TokenVocab::TokenVocab(std::vector<std::string> bytes, std::vector<int32_t> stop
   std::sort(sorted_.begin(), sorted_.end(),
             [&](int32_t a, int32_t b) { return bytes_[size_t(a)] < bytes_[size_t(b)]; });
   std::erase_if(stop_ids_, [&](int32_t t) { return t < 0 || t >= size(); });
+  offsets_.push_back(0);
+  for (int32_t id : sorted_) {
+    text_ += bytes_[size_t(id)];
+    offsets_.push_back(uint32_t(text_.size()));
+  }
 }
 
-CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vocab)
-    : grammar_(std::move(g)), vocab_(std::move(vocab)) {}
+CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vocab, size_t few)
+    : grammar_(std::move(g)), vocab_(std::move(vocab)), few_(few) {}
 
-const CompiledGrammar::Entry& CompiledGrammar::entry(int32_t pos) const {
-  std::lock_guard lock(mu_);
-  auto& slot = cache_[pos];
-  if (slot) return *slot;
+const CompiledGrammar::Entry& CompiledGrammar::entry(const std::vector<int32_t>& top_down, bool complete,
+                                                     const Entry* base) const {
+  std::string key(reinterpret_cast<const char*>(top_down.data()), top_down.size() * sizeof(int32_t));
+  if (complete) key.push_back('C');
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = cache_.find(key); it != cache_.end()) return *it->second;
+  }
+  // Built without the lock so that other rows go on; a racing thread's copy is dropped.
+  const auto t0 = std::chrono::steady_clock::now();
   auto e = std::make_unique<Entry>();
-  e->accepted.assign(vocab_->mask_words(), 0);
-  Matcher m = Matcher::at_position(grammar_, pos);
+  Matcher m = Matcher::at_stack(grammar_, top_down, complete);
   const auto& sorted = vocab_->sorted();
-  walk(m, *vocab_, sorted.size(), [](size_t k) { return k; }, [&](size_t k, bool ok, bool esc) {
-    if (ok)
-      set_bit(e->accepted.data(), sorted[k]);
-    else if (esc)
-      e->uncertain.push_back(int32_t(k));
-  });
-  slot = std::move(e);
+  // A frame added below changes only what happens after the frames above escape: the base's
+  // accepted and rejected tokens stay, and only its uncertain ones need a walk.
+  if (base) {
+    e->accepted = base->accepted;
+    const auto& cand = base->uncertain;
+    walk(m, *vocab_, cand.size(), [&](size_t k) { return cand[k]; }, [&](size_t k, bool ok, bool esc) {
+      if (ok)
+        set_bit(e->accepted.data(), sorted[size_t(cand[k])]);
+      else if (esc)
+        e->uncertain.push_back(cand[k]);
+    });
+  } else {
+    e->accepted.assign(vocab_->mask_words(), 0);
+    walk(m, *vocab_, sorted.size(), [](size_t k) { return k; }, [&](size_t k, bool ok, bool esc) {
+      if (ok)
+        set_bit(e->accepted.data(), sorted[k]);
+      else if (esc)
+        e->uncertain.push_back(int32_t(k));
+    });
+  }
+  entries_.fetch_add(1, std::memory_order_relaxed);
+  entry_us_.fetch_add(long(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count()),
+                      std::memory_order_relaxed);
+  std::lock_guard lock(mu_);
+  auto& slot = cache_[key];
+  if (!slot) slot = std::move(e);
   return *slot;
 }
 
@@ -94,10 +123,12 @@ void CompiledGrammar::fill_mask(Matcher& m, uint32_t* mask) const {
   const size_t words = vocab_->mask_words();
   std::string key;
   m.state_key(key);
+  fills_.fetch_add(1, std::memory_order_relaxed);
   {
     std::lock_guard lock(mu_);
     auto it = states_.find(key);
     if (it != states_.end()) {
+      state_hits_.fetch_add(1, std::memory_order_relaxed);
       std::memcpy(mask, it->second.data(), words * sizeof(uint32_t));
       return;
     }
@@ -114,19 +145,33 @@ void CompiledGrammar::fill_mask(Matcher& m, uint32_t* mask) const {
 void CompiledGrammar::compute_mask(Matcher& m, uint32_t* mask) const {
   const TokenVocab& v = *vocab_;
   std::memset(mask, 0, v.mask_words() * sizeof(uint32_t));
-  std::vector<int32_t> positions, candidates;
-  m.head_positions(positions);
-  for (int32_t p : positions) {
-    const Entry& e = entry(p);
-    for (size_t w = 0; w < e.accepted.size(); ++w) mask[w] |= e.accepted[w];
-    candidates.insert(candidates.end(), e.uncertain.begin(), e.uncertain.end());
+  std::vector<const Entry*> used;
+  std::vector<int32_t> stack, top, candidates;
+  for (size_t h = 0; h < m.num_heads(); ++h) {
+    const bool whole = m.head_stack(h, kMaxDepth, stack);
+    // The shallowest entry that leaves few tokens uncertain (deeper ones are more specific,
+    // so fewer stacks share them).
+    const Entry* e = nullptr;
+    for (size_t k = 1; k <= stack.size(); ++k) {
+      top.assign(stack.begin(), stack.begin() + ptrdiff_t(k));
+      e = &entry(top, whole && k == stack.size(), e);
+      if (e->uncertain.size() <= few_) break;
+    }
+    if (std::find(used.begin(), used.end(), e) == used.end()) used.push_back(e);
+  }
+  for (const Entry* e : used) {
+    const size_t words = e->accepted.size();
+    for (size_t w = 0; w < words; ++w) mask[w] |= e->accepted[w];
   }
   const auto& sorted = v.sorted();
-  std::erase_if(candidates, [&](int32_t k) { return get_bit(mask, sorted[size_t(k)]); });
-  if (positions.size() > 1) {  // each position's list is sorted already
+  for (const Entry* e : used)
+    for (int32_t k : e->uncertain)
+      if (!get_bit(mask, sorted[size_t(k)])) candidates.push_back(k);
+  if (used.size() > 1) {  // each entry's list is sorted already
     std::sort(candidates.begin(), candidates.end());
     candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
   }
+  checked_.fetch_add(long(candidates.size()), std::memory_order_relaxed);
   walk(m, v, candidates.size(), [&](size_t k) { return candidates[k]; },
        [&](size_t k, bool ok, bool) {
          if (ok) set_bit(mask, sorted[size_t(candidates[k])]);

@@ -8,9 +8,11 @@
 // time: XGrammar's adaptive token mask cache in a simple form.
 #pragma once
 #include <cstdint>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -31,15 +33,24 @@ class TokenVocab {
   // Ids of non-empty tokens in byte order.
   const std::vector<int32_t>& sorted() const { return sorted_; }
   const std::vector<int32_t>& stop_ids() const { return stop_ids_; }
+  // The bytes of sorted()[k], from one buffer in sorted order: walks read tokens in that order,
+  // and chasing each std::string across the heap cost more than the matcher did.
+  std::string_view sorted_bytes(size_t k) const {
+    return {text_.data() + offsets_[k], size_t(offsets_[k + 1] - offsets_[k])};
+  }
 
  private:
   std::vector<std::string> bytes_;
   std::vector<int32_t> sorted_, stop_ids_;
+  std::string text_;
+  std::vector<uint32_t> offsets_;
 };
 
 class CompiledGrammar {
  public:
-  CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vocab);
+  // few: a position whose cached entry leaves more uncertain tokens than this is looked up
+  // again with the stack frame below it added (tests lower it to exercise deep entries).
+  CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vocab, size_t few = kFew);
 
   const Grammar& grammar() const { return grammar_; }
   const TokenVocab& vocab() const { return *vocab_; }
@@ -49,23 +60,43 @@ class CompiledGrammar {
   // is left as it was. Safe to call from several threads with different matchers.
   void fill_mask(Matcher& m, uint32_t* mask) const;
 
+  // Counters for benchmarks (relaxed, approximate under concurrency).
+  struct Stats {
+    long fills = 0, state_hits = 0, entries = 0, checked = 0;  // checked: uncertain tokens walked
+    double entry_us = 0;                                        // time building entries
+  };
+  Stats stats() const {
+    return {fills_.load(), state_hits_.load(), entries_.load(), checked_.load(), double(entry_us_.load())};
+  }
+
  private:
+  // Inside a JSON string every token longer than one character runs past the end of the
+  // character rule: a position alone leaves most of the vocabulary uncertain, its caller's
+  // frames settle all but the few that close the string. Walking one uncertain token against
+  // the real stacks costs ~0.1 us.
+  static constexpr size_t kFew = 128, kMaxDepth = 16;
   struct Entry {
     std::vector<uint32_t> accepted;  // bitmask over token ids
     std::vector<int32_t> uncertain;  // indices into vocab().sorted(), ascending
   };
-  const Entry& entry(int32_t pos) const;
+  // The entry of a stack's top frames (positions top first; complete: down to the root).
+  // `base`: the entry of fewer of the same frames, whose verdicts a deeper entry keeps.
+  const Entry& entry(const std::vector<int32_t>& top_down, bool complete, const Entry* base) const;
   void compute_mask(Matcher& m, uint32_t* mask) const;
 
   Grammar grammar_;
   std::shared_ptr<const TokenVocab> vocab_;
+  size_t few_;
   mutable std::mutex mu_;
-  mutable std::unordered_map<int32_t, std::unique_ptr<Entry>> cache_;
+  // Keyed by the positions' bytes plus 'C' for a complete stack. Entries are never dropped:
+  // their number is bounded by the grammar's distinct stack tops.
+  mutable std::unordered_map<std::string, std::unique_ptr<Entry>> cache_;
   // Whole masks by matcher state (Matcher::state_key): outputs revisit the same states (every
-  // character inside a string, every separator), so most steps copy a mask. Bounded in bytes.
+  // separator, the start of every value), so many steps copy a mask. Bounded in bytes.
   static constexpr size_t kStateCacheBytes = size_t(64) << 20;
   mutable std::unordered_map<std::string, std::vector<uint32_t>> states_;
   mutable size_t state_bytes_ = 0;
+  mutable std::atomic<long> fills_{0}, state_hits_{0}, entries_{0}, checked_{0}, entry_us_{0};
 };
 
 }  // namespace lite_llama::grammar

@@ -81,6 +81,22 @@ TEST(TokenMask, GenericJsonMatchesBruteForce) {
   check_walks(cg, 30, 30, 2);
 }
 
+// few = 0: every head's entry is deepened down to the whole stack, through the incremental
+// builds that keep the shallower entry's verdicts; few = 1 stops part way.
+TEST(TokenMask, DeepEntriesMatchBruteForce) {
+  const std::string gbnf = json_schema_to_gbnf(nlohmann::ordered_json::parse(R"({
+    "type": "object",
+    "properties": {"name": {"type": "string", "maxLength": 6}, "age": {"type": "integer"},
+                   "tags": {"type": "array", "items": {"type": "string", "maxLength": 3}, "maxItems": 3}},
+    "required": ["name", "tags"]})"));
+  for (size_t few : {size_t(0), size_t(1)}) {
+    CompiledGrammar cg(compile_gbnf(gbnf), make_vocab(), few);
+    check_walks(cg, 30, 40, 7 + few);
+    CompiledGrammar generic(compile_gbnf(json_object_gbnf()), make_vocab(), few);
+    check_walks(generic, 20, 40, 11 + few);
+  }
+}
+
 TEST(TokenMask, StopOnlyWhenComplete) {
   CompiledGrammar cg(compile_gbnf("root ::= \"ab\" | \"abcd\""), make_vocab());
   const TokenVocab& v = cg.vocab();
