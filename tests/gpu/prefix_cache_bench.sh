@@ -10,16 +10,7 @@
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BIN="$1"; OUT="$2"; mkdir -p "$OUT"
-MODEL="$(mktemp -d)/llama-3.2-1b"; mkdir -p "$MODEL"
-# The token-counter package's Llama 3.2 tokenizer has one added token past the 128,256 rows of the
-# embedding: the random model gets that row too (0.0003% more weights).
-python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); c["vocab_size"]=128257; json.dump(c,open(sys.argv[2],"w"))' \
-  "$ROOT/tests/gpu/configs/llama-3.2-1b.json" "$MODEL/config.json"
-cp "$ROOT/models/tokenizers/llama3.2/tokenizer.json" "$MODEL/"
-# That package's tokenizer_config.json has no chat template: add Llama 3.2's (the HF-parity fixture).
-python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); c["chat_template"]=open(sys.argv[2]).read(); json.dump(c,open(sys.argv[3],"w"))' \
-  "$ROOT/models/tokenizers/llama3.2/tokenizer_config.json" "$ROOT/tests/fixtures/chat_templates/llama3.2.jinja" \
-  "$MODEL/tokenizer_config.json"
+MODEL="$("$ROOT/tests/gpu/dummy_llama.sh")"
 PORT=18433
 for mode in cache nocache; do
   flag=""; [ "$mode" = nocache ] && flag="--no-prefix-cache"

@@ -7,13 +7,7 @@
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BIN="$1"; OUT="$2"; REPEATS="${3:-3}"; mkdir -p "$OUT"
-MODEL="$(mktemp -d)/llama-3.2-1b"; mkdir -p "$MODEL"
-python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); c["vocab_size"]=128257; json.dump(c,open(sys.argv[2],"w"))' \
-  "$ROOT/tests/gpu/configs/llama-3.2-1b.json" "$MODEL/config.json"
-cp "$ROOT/models/tokenizers/llama3.2/tokenizer.json" "$MODEL/"
-python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); c["chat_template"]=open(sys.argv[2]).read(); json.dump(c,open(sys.argv[3],"w"))' \
-  "$ROOT/models/tokenizers/llama3.2/tokenizer_config.json" "$ROOT/tests/fixtures/chat_templates/llama3.2.jinja" \
-  "$MODEL/tokenizer_config.json"
+MODEL="$("$ROOT/tests/gpu/dummy_llama.sh")"
 cat >"$OUT/schema.json" <<'JSON'
 {"type": "object", "properties": {"name": {"type": "string", "maxLength": 40}, "age": {"type": "integer"},
  "skills": {"type": "array", "items": {"type": "string", "maxLength": 24}, "maxItems": 6},
