@@ -119,3 +119,22 @@ TEST(TokenMask, StopOnlyWhenComplete) {
   EXPECT_TRUE(allowed("c"));
   EXPECT_FALSE(allowed("d"));
 }
+
+// Bounded whitespace followed by a constrained byte: tokens such as " the" or " \"a" run past
+// the end of the whitespace rule, so an entry of its frames alone cannot settle them (any
+// shortcut that rejects on what follows a rule must agree with brute force here).
+TEST(TokenMask, WhitespaceThenConstrainedByteMatchesBruteForce) {
+  const std::string gbnf = R"(root ::= "{" ws "\"a\"" ws ":" ws ("true" | "1") ws "}"
+ws ::= [ \t\n]{0,5})";
+  auto base = make_vocab();
+  std::vector<std::string> v;
+  for (int32_t t = 0; t < base->size(); ++t) v.push_back(base->bytes(t));
+  for (const char* s : {" the", " t", " tr", " true", "  \"a", " \"a\"", " :", ": t", ":1", " 1 }", "\n}",
+                        "\t\"", " \"b", " }", " {", "  :", " :\t"})
+    v.push_back(s);
+  auto vocab = std::make_shared<TokenVocab>(v, std::vector<int32_t>{0});
+  for (size_t few : {size_t(0), size_t(1), size_t(1000)}) {
+    CompiledGrammar cg(compile_gbnf(gbnf), vocab, few);
+    check_walks(cg, 30, 20, 21 + few);
+  }
+}
