@@ -10,25 +10,13 @@
 #include "engine/grammar_cache.h"
 #include "grammar/json_schema.h"
 #include "io/gguf.h"
+#include "common/brute_force_mask.h"
 
 using namespace lite_llama;
 
 namespace {
 
-std::vector<uint32_t> brute_force(grammar::Matcher& m, const grammar::TokenVocab& v) {
-  std::vector<uint32_t> mask(v.mask_words(), 0);
-  for (int32_t t = 0; t < v.size(); ++t) {
-    const std::string& b = v.bytes(t);
-    bool ok = false;
-    if (!b.empty() && m.accept_bytes(b)) {
-      ok = true;
-      m.rollback(b.size());
-    }
-    for (int32_t s : v.stop_ids()) ok = ok || (s == t && m.can_end());
-    if (ok) mask[size_t(t) / 32] |= 1u << (t % 32);
-  }
-  return mask;
-}
+std::vector<uint32_t> brute_force(grammar::Matcher& m, const grammar::TokenVocab& v) { return lite_llama::test_util::brute_force_mask(m, v); }
 
 }  // namespace
 

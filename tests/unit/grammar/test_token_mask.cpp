@@ -7,6 +7,7 @@
 #include "grammar/gbnf_parser.h"
 #include "grammar/json_schema.h"
 #include "grammar/token_mask.h"
+#include "common/brute_force_mask.h"
 
 using namespace lite_llama::grammar;
 
@@ -25,20 +26,7 @@ std::shared_ptr<TokenVocab> make_vocab() {
   return std::make_shared<TokenVocab>(v, std::vector<int32_t>{0});
 }
 
-std::vector<uint32_t> brute_force(Matcher& m, const TokenVocab& v) {
-  std::vector<uint32_t> mask(v.mask_words(), 0);
-  for (int32_t t = 0; t < v.size(); ++t) {
-    const std::string& b = v.bytes(t);
-    bool ok = false;
-    if (!b.empty() && m.accept_bytes(b)) {
-      ok = true;
-      m.rollback(b.size());
-    }
-    for (int32_t s : v.stop_ids()) ok = ok || (s == t && m.can_end());
-    if (ok) mask[size_t(t) / 32] |= 1u << (t % 32);
-  }
-  return mask;
-}
+std::vector<uint32_t> brute_force(Matcher& m, const TokenVocab& v) { return lite_llama::test_util::brute_force_mask(m, v); }
 
 // Random walk: at each step compare masks, then take a random allowed token.
 void check_walks(const CompiledGrammar& cg, int walks, int steps, uint64_t seed) {
