@@ -7,7 +7,10 @@
 namespace lite_llama {
 
 enum class DeviceKind { Auto, Cpu, Cuda };   // auto: CUDA when a device is present
-enum class ActType { BF16, FP16 };           // CUDA activation type
+// CUDA activation type. Auto: fp16 (10-bit mantissa, closer to the fp32 reference) where the
+// model's activations fit its range, measured by one forward of a calibration text at load;
+// bf16 where they do not.
+enum class ActType { Auto, BF16, FP16 };
 // Weight storage on the GPU: Auto keeps a file's quantisation (GGUF blocks repacked, GPTQ/AWQ as
 // stored) and 16-bit weights as they are; None dequantises everything; Int8 / Int4 / Fp8 quantise
 // at load.
@@ -15,7 +18,7 @@ enum class QuantMode { Auto, None, Int8, Int4, Fp8 };
 
 // Each parser throws a one-line lite_llama::Error naming the flag for any other spelling.
 DeviceKind parse_device(const std::string& s);   // auto | cpu | cuda
-ActType parse_act_type(const std::string& s);    // bf16 | fp16
+ActType parse_act_type(const std::string& s);    // auto | bf16 | fp16
 QuantMode parse_quant_mode(const std::string& s);  // auto | none | int8 | int4 | fp8
 const char* device_kind_name(DeviceKind d);
 const char* act_type_name(ActType a);
@@ -32,7 +35,12 @@ struct CudaTuning {
   // Largest token count for the quantised tensor-core GEMM; -1 = the per-format default, 0 =
   // dequantised tiles + cuBLASLt from 9 tokens.
   int gq_mma_max_tokens = -1;
-  // Quantised decode GEMVs keep 16-bit activations (fp32 math) instead of int8 / dp4a.
+  // Quantised weights at decode: steps of up to gq_dp4a_max_tokens tokens (0-8) run a GEMV with
+  // int8 activations and dp4a (llama.cpp's scheme: fast at one token, but its activation rounding
+  // moves logits by ~1 and greedy text off the fp32 reference's); gq_fp32 makes that GEMV keep
+  // 16-bit activations with fp32 math. Other steps keep 16-bit activations on the tensor-core
+  // GEMM (weights dequantised in registers), as prefill does.
+  int gq_dp4a_max_tokens = 0;
   bool gq_fp32 = false;
   // FP8 W8A8 through cuBLASLt (compute capability 8.9+) for per-channel fp8 weights, from
   // fp8_gemm_min_tokens tokens (-1 = the built-in default).
@@ -42,6 +50,9 @@ struct CudaTuning {
   // for the 16-bit one-token GEMV when pdl_gemv is also set.
   bool pdl = true;
   bool pdl_gemv = false;
+  // The residual stream in fp32 (the fused add + RMSNorm reads and writes fp32 and hands 16-bit
+  // normalised activations on), as the fp32 reference and llama.cpp keep it; false: 16-bit.
+  bool fp32_residual = true;
   // Debugging: every op's output is copied back and checked for NaN / inf (eager steps only).
   bool check_finite = false;
 };
@@ -55,7 +66,7 @@ struct CpuTuning {
 struct BackendOptions {
   DeviceKind device = DeviceKind::Auto;
   int threads = 0;  // CPU threads, 0 = all cores
-  ActType dtype = ActType::BF16;
+  ActType dtype = ActType::Auto;
   QuantMode quantize = QuantMode::Auto;
   CudaTuning cuda;
   CpuTuning cpu;

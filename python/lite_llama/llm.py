@@ -19,7 +19,7 @@ Prompts = Union[PromptType, Sequence[PromptType]]
 ParamsArg = Union[SamplingParams, Sequence[SamplingParams], None]
 Item = Tuple[Optional[str], List[int]]  # a parsed prompt: its text (None for token ids), its ids
 
-_DTYPES = {"auto": "bf16", "bfloat16": "bf16", "bf16": "bf16",
+_DTYPES = {"auto": "auto", "bfloat16": "bf16", "bf16": "bf16",
            "float16": "fp16", "half": "fp16", "fp16": "fp16"}
 
 
@@ -78,8 +78,9 @@ class LLM:
         model: a ``.gguf`` file, a Hugging Face model directory, or ``"default"`` (the default
             model, found in ``./models`` or ``$LITE_LLAMA_MODELS``), as ``lite-llama -m``.
         device: ``"auto"`` (CUDA when built with it and a GPU is present), ``"cpu"`` or ``"cuda"``.
-        dtype: CUDA activation type: ``"auto"``/``"bfloat16"`` or ``"float16"`` (the CPU computes
-            in fp32).
+        dtype: CUDA activation type: ``"auto"`` (float16 where the model's activations fit its
+            range, measured at load, else bfloat16), ``"bfloat16"`` or ``"float16"`` (the CPU
+            computes in fp32).
         quantize: GPU weight storage: ``"auto"`` (keep the file's), ``"none"``, ``"int8"``,
             ``"int4"`` or ``"fp8"`` (``--quantize``).
         load_format: ``"auto"`` or ``"dummy"`` (random weights; ``model`` names a config.json).

@@ -13,9 +13,10 @@ DeviceKind parse_device(const std::string& s) {
 }
 
 ActType parse_act_type(const std::string& s) {
+  if (s == "auto") return ActType::Auto;
   if (s == "bf16") return ActType::BF16;
   if (s == "fp16") return ActType::FP16;
-  fail("--dtype must be bf16 or fp16, got '{}'", s);
+  fail("--dtype must be auto, bf16 or fp16, got '{}'", s);
 }
 
 QuantMode parse_quant_mode(const std::string& s) {
@@ -36,7 +37,9 @@ const char* device_kind_name(DeviceKind d) {
   return "?";
 }
 
-const char* act_type_name(ActType a) { return a == ActType::BF16 ? "bf16" : "fp16"; }
+const char* act_type_name(ActType a) {
+  return a == ActType::Auto ? "auto" : a == ActType::BF16 ? "bf16" : "fp16";
+}
 
 const char* quant_mode_name(QuantMode m) {
   switch (m) {

@@ -19,6 +19,7 @@
 #include "engine/chat_prompt.h"
 #include "engine/engine_setup.h"
 #include "engine/model_files.h"
+#include "engine/act_calibration.h"
 #include "engine/runner.h"
 #include "engine/scheduler.h"
 #include "engine/score.h"
@@ -57,8 +58,7 @@ class EngineImpl final : public Engine {
              "--load-format must be auto or dummy, got '{}'", o.load_format);
     files_ = o.load_format == "dummy" ? open_dummy_model(o.model, o.dummy_seed)
                                       : open_model_files(o.model);
-    backend_ = make_backend(o.backend);
-    model_ = load_model(o, files_, *backend_);
+    load_backend_and_model(o);
     pool_ = std::make_unique<kv::KvPool>(int32_t(model_.kv_tokens));
     rows_ = std::make_unique<kv::ReqRows>(model_.max_seqs);
     if (o.prefix_cache) cache_ = std::make_unique<kv::RadixCache>(*pool_);
@@ -79,6 +79,31 @@ class EngineImpl final : public Engine {
             double(info_.weight_bytes) / kMiB, double(info_.kv_bytes) / kMiB, model_.kv_tokens,
             model_.kv_bytes_per_token, double(info_.activation_bytes) / kMiB, runner_->num_graphs(),
             graph_ms);
+  }
+
+  // --dtype auto on a GPU: fp16 where a calibration forward shows the activations fit its range,
+  // else the model is loaded again with bf16.
+  void load_backend_and_model(const EngineOptions& o) {
+    BackendOptions bo = o.backend;
+    const bool pick = bo.dtype == ActType::Auto;
+    if (pick) bo.dtype = ActType::FP16;
+    const std::string file_dtype = files_.weight_dtype;  // load_model appends the device's
+    backend_ = make_backend(bo);
+    model_ = load_model(o, files_, *backend_);
+    if (!pick || backend_->device() != Device::CUDA) return;
+    const double range = calibration_activation_range(*model_.decoder, *files_.tokenizer);
+    if (range < kFp16SafeRange) {
+      LL_INFO("activations: fp16 (largest |activation| {:.1f} on the calibration text; --dtype bf16 overrides)", range);
+      return;
+    }
+    LL_INFO("activations: bf16 (largest |activation| {:.3g} on the calibration text, above fp16's safe {:.0f})",
+            range, kFp16SafeRange);
+    model_ = LoadedModel{};
+    backend_.reset();
+    bo.dtype = ActType::BF16;
+    files_.weight_dtype = file_dtype;
+    backend_ = make_backend(bo);
+    model_ = load_model(o, files_, *backend_);
   }
 
   std::vector<int32_t> tokenize(std::string_view text, bool add_special,

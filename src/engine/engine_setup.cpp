@@ -45,7 +45,8 @@ int step_budget(const EngineOptions& o, const ops::Backend& backend, const Model
     double avail = double(free) * o.gpu_memory_utilization - kGraphReserve;
     avail = o.kv_tokens > 0 ? avail - double(o.kv_tokens) * double(kv_bytes_per_token) : avail / 2;
     const int64_t act_bytes = int64_t(dtype_info(backend.act_dtype()).block_bytes);
-    const int64_t per_token = Decoder::step_bytes_per_token(cfg, act_bytes);
+    const int64_t resid_bytes = int64_t(dtype_info(backend.residual_dtype()).block_bytes);
+    const int64_t per_token = Decoder::step_bytes_per_token(cfg, act_bytes, resid_bytes);
     const int64_t fits = int64_t(std::max(0.0, avail) / double(per_token));
     if (budget > fits && budget > max_seqs) {
       const int64_t capped = std::max<int64_t>(fits, max_seqs);

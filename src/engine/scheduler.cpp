@@ -57,9 +57,12 @@ bool Scheduler::admit(Sequence* s) {
   if (cache_ && pool_.num_free() < need) {
     const int missing = need - pool_.num_free();
     // Evict only when that admits the sequence: a blocked head should not empty the cache. The
-    // slots only the tree holds bound what eviction can free (O(1)); the exact count walks the
-    // tree, so it runs only where that bound allows the admission.
-    if (cache_->num_unheld() >= missing && cache_->num_evictable() >= missing) cache_->evict(missing);
+    // slots only the tree holds bound what eviction can free (O(1)); they are evictable but for
+    // the rare slot under a held descendant (two requests that computed one prefix at once), so
+    // the bound decides without walking the tree. Each evict() walks the leaves once, so it
+    // frees at least 1/64 of the pool at a time: admissions into a full pool share the walks.
+    const int32_t unheld = cache_->num_unheld();
+    if (unheld >= missing) cache_->evict(std::max(missing, std::min(unheld, pool_.num_slots() / 64)));
   }
   if (pool_.num_free() < need) {
     pool_.release(s->slots.data(), int32_t(s->slots.size()));

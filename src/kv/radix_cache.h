@@ -42,7 +42,8 @@ class RadixCache {
   // Gives back to the pool up to n_needed slots that no request holds, least recently used leaf
   // first and a leaf's tail before its head. Returns how many slots became free.
   int32_t evict(int32_t n_needed);
-  // How many slots evict() could free now: walks the tree (O(nodes + unheld slots)).
+  // How many slots evict() could free now: walks the tree (O(nodes + unheld slots)); for tests and
+  // debugging (admission decides on num_unheld(), which bounds it).
   int32_t num_evictable() const;
   // Slots only the tree holds (refcount 1): free for the taking, not in use by any request.
   int32_t num_unheld() const { return pool_.num_cache_only(); }

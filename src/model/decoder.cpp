@@ -24,19 +24,23 @@ Decoder::Decoder(const ModelConfig& cfg, Weights weights, ops::Backend& backend,
     off += (n + 63) / 64 * 64;
     return o;
   };
-  off_x_ = take(T * H);
   off_h_ = take(T * H);
   off_qkv_ = take(T * size_t(qd + 2 * kvd));
   off_q_ = take(T * size_t(qd));
   off_attn_ = take(T * size_t(qd));
-  off_o_ = take(T * H);
   off_gu_ = take(T * size_t(2 * F));
   off_mlp_ = take(T * size_t(F));
+  off_hl_ = take(B * H);
+  act_ = be_.alloc(off * dtype_info(be_.act_dtype()).block_bytes);
+  // The residual stream and what is added to it (the O and down projections' outputs), in the
+  // backend's residual dtype: fp32 on the GPU keeps the model's large activations out of 16 bits.
+  off = 0;
+  off_x_ = take(T * H);
+  off_o_ = take(T * H);
   off_down_ = take(T * H);
   off_xl_ = take(B * H);
   off_dl_ = take(B * H);
-  off_hl_ = take(B * H);
-  act_ = be_.alloc(off * dtype_info(be_.act_dtype()).block_bytes);
+  resid_ = be_.alloc(off * dtype_info(be_.residual_dtype()).block_bytes);
   logits_ = be_.alloc(B * size_t(cfg.vocab_size) * sizeof(float));
 
   size_t m = 0;
@@ -73,18 +77,23 @@ Decoder::Decoder(const ModelConfig& cfg, Weights weights, ops::Backend& backend,
   rope_.layout = cfg.rope_layout;
 }
 
-int64_t Decoder::step_bytes_per_token(const ModelConfig& cfg, int64_t act_bytes) {
+int64_t Decoder::step_bytes_per_token(const ModelConfig& cfg, int64_t act_bytes, int64_t resid_bytes) {
   const int64_t H = cfg.hidden_size, F = cfg.intermediate_size, D = cfg.head_dim;
   const int64_t qd = cfg.num_heads * D, kvd = cfg.num_kv_heads * D;
-  // The [T, *] buffers of the arena: x, h, o, down; qkv; q, attn; gate_up, mlp. Then 4 int32
-  // metadata arrays and write_table's 3.
-  const int64_t elems = 4 * H + (qd + 2 * kvd) + 2 * qd + 3 * F;
-  return elems * act_bytes + 7 * int64_t(sizeof(int32_t));
+  // The [T, *] buffers of the arena: h; qkv; q, attn; gate_up, mlp. Of the residual dtype: x, o,
+  // down. Then 4 int32 metadata arrays and write_table's 3.
+  const int64_t elems = H + (qd + 2 * kvd) + 2 * qd + 3 * F;
+  return elems * act_bytes + 3 * H * resid_bytes + 7 * int64_t(sizeof(int32_t));
 }
 
 Tensor Decoder::act(size_t offset, int64_t rows, int64_t cols) const {
   const size_t es = dtype_info(be_.act_dtype()).block_bytes;
   return Tensor(act_.as<uint8_t>() + offset * es, be_.act_dtype(), {rows, cols}, be_.device());
+}
+
+Tensor Decoder::resid(size_t offset, int64_t rows, int64_t cols) const {
+  const size_t es = dtype_info(be_.residual_dtype()).block_bytes;
+  return Tensor(resid_.as<uint8_t>() + offset * es, be_.residual_dtype(), {rows, cols}, be_.device());
 }
 
 Tensor Decoder::logits_buffer() const {
@@ -171,10 +180,10 @@ Tensor Decoder::run(const StepShape& s) {
   am.req_stride = kv_->req_stride();
   am.workspace = attn_ws_.data();
 
-  Tensor x = act(off_x_, T, H), h = act(off_h_, T, H);
+  Tensor x = resid(off_x_, T, H), h = act(off_h_, T, H);
   Tensor qkv = act(off_qkv_, T, int64_t(Hq + 2 * Hkv) * D), q = act(off_q_, T, int64_t(Hq) * D);
-  Tensor attn = act(off_attn_, T, int64_t(Hq) * D), o = act(off_o_, T, H);
-  Tensor gu = act(off_gu_, T, 2 * F), mlp = act(off_mlp_, T, F), down = act(off_down_, T, H);
+  Tensor attn = act(off_attn_, T, int64_t(Hq) * D), o = resid(off_o_, T, H);
+  Tensor gu = act(off_gu_, T, 2 * F), mlp = act(off_mlp_, T, F), down = resid(off_down_, T, H);
 
   be_.write_slot_table(kv_->req_to_slot(), kv_->req_stride(), md + m_treq_, md + m_pos_,
                        md + m_slots_, s.num_tokens);
@@ -203,7 +212,7 @@ Tensor Decoder::run(const StepShape& s) {
   const int n = s.num_logits;
   Tensor logits(logits_.data(), DType::F32, {int64_t(n), cfg_.vocab_size}, be_.device());
   if (n == 0) return logits;
-  Tensor xl = act(off_xl_, n, H), dl = act(off_dl_, n, H), hl = act(off_hl_, n, H);
+  Tensor xl = resid(off_xl_, n, H), dl = resid(off_dl_, n, H), hl = act(off_hl_, n, H);
   be_.gather_rows(x, md + m_rows_, n, xl);
   be_.gather_rows(down, md + m_rows_, n, dl);
   be_.add_rms_norm(xl, dl, w_.final_norm, eps, hl);

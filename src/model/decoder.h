@@ -28,6 +28,7 @@ class Decoder {
           int max_seqs, int max_ctx);
   // The KV pool is sized from the memory left after the decoder's buffers, so it comes later.
   void set_kv_cache(KvCache* kv) { kv_ = kv; }
+  const KvCache* kv_cache() const { return kv_; }
 
   // stage() validates the batch and copies its metadata to the device; run() enqueues the
   // forward pass on the staged metadata and returns logits [num_logits, V] (F32, on device).
@@ -46,16 +47,18 @@ class Decoder {
   int max_tokens() const { return max_tokens_; }
   int max_seqs() const { return max_seqs_; }
   // Device bytes each token of max_tokens adds to the step buffers (activations of `act_bytes`
-  // elements, metadata): what a step budget costs before it is allocated.
-  static int64_t step_bytes_per_token(const ModelConfig& cfg, int64_t act_bytes);
+  // elements, the residual stream of `resid_bytes`, metadata): what a step budget costs before it
+  // is allocated.
+  static int64_t step_bytes_per_token(const ModelConfig& cfg, int64_t act_bytes, int64_t resid_bytes);
   size_t activation_bytes() const {
-    return act_.size() + meta_.size() + table_meta_.size() + logits_.size() + attn_ws_.size();
+    return act_.size() + resid_.size() + meta_.size() + table_meta_.size() + logits_.size() + attn_ws_.size();
   }
   // The staged step's logits buffer ([max_seqs, V] F32 on the device).
   Tensor logits_buffer() const;
 
  private:
   Tensor act(size_t offset, int64_t rows, int64_t cols) const;
+  Tensor resid(size_t offset, int64_t rows, int64_t cols) const;
 
   ModelConfig cfg_;
   Weights w_;
@@ -64,13 +67,15 @@ class Decoder {
   int max_ctx_;
   int max_tokens_, max_seqs_;
   ops::RopeTable rope_;
-  Buffer act_, meta_, logits_, attn_ws_;
+  Buffer act_, resid_, meta_, logits_, attn_ws_;
   std::vector<int32_t> meta_host_;
   Buffer table_meta_;  // write_table's (row, position, slot) chunks: 3 x max_tokens
   std::vector<int32_t> table_host_;
   // Offsets (in elements of the act dtype) of the activation buffers inside act_.
-  size_t off_x_, off_h_, off_qkv_, off_q_, off_attn_, off_o_, off_gu_, off_mlp_, off_down_;
-  size_t off_xl_, off_dl_, off_hl_;
+  size_t off_h_, off_qkv_, off_q_, off_attn_, off_gu_, off_mlp_, off_hl_;
+  // Offsets (in elements of the backend's residual_dtype()) inside resid_: the residual stream
+  // and the projections added to it ([max_tokens, H]), the logit rows' copies ([max_seqs, H]).
+  size_t off_x_, off_o_, off_down_, off_xl_, off_dl_;
   // Offsets (int32 elements) of the metadata arrays inside meta_.
   size_t m_ids_, m_pos_, m_slots_, m_treq_, m_qstart_, m_qlen_, m_seqlen_, m_breq_, m_rows_;
 };

@@ -63,6 +63,9 @@ class Backend {
   virtual ~Backend() = default;
   virtual Device device() const = 0;
   virtual DType act_dtype() const = 0;
+  // The residual stream (embedding output, add_rms_norm's residual): fp32 where the backend keeps
+  // it so, as the fp32 reference does; the projections' inputs and outputs stay act_dtype().
+  virtual DType residual_dtype() const { return act_dtype(); }
   virtual std::string name() const = 0;
 
   // Memory. Allocations happen at start-up only, never inside a step.
@@ -149,6 +152,11 @@ class Backend {
     double ms = 0;
     int64_t calls = 0;
   };
+  // Range probe (eager steps): while on, the largest |value| written into a 16-bit activation
+  // is recorded (+inf after a non-finite one); a backend without 16-bit activations records 0.
+  virtual void probe_activation_range(bool on) {}
+  virtual double probed_activation_range() const { return 0.0; }
+
   virtual void set_profiling(bool on) {}
   virtual std::vector<ProfileEntry> profile_report() { return {}; }
 

@@ -26,21 +26,4 @@ for m in "${MODELS[@]}"; do
     done
   done
 done
-python3 - "$OUT" <<'PY'
-import glob, json, os, statistics, sys
-out = sys.argv[1]
-rows = {}
-for f in sorted(glob.glob(os.path.join(out, "*_*_*.json"))):
-    model, which, _ = os.path.basename(f)[:-5].rsplit("_", 2)
-    for r in json.load(open(f))["results"]:
-        key = (model, r["batch"], which)
-        rows.setdefault(key, []).append((r["decode_tokens_per_s"]["median"], r["step_ms"]["median"]))
-table = []
-for (model, batch, which), v in sorted(rows.items()):
-    table.append({"model": model, "batch": batch, "build": which,
-                  "decode_tok_s": statistics.median(x[0] for x in v),
-                  "step_ms": statistics.median(x[1] for x in v), "runs": len(v)})
-json.dump(table, open(os.path.join(out, "ab.json"), "w"), indent=1)
-for t in table:
-    print(f"{t['model']:14} b{t['batch']:<3} {t['build']:4} {t['decode_tok_s']:10.1f} tok/s  step {t['step_ms']:.3f} ms")
-PY
+python3 "$ROOT/tests/gpu/ab_summary.py" "$OUT"

@@ -1,81 +1,134 @@
 #!/usr/bin/env python3
-"""The default model on the GPU (GGUF dequantised to bf16) against the CPU path: greedy
-64-token continuations of the four seed prompts. The CPU path equals HF transformers fp32 token
-for token (tests/e2e), so the reference ids and per-step top-2 margins come from the HF fixture;
-each divergence is reported with HF's margin at that step (a near-tie when small).
-Runs with and without CUDA graphs (they must agree with each other exactly).
+"""GPU numerics of the default model against the fp32 reference, for each CUDA setting.
+
+The CPU path equals HF transformers fp32 token for token (tests/e2e), so the reference greedy ids
+and per-step top-2 margins come from the HF fixture (tests/fixtures/greedy: four seed prompts, 64
+greedy tokens each). For each setting (the default, and --dtype / --quantize / the residual and
+GEMV switches one at a time) this reports:
+  - greedy agreement: tokens equal to HF's before the first divergence, over all prompts, and
+    each divergence with HF's top-2 margin there;
+  - teacher-forced logits of prompt + HF's greedy ids (prefill, then a 64-token decode tail)
+    against the CPU's fp32 logits: top-1 agreement, max |logit error|, and the largest change of
+    a top-2 margin (the rounding noise: a divergence where HF's margin is below it is a near-tie);
+  - perplexity of bench/texts/english.txt (prefill + a 512-token decode tail) against the CPU's.
+The default setting is also run without CUDA graphs (graphs must equal eager token for token).
 
 usage: default_model_greedy.py BUILD_BIN MODEL_GGUF [OUT_JSON]
 """
 import json, os, subprocess, sys
 
+import numpy as np
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 BIN, MODEL = sys.argv[1], sys.argv[2]
 OUT = sys.argv[3] if len(sys.argv) > 3 else None
+TEXT = os.path.join(ROOT, "bench", "texts", "english.txt")
 fx = json.load(open(os.path.join(ROOT, "tests", "fixtures", "greedy", "greedy.json")))
 
+# (name, extra flags, extra environment): the default, then every combination spelled out:
+# activation type, residual stream, the quantised decode path (int8-activation dp4a GEMV,
+# 16-bit activations on the tensor-core GEMM, or 16-bit activations in an fp32 GEMV).
+PATHS = {"dp4a": {"LITE_LLAMA_GQ_DP4A_MAX": "8", "LITE_LLAMA_GQ_FP32": "0"},
+         "mma": {"LITE_LLAMA_GQ_DP4A_MAX": "0", "LITE_LLAMA_GQ_FP32": "0"},
+         "fp32 GEMV": {"LITE_LLAMA_GQ_DP4A_MAX": "8", "LITE_LLAMA_GQ_FP32": "1"}}
 
-def generate(extra):
+
+def setting(dtype, residual, path, quantize="auto"):
+    env = {"LITE_LLAMA_FP32_RESIDUAL": "1" if residual == "fp32" else "0", **PATHS[path]}
+    flags = ["--dtype", dtype] + (["--quantize", quantize] if quantize != "auto" else [])
+    name = f"{dtype}, {residual} residual, " + (f"decode {path}" if quantize == "auto" else f"--quantize {quantize}")
+    return name, flags, env
+
+
+SETTINGS = [("default", [], {})] + [setting(d, r, p) for d in ("fp16", "bf16") for r in ("fp32", "16-bit")
+                                    for p in ("dp4a", "mma", "fp32 GEMV")] + \
+           [setting(d, r, "dp4a", "none") for d in ("fp16", "bf16") for r in ("fp32", "16-bit")]
+
+
+def run(cmd, env):
+    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env})
+    if r.returncode != 0:
+        raise SystemExit(" ".join(cmd) + " failed: " + r.stderr[-2000:])
+    return r.stdout
+
+
+def generate(extra, env):
     cmd = [BIN, "generate", "-m", MODEL, "--device", "cuda", "-n", "64", "--temp", "0",
            "--ignore-eos", "--json", "--ctx", "512"] + extra
     for c in fx["cases"]:
         cmd += ["-p", c["prompt"]]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise SystemExit("generate failed: " + r.stderr[-2000:])
-    return [x["token_ids"] for x in json.loads(r.stdout)["results"]]
+    return [x["token_ids"] for x in json.loads(run(cmd, env))["results"]]
 
 
-def compare(got):
-    rows = []
+def compare(got, noise):
+    rows, equal_before, total = [], 0, 0
     for c, ids in zip(fx["cases"], got):
         ref = c["greedy_ids"]
         k = next((i for i in range(min(len(ref), len(ids))) if ref[i] != ids[i]), None)
-        rows.append({"prompt": c["prompt"][:40], "equal": ids == ref, "first_divergence": k,
-                     "hf_margin_at_divergence": None if k is None else c["step_margins"][k],
-                     "min_hf_margin_before": None if not k else min(c["step_margins"][:k])})
-    return rows
+        equal_before += len(ref) if k is None else k
+        total += len(ref)
+        margin = None if k is None else c["step_margins"][k]
+        rows.append({"prompt": c["prompt"][:40], "first_divergence": k, "hf_margin_at_divergence": margin,
+                     "near_tie": None if k is None else bool(margin < noise)})
+    return {"greedy_tokens_equal_before_divergence": equal_before, "greedy_tokens": total,
+            "greedy_agreement": equal_before / total, "prompts": rows}
 
 
-def score(device, path):
-    """Teacher-forced logits of prompt + HF greedy ids on one device."""
+def score_logits(device, extra, env, path):
+    """Teacher-forced logits of prompt + HF greedy ids (prefill, then a decode tail)."""
     seqs = [c["prompt_ids"] + c["greedy_ids"] for c in fx["cases"]]
     tok = path + ".tokens.json"
     json.dump(seqs, open(tok, "w"))
-    r = subprocess.run([BIN, "score", "-m", MODEL, "--tokens", tok, "--dump-logits", path,
-                        "--device", device, "--ctx", "512", "--decode-tail", "64"],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        raise SystemExit("score failed: " + r.stderr[-2000:])
-    import numpy as np
+    run([BIN, "score", "-m", MODEL, "--tokens", tok, "--dump-logits", path, "--device", device,
+         "--ctx", "512", "--decode-tail", "64"] + extra, env)
     return np.fromfile(path, dtype="<f4").reshape(-1, 49152), seqs
 
 
-def logit_error():
-    """bf16 (GPU) against fp32 (CPU = HF) logits on the reference path: how large a top-2
-    margin bf16 rounding can overturn."""
-    import numpy as np
-    g, seqs = score("cuda", "/tmp/greedy_gpu.f32")
-    c, _ = score("cpu", "/tmp/greedy_cpu.f32")
+def perplexity(device, extra, env):
+    out = run([BIN, "score", "-m", MODEL, "--text", TEXT, "--device", device, "--decode-tail", "512",
+               "-q"] + extra, env)
+    return json.loads(out)["ppl"]
+
+
+def logit_error(g, c, seqs):
     d = np.abs(g - c)
-    # Per generated step: the change in (top1 - top2) margin of the CPU's ranking.
-    out, row = [], 0
+    changes = []  # per generated step: the change of the CPU's top-2 margin
+    row = 0
     for case, s in zip(fx["cases"], seqs):
         n0 = len(case["prompt_ids"]) - 1
         for k in range(len(case["greedy_ids"])):
             r = row + n0 + k
             top = np.argsort(-c[r])[:2]
-            out.append(float(abs((g[r, top[0]] - g[r, top[1]]) - (c[r, top[0]] - c[r, top[1]]))))
+            changes.append(float(abs((g[r, top[0]] - g[r, top[1]]) - (c[r, top[0]] - c[r, top[1]]))))
         row += len(s) - 1
-    return {"max_abs_logit_diff": float(d.max()), "mean_abs_logit_diff": float(d.mean()),
-            "max_margin_change": max(out), "p99_margin_change": float(np.percentile(out, 99))}
+    return {"teacher_forced_top1_agreement": float((g.argmax(1) == c.argmax(1)).mean()),
+            "max_abs_logit_error": float(d.max()), "mean_abs_logit_error": float(d.mean()),
+            "max_margin_change": max(changes), "p99_margin_change": float(np.percentile(changes, 99))}
 
 
-graph = generate([])
-eager = generate(["--no-cuda-graph"])
-doc = {"with_graphs": compare(graph), "without_graphs": compare(eager),
-       "graphs_equal_eager": graph == eager, "bf16_vs_fp32": logit_error()}
-print(json.dumps(doc, indent=1))
-if OUT:
-    json.dump(doc, open(OUT, "w"), indent=1)
+def main():
+    cpu_logits, seqs = score_logits("cpu", [], {}, "/tmp/greedy_cpu.f32")
+    cpu_ppl = perplexity("cpu", [], {})
+    log = subprocess.run([BIN, "generate", "-m", MODEL, "--device", "cuda", "-n", "1", "-v", "-p", "Hi"],
+                         capture_output=True, text=True).stderr
+    doc = {"reference": fx["reference"], "cpu_perplexity": cpu_ppl, "settings": [],
+           "default_dtype_choice": [l for l in log.splitlines() if "activations:" in l]}
+    print(doc["default_dtype_choice"], flush=True)
+    for name, extra, env in SETTINGS:
+        g, _ = score_logits("cuda", extra, env, "/tmp/greedy_gpu.f32")
+        err = logit_error(g, cpu_logits, seqs)
+        res = {"setting": name, **compare(generate(extra, env), err["max_margin_change"]), **err}
+        ppl = perplexity("cuda", extra, env)
+        res["perplexity"] = ppl
+        res["perplexity_vs_cpu"] = ppl / cpu_ppl - 1
+        if name == "default":
+            res["graphs_equal_eager"] = generate(extra, env) == generate(extra + ["--no-cuda-graph"], env)
+        print(json.dumps({k: v for k, v in res.items() if k != "prompts"}), flush=True)
+        doc["settings"].append(res)
+    if OUT:
+        json.dump(doc, open(OUT, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""GPU accuracy of lite-llama (bf16) against HF transformers (fp32) on the real shapes of
+"""GPU accuracy of lite-llama (16-bit activations) against HF transformers (fp32) on the real shapes of
 Llama-3.2-1B, Llama-3.2-3B, Qwen2.5-3B and Qwen3-4B with random weights.
 
 For each config: transformers builds the model with its own random init (seeded) in bf16 and
 saves it as safetensors; HF computes fp32 logits of a batch of mixed-length token sequences
 (teacher-forced, weights upcast from the same bf16 values); lite-llama scores the same
 sequences on the GPU (`lite-llama score`, prefill chunks + a decode tail, so both attention
-kernels run) and dumps its logits. Reported per model: top-1 agreement over all positions,
+kernels run) and dumps its logits, once per setting (the default, --dtype bf16 / fp16, the
+16-bit residual stream). Reported per model and setting: top-1 agreement over all positions,
 max/mean absolute logit error, relative L2 error. Writes JSON to argv[2] (default stdout).
 
 As a control, HF's own bf16 forward is compared with its fp32 forward in the same way: random
@@ -26,6 +27,13 @@ BIN = sys.argv[1]
 OUT = sys.argv[2] if len(sys.argv) > 2 else None
 MODELS = sys.argv[3:] or ["llama-3.2-1b", "llama-3.2-3b", "qwen2.5-3b", "qwen3-4b"]
 LENGTHS = [23, 77, 128, 200]
+# (name, extra flags, extra environment): the default (--dtype auto) and each choice it makes.
+SETTINGS = [
+    ("default", [], {}),
+    ("--dtype bf16", ["--dtype", "bf16"], {}),
+    ("--dtype fp16", ["--dtype", "fp16"], {}),
+    ("--dtype bf16, 16-bit residual", ["--dtype", "bf16"], {"LITE_LLAMA_FP32_RESIDUAL": "0"}),
+]
 DECODE_TAIL = 16
 
 
@@ -53,33 +61,34 @@ def run_one(name, workdir):
     tok_file = os.path.join(workdir, name + ".tokens.json")
     dump = os.path.join(workdir, name + ".ours.f32")
     json.dump(seqs, open(tok_file, "w"))
-    cmd = [BIN, "score", "-m", d, "--tokens", tok_file, "--decode-tail", str(DECODE_TAIL),
-           "--dump-logits", dump, "--device", "cuda", "--max-num-seqs", "64", "--ctx", "512",
-           "--gpu-memory-utilization", "0.5"]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        return {"model": name, "error": r.stderr.strip()[-2000:]}
     V = cfg.vocab_size
-    ours = np.fromfile(dump, dtype="<f4").reshape(-1, V)
     ref = np.concatenate(refs, 0)
-    assert ours.shape == ref.shape, (ours.shape, ref.shape)
-    diff = np.abs(ours - ref)
-    agree = float((ours.argmax(1) == ref.argmax(1)).mean())
     # Agreement on the decode-tail positions alone (the flash-decoding path).
     tail_idx = np.concatenate([np.arange(sum(LENGTHS[:i]) - i + LENGTHS[i] - 1 - DECODE_TAIL,
                                          sum(LENGTHS[:i]) - i + LENGTHS[i] - 1) for i in range(len(LENGTHS))])
-    res = {
-        "model": name, "positions": int(ref.shape[0]), "top1_agreement": agree,
-        "top1_agreement_decode_tail": float((ours[tail_idx].argmax(1) == ref[tail_idx].argmax(1)).mean()),
-        "max_abs_err": float(diff.max()), "mean_abs_err": float(diff.mean()),
-        "rel_l2_err": float(np.linalg.norm(ours - ref) / np.linalg.norm(ref)),
-        "ref_logit_std": float(ref.std()), "seconds": round(time.time() - t0, 1),
-    }
+    res = {"model": name, "positions": int(ref.shape[0]), "ref_logit_std": float(ref.std()), "settings": []}
+    for setting, extra, env in SETTINGS:
+        cmd = [BIN, "score", "-m", d, "--tokens", tok_file, "--decode-tail", str(DECODE_TAIL),
+               "--dump-logits", dump, "--device", "cuda", "--max-num-seqs", "64", "--ctx", "512",
+               "--gpu-memory-utilization", "0.5"] + extra
+        r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env})
+        if r.returncode != 0:
+            res["settings"].append({"setting": setting, "error": r.stderr.strip()[-2000:]})
+            continue
+        ours = np.fromfile(dump, dtype="<f4").reshape(-1, V)
+        assert ours.shape == ref.shape, (ours.shape, ref.shape)
+        diff = np.abs(ours - ref)
+        res["settings"].append({
+            "setting": setting, "top1_agreement": float((ours.argmax(1) == ref.argmax(1)).mean()),
+            "top1_agreement_decode_tail": float((ours[tail_idx].argmax(1) == ref[tail_idx].argmax(1)).mean()),
+            "max_abs_err": float(diff.max()), "mean_abs_err": float(diff.mean()),
+            "rel_l2_err": float(np.linalg.norm(ours - ref) / np.linalg.norm(ref))})
+        os.remove(dump)
+    res["seconds"] = round(time.time() - t0, 1)
     hb = np.concatenate(hf_bf16, 0)
     res["control_hf_bf16_top1_agreement"] = float((hb.argmax(1) == ref.argmax(1)).mean())
     res["control_hf_bf16_rel_l2_err"] = float(np.linalg.norm(hb - ref) / np.linalg.norm(ref))
     res["control_hf_bf16_max_abs_err"] = float(np.abs(hb - ref).max())
-    os.remove(dump)
     return res
 
 

@@ -51,7 +51,7 @@ bool fp8_gemm(DType w, int64_t T) {
 // bound leaves 3x room. A wrong code, scale, offset or permutation gives errors of order 1.
 // FP8 W8A8 rounds each activation to e4m3 (3 mantissa bits: <= 6.25% relative, ~2.5% rms), so
 // outputs move by ~2.5% (rel-L2); its exact arithmetic is checked separately (Fp8W8A8...).
-// gq_fp32: the backend runs with CudaTuning::gq_fp32 (16-bit activations in the decode GEMVs).
+// gq_fp32: the backend keeps 16-bit activations at decode (CudaTuning::gq_fp32 or gq_mma_decode).
 Tol int_path_tol(DType act, int64_t T, DType w, bool gq_fp32) {
   if (fp8_gemm(w, T)) return Tol{5e-2, 1.5e-1};
   const bool int_path = T <= 8 && gq_format(w)->kind != GqKind::Fp8 && !gq_fp32;
@@ -92,13 +92,15 @@ void run_prequantised(ops::Backend& gpu, ops::Backend& cpu, DType act, std::vect
 
 TEST_P(CudaGq, PrequantisedLayoutsGemvAndGemm) {
   // Row blocks already in a GQ layout (as the GPTQ / AWQ loaders produce) are uploaded as they are.
-  // Both decode paths: the integer one (default) and the fp32 one (CudaTuning::gq_fp32).
-  for (bool fp32 : {false, true}) {
-    SCOPED_TRACE(fp32 ? "fp32 GEMV path" : "integer GEMV path");
+  // Every decode path: the integer GEMV, the fp32 GEMV (CudaTuning::gq_fp32) and the tensor-core
+  // GEMM from one token (gq_dp4a_max_tokens = 0; decode tiles sum their split-K partials in-kernel).
+  for (int path : {0, 1, 2}) {
+    SCOPED_TRACE(path == 0 ? "integer GEMV path" : path == 1 ? "fp32 GEMV path" : "tensor-core decode path");
     CudaTuning t;
-    t.gq_fp32 = fp32;
+    t.gq_fp32 = path == 1;
+    t.gq_dp4a_max_tokens = path == 2 ? 0 : 8;
     gpu = make_gpu(GetParam(), t);
-    run_prequantised(*gpu, *cpu, act, keep, fp32);
+    run_prequantised(*gpu, *cpu, act, keep, path != 0);
   }
 }
 

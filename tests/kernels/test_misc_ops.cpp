@@ -99,14 +99,19 @@ TEST_P(CudaMisc, EmbeddingFromPreparedTables) {
         if (n > 3) ids[1] = 0, ids[2] = ids[3];
         std::vector<float> want(size_t(n * dim), NAN);
         cpu->embedding(host, ids.data(), n, host_f32(want, {n, dim}));
-        DevTensor out = dev_alloc(*gpu, act, {n, dim});
-        poison(*gpu, out.t);
         DevInts dids = dev_ints(*gpu, ids);
-        gpu->embedding(table, dids.ptr(), n, out.t);
-        if (is_quantized(t))
-          ASSERT_TRUE(close_rows(to_host(*gpu, out.t), want, size_t(dim), act_tol(act))) << "n " << n;
-        else
-          ASSERT_TRUE(equal_rounded(to_host(*gpu, out.t), want, act)) << "n " << n;
+        // Into a 16-bit buffer and into the fp32 residual stream.
+        for (DType out_t : {act, DType::F32}) {
+          SCOPED_TRACE(dtype_name(out_t));
+          DevTensor out = dev_alloc(*gpu, out_t, {n, dim});
+          poison(*gpu, out.t);
+          gpu->embedding(table, dids.ptr(), n, out.t);
+          if (is_quantized(t))  // dequantised in fp32 on both sides: only the output rounds
+            ASSERT_TRUE(close_rows(to_host(*gpu, out.t), want, size_t(dim),
+                                   out_t == DType::F32 ? f32_tol() : act_tol(act))) << "n " << n;
+          else  // the table itself is 16-bit: the fp32 output is its value exactly
+            ASSERT_TRUE(equal_rounded(to_host(*gpu, out.t), want, act)) << "n " << n;
+        }
       }
       keep.clear();
     }

@@ -72,6 +72,39 @@ TEST_P(CudaNorm, AddRmsNormUpdatesResidual) {
     }
 }
 
+TEST_P(CudaNorm, Fp32ResidualStream) {
+  // The fp32 residual stream: rms_norm reads fp32 x, add_rms_norm keeps an fp32 residual and adds
+  // a 16-bit or an fp32 x (the projections' outputs). The residual update is one fp32 addition on
+  // both sides (bit for bit); the output rounds once.
+  std::mt19937 rng(203);
+  for (DType xt : {act, DType::F32})
+  for (int64_t n : kWidths)
+    for (int64_t rows : kRows) {
+      SCOPED_TRACE(::testing::Message() << "x " << dtype_name(xt) << " n " << n << " rows " << rows);
+      std::vector<float> res = randn(rng, size_t(rows * n), 2.0f);  // not rounded to act
+      std::vector<float> x = xt == act ? rand_act(rng, size_t(rows * n), act, 1.0f) : randn(rng, size_t(rows * n));
+      std::vector<float> w = randn(rng, size_t(n));
+      std::vector<float> want0(x.size(), NAN), res_cpu = res, want(x.size(), NAN);
+      cpu->rms_norm(host_f32(res, {rows, n}), host_f32(w, {n}), 1e-6f, host_f32(want0, {rows, n}));
+      cpu->add_rms_norm(host_f32(res_cpu, {rows, n}), host_f32(x, {rows, n}), host_f32(w, {n}),
+                        1e-6f, host_f32(want, {rows, n}));
+
+      Tensor dw = upload_f32(*gpu, w, {n}, keep);
+      settle(*gpu);
+      DevTensor dres = dev_from(*gpu, res, DType::F32, {rows, n});
+      DevTensor dx = dev_from(*gpu, x, xt, {rows, n});
+      DevTensor out = dev_alloc(*gpu, act, {rows, n});
+      poison(*gpu, out.t);
+      gpu->rms_norm(dres.t, dw, 1e-6f, out.t);
+      ASSERT_TRUE(close_rows(to_host(*gpu, out.t), want0, size_t(n), act_tol(act))) << "rms_norm";
+      poison(*gpu, out.t);
+      gpu->add_rms_norm(dres.t, dx.t, dw, 1e-6f, out.t);
+      ASSERT_TRUE(equal_rounded(to_host(*gpu, dres.t), res_cpu, DType::F32)) << "residual";
+      ASSERT_TRUE(close_rows(to_host(*gpu, out.t), want, size_t(n), act_tol(act))) << "output";
+      keep.clear();
+    }
+}
+
 namespace {
 
 struct RopeCase {

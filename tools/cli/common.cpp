@@ -39,8 +39,10 @@ void add_model_options(CLI::App* app, ModelArgs& a, bool engine_sizing) {
     app->add_flag("!--no-cuda-graph", a.engine.cuda_graph, "run decode without CUDA graphs");
     app->add_flag("!--no-prefix-cache", a.engine.prefix_cache,
                   "compute every prompt in full (no reuse of cached prefixes)");
-    app->add_option("--dtype", a.dtype, "CUDA activation type: bf16 | fp16")
-        ->check(CLI::IsMember({"bf16", "fp16"}));
+    app->add_option("--dtype", a.dtype,
+                    "CUDA activation type: auto | bf16 | fp16 (auto: fp16 where the model's activations fit "
+                    "its range, measured at load, else bf16)")
+        ->check(CLI::IsMember({"auto", "bf16", "fp16"}));
     app->add_option("--quantize", a.quantize,
                     "CUDA weights: auto (keep the file's quantisation) | none (16-bit) | int8 (W8A16, "
                     "per channel) | int4 (W4A16, group 128) | fp8 (e4m3, per channel)")

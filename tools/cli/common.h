@@ -12,7 +12,7 @@ namespace lite_llama::cli {
 struct ModelArgs {
   EngineOptions engine;
   // Flag spellings of engine.backend's enums, parsed by resolve_engine_options.
-  std::string device = "auto", dtype = "bf16", quantize = "auto";
+  std::string device = "auto", dtype = "auto", quantize = "auto";
   bool verbose = false;
   bool quiet = false;
 };

@@ -54,6 +54,27 @@ __device__ __forceinline__ uint4 pack8(const float* f) {
   return r;
 }
 
+// 8 elements of T (16-bit: one 16-byte access; float: two) to / from fp32.
+template <typename T>
+__device__ __forceinline__ void load8(const T* p, float* f) {
+  if constexpr (sizeof(T) == 4) {
+    const float4 a = reinterpret_cast<const float4*>(p)[0], b = reinterpret_cast<const float4*>(p)[1];
+    f[0] = a.x, f[1] = a.y, f[2] = a.z, f[3] = a.w, f[4] = b.x, f[5] = b.y, f[6] = b.z, f[7] = b.w;
+  } else {
+    unpack8<T>(*reinterpret_cast<const uint4*>(p), f);
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ void store8(T* p, const float* f) {
+  if constexpr (sizeof(T) == 4) {
+    reinterpret_cast<float4*>(p)[0] = make_float4(f[0], f[1], f[2], f[3]);
+    reinterpret_cast<float4*>(p)[1] = make_float4(f[4], f[5], f[6], f[7]);
+  } else {
+    *reinterpret_cast<uint4*>(p) = pack8<T>(f);
+  }
+}
+
 // Streaming load that does not allocate in L1 (weights are read once per step).
 __device__ __forceinline__ uint4 ld_stream(const void* p) {
   uint4 r;

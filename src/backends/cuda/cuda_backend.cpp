@@ -38,6 +38,9 @@ class CudaBackend final : public ops::Backend {
 
   Device device() const override { return Device::CUDA; }
   DType act_dtype() const override { return dev_.act_dtype(); }
+  DType residual_dtype() const override { return tuning_.fp32_residual ? DType::F32 : dev_.act_dtype(); }
+  void probe_activation_range(bool on) override { finite_.probe(on); }
+  double probed_activation_range() const override { return finite_.max_abs(); }
   std::string name() const override {
     const cudaDeviceProp& p = dev_.props();
     return fmt::format("cuda:{} ({}, sm_{}{}, {} SMs, {:.0f} GiB, {})", dev_.index(), p.name, p.major, p.minor,
@@ -83,23 +86,26 @@ class CudaBackend final : public ops::Backend {
   void embedding(const Tensor& table, const int32_t* ids, int n, Tensor out) override {
     linear_.forget_xq();
     ProfileScope ps(prof_, "embedding", stream());
+    const bool f32 = out.dtype == DType::F32;
     if (is_gq(table.dtype))
-      LL_CUDA(dequant_gq(act(), table_gq_args(table), table.data, ids, 0, n, int(table.cols()), out.data, stream()));
+      LL_CUDA(dequant_gq(act(), table_gq_args(table), table.data, ids, 0, n, int(table.cols()), out.data, stream(),
+                         f32));
     else
-      LL_CUDA(cuda::embedding(table.data, ids, out.data, n, int(table.cols()), stream()));
+      LL_CUDA(cuda::embedding(table.dtype == DType::BF16 ? Act::BF16 : Act::F16, table.data, ids, out.data, n,
+                              int(table.cols()), f32, stream()));
     finite_("embedding", out);
   }
   void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor out) override {
     ProfileScope ps(prof_, "norm", stream());
     void* xq = linear_.quantize_x_for(out, norm_quantizes_x(int(x.rows()), int(x.cols())));
-    LL_CUDA(cuda::rms_norm(act(), x.data, w.ptr<float>(), eps, out.data, int(x.rows()), int(x.cols()), stream(), xq));
+    LL_CUDA(cuda::rms_norm(act(), x.dtype == DType::F32, x.data, w.ptr<float>(), eps, out.data, int(x.rows()), int(x.cols()), stream(), xq));
     finite_("rms_norm", out);
   }
   void add_rms_norm(Tensor residual, const Tensor& x, const Tensor& w, float eps, Tensor out) override {
     ProfileScope ps(prof_, "norm", stream());
     void* xq = linear_.quantize_x_for(out, norm_quantizes_x(int(x.rows()), int(x.cols())));
-    LL_CUDA(cuda::add_rms_norm(act(), residual.data, x.data, w.ptr<float>(), eps, out.data, int(x.rows()),
-                               int(x.cols()), stream(), xq));
+    LL_CUDA(cuda::add_rms_norm(act(), residual.dtype == DType::F32, x.dtype == DType::F32, residual.data, x.data,
+                               w.ptr<float>(), eps, out.data, int(x.rows()), int(x.cols()), stream(), xq));
     finite_("add_rms_norm (residual)", residual);
     finite_("add_rms_norm", out);
   }

@@ -21,6 +21,10 @@ void FiniteCheck::check(const char* op, const Tensor& t) {
     float v = 0.f;
     if (t.dtype == DType::F32) std::memcpy(&v, h.data() + 4 * i, 4);
     else std::memcpy(&u, h.data() + 2 * i, 2), v = t.dtype == DType::BF16 ? bf16_to_f32(u) : f16_to_f32(u);
+    if (probing_) {
+      if (t.dtype != DType::F32) max_abs_ = std::max(max_abs_, std::isfinite(v) ? double(std::fabs(v)) : INFINITY);
+      if (!on_) continue;
+    }
     if (!std::isfinite(v))
       fail("LITE_LLAMA_CHECK_FINITE: op #{} ({}) wrote {} at element {} of [{} x {}] (row {})", checked_ops_, op, v, i,
            t.rows(), t.cols(), int64_t(i) / std::max<int64_t>(1, t.cols()));

@@ -36,11 +36,14 @@ constexpr size_t kGqScratchBytes = size_t(kGqGemvMaxTokens) * kGqMaxK * 3 / 2;  
 cudaError_t gemv_gq(Act act, const GqArgs& q, const void* x, const void* w, const void* bias, void* out,
                     bool out_f32, int T, int N, int K, int ldo, void* scratch, bool x_ready, cudaStream_t s);
 // The same product for kGqGemvMaxTokens < T <= kGqMmaMaxTokens (and fp8 from 3 tokens) on tensor
-// cores, weights dequantised in registers; `ws` (ws_bytes) holds split-K fp32 partials.
+// cores, weights dequantised in registers (also from 1 token: CudaTuning::gq_dp4a_max_tokens); `ws`
+// (ws_bytes) holds split-K fp32 partials. With `counters` (max_counters ints, zero, left zero)
+// the last block of each tile sums them; else a second kernel does.
 constexpr int kGqMmaMaxTokens = 256;
 constexpr int kGqMmaMaxTokensInt8 = 128;  // int8 dequantises slower: tiles + cuBLASLt win above (H100)
 cudaError_t gemm_gq_mma(Act act, const GqArgs& q, const void* x, const void* w, const void* bias, void* out,
-                        bool out_f32, int T, int N, int K, int ldo, void* ws, size_t ws_bytes, cudaStream_t s);
+                        bool out_f32, int T, int N, int K, int ldo, void* ws, size_t ws_bytes, cudaStream_t s,
+                        int* counters = nullptr, int max_counters = 0);
 // FP8 W8A8 through cuBLASLt (sm_89+) for per-channel fp8 weights from kFp8GemmMinTokens tokens:
 // x[T, K] -> e4m3 codes [T, K] and one scale per row (amax / 448) ...
 constexpr int kFp8GemmMinTokens = 32;  // measured crossover against the W8A16 GEMM (H100)
@@ -48,8 +51,9 @@ cudaError_t quantize_rows_fp8(Act act, const void* x, int T, int K, void* codes,
 // ... and the weights' per-row scale s (the fp16 at code_bytes of each GQ row) as fp32 out[N].
 cudaError_t gq_row_scales(const void* w, size_t row_bytes, size_t code_bytes, int N, float* out, cudaStream_t s);
 // dst[i, :] = dequant(w row (rows ? rows[i] : row0 + i)) as 16-bit activations, rows of K.
+// f32_out: dst is fp32 (the embedding into the fp32 residual stream), else of type `act`.
 cudaError_t dequant_gq(Act act, const GqArgs& q, const void* w, const int32_t* rows, int row0, int n, int K,
-                       void* dst, cudaStream_t s);
+                       void* dst, cudaStream_t s, bool f32_out = false);
 // 16-bit src[N, K] -> GQ dst (N rows of q.row_bytes), round to nearest.
 cudaError_t quantize_gq(Act act, const GqArgs& q, const void* src, void* dst, int N, int K, cudaStream_t s);
 
@@ -61,11 +65,13 @@ inline void gq_x_views(void* scratch, int8_t** xq, float4** xs) {
   *xs = reinterpret_cast<float4*>(*xq + kGqXsOffset);
 }
 bool norm_quantizes_x(int rows, int n);
-cudaError_t rms_norm(Act act, const void* x, const float* w, float eps, void* out, int rows, int n,
+// x_f32 / residual_f32: the residual stream (x of rms_norm) is fp32, else of the activation type.
+cudaError_t rms_norm(Act act, bool x_f32, const void* x, const float* w, float eps, void* out, int rows, int n,
                      cudaStream_t s, void* xq_scratch = nullptr);
 // residual += x; out = rms_norm(residual) * w
-cudaError_t add_rms_norm(Act act, void* residual, const void* x, const float* w, float eps, void* out,
-                         int rows, int n, cudaStream_t s, void* xq_scratch = nullptr);
+// x_f32: the added x is fp32 too (the projections writing into an fp32 residual stream).
+cudaError_t add_rms_norm(Act act, bool residual_f32, bool x_f32, void* residual, const void* x, const float* w,
+                         float eps, void* out, int rows, int n, cudaStream_t s, void* xq_scratch = nullptr);
 
 // qkv[T, (Hq + 2 Hkv) D] -> q_out[T, Hq D] (rotated, optionally head-normed), K/V into the pool.
 struct RopeKvArgs {
@@ -118,9 +124,10 @@ cudaError_t attention_decode(Act act, const AttnArgs& a, int splits, int min_key
 bool swiglu_quantizes_x(int T, int F);
 cudaError_t swiglu(Act act, const void* gate_up, void* out, int T, int F, cudaStream_t s,
                    void* xq_scratch = nullptr);
-// out[i, :] = table[ids[i], :] (16-bit rows of width n)
-cudaError_t embedding(const void* table, const int32_t* ids, void* out, int count, int n,
-                      cudaStream_t s);
+// out[i, :] = table[ids[i], :] (16-bit rows of width n, of type `table_type`); f32_out: converted
+// to fp32 (the residual stream), else copied.
+cudaError_t embedding(Act table_type, const void* table, const int32_t* ids, void* out, int count, int n,
+                      bool f32_out, cudaStream_t s);
 cudaError_t gather_rows(const void* x, const int32_t* rows, void* out, int count, size_t row_bytes,
                         cudaStream_t s);
 cudaError_t write_slot_table(int32_t* table, int stride, const int32_t* t_req, const int32_t* t_pos,

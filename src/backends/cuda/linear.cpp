@@ -9,6 +9,7 @@ namespace {
 
 constexpr size_t kGemmWorkspace = 32u << 20;
 constexpr size_t kDeqElems = 16u << 20;  // dequantised weight tile for GEMMs: 32 MiB, mostly in L2
+constexpr int kGqCounters = 1 << 16;      // split-K tile counters of the tensor-core GEMM
 
 GqArgs gq_args(const Tensor& w, bool pdl) {
   const GqFormat f = *gq_format(w.dtype);
@@ -56,7 +57,8 @@ void CudaLinear::run_gq(const Tensor& x, const ops::Linear& w, Tensor out, int T
   const Act act = dev_.act();
   cudaStream_t s = dev_.stream();
   // fp8 has no integer path: its fp32 GEMV is math-bound from 3 tokens, where tiles win.
-  if (T <= kGqGemvMaxTokens && (q.kind != int(GqKind::Fp8) || T <= 2)) {
+  const bool gemv = q.kind == int(GqKind::Fp8) ? T <= 2 : T <= dp4a_max();
+  if (gemv) {
     const bool ready = xq_of_ == x.data && xq_rows_ == T && xq_cols_ == K;
     LL_CUDA(gemv_gq(act, q, x.data, wt.data, w.bias.data, out.data, f32, T, N, K, N,
                     tuning_.gq_fp32 ? nullptr : gq_scratch_.data(), ready, s));
@@ -69,7 +71,7 @@ void CudaLinear::run_gq(const Tensor& x, const ops::Linear& w, Tensor out, int T
                                                       : kGqMmaMaxTokens;
   if (T <= mma_max) {
     LL_CUDA(gemm_gq_mma(act, q, x.data, wt.data, w.bias.data, out.data, f32, T, N, K, N, deq_.data(),
-                        kDeqElems * 2, s));
+                        kDeqElems * 2, s, counters_.as<int>(), kGqCounters));
     return;
   }
   const int tile = std::max(16, int(kDeqElems / size_t(K)) / 16 * 16);
@@ -113,6 +115,10 @@ bool CudaLinear::run_fp8(const Tensor& x, const ops::Linear& w, Tensor out, int 
 
 void CudaLinear::add_gq_weight(GqFormat f) {
   if (!deq_.data()) deq_ = dev_.alloc(kDeqElems * 2);
+  if (!counters_.data()) {
+    counters_ = dev_.alloc(kGqCounters * sizeof(int));
+    LL_CUDA(cudaMemsetAsync(counters_.data(), 0, kGqCounters * sizeof(int), dev_.stream()));
+  }
   if (!gq_scratch_.data()) gq_scratch_ = dev_.alloc(kGqScratchBytes);
   int_weights_ |= f.kind != GqKind::Fp8;
 }
@@ -124,7 +130,7 @@ bool CudaLinear::fp8_row_scales(GqFormat f, int64_t K) const {
 
 void* CudaLinear::quantize_x_for(const Tensor& out, bool shape_ok) {
   xq_of_ = nullptr;
-  if (!gq_scratch_.data() || tuning_.gq_fp32 || !int_weights_ || !shape_ok) return nullptr;
+  if (!gq_scratch_.data() || tuning_.gq_fp32 || !int_weights_ || !shape_ok || out.rows() > dp4a_max()) return nullptr;
   xq_of_ = out.data;
   xq_rows_ = int(out.rows()), xq_cols_ = int(out.cols());
   return gq_scratch_.data();

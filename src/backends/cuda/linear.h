@@ -2,6 +2,7 @@
 // and the token count, and the state that choice needs (cuBLASLt plans, the dequantisation tile,
 // the int8 form of an activation that a producer wrote for the quantised decode GEMV).
 #pragma once
+#include <algorithm>
 #include "backends/cuda/device.h"
 #include "backends/cuda/gemm.h"
 #include "core/gq.h"
@@ -32,12 +33,15 @@ class CudaLinear {
  private:
   void run_gq(const Tensor& x, const ops::Linear& w, Tensor out, int T, int N, int K, bool f32);
   bool run_fp8(const Tensor& x, const ops::Linear& w, Tensor out, int T, int N, int K, bool f32);
+  // Most tokens of a step whose quantised linears run the decode GEMV (tuning, within 0..8).
+  int dp4a_max() const { return std::clamp(tuning_.gq_dp4a_max_tokens, 0, kGqGemvMaxTokens); }
 
   CudaDevice& dev_;
   const CudaTuning tuning_;
   const bool pdl_;  // tuning_.pdl on a GPU that has it
   Gemm gemm_;
   Buffer deq_, gq_scratch_;
+  Buffer counters_;  // split-K tile counters of gemm_gq_mma (zeroed once; the kernel leaves them zero)
   const void* xq_of_ = nullptr;  // the activation whose int8 form gq_scratch_ holds
   int xq_rows_ = 0, xq_cols_ = 0;
   bool int_weights_ = false;     // some weights are int8 / int4 GQ (the integer decode path)

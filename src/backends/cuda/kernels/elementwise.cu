@@ -40,6 +40,15 @@ __global__ void swiglu_kernel(const T* __restrict__ gu, T* __restrict__ out, int
   }
 }
 
+// out[i, :] = float(table[ids[i], :]): the embedding into the fp32 residual stream.
+template <typename T>
+__global__ void embed_f32_kernel(const T* __restrict__ table, const int32_t* __restrict__ ids,
+                                 float* __restrict__ out, int n) {
+  const T* src = table + size_t(ids[blockIdx.x]) * n;
+  float* dst = out + size_t(blockIdx.x) * n;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) dst[i] = to_f(src[i]);
+}
+
 __global__ void copy_rows_kernel(const uint8_t* __restrict__ src, const int32_t* __restrict__ rows,
                                  uint8_t* __restrict__ dst, size_t row_bytes) {
   const size_t r = size_t(rows[blockIdx.x]);
@@ -108,9 +117,15 @@ cudaError_t gather_rows(const void* x, const int32_t* rows, void* out, int count
   return cudaGetLastError();
 }
 
-cudaError_t embedding(const void* table, const int32_t* ids, void* out, int count, int n,
-                      cudaStream_t s) {
-  return gather_rows(table, ids, out, count, size_t(n) * 2, s);
+cudaError_t embedding(Act table_type, const void* table, const int32_t* ids, void* out, int count, int n,
+                      bool f32_out, cudaStream_t s) {
+  if (!f32_out) return gather_rows(table, ids, out, count, size_t(n) * 2, s);
+  if (count == 0) return cudaSuccess;
+  if (table_type == Act::BF16)
+    embed_f32_kernel<<<count, 256, 0, s>>>(static_cast<const __nv_bfloat16*>(table), ids, static_cast<float*>(out), n);
+  else
+    embed_f32_kernel<<<count, 256, 0, s>>>(static_cast<const __half*>(table), ids, static_cast<float*>(out), n);
+  return cudaGetLastError();
 }
 
 cudaError_t write_slot_table(int32_t* table, int stride, const int32_t* t_req, const int32_t* t_pos,

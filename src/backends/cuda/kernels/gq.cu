@@ -329,7 +329,7 @@ __global__ void dequant_gq_kernel(const uint8_t* __restrict__ w, size_t rb, int 
   dequant_chunk<KIND>(q, sm, wf);
   T* o = dst + size_t(r) * K + size_t(c) * V;
 #pragma unroll
-  for (int h = 0; h < V / 8; ++h) *reinterpret_cast<uint4*>(o + 8 * h) = pack8<T>(wf + 8 * h);
+  for (int h = 0; h < V / 8; ++h) store8<T>(o + 8 * h, wf + 8 * h);
 }
 
 // One warp per group: reduce min / max / absmax, then each lane packs whole 32-bit words.
@@ -447,7 +447,7 @@ cudaError_t gemv_gq(Act act, const GqArgs& q, const void* x, const void* w, cons
 }
 
 cudaError_t dequant_gq(Act act, const GqArgs& q, const void* w, const int32_t* rows, int row0, int n, int K,
-                       void* dst, cudaStream_t s) {
+                       void* dst, cudaStream_t s, bool f32_out) {
   const int gshift = group_shift(q.group);
   if (gshift < 0 || K % 32 != 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
@@ -456,7 +456,10 @@ cudaError_t dequant_gq(Act act, const GqArgs& q, const void* w, const int32_t* r
     const int64_t total = int64_t(n) * (K / kVals<KIND>);
     const unsigned grid = ceil_div(total, 256);
     auto* wp = static_cast<const uint8_t*>(w);
-    if (act == Act::BF16)
+    if (f32_out)
+      dequant_gq_kernel<float, KIND><<<grid, 256, 0, s>>>(wp, q.row_bytes, gshift, rows, row0, n, K,
+                                                          static_cast<float*>(dst));
+    else if (act == Act::BF16)
       dequant_gq_kernel<__nv_bfloat16, KIND><<<grid, 256, 0, s>>>(wp, q.row_bytes, gshift, rows, row0, n, K,
                                                                    static_cast<__nv_bfloat16*>(dst));
     else

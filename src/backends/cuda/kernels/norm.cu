@@ -1,5 +1,5 @@
 // RMSNorm and the fused residual-add + RMSNorm (the seed's skip_rmsnorm): one block per row,
-// fp32 statistics, 16-bit in/out.
+// fp32 statistics; the residual stream in fp32 or 16-bit, the normalised output 16-bit.
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/launchers.h"
 #include "backends/cuda/pdl.cuh"
@@ -10,18 +10,18 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kMaxPerThread = 8 * 4;  // rows up to 256 * 32 = 8192 elements stay in registers
 
-// When `residual` is given: residual += x (rounded to T, as the model's residual stream is T),
-// then the row statistics come from the updated residual.
-template <typename T, bool kAdd>
-__global__ void __launch_bounds__(kThreads) norm_kernel(T* residual, const T* __restrict__ x,
+// kAdd: residual (R) += x (X), rounded to R (fp32 or the activation type), then the row
+// statistics come from the updated residual. Without kAdd the input x is of type R. `out` is T.
+template <typename T, typename R, typename X, bool kAdd>
+__global__ void __launch_bounds__(kThreads) norm_kernel(R* residual, const void* __restrict__ xv,
                                                         const float* __restrict__ w, float eps,
                                                         T* __restrict__ out, int n, int8_t* __restrict__ xq,
                                                         float4* __restrict__ xs) {
   __shared__ float red[32];
   pdl_trigger();  // a quantised GEMV after this may start fetching its weights
   const size_t row = blockIdx.x;
-  const T* xr = x + row * n;
-  T* rr = kAdd ? residual + row * n : nullptr;
+  const X* xr = static_cast<const X*>(xv) + row * n;
+  R* rr = kAdd ? residual + row * n : nullptr;
   float v[kMaxPerThread];
   float ss = 0.f;
   if (n % 8 == 0 && n <= kThreads * kMaxPerThread) {
@@ -31,13 +31,13 @@ __global__ void __launch_bounds__(kThreads) norm_kernel(T* residual, const T* __
       const int i = (c * kThreads + threadIdx.x) * 8;
       if (i >= n) break;
       float a[8];
-      unpack8<T>(*reinterpret_cast<const uint4*>(xr + i), a);
+      load8<X>(xr + i, a);
       if (kAdd) {
         float b[8];
-        unpack8<T>(*reinterpret_cast<const uint4*>(rr + i), b);
+        load8<R>(rr + i, b);
 #pragma unroll
-        for (int j = 0; j < 8; ++j) a[j] = to_f(from_f<T>(a[j] + b[j]));
-        *reinterpret_cast<uint4*>(rr + i) = pack8<T>(a);
+        for (int j = 0; j < 8; ++j) a[j] = to_f(from_f<R>(a[j] + b[j]));
+        store8<R>(rr + i, a);
       }
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
@@ -66,19 +66,35 @@ __global__ void __launch_bounds__(kThreads) norm_kernel(T* residual, const T* __
   for (int i = threadIdx.x; i < n; i += kThreads) {
     float a = to_f(xr[i]);
     if (kAdd) {
-      a = to_f(from_f<T>(a + to_f(rr[i])));
-      rr[i] = from_f<T>(a);
+      a = to_f(from_f<R>(a + to_f(rr[i])));
+      rr[i] = from_f<R>(a);
     }
     ss += a * a;
   }
   const float inv = rsqrtf(block_sum(ss, red) / float(n) + eps);
-  const T* src = kAdd ? rr : xr;
-  for (int i = threadIdx.x; i < n; i += kThreads) out[row * n + i] = from_f<T>(to_f(src[i]) * inv * w[i]);
+  for (int i = threadIdx.x; i < n; i += kThreads) {
+    const float a = kAdd ? to_f(rr[i]) : to_f(xr[i]);
+    out[row * n + i] = from_f<T>(a * inv * w[i]);
+  }
+}
+
+// The residual and the added x: both fp32, both T, or an fp32 residual and a T x.
+template <typename T, bool kAdd>
+void launch_typed(bool f32_residual, bool f32_x, void* residual, const void* x, const float* w, float eps,
+                  void* out, int rows, int n, int8_t* xq, float4* xs, cudaStream_t s) {
+  T* o = static_cast<T*>(out);
+  if (f32_residual && (f32_x || !kAdd))
+    norm_kernel<T, float, float, kAdd><<<rows, kThreads, 0, s>>>(static_cast<float*>(residual), x, w, eps, o, n, xq, xs);
+  else if (f32_residual)
+    norm_kernel<T, float, T, kAdd><<<rows, kThreads, 0, s>>>(static_cast<float*>(residual), x, w, eps, o, n, xq, xs);
+  else
+    norm_kernel<T, T, T, kAdd><<<rows, kThreads, 0, s>>>(static_cast<T*>(residual), x, w, eps, o, n, xq, xs);
 }
 
 template <bool kAdd>
-cudaError_t launch(Act act, void* residual, const void* x, const float* w, float eps, void* out,
-                   int rows, int n, void* xq_scratch, cudaStream_t s) {
+cudaError_t launch(Act act, bool f32_residual, bool f32_x, void* residual, const void* x, const float* w,
+                   float eps, void* out, int rows, int n, void* xq_scratch, cudaStream_t s) {
+  if (f32_x && !f32_residual) return cudaErrorInvalidValue;  // an fp32 x adds to an fp32 residual only
   if (rows == 0) return cudaSuccess;
   int8_t* xq = nullptr;
   float4* xs = nullptr;
@@ -87,13 +103,9 @@ cudaError_t launch(Act act, void* residual, const void* x, const float* w, float
     gq_x_views(xq_scratch, &xq, &xs);
   }
   if (act == Act::BF16)
-    norm_kernel<__nv_bfloat16, kAdd><<<rows, kThreads, 0, s>>>(
-        static_cast<__nv_bfloat16*>(residual), static_cast<const __nv_bfloat16*>(x), w, eps,
-        static_cast<__nv_bfloat16*>(out), n, xq, xs);
+    launch_typed<__nv_bfloat16, kAdd>(f32_residual, f32_x, residual, x, w, eps, out, rows, n, xq, xs, s);
   else
-    norm_kernel<__half, kAdd><<<rows, kThreads, 0, s>>>(static_cast<__half*>(residual),
-                                                        static_cast<const __half*>(x), w, eps,
-                                                        static_cast<__half*>(out), n, xq, xs);
+    launch_typed<__half, kAdd>(f32_residual, f32_x, residual, x, w, eps, out, rows, n, xq, xs, s);
   return cudaGetLastError();
 }
 
@@ -103,14 +115,14 @@ bool norm_quantizes_x(int rows, int n) {
   return rows <= kGqGemvMaxTokens && n % 32 == 0 && n <= kThreads * kMaxPerThread;
 }
 
-cudaError_t rms_norm(Act act, const void* x, const float* w, float eps, void* out, int rows, int n,
+cudaError_t rms_norm(Act act, bool x_f32, const void* x, const float* w, float eps, void* out, int rows, int n,
                      cudaStream_t s, void* xq_scratch) {
-  return launch<false>(act, nullptr, x, w, eps, out, rows, n, xq_scratch, s);
+  return launch<false>(act, x_f32, false, nullptr, x, w, eps, out, rows, n, xq_scratch, s);
 }
 
-cudaError_t add_rms_norm(Act act, void* residual, const void* x, const float* w, float eps, void* out,
-                         int rows, int n, cudaStream_t s, void* xq_scratch) {
-  return launch<true>(act, residual, x, w, eps, out, rows, n, xq_scratch, s);
+cudaError_t add_rms_norm(Act act, bool residual_f32, bool x_f32, void* residual, const void* x, const float* w,
+                         float eps, void* out, int rows, int n, cudaStream_t s, void* xq_scratch) {
+  return launch<true>(act, residual_f32, x_f32, residual, x, w, eps, out, rows, n, xq_scratch, s);
 }
 
 }  // namespace lite_llama::cuda
