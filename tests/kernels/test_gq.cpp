@@ -93,7 +93,7 @@ void run_prequantised(ops::Backend& gpu, ops::Backend& cpu, DType act, std::vect
 TEST_P(CudaGq, PrequantisedLayoutsGemvAndGemm) {
   // Row blocks already in a GQ layout (as the GPTQ / AWQ loaders produce) are uploaded as they are.
   // Every decode path: the integer GEMV, the fp32 GEMV (CudaTuning::gq_fp32) and the tensor-core
-  // GEMM from one token (gq_dp4a_max_tokens = 0; decode tiles sum their split-K partials in-kernel).
+  // GEMM from one token (gq_dp4a_max_tokens = 0).
   for (int path : {0, 1, 2}) {
     SCOPED_TRACE(path == 0 ? "integer GEMV path" : path == 1 ? "fp32 GEMV path" : "tensor-core decode path");
     CudaTuning t;

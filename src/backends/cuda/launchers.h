@@ -36,14 +36,12 @@ constexpr size_t kGqScratchBytes = size_t(kGqGemvMaxTokens) * kGqMaxK * 3 / 2;  
 cudaError_t gemv_gq(Act act, const GqArgs& q, const void* x, const void* w, const void* bias, void* out,
                     bool out_f32, int T, int N, int K, int ldo, void* scratch, bool x_ready, cudaStream_t s);
 // The same product for kGqGemvMaxTokens < T <= kGqMmaMaxTokens (and fp8 from 3 tokens) on tensor
-// cores, weights dequantised in registers (also from 1 token: CudaTuning::gq_dp4a_max_tokens); `ws`
-// (ws_bytes) holds split-K fp32 partials. With `counters` (max_counters ints, zero, left zero)
-// the last block of each tile sums them; else a second kernel does.
+// cores, weights dequantised in registers (also decode steps above CudaTuning::gq_dp4a_max_tokens);
+// `ws` (ws_bytes) holds split-K fp32 partials.
 constexpr int kGqMmaMaxTokens = 256;
 constexpr int kGqMmaMaxTokensInt8 = 128;  // int8 dequantises slower: tiles + cuBLASLt win above (H100)
 cudaError_t gemm_gq_mma(Act act, const GqArgs& q, const void* x, const void* w, const void* bias, void* out,
-                        bool out_f32, int T, int N, int K, int ldo, void* ws, size_t ws_bytes, cudaStream_t s,
-                        int* counters = nullptr, int max_counters = 0);
+                        bool out_f32, int T, int N, int K, int ldo, void* ws, size_t ws_bytes, cudaStream_t s);
 // FP8 W8A8 through cuBLASLt (sm_89+) for per-channel fp8 weights from kFp8GemmMinTokens tokens:
 // x[T, K] -> e4m3 codes [T, K] and one scale per row (amax / 448) ...
 constexpr int kFp8GemmMinTokens = 32;  // measured crossover against the W8A16 GEMM (H100)

@@ -9,7 +9,6 @@ namespace {
 
 constexpr size_t kGemmWorkspace = 32u << 20;
 constexpr size_t kDeqElems = 16u << 20;  // dequantised weight tile for GEMMs: 32 MiB, mostly in L2
-constexpr int kGqCounters = 1 << 16;      // split-K tile counters of the tensor-core GEMM
 
 GqArgs gq_args(const Tensor& w, bool pdl) {
   const GqFormat f = *gq_format(w.dtype);
@@ -71,7 +70,7 @@ void CudaLinear::run_gq(const Tensor& x, const ops::Linear& w, Tensor out, int T
                                                       : kGqMmaMaxTokens;
   if (T <= mma_max) {
     LL_CUDA(gemm_gq_mma(act, q, x.data, wt.data, w.bias.data, out.data, f32, T, N, K, N, deq_.data(),
-                        kDeqElems * 2, s, counters_.as<int>(), kGqCounters));
+                        kDeqElems * 2, s));
     return;
   }
   const int tile = std::max(16, int(kDeqElems / size_t(K)) / 16 * 16);
@@ -115,10 +114,6 @@ bool CudaLinear::run_fp8(const Tensor& x, const ops::Linear& w, Tensor out, int 
 
 void CudaLinear::add_gq_weight(GqFormat f) {
   if (!deq_.data()) deq_ = dev_.alloc(kDeqElems * 2);
-  if (!counters_.data()) {
-    counters_ = dev_.alloc(kGqCounters * sizeof(int));
-    LL_CUDA(cudaMemsetAsync(counters_.data(), 0, kGqCounters * sizeof(int), dev_.stream()));
-  }
   if (!gq_scratch_.data()) gq_scratch_ = dev_.alloc(kGqScratchBytes);
   int_weights_ |= f.kind != GqKind::Fp8;
 }

@@ -41,7 +41,6 @@ class CudaLinear {
   const bool pdl_;  // tuning_.pdl on a GPU that has it
   Gemm gemm_;
   Buffer deq_, gq_scratch_;
-  Buffer counters_;  // split-K tile counters of gemm_gq_mma (zeroed once; the kernel leaves them zero)
   const void* xq_of_ = nullptr;  // the activation whose int8 form gq_scratch_ holds
   int xq_rows_ = 0, xq_cols_ = 0;
   bool int_weights_ = false;     // some weights are int8 / int4 GQ (the integer decode path)

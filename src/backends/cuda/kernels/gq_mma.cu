@@ -1,4 +1,4 @@
-// Quantised (GQ, core/gq.h) weights times 8 < T <= kGqMmaMaxTokens tokens on tensor cores: each
+// Quantised (GQ, core/gq.h) weights times T <= kGqMmaMaxTokens tokens on tensor cores: each
 // warp multiplies 16 weight rows by up to 64 tokens with mma.sync m16n8k16, dequantising weight
 // pairs in registers straight from the packed codes, so no 16-bit copy of the matrix is written
 // and re-read (the tile path's cost). A block's 16 warps (256 rows) share the activation chunk (up
@@ -20,8 +20,7 @@ namespace lite_llama::cuda {
 namespace {
 
 // 16 warps of 16 rows: more warps per SM hide the dequantise -> mma latency chains (with 8 warps
-// of 32 rows ncu showed 2 warps per scheduler stalled most of the time). (Blocks of 4 warps for
-// decode measured slower on an H100.)
+// of 32 rows ncu showed 2 warps per scheduler stalled most of the time).
 constexpr int kWarps = 16, kWarpRows = 16, kMt = kWarpRows / 16, kThreads = kWarps * 32;
 constexpr int kBlockRows = kWarps * kWarpRows, kKc = 128;
 
@@ -78,10 +77,11 @@ struct Stage {
 // pairs 0, 1 for the first k-step's a0-a3 and 2, 3 for the second; its activations are then the
 // 16-byte unit 4 jj + tig of each token (b0, b1 = .x, .y; then .z, .w).
 template <typename T, int KIND, int NTI>
-__global__ void __launch_bounds__(kThreads)
-    gemm_gq_mma_kernel(const T* __restrict__ x, const uint8_t* __restrict__ w, size_t rb, int gshift,
-                       const T* __restrict__ bias, void* __restrict__ out, bool out_f32, float* __restrict__ part,
-                       int* __restrict__ counters, int T_, int N, int K, int ldo, int kper) {
+__global__ void __launch_bounds__(kThreads) gemm_gq_mma_kernel(const T* __restrict__ x, const uint8_t* __restrict__ w,
+                                                             size_t rb, int gshift, const T* __restrict__ bias,
+                                                             void* __restrict__ out, bool out_f32,
+                                                             float* __restrict__ part, int T_, int N, int K, int ldo,
+                                                             int kper) {
   using S = Stage<KIND, NTI>;
   constexpr int NTOK = S::kNtok, RB = S::kRowBytes, UNITS = RB / 16, STAGES = S::kStages, PW = S::kPWords;
   constexpr int NV = KIND == kInt4 ? 1 : 2;  // code words per lane, row and step pair
@@ -248,27 +248,6 @@ __global__ void __launch_bounds__(kThreads)
           else static_cast<T*>(out)[size_t(t) * ldo + r] = from_f<T>(val);
         }
       }
-  if (!part || !counters) return;
-  // Split K: the last of the tile's splits to finish sums all partials in split order (the
-  // same order whichever block is last: deterministic) and resets the tile's counter.
-  __shared__ int last;
-  __threadfence();
-  __syncthreads();
-  int* counter = counters + blockIdx.z * gridDim.x + blockIdx.x;
-  if (threadIdx.x == 0) last = atomicAdd(counter, 1) == int(gridDim.y) - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  const int rows = min(kBlockRows, N - row0), toks = min(NTOK, T_ - t0);
-  for (int i = threadIdx.x; i < rows * toks; i += kThreads) {
-    const int t = t0 + i / rows, r = row0 + i % rows;
-    float v = 0.f;
-    for (int sp = 0; sp < int(gridDim.y); ++sp) v += __ldcg(part + (size_t(sp) * T_ + t) * N + r);
-    if (bias) v += to_f(bias[r]);
-    if (out_f32) static_cast<float*>(out)[size_t(t) * ldo + r] = v;
-    else static_cast<T*>(out)[size_t(t) * ldo + r] = from_f<T>(v);
-  }
-  if (threadIdx.x == 0) *counter = 0;
 }
 
 // out[t, n] = sum over splits of part[split, t, n] (+ bias[n]), in split order.
@@ -287,8 +266,7 @@ __global__ void sum_parts_kernel(const float* __restrict__ part, int splits, con
 
 template <typename T, int KIND, int NTI>
 cudaError_t launch(const GqArgs& q, int gshift, const void* x, const void* w, const void* bias, void* out,
-                   bool out_f32, int T_, int N, int K, int ldo, void* ws, size_t ws_bytes, int* counters,
-                   int max_counters, cudaStream_t s) {
+                   bool out_f32, int T_, int N, int K, int ldo, void* ws, size_t ws_bytes, cudaStream_t s) {
   constexpr int NTOK = NTI * 8;
   const int row_blocks = ceil_div(N, kBlockRows), tok_tiles = ceil_div(T_, NTOK);
   const int chunks = ceil_div(K, kKc);
@@ -301,10 +279,6 @@ cudaError_t launch(const GqArgs& q, int gshift, const void* x, const void* w, co
   const int kper = ceil_div(chunks, splits) * kKc;
   splits = ceil_div(K, kper);
   float* part = splits > 1 ? static_cast<float*>(ws) : nullptr;
-  // Decode tiles (<= 8 tokens) sum their partials in their last block, saving a launch, where
-  // there are counters for every tile; larger tiles (and the rest) by a kernel of their own, whose
-  // grid spreads the sums over the whole GPU.
-  int* ctr = NTI == 1 && part && counters && blocks <= max_counters ? counters : nullptr;
   const dim3 grid(row_blocks, splits, tok_tiles);
   constexpr int smem = Stage<KIND, NTI>::kBytes * Stage<KIND, NTI>::kStages;
   static const cudaError_t attr =
@@ -312,8 +286,8 @@ cudaError_t launch(const GqArgs& q, int gshift, const void* x, const void* w, co
   if (attr != cudaSuccess) return attr;
   if (cudaError_t e = launch_pdl(q.pdl, gemm_gq_mma_kernel<T, KIND, NTI>, grid, dim3(kThreads), smem, s,
                                  static_cast<const T*>(x), static_cast<const uint8_t*>(w), q.row_bytes, gshift,
-                                 static_cast<const T*>(bias), out, out_f32, part, ctr, T_, N, K, ldo, kper);
-      e != cudaSuccess || !part || ctr)
+                                 static_cast<const T*>(bias), out, out_f32, part, T_, N, K, ldo, kper);
+      e != cudaSuccess || !part)
     return e;
   const int64_t total = int64_t(T_) * N;
   sum_parts_kernel<T><<<unsigned(ceil_div(total, 256)), 256, 0, s>>>(part, splits, static_cast<const T*>(bias), out,
@@ -321,25 +295,21 @@ cudaError_t launch(const GqArgs& q, int gshift, const void* x, const void* w, co
   return cudaGetLastError();
 }
 
-#define LL_GQ_ARGS q, gshift, x, w, bias, out, out_f32, T_, N, K, ldo, ws, ws_bytes, counters, max_counters, s
-#define LL_GQ_PARAMS                                                                                           \
-  const GqArgs &q, int gshift, const void *x, const void *w, const void *bias, void *out, bool out_f32, int T_, \
-      int N, int K, int ldo, void *ws, size_t ws_bytes, int *counters, int max_counters, cudaStream_t s
-
 template <typename T, int KIND>
-cudaError_t by_tokens(LL_GQ_PARAMS) {
-  if (T_ <= 8) return launch<T, KIND, 1>(LL_GQ_ARGS);
-  if (T_ <= 16) return launch<T, KIND, 2>(LL_GQ_ARGS);
-  if (T_ <= 32) return launch<T, KIND, 4>(LL_GQ_ARGS);
-  return launch<T, KIND, 8>(LL_GQ_ARGS);
+cudaError_t by_tokens(const GqArgs& q, int gshift, const void* x, const void* w, const void* bias, void* out,
+                      bool out_f32, int T_, int N, int K, int ldo, void* ws, size_t ws_bytes, cudaStream_t s) {
+  if (T_ <= 16) return launch<T, KIND, 2>(q, gshift, x, w, bias, out, out_f32, T_, N, K, ldo, ws, ws_bytes, s);
+  if (T_ <= 32) return launch<T, KIND, 4>(q, gshift, x, w, bias, out, out_f32, T_, N, K, ldo, ws, ws_bytes, s);
+  return launch<T, KIND, 8>(q, gshift, x, w, bias, out, out_f32, T_, N, K, ldo, ws, ws_bytes, s);
 }
 
 template <typename T>
-cudaError_t by_kind(LL_GQ_PARAMS) {
+cudaError_t by_kind(const GqArgs& q, int gshift, const void* x, const void* w, const void* bias, void* out,
+                    bool out_f32, int T_, int N, int K, int ldo, void* ws, size_t ws_bytes, cudaStream_t s) {
   switch (q.kind) {
-    case kInt8: return by_tokens<T, kInt8>(LL_GQ_ARGS);
-    case kInt4: return by_tokens<T, kInt4>(LL_GQ_ARGS);
-    case kFp8: return by_tokens<T, kFp8>(LL_GQ_ARGS);
+    case kInt8: return by_tokens<T, kInt8>(q, gshift, x, w, bias, out, out_f32, T_, N, K, ldo, ws, ws_bytes, s);
+    case kInt4: return by_tokens<T, kInt4>(q, gshift, x, w, bias, out, out_f32, T_, N, K, ldo, ws, ws_bytes, s);
+    case kFp8: return by_tokens<T, kFp8>(q, gshift, x, w, bias, out, out_f32, T_, N, K, ldo, ws, ws_bytes, s);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -347,15 +317,13 @@ cudaError_t by_kind(LL_GQ_PARAMS) {
 }  // namespace
 
 cudaError_t gemm_gq_mma(Act act, const GqArgs& q, const void* x, const void* w, const void* bias, void* out,
-                        bool out_f32, int T_, int N, int K, int ldo, void* ws, size_t ws_bytes, cudaStream_t s,
-                        int* counters, int max_counters) {
+                        bool out_f32, int T, int N, int K, int ldo, void* ws, size_t ws_bytes, cudaStream_t s) {
   const int gshift = group_shift(q.group);
-  if (gshift < 0 || (q.group && q.group < 16) || T_ < 1 || K % 32 != 0)
+  if (gshift < 0 || (q.group && q.group < 16) || T < 1 || K % 32 != 0)
     return cudaErrorInvalidValue;
-  if (act == Act::BF16) return by_kind<__nv_bfloat16>(LL_GQ_ARGS);
-  return by_kind<__half>(LL_GQ_ARGS);
+  if (act == Act::BF16)
+    return by_kind<__nv_bfloat16>(q, gshift, x, w, bias, out, out_f32, T, N, K, ldo, ws, ws_bytes, s);
+  return by_kind<__half>(q, gshift, x, w, bias, out, out_f32, T, N, K, ldo, ws, ws_bytes, s);
 }
-#undef LL_GQ_ARGS
-#undef LL_GQ_PARAMS
 
 }  // namespace lite_llama::cuda
