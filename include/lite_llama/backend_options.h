@@ -39,8 +39,9 @@ struct CudaTuning {
   // int8 activations and dp4a (llama.cpp's scheme: fast at one token, but its activation rounding
   // moves logits by ~1 and greedy text off the fp32 reference's); gq_fp32 makes that GEMV keep
   // 16-bit activations with fp32 math. Other steps keep 16-bit activations on the tensor-core
-  // GEMM (weights dequantised in registers), as prefill does.
-  int gq_dp4a_max_tokens = 0;
+  // GEMM (weights dequantised in registers), as prefill does. 4: where the 16-bit path measured
+  // slower on an H100 (0.73-0.92x at 1-4 tokens, 1.07x at 6-8; docs/benchmarks/gpu.md).
+  int gq_dp4a_max_tokens = 4;
   bool gq_fp32 = false;
   // FP8 W8A8 through cuBLASLt (compute capability 8.9+) for per-channel fp8 weights, from
   // fp8_gemm_min_tokens tokens (-1 = the built-in default).
