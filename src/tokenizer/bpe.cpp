@@ -1,6 +1,7 @@
 #include "tokenizer/bpe.h"
 
 #include <algorithm>
+#include <atomic>
 #include <queue>
 
 #include "core/error.h"
@@ -41,12 +42,20 @@ struct Candidate {
 };
 
 // Per-thread scratch so that encoding a piece allocates nothing in the steady state.
+// Pieces recur (words of a language, the history a chat sends again each turn): each thread
+// remembers the ids of the last model's short pieces, as HF's BPE keeps a word cache.
+constexpr size_t kCacheMaxPiece = 48, kCacheMaxEntries = 1 << 16;
+
 struct Scratch {
   std::vector<Symbol> symbols;
   std::vector<Candidate> heap;
   std::vector<int32_t> ids;
   std::string word;
+  uint64_t cache_owner = 0;  // BpeModel::uid_ whose pieces `cache` holds
+  std::unordered_map<std::string, std::vector<int32_t>> cache;  // (ignore_merges tag + piece) -> ids
 };
+
+std::atomic<uint64_t> next_uid{1};
 
 Scratch& scratch() {
   thread_local Scratch s;
@@ -88,7 +97,7 @@ void BpeModel::add_merge(std::string_view left, std::string_view right, size_t r
 
 BpeModel::BpeModel(std::vector<std::string> tokens, const std::vector<std::string>& merges,
                    std::string_view merges_key)
-    : tokens_(std::move(tokens)) {
+    : uid_(next_uid++), tokens_(std::move(tokens)) {
   init_tokens();
   reserve_merges(merges.size());
   for (size_t r = 0; r < merges.size(); ++r) {
@@ -106,7 +115,7 @@ BpeModel::BpeModel(std::vector<std::string> tokens, const std::vector<std::strin
 BpeModel::BpeModel(std::vector<std::string> tokens,
                    const std::vector<std::pair<std::string, std::string>>& merges,
                    std::string_view merges_key)
-    : tokens_(std::move(tokens)) {
+    : uid_(next_uid++), tokens_(std::move(tokens)) {
   init_tokens();
   reserve_merges(merges.size());
   for (size_t r = 0; r < merges.size(); ++r) {
@@ -148,6 +157,28 @@ void BpeModel::encode_piece(std::string_view bytes, bool ignore_merges,
     if (id >= 0) out.push_back(id);
     return;
   }
+  Scratch& s = scratch();
+  if (s.cache_owner != uid_) s.cache.clear(), s.cache_owner = uid_;
+  const bool cacheable = bytes.size() <= kCacheMaxPiece;
+  if (cacheable) {
+    s.word.assign(1, ignore_merges ? '1' : '0');
+    s.word.append(bytes);
+    if (auto it = s.cache.find(s.word); it != s.cache.end()) {
+      out.insert(out.end(), it->second.begin(), it->second.end());
+      return;
+    }
+  }
+  const size_t first = out.size();
+  encode_uncached(bytes, ignore_merges, out);
+  if (cacheable) {
+    if (s.cache.size() >= kCacheMaxEntries) s.cache.clear();
+    s.word.assign(1, ignore_merges ? '1' : '0');
+    s.word.append(bytes);
+    s.cache.emplace(s.word, std::vector<int32_t>(out.begin() + std::ptrdiff_t(first), out.end()));
+  }
+}
+
+void BpeModel::encode_uncached(std::string_view bytes, bool ignore_merges, std::vector<int32_t>& out) const {
   Scratch& s = scratch();
   if (ignore_merges) {
     s.word.clear();

@@ -47,6 +47,7 @@ class BpeModel {
   };
   static constexpr uint64_t kEmpty = ~uint64_t{0};
 
+  void encode_uncached(std::string_view bytes, bool ignore_merges, std::vector<int32_t>& out) const;
   void init_tokens();
   void reserve_merges(size_t n);
   void add_merge(std::string_view left, std::string_view right, size_t rank,
@@ -54,6 +55,7 @@ class BpeModel {
   void insert_merge(uint64_t key, int32_t rank, int32_t id);
   const MergeEntry* find_merge(int32_t left, int32_t right) const;
 
+  uint64_t uid_;  // tells this model's pieces apart in the per-thread piece cache
   std::vector<std::string> tokens_;
   std::unordered_map<std::string_view, int32_t> index_;  // views into tokens_
   int32_t byte_token_[256];

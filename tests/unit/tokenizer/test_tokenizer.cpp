@@ -3,9 +3,12 @@
 // streaming detokenizer and the UTF-8 helpers.
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "common/gguf_writer.h"
 #include "core/error.h"
 #include "io/gguf.h"
+#include "tokenizer/bpe.h"
 #include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/pretokenizer.h"
 #include "tokenizer/tokenizer.h"
@@ -287,4 +290,34 @@ TEST(Unicode, Helpers) {
   uint32_t cp = 0;
   EXPECT_EQ(decode_utf8("\xE2\x82\xAC", 0, cp), 3);
   EXPECT_EQ(cp, 0x20ACu);
+}
+
+TEST(BpeModel, PieceCacheKeepsModelsApart) {
+  // The per-thread piece cache is keyed by the model: two models with different merges, used in
+  // turn on one thread (and one freed, another built in its place), each give their own ids.
+  std::vector<std::string> syms;
+  for (const auto& s : unicode::byte_to_symbol()) syms.push_back(s);
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> t = syms;
+    t.insert(t.end(), extra.begin(), extra.end());
+    return t;
+  };
+  const BpeModel merged(with({"ab"}), std::vector<std::string>{"a b"}, "merges");
+  auto plain = std::make_unique<BpeModel>(with({}), std::vector<std::string>{}, "merges");
+  const int32_t a = merged.byte_token('a'), b = merged.byte_token('b'), ab = merged.find("ab");
+  for (int round = 0; round < 3; ++round) {
+    std::vector<int32_t> m, p;
+    merged.encode_piece("ab", false, m);
+    plain->encode_piece("ab", false, p);
+    EXPECT_EQ(m, std::vector<int32_t>({ab})) << round;
+    EXPECT_EQ(p, std::vector<int32_t>({a, b})) << round;
+    plain = std::make_unique<BpeModel>(with({}), std::vector<std::string>{}, "merges");
+  }
+  // A piece too long to cache and a repeated one give the same ids as the first time.
+  const std::string lng(200, 'a');
+  std::vector<int32_t> x, y;
+  merged.encode_piece(lng, false, x);
+  merged.encode_piece(lng, false, y);
+  EXPECT_EQ(x, y);
+  EXPECT_EQ(x.size(), 200u);
 }
