@@ -49,13 +49,15 @@ class Decoder {
   // elements, metadata): what a step budget costs before it is allocated.
   static int64_t step_bytes_per_token(const ModelConfig& cfg, int64_t act_bytes);
   size_t activation_bytes() const {
-    return act_.size() + meta_.size() + table_meta_.size() + logits_.size() + attn_ws_.size();
+    return act_.size() + meta_.size() + table_meta_.size() + logits_.size() + attn_ws_.size() + moe_.size();
   }
   // The staged step's logits buffer ([max_seqs, V] F32 on the device).
   Tensor logits_buffer() const;
 
  private:
   Tensor act(size_t offset, int64_t rows, int64_t cols) const;
+  // The dense MLP's intermediate size, 0 when every layer is sparse (no gate_up buffers).
+  static int64_t dense_ffn(const ModelConfig& cfg);
 
   ModelConfig cfg_;
   Weights w_;
@@ -65,12 +67,14 @@ class Decoder {
   int max_tokens_, max_seqs_;
   ops::RopeTable rope_;
   Buffer act_, meta_, logits_, attn_ws_;
+  Buffer moe_;  // MoE routes: experts [T, k] int32, weights [T, k] f32, then the experts' workspace
+  size_t moe_ws_offset_ = 0;
   std::vector<int32_t> meta_host_;
   Buffer table_meta_;  // write_table's (row, position, slot) chunks: 3 x max_tokens
   std::vector<int32_t> table_host_;
   // Offsets (in elements of the act dtype) of the activation buffers inside act_.
   size_t off_x_, off_h_, off_qkv_, off_q_, off_attn_, off_o_, off_gu_, off_mlp_, off_down_;
-  size_t off_xl_, off_dl_, off_hl_;
+  size_t off_xl_, off_dl_, off_hl_, off_router_;
   // Offsets (int32 elements) of the metadata arrays inside meta_.
   size_t m_ids_, m_pos_, m_slots_, m_treq_, m_qstart_, m_qlen_, m_seqlen_, m_breq_, m_rows_;
 };

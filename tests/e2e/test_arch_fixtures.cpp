@@ -3,7 +3,11 @@
 // continuations transformers computed from the same files. Covers llama (llama3 rope scaling,
 // GQA, sharded bf16), llama-linear (linear scaling, MHA, tied, fp16, transformers-4 config
 // layout), qwen2 (q/k/v bias), qwen3 (q/k norm, head_dim != hidden/heads, sharded fp32) and
-// mistral (bf16). Runs on the CPU; no downloaded model needed.
+// mistral (bf16), qwen3-moe (Qwen3-MoE: routed experts, top-2 renormalised, per-expert tensors,
+// sharded bf16) and qwen3-moe-mixed (a dense layer among sparse ones, top-3 of 4 without
+// renormalisation, transformers 5's fused expert tensors, tied, fp32) and qwen3-moe-q8_0 (a
+// GGUF of qwen3-moe in llama.cpp's qwen3moe layout, Q8_0, stacked experts;
+// scripts/fixtures/make_moe_gguf_fixture.py). Runs on the CPU; no downloaded model needed.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <unistd.h>
@@ -24,7 +28,8 @@ using nlohmann::json;
 
 namespace {
 
-const std::vector<std::string> kModels = {"llama", "llama-linear", "qwen2", "qwen3", "mistral"};
+const std::vector<std::string> kModels = {"llama", "llama-linear", "qwen2", "qwen3", "mistral",
+                                          "qwen3-moe", "qwen3-moe-mixed", "qwen3-moe-q8_0"};
 
 std::string model_dir(const std::string& name) {
   return std::string(LL_SOURCE_DIR) + "/tests/fixtures/models/" + name;
@@ -35,6 +40,12 @@ json load_reference(const std::string& name) {
   return json::parse(in);
 }
 
+// The directory (HF) or the file a GGUF fixture names.
+std::string model_path(const std::string& name) {
+  const json ref = load_reference(name);
+  return ref.contains("model_file") ? model_dir(name) + "/" + ref["model_file"].get<std::string>() : model_dir(name);
+}
+
 std::vector<std::vector<int32_t>> sequences(const json& ref) {
   std::vector<std::vector<int32_t>> s;
   for (const auto& c : ref["cases"]) s.push_back(c["ids"].get<std::vector<int32_t>>());
@@ -43,7 +54,7 @@ std::vector<std::vector<int32_t>> sequences(const json& ref) {
 
 std::unique_ptr<Engine> open(const std::string& name) {
   EngineOptions o;
-  o.model = model_dir(name);
+  o.model = model_path(name);
   o.backend.device = DeviceKind::Cpu;
   o.ctx = 128;
   o.kv_tokens = 512;
@@ -53,7 +64,9 @@ std::unique_ptr<Engine> open(const std::string& name) {
 class ArchFixture : public ::testing::TestWithParam<std::string> {};
 
 // Bound: both sides run the same fp32 function of the same weights (bf16/fp16 files widen to
-// fp32 exactly on both). They differ only in summation order (dot products of <= 256 terms over
+// fp32 exactly on both; for the MoE models the fixture script keeps only draws where every
+// token's k-th and (k+1)-th router logits are >= 1e-3 apart, so both pick the same experts).
+// They differ only in summation order (dot products of <= 256 terms over
 // 2-3 layers), rotary cos/sin rounding and exp/rsqrt ulps, which gives relative differences of
 // ~1e-6..1e-5 of the logit scale (here |logits| <= ~5). We allow 1e-4 absolute, i.e. ~2e-5
 // of the largest logit: a dropped bias, a wrong rope frequency, a missing q/k norm or a GQA
@@ -134,7 +147,7 @@ TEST_P(ArchFixture, GreedyContinuationsEqualHf) {
 TEST_P(ArchFixture, CliInfoDescribesTheModel) {
   const json want = load_reference(GetParam())["info"];
   const std::string cmd = std::string("'") + LL_CLI_PATH + "' info --json --device cpu -m '" +
-                          model_dir(GetParam()) + "' 2>/dev/null";
+                          model_path(GetParam()) + "' 2>/dev/null";
   FILE* p = popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
   std::string out;
@@ -142,10 +155,10 @@ TEST_P(ArchFixture, CliInfoDescribesTheModel) {
   for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
   ASSERT_EQ(pclose(p), 0) << cmd;
   const json got = json::parse(out);
-  EXPECT_EQ(got["format"], "hf");
+  EXPECT_EQ(got["format"], want.value("format", "hf"));
   EXPECT_EQ(got["architecture"], want["architecture"]);
   EXPECT_EQ(got["parameters"], want["parameters"]);
-  EXPECT_EQ(got["weight_dtype"], want["safetensors_dtypes"][0]);
+  EXPECT_EQ(got["weight_dtype"], want.contains("weight_dtype") ? want["weight_dtype"] : want["safetensors_dtypes"][0]);
   EXPECT_EQ(got["context_length"], want["context_length"]);
   EXPECT_EQ(got["vocab_size"], want["vocab_size"]);
   EXPECT_EQ(got["num_layers"], want["num_layers"]);
@@ -156,6 +169,9 @@ TEST_P(ArchFixture, CliInfoDescribesTheModel) {
   EXPECT_EQ(got["rope_scaling"],
             want["rope_scaling"] == "default" ? json("none") : want["rope_scaling"]);
   EXPECT_EQ(got["kv_bytes_per_token"], want["kv_bytes_per_token_cpu"]);
+  EXPECT_EQ(got["num_experts"], want.value("num_experts", 0));
+  EXPECT_EQ(got["experts_per_token"], want.value("experts_per_token", 0));
+  EXPECT_EQ(got["expert_intermediate_size"], want.value("expert_intermediate_size", 0));
 }
 
 // Mistral 7B v0.1 declares a 4096-token sliding window; full attention equals it up to that
