@@ -22,6 +22,8 @@
 #include <vector>
 
 #include "lite_llama/engine.h"
+#include "model/model_config.h"
+#include "model/weights.h"
 
 using namespace lite_llama;
 using nlohmann::json;
@@ -204,3 +206,41 @@ INSTANTIATE_TEST_SUITE_P(Hf, ArchFixture, ::testing::ValuesIn(kModels), [](const
 });
 
 }  // namespace
+
+// Qwen3-30B-A3B's real config.json (tests/gpu/configs, for dummy-weight runs on a GPU): every
+// layer sparse with 128 experts of FFN 768, 8 active; 30.5B parameters as Qwen's model card
+// says. The exact count, by hand from the checkpoint's tensor shapes: per layer q 2048x4096,
+// k and v 2048x512, o 4096x2048 (18,874,368), two norms of 2048 and q/k norms of 128 (4,352),
+// router 128x2048 (262,144), experts 128 x 3 x 2048x768 (603,979,776) = 623,120,640; x 48 =
+// 29,909,790,720; plus embedding and untied head 2 x 151,936x2048 and the final norm:
+// 30,532,122,624. Its dummy weights are shapes only on the host (data == nullptr): the backend
+// draws them on its device.
+TEST(Qwen3Moe, ThirtyBConfigAndDummyShapes) {
+  const ModelConfig c =
+      config_from_hf_json(std::string(LL_SOURCE_DIR) + "/tests/gpu/configs/qwen3-30b-a3b.json");
+  EXPECT_EQ(c.arch, "qwen3moe");
+  EXPECT_EQ(c.num_experts, 128);
+  EXPECT_EQ(c.num_experts_per_tok, 8);
+  EXPECT_EQ(c.moe_intermediate_size, 768);
+  EXPECT_TRUE(c.norm_topk_prob);
+  EXPECT_FALSE(c.has_dense_layers());
+  EXPECT_EQ(count_parameters(c), 30532122624);
+  auto src = dummy_weight_source(c, 1);
+  for (int l : {0, 47}) {
+    const Tensor* router = src->find(WeightRole::Router, l);
+    ASSERT_NE(router, nullptr);
+    EXPECT_EQ(router->data, nullptr);
+    EXPECT_EQ(src->find(WeightRole::Gate, l), nullptr);  // no dense MLP
+    for (int e : {0, 127}) {
+      const auto g = src->find_expert(WeightRole::ExpertGate, l, e);
+      const auto d = src->find_expert(WeightRole::ExpertDown, l, e);
+      ASSERT_TRUE(g && d);
+      EXPECT_EQ(g->data, nullptr);
+      EXPECT_EQ(g->shape[0], 768);
+      EXPECT_EQ(g->shape[1], 2048);
+      EXPECT_EQ(d->shape[0], 2048);
+      EXPECT_EQ(d->shape[1], 768);
+    }
+    EXPECT_FALSE(src->find_expert(WeightRole::ExpertUp, l, 128).has_value());
+  }
+}
