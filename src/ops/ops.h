@@ -121,8 +121,10 @@ class Backend {
   // Causal attention of the packed queries over each sequence's slots; GQA by index mapping.
   virtual void attention(const Tensor& q, const KvLayer& kv, const AttnMeta& meta, int num_heads,
                          int num_kv_heads, int head_dim, float scale, Tensor out) = 0;
-  // Mixture of experts. Weights as prepare_weight does for a matrix (dummy experts, data ==
-  // nullptr in `host`, are drawn on the device: uniform in +-1/sqrt(in_features) from `seed`).
+  // Mixture of experts. Weights as prepare_weight does for a matrix. Dummy experts (data ==
+  // nullptr in `host`) are drawn on the device, the same values on every backend: projection p
+  // (gate 0, up 1, down 2) as one [E * rows, cols] random_weight of seed `seed + p` and scale
+  // 1/sqrt(cols), expert e its rows [e * rows, (e + 1) * rows).
   virtual MoeExperts prepare_experts(const MoeExperts& host, uint64_t seed, std::vector<Buffer>& keep) = 0;
   // Router: per token t, softmax (fp32) of router_logits[t, :E] (act dtype), the top_k
   // probabilities in descending order (lowest expert index on ties) into t_expert[t * top_k + j]
