@@ -92,7 +92,11 @@ class CpuBackend final : public ops::Backend {
   }
   void moe_experts(const Tensor& x, const ops::MoeExperts& w, const int32_t* t_expert,
                    const float* t_weight, int top_k, void* workspace, Tensor out) override {
-    auto lin = [&](const Tensor& in, const ops::Linear& l, Tensor o) { linear(in, l, o); };
+    cpu::LinearFn lin;
+    const bool q8 = q8_activations_ && !w.gate.empty() &&
+                    (uses_q8_activations(w.gate[0].dtype) || uses_q8_activations(w.down[0].dtype));
+    if (q8)
+      lin = [&](const Tensor& in, const ops::Linear& l, Tensor o) { linear(in, l, o); };
     auto act = [&](const Tensor& gu, Tensor o) { swiglu(gu, o); };
     moe_experts_f32(pool_, x, w, t_expert, t_weight, top_k, workspace, out, lin, act);
   }

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backends/cpu/gemm_f32.h"
 #include "core/error.h"
 
 namespace lite_llama::cpu {
@@ -58,6 +59,36 @@ Ws carve(void* ws, int64_t n, int64_t H, int64_t F) {
   return w;
 }
 
+// One projection of one expert over its rows: out[t * ldo + r] = x[t] . w[r].
+struct GemmJob {
+  Tensor w;
+  const float* x;
+  int64_t T;
+  float* out;
+  int64_t ldo;
+};
+
+constexpr int64_t kRowBlock = 16;  // weight rows per work item, as the dense linear
+
+// All jobs' weight rows in one parallel_for (work items are row blocks across every job), so a
+// decode step pays one dispatch per projection instead of one per active expert.
+void run_jobs(ThreadPool& pool, const std::vector<GemmJob>& jobs) {
+  std::vector<int64_t> first(jobs.size() + 1, 0);  // first row block of each job
+  for (size_t j = 0; j < jobs.size(); ++j)
+    first[j + 1] = first[j] + (jobs[j].w.rows() + kRowBlock - 1) / kRowBlock;
+  pool.parallel_for(first.back(), [&](int64_t b, int64_t e) {
+    size_t j = size_t(std::upper_bound(first.begin(), first.end(), b) - first.begin()) - 1;
+    for (int64_t blk = b; blk < e; ++blk) {
+      while (blk >= first[j + 1]) ++j;
+      const GemmJob& g = jobs[j];
+      const int64_t r0 = (blk - first[j]) * kRowBlock, n = std::min(kRowBlock, g.w.rows() - r0);
+      const size_t rb = g.w.row_nbytes();
+      gemm_f32(g.w.dtype, static_cast<const uint8_t*>(g.w.data) + size_t(r0) * rb, rb, n, g.x, g.T,
+               g.w.cols(), g.out + r0, g.ldo);
+    }
+  });
+}
+
 }  // namespace
 
 size_t moe_workspace_f32(int max_tokens, int top_k, const ops::MoeExperts& w) {
@@ -86,16 +117,29 @@ void moe_experts_f32(ThreadPool& pool, const Tensor& x, const ops::MoeExperts& w
   for (int64_t i = 0; i < n; ++i)
     std::memcpy(ws.x + slot[size_t(i)] * H, x.ptr<float>() + (i / top_k) * H, size_t(H) * sizeof(float));
 
-  for (int e = 0; e < E; ++e) {
-    const int64_t r0 = start[size_t(e)], c = start[size_t(e) + 1] - r0;
-    if (c == 0) continue;
-    ops::Linear gate_up{{w.gate[size_t(e)], w.up[size_t(e)]}, Tensor(), H, 2 * F};
-    ops::Linear down{{w.down[size_t(e)]}, Tensor(), F, H};
-    Tensor xs(ws.x + r0 * H, DType::F32, {c, H}), gu(ws.gu + r0 * 2 * F, DType::F32, {c, 2 * F});
-    Tensor h(ws.h + r0 * F, DType::F32, {c, F}), y(ws.y + r0 * H, DType::F32, {c, H});
-    linear(xs, gate_up, gu);
-    swiglu(gu, h);
-    linear(h, down, y);
+  if (linear) {
+    // The backend's own linear per active expert (its int8-activation path).
+    for (int e = 0; e < E; ++e) {
+      const int64_t r0 = start[size_t(e)], c = start[size_t(e) + 1] - r0;
+      if (c == 0) continue;
+      ops::Linear gate_up{{w.gate[size_t(e)], w.up[size_t(e)]}, Tensor(), H, 2 * F};
+      ops::Linear down{{w.down[size_t(e)]}, Tensor(), F, H};
+      linear(Tensor(ws.x + r0 * H, DType::F32, {c, H}), gate_up, Tensor(ws.gu + r0 * 2 * F, DType::F32, {c, 2 * F}));
+      swiglu(Tensor(ws.gu + r0 * 2 * F, DType::F32, {c, 2 * F}), Tensor(ws.h + r0 * F, DType::F32, {c, F}));
+      linear(Tensor(ws.h + r0 * F, DType::F32, {c, F}), down, Tensor(ws.y + r0 * H, DType::F32, {c, H}));
+    }
+  } else {
+    std::vector<GemmJob> up, down;
+    for (int e = 0; e < E; ++e) {
+      const int64_t r0 = start[size_t(e)], c = start[size_t(e) + 1] - r0;
+      if (c == 0) continue;
+      up.push_back({w.gate[size_t(e)], ws.x + r0 * H, c, ws.gu + r0 * 2 * F, 2 * F});
+      up.push_back({w.up[size_t(e)], ws.x + r0 * H, c, ws.gu + r0 * 2 * F + F, 2 * F});
+      down.push_back({w.down[size_t(e)], ws.h + r0 * F, c, ws.y + r0 * H, H});
+    }
+    run_jobs(pool, up);
+    swiglu(Tensor(ws.gu, DType::F32, {n, 2 * F}), Tensor(ws.h, DType::F32, {n, F}));
+    run_jobs(pool, down);
   }
 
   // Combine per token in ascending expert order.
