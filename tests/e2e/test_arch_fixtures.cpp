@@ -6,7 +6,8 @@
 // mistral (bf16), qwen3-moe (Qwen3-MoE: routed experts, top-2 renormalised, per-expert tensors,
 // sharded bf16) and qwen3-moe-mixed (a dense layer among sparse ones, top-3 of 4 without
 // renormalisation, transformers 5's fused expert tensors, tied, fp32) and qwen3-moe-q8_0 (a
-// GGUF of qwen3-moe in llama.cpp's qwen3moe layout, Q8_0, stacked experts;
+// GGUF of qwen3-moe in llama.cpp's qwen3moe layout, Q8_0, stacked experts) and qwen3-moe-q4_k
+// (a GGUF with Q4_K experts of 256-long rows, tied; both by
 // scripts/fixtures/make_moe_gguf_fixture.py). Runs on the CPU; no downloaded model needed.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -31,7 +32,8 @@ using nlohmann::json;
 namespace {
 
 const std::vector<std::string> kModels = {"llama", "llama-linear", "qwen2", "qwen3", "mistral",
-                                          "qwen3-moe", "qwen3-moe-mixed", "qwen3-moe-q8_0"};
+                                          "qwen3-moe", "qwen3-moe-mixed", "qwen3-moe-q8_0",
+                                          "qwen3-moe-q4_k"};
 
 std::string model_dir(const std::string& name) {
   return std::string(LL_SOURCE_DIR) + "/tests/fixtures/models/" + name;
