@@ -55,6 +55,8 @@ struct ModelInfo {
   int64_t params = 0, vocab_size = 0, hidden_size = 0, num_layers = 0, num_heads = 0;
   int64_t num_kv_heads = 0, head_dim = 0, intermediate_size = 0, context_length = 0;
   int64_t kv_bytes_per_token = 0, ctx = 0, kv_slots = 0, max_num_seqs = 0;
+  // Mixture of experts: experts per sparse layer, active per token, their FFN size (0: dense).
+  int64_t num_experts = 0, experts_per_token = 0, expert_intermediate_size = 0;
   float rope_theta = 0;
   bool tied_embeddings = false, qkv_bias = false, qk_norm = false;
   double load_ms = 0;

@@ -65,6 +65,7 @@ py::dict info_dict(const ModelInfo& i) {
   d["params"] = i.params, d["vocab_size"] = i.vocab_size, d["hidden_size"] = i.hidden_size;
   d["num_layers"] = i.num_layers, d["num_heads"] = i.num_heads, d["num_kv_heads"] = i.num_kv_heads;
   d["head_dim"] = i.head_dim, d["context_length"] = i.context_length, d["ctx"] = i.ctx;
+  d["num_experts"] = i.num_experts, d["experts_per_token"] = i.experts_per_token;
   d["kv_slots"] = i.kv_slots, d["max_num_seqs"] = i.max_num_seqs, d["load_ms"] = i.load_ms;
   d["weight_bytes"] = i.weight_bytes, d["kv_bytes"] = i.kv_bytes;
   d["special_tokens"] = py::dict(py::cast(i.special_tokens));

@@ -126,6 +126,9 @@ ModelInfo make_model_info(const ModelFiles& files, const ops::Backend& backend,
   i.num_kv_heads = c.num_kv_heads;
   i.head_dim = c.head_dim;
   i.intermediate_size = c.intermediate_size;
+  i.num_experts = c.num_experts;
+  i.experts_per_token = c.num_experts_per_tok;
+  i.expert_intermediate_size = c.moe_intermediate_size;
   i.context_length = c.max_position_embeddings;
   i.rope_theta = c.rope_theta;
   i.tied_embeddings = c.tie_word_embeddings;

@@ -26,7 +26,7 @@ fs::path exe_dir() {
 std::string most_common_weight_type(const gguf::File& f) {
   std::map<std::string, size_t> bytes;
   for (const auto& t : f.tensors())
-    if (t.ne.size() == 2) bytes[std::string(dtype_name(t.type))] += t.nbytes;
+    if (t.ne.size() >= 2) bytes[std::string(dtype_name(t.type))] += t.nbytes;  // matrices, stacked experts
   std::string best;
   size_t most = 0;
   for (const auto& [k, v] : bytes)

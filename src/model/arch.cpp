@@ -10,11 +10,12 @@ namespace {
 using ops::RopeLayout;
 
 constexpr ArchSpec kArchs[] = {
-    // name     HF class             bias   qk_norm gguf rope layout
-    {"llama", "LlamaForCausalLM", false, false, RopeLayout::Interleaved},
-    {"mistral", "MistralForCausalLM", false, false, RopeLayout::Interleaved},
-    {"qwen2", "Qwen2ForCausalLM", true, false, RopeLayout::Neox},
-    {"qwen3", "Qwen3ForCausalLM", false, true, RopeLayout::Neox},
+    // name     HF model_type  HF class            bias   qk_norm gguf rope layout     moe
+    {"llama", "llama", "LlamaForCausalLM", false, false, RopeLayout::Interleaved, false},
+    {"mistral", "mistral", "MistralForCausalLM", false, false, RopeLayout::Interleaved, false},
+    {"qwen2", "qwen2", "Qwen2ForCausalLM", true, false, RopeLayout::Neox, false},
+    {"qwen3", "qwen3", "Qwen3ForCausalLM", false, true, RopeLayout::Neox, false},
+    {"qwen3moe", "qwen3_moe", "Qwen3MoeForCausalLM", false, true, RopeLayout::Neox, true},
 };
 
 }  // namespace
@@ -37,6 +38,12 @@ const ArchSpec* arch_spec_by_hf_class(std::string_view hf_class) {
   return nullptr;
 }
 
+const ArchSpec& arch_spec_by_hf_model_type(std::string_view model_type, const std::string& source) {
+  for (const ArchSpec& a : kArchs)
+    if (model_type == a.hf_model_type) return a;
+  fail("{}: unsupported model_type '{}' (supported: {})", source, model_type, supported_arch_names());
+}
+
 std::string gguf_tensor_name(WeightRole r, int l) {
   switch (r) {
     case WeightRole::Embed: return "token_embd.weight";
@@ -56,6 +63,10 @@ std::string gguf_tensor_name(WeightRole r, int l) {
     case WeightRole::Gate: return fmt::format("blk.{}.ffn_gate.weight", l);
     case WeightRole::Up: return fmt::format("blk.{}.ffn_up.weight", l);
     case WeightRole::Down: return fmt::format("blk.{}.ffn_down.weight", l);
+    case WeightRole::Router: return fmt::format("blk.{}.ffn_gate_inp.weight", l);
+    case WeightRole::ExpertGate: return fmt::format("blk.{}.ffn_gate_exps.weight", l);
+    case WeightRole::ExpertUp: return fmt::format("blk.{}.ffn_up_exps.weight", l);
+    case WeightRole::ExpertDown: return fmt::format("blk.{}.ffn_down_exps.weight", l);
   }
   return "";
 }
@@ -80,8 +91,17 @@ std::string hf_tensor_name(WeightRole r, int l) {
     case WeightRole::Gate: return p + "mlp.gate_proj.weight";
     case WeightRole::Up: return p + "mlp.up_proj.weight";
     case WeightRole::Down: return p + "mlp.down_proj.weight";
+    case WeightRole::Router: return p + "mlp.gate.weight";
+    case WeightRole::ExpertGate:
+    case WeightRole::ExpertUp:
+    case WeightRole::ExpertDown: return hf_expert_tensor_name(r, l, 0);
   }
   return "";
+}
+
+std::string hf_expert_tensor_name(WeightRole r, int l, int e) {
+  const char* proj = r == WeightRole::ExpertGate ? "gate_proj" : r == WeightRole::ExpertUp ? "up_proj" : "down_proj";
+  return fmt::format("model.layers.{}.mlp.experts.{}.{}.weight", l, e, proj);
 }
 
 }  // namespace lite_llama

@@ -14,7 +14,7 @@ Decoder::Decoder(const ModelConfig& cfg, Weights weights, ops::Backend& backend,
       max_seqs_(max_seqs) {
   LL_CHECK(max_tokens >= 1 && max_seqs >= 1 && max_seqs <= max_tokens,
            "decoder needs 1 <= max_seqs ({}) <= max_tokens ({})", max_seqs, max_tokens);
-  const int64_t H = cfg.hidden_size, F = cfg.intermediate_size, D = cfg.head_dim;
+  const int64_t H = cfg.hidden_size, F = dense_ffn(cfg), D = cfg.head_dim;
   const int64_t qd = cfg.num_heads * D, kvd = cfg.num_kv_heads * D;
   const size_t T = size_t(max_tokens), B = size_t(max_seqs);
   // One arena for all activations; each buffer 64-element aligned.
@@ -31,6 +31,7 @@ Decoder::Decoder(const ModelConfig& cfg, Weights weights, ops::Backend& backend,
   off_gu_ = take(T * size_t(2 * F));
   off_mlp_ = take(T * size_t(F));
   off_hl_ = take(B * H);
+  off_router_ = take(T * size_t(cfg.num_experts));
   act_ = be_.alloc(off * dtype_info(be_.act_dtype()).block_bytes);
   // The residual stream and what is added to it (the O and down projections' outputs), in the
   // backend's residual dtype: fp32 on the GPU keeps the model's large activations out of 16 bits.
@@ -41,6 +42,16 @@ Decoder::Decoder(const ModelConfig& cfg, Weights weights, ops::Backend& backend,
   off_xl_ = take(B * H);
   off_dl_ = take(B * H);
   resid_ = be_.alloc(off * dtype_info(be_.residual_dtype()).block_bytes);
+  if (cfg.is_moe()) {
+    // Routing results (int32 experts, f32 weights) then the experts' workspace.
+    const ops::MoeExperts* ex = nullptr;
+    for (const LayerWeights& lw : w_.layers)
+      if (lw.moe) ex = &lw.experts;
+    LL_CHECK(ex != nullptr, "decoder: a mixture-of-experts config without sparse layers");
+    const size_t routes = T * size_t(cfg.num_experts_per_tok);
+    moe_ws_offset_ = (routes * 8 + 255) / 256 * 256;
+    moe_ = be_.alloc(moe_ws_offset_ + be_.moe_workspace_bytes(max_tokens, int(cfg.num_experts_per_tok), *ex));
+  }
   logits_ = be_.alloc(B * size_t(cfg.vocab_size) * sizeof(float));
 
   size_t m = 0;
@@ -77,13 +88,21 @@ Decoder::Decoder(const ModelConfig& cfg, Weights weights, ops::Backend& backend,
   rope_.layout = cfg.rope_layout;
 }
 
+int64_t Decoder::dense_ffn(const ModelConfig& cfg) {
+  return cfg.has_dense_layers() ? cfg.intermediate_size : 0;
+}
+
 int64_t Decoder::step_bytes_per_token(const ModelConfig& cfg, int64_t act_bytes, int64_t resid_bytes) {
-  const int64_t H = cfg.hidden_size, F = cfg.intermediate_size, D = cfg.head_dim;
+  const int64_t H = cfg.hidden_size, F = dense_ffn(cfg), D = cfg.head_dim;
   const int64_t qd = cfg.num_heads * D, kvd = cfg.num_kv_heads * D;
-  // The [T, *] buffers of the arena: h; qkv; q, attn; gate_up, mlp. Of the residual dtype: x, o,
-  // down. Then 4 int32 metadata arrays and write_table's 3.
-  const int64_t elems = H + (qd + 2 * kvd) + 2 * qd + 3 * F;
-  return elems * act_bytes + 3 * H * resid_bytes + 7 * int64_t(sizeof(int32_t));
+  // The [T, *] buffers of the arena: h; qkv; q, attn; gate_up, mlp; router logits. Of the
+  // residual dtype: x, o, down. Then 4 int32 metadata arrays and write_table's 3.
+  const int64_t elems = H + (qd + 2 * kvd) + 2 * qd + 3 * F + cfg.num_experts;
+  // MoE: each token's routes (expert, weight) and an estimate of the experts' workspace (its
+  // rows, gate|up, SwiGLU and outputs, as the CPU backend lays it out).
+  const int64_t k = cfg.num_experts_per_tok;
+  const int64_t moe = k * 8 + k * (2 * H + 3 * cfg.moe_intermediate_size) * 4;
+  return elems * act_bytes + 3 * H * resid_bytes + 7 * int64_t(sizeof(int32_t)) + (cfg.is_moe() ? moe : 0);
 }
 
 Tensor Decoder::act(size_t offset, int64_t rows, int64_t cols) const {
@@ -158,7 +177,7 @@ void Decoder::write_table(int32_t req_row, int32_t start_pos, const int32_t* slo
 }
 
 Tensor Decoder::run(const StepShape& s) {
-  const int64_t T = s.num_tokens, H = cfg_.hidden_size, F = cfg_.intermediate_size;
+  const int64_t T = s.num_tokens, H = cfg_.hidden_size, F = dense_ffn(cfg_);
   const int Hq = int(cfg_.num_heads), Hkv = int(cfg_.num_kv_heads), D = int(cfg_.head_dim);
   const float eps = cfg_.rms_norm_eps;
   const int32_t* md = meta_.as<int32_t>();
@@ -203,9 +222,19 @@ Tensor Decoder::run(const StepShape& s) {
     be_.linear(attn, lw.o, o);
     be_.all_reduce(o);  // row-parallel output projection under tensor parallelism
     be_.add_rms_norm(x, o, lw.ffn_norm, eps, h);
-    be_.linear(h, lw.gate_up, gu);
-    be_.swiglu(gu, mlp);
-    be_.linear(mlp, lw.down, down);
+    if (lw.moe) {
+      const int k = int(cfg_.num_experts_per_tok);
+      int32_t* route_expert = moe_.as<int32_t>();
+      float* route_weight = reinterpret_cast<float*>(moe_.as<uint8_t>() + size_t(max_tokens_) * size_t(k) * 4);
+      Tensor router = act(off_router_, T, cfg_.num_experts);
+      be_.linear(h, lw.router, router);
+      be_.moe_route(router, k, cfg_.norm_topk_prob, route_expert, route_weight);
+      be_.moe_experts(h, lw.experts, route_expert, route_weight, k, moe_.as<uint8_t>() + moe_ws_offset_, down);
+    } else {
+      be_.linear(h, lw.gate_up, gu);
+      be_.swiglu(gu, mlp);
+      be_.linear(mlp, lw.down, down);
+    }
     be_.all_reduce(down);
   }
   // Only the rows whose logits are wanted go through the final norm and the LM head.

@@ -51,7 +51,8 @@ class Decoder {
   // is allocated.
   static int64_t step_bytes_per_token(const ModelConfig& cfg, int64_t act_bytes, int64_t resid_bytes);
   size_t activation_bytes() const {
-    return act_.size() + resid_.size() + meta_.size() + table_meta_.size() + logits_.size() + attn_ws_.size();
+    return act_.size() + resid_.size() + meta_.size() + table_meta_.size() + logits_.size() + attn_ws_.size() +
+           moe_.size();
   }
   // The staged step's logits buffer ([max_seqs, V] F32 on the device).
   Tensor logits_buffer() const;
@@ -59,6 +60,8 @@ class Decoder {
  private:
   Tensor act(size_t offset, int64_t rows, int64_t cols) const;
   Tensor resid(size_t offset, int64_t rows, int64_t cols) const;
+  // The dense MLP's intermediate size, 0 when every layer is sparse (no gate_up buffers).
+  static int64_t dense_ffn(const ModelConfig& cfg);
 
   ModelConfig cfg_;
   Weights w_;
@@ -68,11 +71,13 @@ class Decoder {
   int max_tokens_, max_seqs_;
   ops::RopeTable rope_;
   Buffer act_, resid_, meta_, logits_, attn_ws_;
+  Buffer moe_;  // MoE routes: experts [T, k] int32, weights [T, k] f32, then the experts' workspace
+  size_t moe_ws_offset_ = 0;
   std::vector<int32_t> meta_host_;
   Buffer table_meta_;  // write_table's (row, position, slot) chunks: 3 x max_tokens
   std::vector<int32_t> table_host_;
   // Offsets (in elements of the act dtype) of the activation buffers inside act_.
-  size_t off_h_, off_qkv_, off_q_, off_attn_, off_gu_, off_mlp_, off_hl_;
+  size_t off_h_, off_qkv_, off_q_, off_attn_, off_gu_, off_mlp_, off_hl_, off_router_;
   // Offsets (in elements of the backend's residual_dtype()) inside resid_: the residual stream
   // and the projections added to it ([max_tokens, H]), the logit rows' copies ([max_seqs, H]).
   size_t off_x_, off_o_, off_down_, off_xl_, off_dl_;

@@ -106,6 +106,24 @@ void parse_rope_scaling(const json& r, const std::string& file, ModelConfig& c) 
   }
 }
 
+// Qwen3MoeConfig's fields (transformers' defaults where absent).
+void parse_moe(const json& j, const std::string& file, ModelConfig& c) {
+  // transformers 5 writes num_local_experts (its attribute map's name for num_experts).
+  c.num_experts = get_int(j, j.contains("num_experts") ? "num_experts" : "num_local_experts", file);
+  c.num_experts_per_tok = get_int(j, "num_experts_per_tok", file);
+  c.moe_intermediate_size = get_int(j, "moe_intermediate_size", file);
+  c.norm_topk_prob = get_bool(j, "norm_topk_prob", file, false);
+  c.decoder_sparse_step = get_int(j, "decoder_sparse_step", file, 1);
+  if (j.contains("mlp_only_layers") && !j["mlp_only_layers"].is_null()) {
+    const json& m = j["mlp_only_layers"];
+    LL_CHECK(m.is_array(), "{}: mlp_only_layers must be a list of layer indices", file);
+    for (const json& v : m) {
+      LL_CHECK(v.is_number_integer(), "{}: mlp_only_layers must be a list of layer indices", file);
+      c.mlp_only_layers.push_back(v.get<int64_t>());
+    }
+  }
+}
+
 }  // namespace
 
 ModelConfig config_from_hf_json(const std::string& path) {
@@ -124,7 +142,7 @@ ModelConfig config_from_hf_json(const std::string& path) {
   } else {
     LL_CHECK(j.contains("model_type") && j["model_type"].is_string(),
              "{}: neither 'architectures' nor 'model_type' is given", path);
-    spec = &arch_spec(j["model_type"].get<std::string>(), path);
+    spec = &arch_spec_by_hf_model_type(j["model_type"].get<std::string>(), path);
   }
   LL_CHECK(j.value("hidden_act", std::string("silu")) == "silu",
            "{}: hidden_act '{}' is not supported (silu)", path, j.value("hidden_act", std::string()));
@@ -166,6 +184,7 @@ ModelConfig config_from_hf_json(const std::string& path) {
   c.qkv_bias = spec->qkv_bias || get_bool(j, "attention_bias", path, false);
   c.qk_norm = spec->qk_norm;
   c.rope_layout = ops::RopeLayout::Neox;
+  if (spec->moe) parse_moe(j, path, c);
   c.validate(path);
   return c;
 }

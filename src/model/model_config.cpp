@@ -50,6 +50,19 @@ std::vector<float> ModelConfig::inv_freq() const {
   return f;
 }
 
+bool ModelConfig::is_moe_layer(int64_t l) const {
+  if (num_experts <= 0 || (l + 1) % decoder_sparse_step != 0) return false;
+  for (int64_t d : mlp_only_layers)
+    if (d == l) return false;
+  return true;
+}
+
+bool ModelConfig::has_dense_layers() const {
+  for (int64_t l = 0; l < num_layers; ++l)
+    if (!is_moe_layer(l)) return true;
+  return false;
+}
+
 void ModelConfig::validate(const std::string& source) const {
   auto positive = [&](int64_t v, const char* what) {
     LL_CHECK(v > 0, "{}: {} must be positive, got {}", source, what, v);
@@ -72,6 +85,17 @@ void ModelConfig::validate(const std::string& source) const {
   LL_CHECK(rope_theta > 0 && std::isfinite(rope_theta), "{}: rope_theta must be positive", source);
   LL_CHECK(rope_factor > 0, "{}: rope scaling factor must be positive", source);
   LL_CHECK(head_dim <= 256, "{}: head_dim {} over 256 is not supported", source, head_dim);
+  if (num_experts > 0) {
+    LL_CHECK(num_experts <= 1024, "{}: num_experts {} over 1024 is not supported", source, num_experts);
+    LL_CHECK(num_experts_per_tok >= 1 && num_experts_per_tok <= num_experts,
+             "{}: num_experts_per_tok {} must be in 1..num_experts ({})", source, num_experts_per_tok,
+             num_experts);
+    positive(moe_intermediate_size, "moe_intermediate_size");
+    positive(decoder_sparse_step, "decoder_sparse_step");
+    for (int64_t l : mlp_only_layers)
+      LL_CHECK(l >= 0 && l < num_layers, "{}: mlp_only_layers entry {} is not a layer (0..{})", source, l,
+               num_layers - 1);
+  }
 }
 
 ModelConfig config_from_gguf(const gguf::File& f) {
@@ -84,7 +108,17 @@ ModelConfig config_from_gguf(const gguf::File& f) {
   auto req = [&](const std::string& key) { return int64_t(f.get(a + key).as_u64(a + key)); };
   c.num_layers = req("block_count");
   c.hidden_size = req("embedding_length");
-  c.intermediate_size = req("feed_forward_length");
+  if (spec.moe) {
+    // qwen3moe: every layer sparse (llama.cpp has no dense layers for it); the router's top-k
+    // weights are renormalised unless expert_weights_norm says otherwise.
+    c.num_experts = req("expert_count");
+    c.num_experts_per_tok = req("expert_used_count");
+    c.moe_intermediate_size = req("expert_feed_forward_length");
+    c.norm_topk_prob = f.get_bool(a + "expert_weights_norm", true);
+    c.intermediate_size = int64_t(f.get_u64(a + "feed_forward_length", uint64_t(c.moe_intermediate_size)));
+  } else {
+    c.intermediate_size = req("feed_forward_length");
+  }
   c.num_heads = req("attention.head_count");
   c.num_kv_heads = int64_t(f.get_u64(a + "attention.head_count_kv", uint64_t(c.num_heads)));
   c.max_position_embeddings = int64_t(f.get_u64(a + "context_length", 2048));

@@ -49,6 +49,19 @@ struct ModelConfig {
   bool qkv_bias = false;
   bool qk_norm = false;
   QuantConfig quant;
+  // Mixture of experts (Qwen3-MoE); num_experts == 0 for dense models. Layer l is sparse when
+  // (l + 1) % decoder_sparse_step == 0 and l is not in mlp_only_layers; dense layers use
+  // intermediate_size, experts moe_intermediate_size.
+  int64_t num_experts = 0;
+  int64_t num_experts_per_tok = 0;
+  int64_t moe_intermediate_size = 0;
+  bool norm_topk_prob = false;
+  int64_t decoder_sparse_step = 1;
+  std::vector<int64_t> mlp_only_layers;
+
+  bool is_moe() const { return num_experts > 0; }
+  bool is_moe_layer(int64_t layer) const;
+  bool has_dense_layers() const;
 
   // Rotary inverse frequencies after scaling (rope_dim / 2 values).
   std::vector<float> inv_freq() const;

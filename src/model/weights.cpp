@@ -28,6 +28,18 @@ class GgufSource final : public WeightSource {
   std::string tensor_name(WeightRole role, int layer) const override {
     return gguf_tensor_name(role, layer);
   }
+  std::optional<Tensor> find_expert(WeightRole role, int layer, int expert) const override {
+    const Tensor* all = find(role, layer);
+    if (!all) return std::nullopt;
+    if (all->ndim != 3) return *all;  // the loader's shape check names it
+    if (expert >= all->shape[0]) return std::nullopt;
+    Tensor t(all->data, all->dtype, {all->shape[1], all->shape[2]}, all->device);
+    t.data = static_cast<uint8_t*>(all->data) + size_t(expert) * t.nbytes();
+    return t;
+  }
+  std::string expert_tensor_name(WeightRole role, int layer, int expert) const override {
+    return fmt::format("{} (expert {})", gguf_tensor_name(role, layer), expert);
+  }
 
  private:
   std::shared_ptr<const gguf::File> f_;
@@ -60,8 +72,36 @@ class HfSource final : public WeightSource {
   std::string tensor_name(WeightRole role, int layer) const override {
     return hf_tensor_name(role, layer);
   }
+  // Hub checkpoints store one tensor per expert; transformers 5 saves a layer's experts fused
+  // ("mlp.experts.gate_up_proj" [E, 2F, H], gate rows first, and "mlp.experts.down_proj").
+  std::optional<Tensor> find_expert(WeightRole role, int layer, int expert) const override {
+    const std::string name = hf_expert_tensor_name(role, layer, expert);
+    if (auto it = quantized_.find(name); it != quantized_.end()) return it->second;
+    if (const safetensors::TensorEntry* e = a_->find(name)) return e->view;
+    const safetensors::TensorEntry* f = a_->find(fused_name(role, layer));
+    if (!f) return std::nullopt;
+    const Tensor& all = f->view;
+    if (all.ndim != 3) return all;  // the loader's shape check names it
+    if (expert >= all.shape[0]) return std::nullopt;
+    const bool gate_up = role != WeightRole::ExpertDown;
+    const int64_t rows = gate_up ? all.shape[1] / 2 : all.shape[1];
+    Tensor t(all.data, all.dtype, {rows, all.shape[2]}, all.device);
+    const int64_t row0 = expert * all.shape[1] + (role == WeightRole::ExpertUp ? rows : 0);
+    t.data = static_cast<uint8_t*>(all.data) + size_t(row0) * t.row_nbytes();
+    return t;
+  }
+  std::string expert_tensor_name(WeightRole role, int layer, int expert) const override {
+    if (a_->find(hf_expert_tensor_name(role, layer, expert)) || !a_->find(fused_name(role, layer)))
+      return hf_expert_tensor_name(role, layer, expert);
+    return fmt::format("{} (expert {})", fused_name(role, layer), expert);
+  }
 
  private:
+  static std::string fused_name(WeightRole role, int layer) {
+    return fmt::format("model.layers.{}.mlp.experts.{}", layer,
+                       role == WeightRole::ExpertDown ? "down_proj" : "gate_up_proj");
+  }
+
   std::shared_ptr<const safetensors::Archive> a_;
   std::map<std::string, Tensor> quantized_;
   std::vector<Buffer> keep_;
@@ -69,7 +109,8 @@ class HfSource final : public WeightSource {
 
 class DummySource final : public WeightSource {
  public:
-  DummySource(const ModelConfig& c, uint64_t seed) : path_("dummy:" + c.name) {
+  DummySource(const ModelConfig& c, uint64_t seed)
+      : path_("dummy:" + c.name), experts_(c.num_experts), hidden_(c.hidden_size), moe_ffn_(c.moe_intermediate_size) {
     const int64_t H = c.hidden_size, V = c.vocab_size, F = c.intermediate_size;
     const int64_t D = c.head_dim, Hq = c.num_heads, Hkv = c.num_kv_heads;
     std::mt19937_64 rng(seed);
@@ -102,6 +143,10 @@ class DummySource final : public WeightSource {
       mat(WeightRole::K, l, Hkv * D, H);
       mat(WeightRole::V, l, Hkv * D, H);
       mat(WeightRole::O, l, H, Hq * D);
+      if (c.is_moe_layer(l)) {
+        mat(WeightRole::Router, l, c.num_experts, H);  // experts: find_expert
+        continue;
+      }
       mat(WeightRole::Gate, l, F, H);
       mat(WeightRole::Up, l, F, H);
       mat(WeightRole::Down, l, H, F);
@@ -115,10 +160,21 @@ class DummySource final : public WeightSource {
   std::string tensor_name(WeightRole role, int layer) const override {
     return hf_tensor_name(role, layer);
   }
+  // Shapes only (data == nullptr): the backend draws the values on its device, never in host
+  // memory at full size.
+  std::optional<Tensor> find_expert(WeightRole role, int layer, int expert) const override {
+    if (expert >= experts_ || !find(WeightRole::Router, layer)) return std::nullopt;
+    if (role == WeightRole::ExpertDown) return Tensor(nullptr, DType::BF16, {hidden_, moe_ffn_});
+    return Tensor(nullptr, DType::BF16, {moe_ffn_, hidden_});
+  }
+  std::string expert_tensor_name(WeightRole role, int layer, int expert) const override {
+    return hf_expert_tensor_name(role, layer, expert);
+  }
 
  private:
   static int64_t key(WeightRole r, int l) { return int64_t(l + 1) * 64 + int64_t(r); }
   std::string path_;
+  int64_t experts_, hidden_, moe_ffn_;
   std::map<int64_t, Tensor> map_;
   std::vector<Buffer> keep_;
 };
@@ -135,15 +191,45 @@ class Loader {
               (cols > 0 && t->ndim == 2 && t->shape[0] == rows && t->shape[1] == cols);
     LL_CHECK(ok, "{}: tensor '{}' has shape {}, expected [{}{}]", src_.path(),
              src_.tensor_name(r, l), t->shape_str(), rows, cols ? fmt::format(", {}", cols) : "");
-    // Checked here, where the tensor's name is known: the backends would only name the type.
-    LL_CHECK(t->dtype != DType::F8_E4M3,
+    check_type(*t, src_.tensor_name(r, l));
+    return *t;
+  }
+
+  // Checked here, where the tensor's name is known: the backends would only name the type.
+  void check_type(const Tensor& t, const std::string& name) {
+    LL_CHECK(t.dtype != DType::F8_E4M3,
              "{}: tensor '{}' has type F8_E4M3, but config.json has no fp8 quantization_config (its scales)",
-             src_.path(), src_.tensor_name(r, l));
-    LL_CHECK(t->dtype != DType::I32 && dtype_info(t->dtype).supported,
+             src_.path(), name);
+    LL_CHECK(t.dtype != DType::I32 && dtype_info(t.dtype).supported,
              "{}: tensor '{}' has type {}, which cannot hold weights (F32, F16, BF16, Q8_0, "
              "Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K can)",
-             src_.path(), src_.tensor_name(r, l), dtype_name(t->dtype));
+             src_.path(), name, dtype_name(t.dtype));
+  }
+
+  Tensor expert(WeightRole r, int l, int e, int64_t rows, int64_t cols) {
+    const std::optional<Tensor> t = src_.find_expert(r, l, e);
+    const std::string name = src_.expert_tensor_name(r, l, e);
+    LL_CHECK(t.has_value(), "{}: missing tensor '{}'", src_.path(), name);
+    LL_CHECK(t->ndim == 2 && t->shape[0] == rows && t->shape[1] == cols,
+             "{}: tensor '{}' has shape {}, expected [{}, {}] per expert", src_.path(), name, t->shape_str(),
+             rows, cols);
+    check_type(*t, name);
     return *t;
+  }
+
+  // A sparse layer's experts, handed to the backend together (it may stack them).
+  ops::MoeExperts experts(int l) {
+    const int64_t H = cfg_.hidden_size, F = cfg_.moe_intermediate_size;
+    ops::MoeExperts host;
+    host.num_experts = int(cfg_.num_experts);
+    host.hidden = H;
+    host.ffn = F;
+    for (int e = 0; e < host.num_experts; ++e) {
+      host.gate.push_back(expert(WeightRole::ExpertGate, l, e, F, H));
+      host.up.push_back(expert(WeightRole::ExpertUp, l, e, F, H));
+      host.down.push_back(expert(WeightRole::ExpertDown, l, e, H, F));
+    }
+    return be_.prepare_experts(host, 0x9e3779b97f4a7c15ull * ++random_count_, w_.keep);
   }
 
   // Small vectors (norm weights, biases) become F32 and are uploaded as they are.
@@ -216,8 +302,14 @@ class Loader {
                        &get(WeightRole::V, l, Hkv * D, H)},
                       bias);
       lw.o = linear({&get(WeightRole::O, l, H, Hq * D)}, Tensor());
-      lw.gate_up = linear({&get(WeightRole::Gate, l, F, H), &get(WeightRole::Up, l, F, H)}, Tensor());
-      lw.down = linear({&get(WeightRole::Down, l, H, F)}, Tensor());
+      if (cfg_.is_moe_layer(l)) {
+        lw.moe = true;
+        lw.router = linear({&get(WeightRole::Router, l, cfg_.num_experts, H)}, Tensor());
+        lw.experts = experts(l);
+      } else {
+        lw.gate_up = linear({&get(WeightRole::Gate, l, F, H), &get(WeightRole::Up, l, F, H)}, Tensor());
+        lw.down = linear({&get(WeightRole::Down, l, H, F)}, Tensor());
+      }
       w_.layers.push_back(std::move(lw));
     }
   }
@@ -258,7 +350,9 @@ Weights load_weights(const ModelConfig& cfg, const WeightSource& src, ops::Backe
     add(w.embed);
     if (!cfg.tie_word_embeddings) add_lin(w.lm_head);
     for (const LayerWeights& l : w.layers) {
-      add_lin(l.qkv), add_lin(l.o), add_lin(l.gate_up), add_lin(l.down);
+      add_lin(l.qkv), add_lin(l.o), add_lin(l.gate_up), add_lin(l.down), add_lin(l.router);
+      for (const auto* list : {&l.experts.gate, &l.experts.up, &l.experts.down})
+        for (const Tensor& t : *list) add(t);
     }
   } else {
     for (const Buffer& b : w.keep)
@@ -269,11 +363,12 @@ Weights load_weights(const ModelConfig& cfg, const WeightSource& src, ops::Backe
 
 int64_t count_parameters(const ModelConfig& c) {
   const int64_t H = c.hidden_size, D = c.head_dim;
-  int64_t per_layer = H * (c.num_heads * D) * 2 + H * (c.num_kv_heads * D) * 2 +
-                      3 * H * c.intermediate_size + 2 * H;
+  int64_t per_layer = H * (c.num_heads * D) * 2 + H * (c.num_kv_heads * D) * 2 + 2 * H;
   if (c.qkv_bias) per_layer += (c.num_heads + 2 * c.num_kv_heads) * D;
   if (c.qk_norm) per_layer += 2 * D;
   int64_t n = c.num_layers * per_layer + c.vocab_size * H + H;
+  for (int64_t l = 0; l < c.num_layers; ++l)  // MLPs: router and experts, or one dense SwiGLU
+    n += c.is_moe_layer(l) ? c.num_experts * (3 * H * c.moe_intermediate_size + H) : 3 * H * c.intermediate_size;
   if (!c.tie_word_embeddings) n += c.vocab_size * H;
   return n;
 }

@@ -2,6 +2,7 @@
 // from any WeightSource (a GGUF file, a safetensors directory or random "dummy" weights).
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,10 @@ class WeightSource {
   // nullptr when absent.
   virtual const Tensor* find(WeightRole role, int layer) const = 0;
   virtual std::string tensor_name(WeightRole role, int layer) const = 0;
+  // One expert's matrix (WeightRole::Expert*) as a 2-D view: HF stores a tensor per expert,
+  // GGUF one [E, rows, cols] tensor per layer and projection. nullopt when absent.
+  virtual std::optional<Tensor> find_expert(WeightRole role, int layer, int expert) const = 0;
+  virtual std::string expert_tensor_name(WeightRole role, int layer, int expert) const = 0;
 };
 
 namespace safetensors {
@@ -42,8 +47,11 @@ struct LayerWeights {
   Tensor q_norm, k_norm;       // [D] F32 (Qwen3) or empty
   ops::Linear qkv;             // [(Hq + 2 Hkv) D, H] (+ bias for Qwen2)
   ops::Linear o;               // [H, Hq D]
-  ops::Linear gate_up;         // [2F, H]
+  ops::Linear gate_up;         // [2F, H]   (dense MLP layers)
   ops::Linear down;            // [H, F]
+  bool moe = false;            // a sparse layer: router + experts instead of gate_up / down
+  ops::Linear router;          // [E, H]
+  ops::MoeExperts experts;
 };
 
 struct Weights {

@@ -40,6 +40,21 @@ struct KvLayer {
   Tensor v;
 };
 
+// The experts of one mixture-of-experts layer, each a SwiGLU MLP: down(silu(gate x) * up x).
+// As loaded they are per-expert views (HF: one tensor per expert and projection; GGUF: slices of
+// the stacked [E, F, H] tensors, in the file's type). prepare_experts() returns the form the
+// backend computes with: the CPU keeps the views; a backend with grouped GEMMs may instead stack
+// them into one [E, 2F, H] and one [E, H, F] tensor (`stacked_*`) and leave the lists empty.
+struct MoeExperts {
+  std::vector<Tensor> gate, up;  // per expert [F, H]
+  std::vector<Tensor> down;      // per expert [H, F]
+  Tensor stacked_gate_up;        // [E, 2F, H] (gate rows then up rows), where the backend stacks
+  Tensor stacked_down;           // [E, H, F]
+  int num_experts = 0;
+  int64_t hidden = 0;            // H
+  int64_t ffn = 0;               // F, the expert's intermediate size
+};
+
 // Packed batch of sequences ("nopad"): sequence b owns tokens [b_q_start[b], +b_q_len[b]) of
 // this step; its KV length after the step is b_seq_len[b]; its slots are row b_req_idx[b] of
 // req_to_slot. Decode sequences (q_len == 1) come first.
@@ -109,6 +124,23 @@ class Backend {
   // Causal attention of the packed queries over each sequence's slots; GQA by index mapping.
   virtual void attention(const Tensor& q, const KvLayer& kv, const AttnMeta& meta, int num_heads,
                          int num_kv_heads, int head_dim, float scale, Tensor out) = 0;
+  // Mixture of experts. Weights as prepare_weight does for a matrix. Dummy experts (data ==
+  // nullptr in `host`) are drawn on the device, the same values on every backend: projection p
+  // (gate 0, up 1, down 2) as one [E * rows, cols] random_weight of seed `seed + p` and scale
+  // 1/sqrt(cols), expert e its rows [e * rows, (e + 1) * rows).
+  virtual MoeExperts prepare_experts(const MoeExperts& host, uint64_t seed, std::vector<Buffer>& keep) = 0;
+  // Router: per token t, softmax (fp32) of router_logits[t, :E] (act dtype), the top_k
+  // probabilities in descending order (lowest expert index on ties) into t_expert[t * top_k + j]
+  // and t_weight[t * top_k + j], divided by their sum when norm_topk_prob (Qwen3-MoE's
+  // norm_topk_prob). Outputs are device memory of this backend.
+  virtual void moe_route(const Tensor& router_logits, int top_k, bool norm_topk_prob,
+                         int32_t* t_expert, float* t_weight) = 0;
+  // out[t] = sum_j t_weight[t, j] * expert_{t_expert[t, j]}(x[t])  (x, out: [T, H] act dtype),
+  // summed over j in ascending expert order (as transformers does). `workspace` holds
+  // moe_workspace_bytes(T, top_k, w) bytes.
+  virtual size_t moe_workspace_bytes(int max_tokens, int top_k, const MoeExperts& w) const = 0;
+  virtual void moe_experts(const Tensor& x, const MoeExperts& w, const int32_t* t_expert,
+                           const float* t_weight, int top_k, void* workspace, Tensor out) = 0;
   // gate_up[T, 2F] = [gate | up] -> out[T, F] = silu(gate) * up
   virtual void swiglu(const Tensor& gate_up, Tensor out) = 0;
   // out[i, :] = x[rows[i], :]

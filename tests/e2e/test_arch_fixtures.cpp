@@ -3,7 +3,12 @@
 // continuations transformers computed from the same files. Covers llama (llama3 rope scaling,
 // GQA, sharded bf16), llama-linear (linear scaling, MHA, tied, fp16, transformers-4 config
 // layout), qwen2 (q/k/v bias), qwen3 (q/k norm, head_dim != hidden/heads, sharded fp32) and
-// mistral (bf16). Runs on the CPU; no downloaded model needed.
+// mistral (bf16), qwen3-moe (Qwen3-MoE: routed experts, top-2 renormalised, per-expert tensors,
+// sharded bf16) and qwen3-moe-mixed (a dense layer among sparse ones, top-3 of 4 without
+// renormalisation, transformers 5's fused expert tensors, tied, fp32) and qwen3-moe-q8_0 (a
+// GGUF of qwen3-moe in llama.cpp's qwen3moe layout, Q8_0, stacked experts) and qwen3-moe-q4_k
+// (a GGUF with Q4_K experts of 256-long rows, tied; both by
+// scripts/fixtures/make_moe_gguf_fixture.py). Runs on the CPU; no downloaded model needed.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <unistd.h>
@@ -18,13 +23,17 @@
 #include <vector>
 
 #include "lite_llama/engine.h"
+#include "model/model_config.h"
+#include "model/weights.h"
 
 using namespace lite_llama;
 using nlohmann::json;
 
 namespace {
 
-const std::vector<std::string> kModels = {"llama", "llama-linear", "qwen2", "qwen3", "mistral"};
+const std::vector<std::string> kModels = {"llama", "llama-linear", "qwen2", "qwen3", "mistral",
+                                          "qwen3-moe", "qwen3-moe-mixed", "qwen3-moe-q8_0",
+                                          "qwen3-moe-q4_k"};
 
 std::string model_dir(const std::string& name) {
   return std::string(LL_SOURCE_DIR) + "/tests/fixtures/models/" + name;
@@ -35,6 +44,12 @@ json load_reference(const std::string& name) {
   return json::parse(in);
 }
 
+// The directory (HF) or the file a GGUF fixture names.
+std::string model_path(const std::string& name) {
+  const json ref = load_reference(name);
+  return ref.contains("model_file") ? model_dir(name) + "/" + ref["model_file"].get<std::string>() : model_dir(name);
+}
+
 std::vector<std::vector<int32_t>> sequences(const json& ref) {
   std::vector<std::vector<int32_t>> s;
   for (const auto& c : ref["cases"]) s.push_back(c["ids"].get<std::vector<int32_t>>());
@@ -43,7 +58,7 @@ std::vector<std::vector<int32_t>> sequences(const json& ref) {
 
 std::unique_ptr<Engine> open(const std::string& name) {
   EngineOptions o;
-  o.model = model_dir(name);
+  o.model = model_path(name);
   o.backend.device = DeviceKind::Cpu;
   o.ctx = 128;
   o.kv_tokens = 512;
@@ -53,7 +68,9 @@ std::unique_ptr<Engine> open(const std::string& name) {
 class ArchFixture : public ::testing::TestWithParam<std::string> {};
 
 // Bound: both sides run the same fp32 function of the same weights (bf16/fp16 files widen to
-// fp32 exactly on both). They differ only in summation order (dot products of <= 256 terms over
+// fp32 exactly on both; for the MoE models the fixture script keeps only draws where every
+// token's k-th and (k+1)-th router logits are >= 1e-3 apart, so both pick the same experts).
+// They differ only in summation order (dot products of <= 256 terms over
 // 2-3 layers), rotary cos/sin rounding and exp/rsqrt ulps, which gives relative differences of
 // ~1e-6..1e-5 of the logit scale (here |logits| <= ~5). We allow 1e-4 absolute, i.e. ~2e-5
 // of the largest logit: a dropped bias, a wrong rope frequency, a missing q/k norm or a GQA
@@ -134,7 +151,7 @@ TEST_P(ArchFixture, GreedyContinuationsEqualHf) {
 TEST_P(ArchFixture, CliInfoDescribesTheModel) {
   const json want = load_reference(GetParam())["info"];
   const std::string cmd = std::string("'") + LL_CLI_PATH + "' info --json --device cpu -m '" +
-                          model_dir(GetParam()) + "' 2>/dev/null";
+                          model_path(GetParam()) + "' 2>/dev/null";
   FILE* p = popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
   std::string out;
@@ -142,10 +159,10 @@ TEST_P(ArchFixture, CliInfoDescribesTheModel) {
   for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
   ASSERT_EQ(pclose(p), 0) << cmd;
   const json got = json::parse(out);
-  EXPECT_EQ(got["format"], "hf");
+  EXPECT_EQ(got["format"], want.value("format", "hf"));
   EXPECT_EQ(got["architecture"], want["architecture"]);
   EXPECT_EQ(got["parameters"], want["parameters"]);
-  EXPECT_EQ(got["weight_dtype"], want["safetensors_dtypes"][0]);
+  EXPECT_EQ(got["weight_dtype"], want.contains("weight_dtype") ? want["weight_dtype"] : want["safetensors_dtypes"][0]);
   EXPECT_EQ(got["context_length"], want["context_length"]);
   EXPECT_EQ(got["vocab_size"], want["vocab_size"]);
   EXPECT_EQ(got["num_layers"], want["num_layers"]);
@@ -156,6 +173,9 @@ TEST_P(ArchFixture, CliInfoDescribesTheModel) {
   EXPECT_EQ(got["rope_scaling"],
             want["rope_scaling"] == "default" ? json("none") : want["rope_scaling"]);
   EXPECT_EQ(got["kv_bytes_per_token"], want["kv_bytes_per_token_cpu"]);
+  EXPECT_EQ(got["num_experts"], want.value("num_experts", 0));
+  EXPECT_EQ(got["experts_per_token"], want.value("experts_per_token", 0));
+  EXPECT_EQ(got["expert_intermediate_size"], want.value("expert_intermediate_size", 0));
 }
 
 // Mistral 7B v0.1 declares a 4096-token sliding window; full attention equals it up to that
@@ -188,3 +208,41 @@ INSTANTIATE_TEST_SUITE_P(Hf, ArchFixture, ::testing::ValuesIn(kModels), [](const
 });
 
 }  // namespace
+
+// Qwen3-30B-A3B's real config.json (tests/gpu/configs, for dummy-weight runs on a GPU): every
+// layer sparse with 128 experts of FFN 768, 8 active; 30.5B parameters as Qwen's model card
+// says. The exact count, by hand from the checkpoint's tensor shapes: per layer q 2048x4096,
+// k and v 2048x512, o 4096x2048 (18,874,368), two norms of 2048 and q/k norms of 128 (4,352),
+// router 128x2048 (262,144), experts 128 x 3 x 2048x768 (603,979,776) = 623,120,640; x 48 =
+// 29,909,790,720; plus embedding and untied head 2 x 151,936x2048 and the final norm:
+// 30,532,122,624. Its dummy weights are shapes only on the host (data == nullptr): the backend
+// draws them on its device.
+TEST(Qwen3Moe, ThirtyBConfigAndDummyShapes) {
+  const ModelConfig c =
+      config_from_hf_json(std::string(LL_SOURCE_DIR) + "/tests/gpu/configs/qwen3-30b-a3b.json");
+  EXPECT_EQ(c.arch, "qwen3moe");
+  EXPECT_EQ(c.num_experts, 128);
+  EXPECT_EQ(c.num_experts_per_tok, 8);
+  EXPECT_EQ(c.moe_intermediate_size, 768);
+  EXPECT_TRUE(c.norm_topk_prob);
+  EXPECT_FALSE(c.has_dense_layers());
+  EXPECT_EQ(count_parameters(c), 30532122624);
+  auto src = dummy_weight_source(c, 1);
+  for (int l : {0, 47}) {
+    const Tensor* router = src->find(WeightRole::Router, l);
+    ASSERT_NE(router, nullptr);
+    EXPECT_EQ(router->data, nullptr);
+    EXPECT_EQ(src->find(WeightRole::Gate, l), nullptr);  // no dense MLP
+    for (int e : {0, 127}) {
+      const auto g = src->find_expert(WeightRole::ExpertGate, l, e);
+      const auto d = src->find_expert(WeightRole::ExpertDown, l, e);
+      ASSERT_TRUE(g && d);
+      EXPECT_EQ(g->data, nullptr);
+      EXPECT_EQ(g->shape[0], 768);
+      EXPECT_EQ(g->shape[1], 2048);
+      EXPECT_EQ(d->shape[0], 2048);
+      EXPECT_EQ(d->shape[1], 768);
+    }
+    EXPECT_FALSE(src->find_expert(WeightRole::ExpertUp, l, 128).has_value());
+  }
+}

@@ -261,3 +261,41 @@ TEST_F(HfErrors, RoundTripOfTheWriterLoads) {
 }
 
 }  // namespace
+
+// Qwen3-MoE: inconsistent routing fields and broken expert tensors (per-expert and fused).
+TEST_F(HfErrors, MoeTopKOverExperts) {
+  const fs::path d = copy_fixture("qwen3-moe-mixed");
+  edit_config(d, [](json& c) { c["num_experts_per_tok"] = 5; });
+  expect_error(d, {"config.json", "num_experts_per_tok 5"});
+}
+
+TEST_F(HfErrors, MoeMlpOnlyLayerOutOfRange) {
+  const fs::path d = copy_fixture("qwen3-moe-mixed");
+  edit_config(d, [](json& c) { c["mlp_only_layers"] = {1, 7}; });
+  expect_error(d, {"config.json", "mlp_only_layers entry 7"});
+}
+
+TEST_F(HfErrors, MoeMissingExpertTensor) {
+  const fs::path d = copy_fixture("qwen3-moe");
+  const fs::path shard = d / "model-00002-of-00002.safetensors";
+  StFile f = read_st(shard);
+  std::string gone;
+  for (const auto& [name, t] : f)
+    if (name.find(".mlp.experts.5.up_proj.weight") != std::string::npos) gone = name;
+  ASSERT_FALSE(gone.empty());
+  f.erase(gone);
+  write_st(shard, f);
+  json idx = json::parse(read_all(d / "model.safetensors.index.json"));
+  idx["weight_map"].erase(gone);
+  write_all(d / "model.safetensors.index.json", idx.dump());
+  expect_error(d, {"missing tensor", gone});
+}
+
+TEST_F(HfErrors, MoeMisshapedFusedExperts) {
+  const fs::path d = copy_fixture("qwen3-moe-mixed");
+  StFile f = read_st(d / "model.safetensors");
+  StTensor& t = f.at("model.layers.2.mlp.experts.down_proj");
+  std::swap(t.shape[1], t.shape[2]);
+  write_st(d / "model.safetensors", f);
+  expect_error(d, {"model.layers.2.mlp.experts.down_proj (expert 0)", "shape"});
+}

@@ -152,3 +152,18 @@ def test_tqdm_bar(llm, capsys):
     assert len(outs) == 4
     err = capsys.readouterr().err
     assert "Processed prompts" in err and "4/4" in err
+
+
+def test_moe_gguf_greedy_equals_transformers():
+    # The Qwen3-MoE Q8_0 GGUF fixture: greedy continuations of HF transformers (reference.json)
+    # through the Python API, and the experts in model_info.
+    import json
+    import os
+    from lite_llama import LLM
+    d = os.path.join(os.path.dirname(__file__), "..", "fixtures", "models", "qwen3-moe-q8_0")
+    ref = json.load(open(os.path.join(d, "reference.json")))
+    llm = LLM(os.path.join(d, ref["model_file"]), device="cpu", ctx=128)
+    assert llm.model_info["num_experts"] == 8 and llm.model_info["experts_per_token"] == 2
+    p = SamplingParams(temperature=0, max_tokens=ref["new_tokens"], ignore_eos=True)
+    outs = llm.generate([{"prompt_token_ids": c["ids"]} for c in ref["cases"]], p, use_tqdm=False)
+    assert [o.outputs[0].token_ids for o in outs] == [c["greedy_ids"] for c in ref["cases"]]

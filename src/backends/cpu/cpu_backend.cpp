@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_attention.h"
+#include "backends/cpu/cpu_moe.h"
 #include "backends/cpu/cpu_weights.h"
 #include "backends/cpu/gemm_f32.h"
 #include "backends/cpu/ref_ops.h"
@@ -75,6 +76,31 @@ class CpuBackend final : public ops::Backend {
     for (Tensor& p : l.parts) p = prepare_cpu_weight(pool_, p, keep);
     return l;
   }
+  ops::MoeExperts prepare_experts(const ops::MoeExperts& host, uint64_t seed, std::vector<Buffer>& keep) override {
+    ops::MoeExperts w = host;
+    if (!host.gate.empty() && host.gate[0].data == nullptr) return random_experts(host, seed, keep);
+    for (auto* list : {&w.gate, &w.up, &w.down})
+      for (Tensor& t : *list) t = prepare_cpu_weight(pool_, t, keep);
+    return w;
+  }
+  void moe_route(const Tensor& logits, int top_k, bool norm_topk_prob, int32_t* t_expert,
+                 float* t_weight) override {
+    moe_route_f32(pool_, logits, top_k, norm_topk_prob, t_expert, t_weight);
+  }
+  size_t moe_workspace_bytes(int max_tokens, int top_k, const ops::MoeExperts& w) const override {
+    return moe_workspace_f32(max_tokens, top_k, w);
+  }
+  void moe_experts(const Tensor& x, const ops::MoeExperts& w, const int32_t* t_expert,
+                   const float* t_weight, int top_k, void* workspace, Tensor out) override {
+    cpu::LinearFn lin;
+    const bool q8 = q8_activations_ && !w.gate.empty() &&
+                    (uses_q8_activations(w.gate[0].dtype) || uses_q8_activations(w.down[0].dtype));
+    if (q8)
+      lin = [&](const Tensor& in, const ops::Linear& l, Tensor o) { linear(in, l, o); };
+    auto act = [&](const Tensor& gu, Tensor o) { swiglu(gu, o); };
+    moe_experts_f32(pool_, x, w, t_expert, t_weight, top_k, workspace, out, lin, act);
+  }
+
   void embedding(const Tensor& table, const int32_t* ids, int n, Tensor out) override {
     check_f32(out, "embedding output");
     int64_t dim = table.cols(), vocab = table.rows();
@@ -207,6 +233,18 @@ class CpuBackend final : public ops::Backend {
   void gather_rows(const Tensor& x, const int32_t* rows, int n, Tensor out) override {
     const size_t rb = x.row_nbytes();
     for (int i = 0; i < n; ++i) std::memcpy(out.row(i), x.row(rows[i]), rb);
+  }
+
+  // Dummy experts: one BF16 buffer per layer and projection, sliced per expert.
+  ops::MoeExperts random_experts(const ops::MoeExperts& host, uint64_t seed, std::vector<Buffer>& keep) {
+    ops::MoeExperts w = host;
+    uint64_t s = seed;
+    for (auto* list : {&w.gate, &w.up, &w.down}) {
+      const int64_t rows = (*list)[0].rows(), cols = (*list)[0].cols(), E = int64_t(list->size());
+      Tensor all = random_weight(E * rows, cols, s++, 1.0f / std::sqrt(float(cols)), keep, false);
+      for (int64_t e = 0; e < E; ++e) (*list)[size_t(e)] = all.slice_rows(e * rows, rows);
+    }
+    return w;
   }
 
   // Alternative path (CpuTuning::q8_activations): activations quantised to Q8_1 and integer dot

@@ -1,6 +1,8 @@
 #include "backends/cpu/ref_ops.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <vector>
 
 #include "core/quant.h"
@@ -77,6 +79,49 @@ void attend(const float* q, const float* const* k_rows, const float* const* v_ro
     double acc = 0;
     for (int j = 0; j < n; ++j) acc += p[size_t(j)] * v_rows[j][d];
     out[d] = float(acc / sum);
+  }
+}
+
+void moe_route(const float* logits, int64_t T, int E, int top_k, bool norm_topk_prob,
+               int32_t* expert, float* weight) {
+  std::vector<double> p(static_cast<size_t>(E));
+  std::vector<int> idx(static_cast<size_t>(E));
+  for (int64_t t = 0; t < T; ++t) {
+    const float* l = logits + t * E;
+    const double mx = *std::max_element(l, l + E);
+    double sum = 0;
+    for (int e = 0; e < E; ++e) sum += (p[size_t(e)] = std::exp(double(l[e]) - mx));
+    for (double& v : p) v /= sum;
+    std::iota(idx.begin(), idx.end(), 0);
+    std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) { return p[size_t(a)] > p[size_t(b)]; });
+    double kept = 0;
+    for (int j = 0; j < top_k; ++j) kept += p[size_t(idx[size_t(j)])];
+    for (int j = 0; j < top_k; ++j) {
+      expert[t * top_k + j] = idx[size_t(j)];
+      weight[t * top_k + j] = float(p[size_t(idx[size_t(j)])] / (norm_topk_prob ? kept : 1.0));
+    }
+  }
+}
+
+void moe_experts(const float* x, int64_t T, const ops::MoeExperts& w, const int32_t* expert,
+                 const float* weight, int top_k, float* out) {
+  const int64_t H = w.hidden, F = w.ffn;
+  std::vector<float> gu(static_cast<size_t>(2 * F)), h(static_cast<size_t>(F)), y(static_cast<size_t>(H));
+  std::vector<int> order(static_cast<size_t>(top_k));
+  for (int64_t t = 0; t < T; ++t) {
+    const int32_t* ex = expert + t * top_k;
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return ex[a] < ex[b]; });
+    std::vector<double> acc(size_t(H), 0.0);
+    for (int j : order) {
+      const size_t e = size_t(ex[j]);
+      linear(x + t * H, 1, H, w.gate[e].data, w.gate[e].dtype, F, nullptr, gu.data(), 2 * F);
+      linear(x + t * H, 1, H, w.up[e].data, w.up[e].dtype, F, nullptr, gu.data() + F, 2 * F);
+      swiglu(gu.data(), 1, F, h.data());
+      linear(h.data(), 1, F, w.down[e].data, w.down[e].dtype, H, nullptr, y.data(), H);
+      for (int64_t i = 0; i < H; ++i) acc[size_t(i)] += double(weight[t * top_k + j]) * y[size_t(i)];
+    }
+    for (int64_t i = 0; i < H; ++i) out[t * H + i] = float(acc[size_t(i)]);
   }
 }
 

@@ -23,6 +23,14 @@ void swiglu(const float* gate_up, int64_t T, int64_t F, float* out);
 // caller's job (it passes only visible rows).
 void attend(const float* q, const float* const* k_rows, const float* const* v_rows, int n,
             int head_dim, float scale, float* out);
+// Mixture-of-experts router over logits[T, E]: softmax in double, the top_k experts by
+// probability (descending, lowest index on ties), renormalised to sum 1 when norm_topk_prob.
+void moe_route(const float* logits, int64_t T, int E, int top_k, bool norm_topk_prob,
+               int32_t* expert, float* weight);
+// out[t] = sum over j, in ascending expert order, of weight[t, j] * down(silu(gate x) * up x)
+// for expert[t, j], with the expert matrices dequantised row by row (w's per-expert lists).
+void moe_experts(const float* x, int64_t T, const ops::MoeExperts& w, const int32_t* expert,
+                 const float* weight, int top_k, float* out);
 // RoPE table rows [pos][rot_dim]: cos then sin of pos * inv_freq[i].
 void rope_table(const float* inv_freq, int rot_dim, int64_t max_pos, float* out);
 

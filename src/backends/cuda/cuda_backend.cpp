@@ -83,6 +83,19 @@ class CudaBackend final : public ops::Backend {
     return weights_.random(rows, cols, seed, scale, embedding, keep);
   }
 
+  // Mixture of experts: not on CUDA yet (the CPU backend runs them). Refused at load, before
+  // any expert weight is uploaded.
+  [[noreturn]] static void no_moe() {
+    fail("mixture-of-experts models (qwen3moe) are not supported on CUDA yet: use --device cpu");
+  }
+  ops::MoeExperts prepare_experts(const ops::MoeExperts&, uint64_t, std::vector<Buffer>&) override { no_moe(); }
+  void moe_route(const Tensor&, int, bool, int32_t*, float*) override { no_moe(); }
+  size_t moe_workspace_bytes(int, int, const ops::MoeExperts&) const override { no_moe(); }
+  void moe_experts(const Tensor&, const ops::MoeExperts&, const int32_t*, const float*, int, void*,
+                   Tensor) override {
+    no_moe();
+  }
+
   void embedding(const Tensor& table, const int32_t* ids, int n, Tensor out) override {
     linear_.forget_xq();
     ProfileScope ps(prof_, "embedding", stream());

@@ -5,6 +5,7 @@
 // NaN logits in prefill).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -88,4 +89,26 @@ TEST(DummyWeights, HugeStepBudgetIsCutToWhatAStepCanHold) {
     ++rows;
   });
   EXPECT_GT(rows, 0u);
+}
+
+// A Qwen3-MoE config with a dense layer among sparse ones: dummy experts drawn by the backend
+// (never as a host copy of the file's size), routed, and the logits finite and not constant.
+TEST(DummyWeights, MoeConfigRunsOnTheCpu) {
+  lite_llama::testing::TempDir dir;
+  dir.write("config.json", R"({
+    "architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 128,
+    "intermediate_size": 256, "moe_intermediate_size": 64, "num_experts": 16,
+    "num_experts_per_tok": 4, "norm_topk_prob": true, "decoder_sparse_step": 1,
+    "mlp_only_layers": [1], "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
+    "num_hidden_layers": 3, "vocab_size": 512, "max_position_embeddings": 1024,
+    "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "tie_word_embeddings": false
+  })");
+  const std::vector<float> cpu = dummy_logits(dir.str() + "/config.json", "cpu");
+  ASSERT_EQ(cpu.size(), size_t(11 + 2) * 512);  // every position but the last of each sequence
+  float lo = cpu[0], hi = cpu[0];
+  for (float v : cpu) {
+    ASSERT_TRUE(std::isfinite(v));
+    lo = std::min(lo, v), hi = std::max(hi, v);
+  }
+  EXPECT_GT(hi - lo, 1e-2f);
 }
