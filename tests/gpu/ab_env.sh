@@ -5,6 +5,7 @@
 # alternating run by run so that drift of the machine hits both alike. Writes each run's JSON
 # and ab.json (tests/gpu/ab_summary.py) to OUT_DIR.
 #   tests/gpu/ab_env.sh OUT_DIR REPEATS "ENV_A" "ENV_B" "FLAGS" [MODEL ...]
+# (FLAGS_A / FLAGS_B in the environment add flags to one side only, e.g. FLAGS_B=--no-prefix-cache)
 # (a MODEL is a name of tests/gpu/configs/*.json, run with random weights, or a .gguf path)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -17,9 +18,9 @@ for m in "${MODELS[@]}"; do
   case "$m" in *.gguf) src=(-m "$m"); name="$(basename "$m" .gguf | tr '_' '-')";; esac
   for r in $(seq 1 "$REPEATS"); do
     for side in a b; do
-      assign="$ENV_A"; [ "$side" = b ] && assign="$ENV_B"
+      assign="$ENV_A" side_flags="${FLAGS_A:-}"; [ "$side" = b ] && assign="$ENV_B" side_flags="${FLAGS_B:-}"
       # shellcheck disable=SC2086
-      env $assign "$BIN" bench "${src[@]}" --batch "${BATCHES:-1,8,64}" --runs 3 -q $FLAGS \
+      env $assign "$BIN" bench "${src[@]}" --batch "${BATCHES:-1,8,64}" --runs 3 -q $FLAGS $side_flags \
         --json "$OUT/${name}_${side}_$r.json" >/dev/null
     done
   done

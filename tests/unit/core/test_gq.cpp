@@ -172,3 +172,13 @@ TEST(Gq, FormatRules) {
   EXPECT_THROW(parse_quant_mode("int3"), std::exception);
   EXPECT_EQ(parse_quant_mode("int4"), QuantMode::Int4);
 }
+
+TEST(BackendOptions, ActivationTypeDefaultsToAuto) {
+  EXPECT_EQ(BackendOptions{}.dtype, ActType::Auto);  // chosen at load by a calibration forward
+  EXPECT_EQ(parse_act_type("auto"), ActType::Auto);
+  EXPECT_EQ(parse_act_type("fp16"), ActType::FP16);
+  EXPECT_EQ(parse_act_type("bf16"), ActType::BF16);
+  EXPECT_THROW(parse_act_type("fp32"), std::exception);
+  EXPECT_STREQ(act_type_name(ActType::Auto), "auto");
+  EXPECT_TRUE(BackendOptions{}.cuda.fp32_residual);
+}
