@@ -41,12 +41,13 @@ void norm_heads(float* x, int heads, int d, const float* w, float eps) {
 
 class CpuBackend final : public ops::Backend {
  public:
-  CpuBackend(int threads, const CpuTuning& tuning) : q8_activations_(tuning.q8_activations), pool_(threads) {}
+  CpuBackend(int threads, const CpuTuning& tuning)
+      : q8_activations_(tuning.q8_activations), k_(kernels_for(choose_cpu_isa(tuning.isa))), pool_(threads) {}
 
   Device device() const override { return Device::CPU; }
   DType act_dtype() const override { return DType::F32; }
   std::string name() const override {
-    return fmt::format("cpu ({} threads, {}{})", pool_.size(), gemm_f32_isa(),
+    return fmt::format("cpu ({} threads, {} kernels{})", pool_.size(), cpu_isa_name(k_.isa),
                        q8_activations_ ? ", int8 activations" : "");
   }
 
@@ -128,7 +129,7 @@ class CpuBackend final : public ops::Backend {
         linear_q8(x, part, o + col0, N);
       } else {
         pool_.parallel_for(rows, [&](int64_t b, int64_t e) {
-          gemm_f32(part.dtype, static_cast<const uint8_t*>(part.data) + size_t(b) * rb, rb, e - b,
+          gemm_f32(k_, part.dtype, static_cast<const uint8_t*>(part.data) + size_t(b) * rb, rb, e - b,
                    x.ptr<float>(), T, K, o + col0 + b, N);
         }, kRowBlock);
       }
@@ -178,7 +179,7 @@ class CpuBackend final : public ops::Backend {
 
   void attention(const Tensor& q, const ops::KvLayer& kv, const ops::AttnMeta& m, int num_heads,
                  int num_kv_heads, int head_dim, float scale, Tensor out) override {
-    attention_f32(pool_, q, kv, m, num_heads, num_kv_heads, head_dim, scale, out, attn_items_);
+    attention_f32(pool_, k_, q, kv, m, num_heads, num_kv_heads, head_dim, scale, out, attn_);
   }
 
   void swiglu(const Tensor& gate_up, Tensor out) override {
@@ -188,7 +189,7 @@ class CpuBackend final : public ops::Backend {
         const float* g = gate_up.ptr<float>() + t * 2 * F;
         const float* u = g + F;
         float* o = out.ptr<float>() + t * F;
-        for (int64_t i = 0; i < F; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+        k_.swiglu(g, u, o, F);
       }
     });
   }
@@ -235,9 +236,10 @@ class CpuBackend final : public ops::Backend {
 
  private:
   const bool q8_activations_;
+  const Kernels& k_;
   ThreadPool pool_;
   std::vector<BlockQ8_1> q8_;
-  std::vector<AttnItem> attn_items_;
+  AttnScratch attn_;
 };
 
 }  // namespace

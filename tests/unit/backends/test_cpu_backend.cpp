@@ -313,6 +313,18 @@ TEST(CpuBackend, AttentionPrefillOnly) {
   check_attention(*be, rng, {{2, 2}, {63, 63}, {64, 64}, {65, 65}, {150, 400}}, 4, 2, 64);
 }
 
+// Few work items (one decode, or one short prefill chunk, over long contexts): the keys are
+// split over several items whose partial softmax results are merged. A wrong merge weight moves
+// outputs by O(|v|), far beyond the bound; single-key errors are the other tests' job.
+TEST(CpuBackend, AttentionLongContextSplitsKeys) {
+  auto be = backend();
+  std::mt19937 rng(8);
+  check_attention(*be, rng, {{1, 2500}}, 9, 3, 64);
+  check_attention(*be, rng, {{1, 1031}}, 4, 4, 128);
+  check_attention(*be, rng, {{5, 1800}}, 9, 3, 64);
+  check_attention(*be, rng, {{1, 700}, {1, 513}}, 2, 1, 64);
+}
+
 TEST(CpuBackend, AttentionMixedBatchesRandom) {
   auto be = backend();
   std::mt19937 rng(7);

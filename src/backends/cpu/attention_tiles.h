@@ -1,0 +1,132 @@
+// Flash-style attention tile of one instruction set (included by kernels_<isa>.cpp only): the
+// query rows of one KV head's group (query tokens x heads of the group) over a range of keys,
+// in tiles of kKeyTile keys gathered through the slot table, with an online softmax. K and V
+// rows are read once per tile for all rows of the group; scores never leave the stack.
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/simd_f32.h"
+
+namespace lite_llama::cpu {
+namespace {
+namespace attn {
+
+constexpr int kKeyTile = 16;
+
+inline float dot(const float* a, const float* b, int n) {
+  int i = 0;
+  float s = 0;
+#if LL_VEC > 1
+  using namespace simd;
+  V acc0 = vzero(), acc1 = vzero();
+  for (; i + 2 * LL_VEC <= n; i += 2 * LL_VEC) {
+    acc0 = vfma(vload(a + i), vload(b + i), acc0);
+    acc1 = vfma(vload(a + i + LL_VEC), vload(b + i + LL_VEC), acc1);
+  }
+  for (; i + LL_VEC <= n; i += LL_VEC) acc0 = vfma(vload(a + i), vload(b + i), acc0);
+  s = vsum(vadd(acc0, acc1));
+#endif
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+// o[0..n) = o * alpha + sum_j p[j] * v_j[0..n) over nk keys.
+inline void accumulate(float* o, float alpha, const float* p, const float* const* v, int nk, int n) {
+  int i = 0;
+#if LL_VEC > 1
+  using namespace simd;
+  for (; i + 8 * LL_VEC <= n; i += 8 * LL_VEC) {  // eight vectors of the row stay in registers
+    V acc[8];
+    for (int c = 0; c < 8; ++c) acc[c] = vmul(vload(o + i + c * LL_VEC), vset1(alpha));
+    for (int j = 0; j < nk; ++j) {
+      const V pj = vset1(p[j]);
+      for (int c = 0; c < 8; ++c) acc[c] = vfma(pj, vload(v[j] + i + c * LL_VEC), acc[c]);
+    }
+    for (int c = 0; c < 8; ++c) vstore(o + i + c * LL_VEC, acc[c]);
+  }
+  for (; i + LL_VEC <= n; i += LL_VEC) {
+    V acc = vmul(vload(o + i), vset1(alpha));
+    for (int j = 0; j < nk; ++j) acc = vfma(vset1(p[j]), vload(v[j] + i), acc);
+    vstore(o + i, acc);
+  }
+#endif
+  for (; i < n; ++i) {
+    float acc = o[i] * alpha;
+    for (int j = 0; j < nk; ++j) acc += p[j] * v[j][i];
+    o[i] = acc;
+  }
+}
+
+// p[j] = e^(p[j] - m) for j < n; returns their sum.
+inline float exp_sum(float* p, int n, float m) {
+  int j = 0;
+  float sum = 0;
+#if LL_VEC > 1
+  using namespace simd;
+  V s = vzero();
+  for (; j + LL_VEC <= n; j += LL_VEC) {
+    const V e = vexp(vsub(vload(p + j), vset1(m)));
+    vstore(p + j, e);
+    s = vadd(s, e);
+  }
+  sum = vsum(s);
+#endif
+  for (; j < n; ++j) sum += (p[j] = std::exp(p[j] - m));
+  return sum;
+}
+
+void attend_tile(const AttnTile& a) {
+  const int D = a.head_dim, rows = (a.q1 - a.q0) * a.group;
+  float* m = a.m_out ? a.m_out : a.scratch;
+  float* l = a.l_out ? a.l_out : a.scratch + rows;
+  float* o = a.m_out ? a.o : a.scratch + 2 * rows;  // unnormalised rows [rows][D]
+  for (int r = 0; r < rows; ++r) {
+    m[r] = -INFINITY;
+    l[r] = 0;
+    for (int d = 0; d < D; ++d) o[int64_t(r) * D + d] = 0;
+  }
+  const int last_pos = a.first_pos + a.q1 - 1;  // no query of this tile sees keys past it
+  const int k_end = a.k1 < last_pos + 1 ? a.k1 : last_pos + 1;
+  const float* krow[kKeyTile];
+  const float* vrow[kKeyTile];
+  float p[kKeyTile];
+  for (int k0 = a.k0; k0 < k_end; k0 += kKeyTile) {
+    const int nk = k_end - k0 < kKeyTile ? k_end - k0 : kKeyTile;
+    for (int j = 0; j < nk; ++j) {
+      const int64_t s = a.slots[k0 + j];
+      krow[j] = a.k + s * a.kv_row_stride + a.kv_offset;
+      vrow[j] = a.v + s * a.kv_row_stride + a.kv_offset;
+    }
+    for (int r = 0; r < rows; ++r) {
+      const int i = a.q0 + r / a.group, h = a.head0 + r % a.group;
+      const float* qv = a.q + int64_t(i) * a.q_row_stride + int64_t(h) * D;
+      const int visible = a.first_pos + i + 1 - k0;  // keys k0 .. k0 + visible - 1
+      const int n = visible < nk ? visible : nk;
+      if (n <= 0) continue;
+      float mx = -INFINITY;
+      for (int j = 0; j < n; ++j) {
+        p[j] = dot(qv, krow[j], D) * a.scale;
+        mx = p[j] > mx ? p[j] : mx;
+      }
+      const float m_new = mx > m[r] ? mx : m[r];
+      const float alpha = std::exp(m[r] - m_new);  // 0 on the first tile (m = -inf)
+      const float sum = exp_sum(p, n, m_new);
+      l[r] = l[r] * alpha + sum;
+      m[r] = m_new;
+      accumulate(o + int64_t(r) * D, alpha, p, vrow, n, D);
+    }
+  }
+  if (a.m_out) return;  // a partial: the caller merges
+  for (int r = 0; r < rows; ++r) {
+    const int i = a.q0 + r / a.group, h = a.head0 + r % a.group;
+    float* out = a.o + int64_t(i) * a.q_row_stride + int64_t(h) * D;
+    const float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
+    for (int d = 0; d < D; ++d) out[d] = o[int64_t(r) * D + d] * inv;
+  }
+}
+
+}  // namespace attn
+}  // namespace
+}  // namespace lite_llama::cpu
