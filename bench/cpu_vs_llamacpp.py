@@ -49,7 +49,7 @@ def run_rss(cmd, env=None):
 # ---- lite-llama -------------------------------------------------------------------------------
 
 def ours_bench(a, env, batch, prompt, gen):
-    cmd = [a.bin, "bench", "-m", a.model, "--device", "cpu", "-t", str(a.threads), "--batches", str(batch),
+    cmd = [a.bin, "bench", "-m", a.model, "--device", "cpu", "-t", str(a.threads), "--batch", str(batch),
            "--prompt-len", str(prompt), "--gen-len", str(gen), "--runs", "1", "--warmup", "0", "-q",
            "--ctx", str(max(512, prompt + gen + 16)), "--json", "/dev/stdout"]
     out, _ = run_rss(cmd, env)

@@ -32,6 +32,35 @@ inline float dot(const float* a, const float* b, int n) {
   return s;
 }
 
+// s[j] = scale * (q . k_j) for nk keys. Four keys at a time share each load of q (held in
+// registers, up to 8 vectors of it at once) and one reduction of their four accumulators.
+inline void scores(const float* q, const float* const* k, int nk, int n, float scale, float* s) {
+  int j = 0;
+#if LL_VEC > 1
+  using namespace simd;
+  constexpr int kChunk = 8 * LL_VEC;
+  if (n % LL_VEC == 0) {
+    for (; j + 4 <= nk; j += 4) {
+      V a0 = vzero(), a1 = vzero(), a2 = vzero(), a3 = vzero();
+      for (int c0 = 0; c0 < n; c0 += kChunk) {
+        const int cn = (n - c0 < kChunk ? n - c0 : kChunk) / LL_VEC;
+        V qv[8];
+        for (int c = 0; c < cn; ++c) qv[c] = vload(q + c0 + c * LL_VEC);
+        for (int c = 0; c < cn; ++c) {
+          const int off = c0 + c * LL_VEC;
+          a0 = vfma(qv[c], vload(k[j] + off), a0);
+          a1 = vfma(qv[c], vload(k[j + 1] + off), a1);
+          a2 = vfma(qv[c], vload(k[j + 2] + off), a2);
+          a3 = vfma(qv[c], vload(k[j + 3] + off), a3);
+        }
+      }
+      vsum4(a0, a1, a2, a3, scale, s + j);
+    }
+  }
+#endif
+  for (; j < nk; ++j) s[j] = dot(q, k[j], n) * scale;
+}
+
 // o[0..n) = o * alpha + sum_j p[j] * v_j[0..n) over nk keys.
 inline void accumulate(float* o, float alpha, const float* p, const float* const* v, int nk, int n) {
   int i = 0;
@@ -105,11 +134,9 @@ void attend_tile(const AttnTile& a) {
       const int visible = a.first_pos + i + 1 - k0;  // keys k0 .. k0 + visible - 1
       const int n = visible < nk ? visible : nk;
       if (n <= 0) continue;
+      scores(qv, krow, n, D, a.scale, p);
       float mx = -INFINITY;
-      for (int j = 0; j < n; ++j) {
-        p[j] = dot(qv, krow[j], D) * a.scale;
-        mx = p[j] > mx ? p[j] : mx;
-      }
+      for (int j = 0; j < n; ++j) mx = p[j] > mx ? p[j] : mx;
       const float m_new = mx > m[r] ? mx : m[r];
       const float alpha = std::exp(m[r] - m_new);  // 0 on the first tile (m = -inf)
       const float sum = exp_sum(p, n, m_new);

@@ -36,6 +36,13 @@ inline V vdiv(V a, V b) { return _mm512_div_ps(a, b); }
 inline V vmax(V a, V b) { return _mm512_max_ps(a, b); }
 inline V vmin(V a, V b) { return _mm512_min_ps(a, b); }
 inline float vmaxall(V v) { return _mm512_reduce_max_ps(v); }
+// out[i] = scale * (sum of ai's lanes), i < 4.
+inline void vsum4(V a0, V a1, V a2, V a3, float scale, float* out) {
+  out[0] = vsum(a0) * scale;
+  out[1] = vsum(a1) * scale;
+  out[2] = vsum(a2) * scale;
+  out[3] = vsum(a3) * scale;
+}
 inline V vround(V v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
 // 2^n for integral n in [-126, 127], as the float's exponent bits.
 inline V vpow2i(V n) {
@@ -65,6 +72,11 @@ inline float vmaxall(V v) {
   m = _mm_max_ps(m, _mm_movehl_ps(m, m));
   m = _mm_max_ss(m, _mm_movehdup_ps(m));
   return _mm_cvtss_f32(m);
+}
+inline void vsum4(V a0, V a1, V a2, V a3, float scale, float* out) {
+  const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+  const __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  _mm_storeu_ps(out, _mm_mul_ps(s, _mm_set1_ps(scale)));
 }
 inline V vround(V v) { return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
 inline V vpow2i(V n) {
