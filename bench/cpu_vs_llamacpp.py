@@ -91,11 +91,16 @@ def batched_bench(a, npl, npp, ntg, ctx):
     cmd = [os.path.join(a.llama_cpp, "llama-batched-bench"), "-m", a.model, "-t", str(a.threads), "-c", str(ctx),
            "-npp", str(npp), "-ntg", str(ntg), "-npl", str(npl)]
     out, rss = run_rss(cmd)
-    # The table row: |  PP |  TG |  B | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s | T s | S t/s |
+    return parse_batched_bench(out, npp, npl), rss
+
+
+def parse_batched_bench(out, npp, npl):
+    """S_TG t/s (all sequences' generated tokens per second) of the row for (npp, npl) in
+    llama-batched-bench's table: |  PP |  TG |  B | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s | ..."""
     for line in out.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) >= 8 and cells[0] == str(npp) and cells[2] == str(npl):
-            return float(cells[7]), rss
+            return float(cells[7])
     raise RuntimeError("llama-batched-bench: no result row in:\n" + out[-2000:])
 
 

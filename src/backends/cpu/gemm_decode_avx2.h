@@ -9,6 +9,7 @@
 // of the additions and one rounding of d times the block sum.
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "backends/cpu/simd_f32.h"
@@ -48,15 +49,18 @@ inline void tile_q4(const uint8_t* w, size_t stride, const float* xp, const floa
   const __m256i sh3 = _mm256_setr_epi32(24, 24, 24, 24, 28, 28, 28, 28);
   const __m256i m4 = _mm256_set1_epi32(15);
   __m256 acc[kRows];
+  __m128 offv[kRows];
   float off[kRows];
   for (int r = 0; r < kRows; ++r) {
     acc[r] = _mm256_setzero_ps();
+    offv[r] = _mm_setzero_ps();
     off[r] = 0;
   }
   for (int64_t k = 0; k < K; k += 32) {
     const __m256 x0 = _mm256_loadu_ps(xp + k), x1 = _mm256_loadu_ps(xp + k + 8);
     const __m256 x2 = _mm256_loadu_ps(xp + k + 16), x3 = _mm256_loadu_ps(xp + k + 24);
     const float sx = sums[k / 32];
+    const __m128 sxv = _mm_setr_ps(0.f, sx, 0.f, 0.f);
 #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {
       const Block* b = reinterpret_cast<const Block*>(w + size_t(r) * stride) + k / 32;
@@ -65,15 +69,21 @@ inline void tile_q4(const uint8_t* w, size_t stride, const float* xp, const floa
       s = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srlv_epi32(q, sh1), m4)), x1, s);
       s = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srlv_epi32(q, sh2), m4)), x2, s);
       s = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srlv_epi32(q, sh3), m4)), x3, s);
-      const float d = _cvtsh_ss(b->d);
-      acc[r] = _mm256_fmadd_ps(s, _mm256_set1_ps(d), acc[r]);
-      if constexpr (t == DType::Q4_1)
-        off[r] += _cvtsh_ss(b->m) * sx;
-      else
+      if constexpr (t == DType::Q4_1) {  // d and m converted together: lane 1 sums m * sx
+        uint32_t dm_bits;
+        std::memcpy(&dm_bits, &b->d, 4);
+        const __m128 dm = _mm_cvtph_ps(_mm_cvtsi32_si128(int(dm_bits)));
+        acc[r] = _mm256_fmadd_ps(s, _mm256_broadcastss_ps(dm), acc[r]);
+        offv[r] = _mm_fmadd_ps(dm, sxv, offv[r]);
+      } else {
+        const float d = _cvtsh_ss(b->d);
+        acc[r] = _mm256_fmadd_ps(s, _mm256_set1_ps(d), acc[r]);
         off[r] -= 8.f * d * sx;
+      }
     }
   }
-  for (int r = 0; r < kRows; ++r) out[r] = simd::vsum(acc[r]) + off[r];
+  for (int r = 0; r < kRows; ++r)
+    out[r] = simd::vsum(acc[r]) + off[r] + _mm_cvtss_f32(_mm_movehdup_ps(offv[r]));
 }
 
 // kRows rows x 1 token of Q8_0 (x in natural order).
