@@ -36,11 +36,12 @@ def build_llama_cpp(dest):
     return os.path.join(build, "bin")
 
 
-def run_rss(cmd, env=None):
-    """Runs cmd and measures its peak RSS (MiB) with wait4."""
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
-    _, status, usage = os.wait4(p.pid, 0)
+def run_rss(cmd, env=None, with_stderr=False):
+    """Runs cmd; returns its output and peak RSS (MiB, from wait4)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, env=env,
+                         stderr=subprocess.STDOUT if with_stderr else subprocess.DEVNULL)
     out = p.stdout.read().decode()
+    _, status, usage = os.wait4(p.pid, 0)
     if status != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed (status {status})")
     return out, usage.ru_maxrss / 1024.0
@@ -90,7 +91,7 @@ def llama_bench(a, prompt, gen, depth=0):
 def batched_bench(a, npl, npp, ntg, ctx):
     cmd = [os.path.join(a.llama_cpp, "llama-batched-bench"), "-m", a.model, "-t", str(a.threads), "-c", str(ctx),
            "-npp", str(npp), "-ntg", str(ntg), "-npl", str(npl)]
-    out, rss = run_rss(cmd)
+    out, rss = run_rss(cmd, with_stderr=True)  # its table goes to the log (stderr or stdout)
     return parse_batched_bench(out, npp, npl), rss
 
 
