@@ -53,6 +53,9 @@ struct CpuTuning {
   // Activations quantised to Q8_1 and integer dot products for Q4/Q8 weights (as llama.cpp
   // does): faster on some machines, not bit-close to an fp32 reference.
   bool q8_activations = false;
+  // KV cache stored as F16 (fp32 math): half the memory and the long-context attention traffic,
+  // at ~1e-3 relative rounding of K and V (not bit-close to an fp32 reference).
+  bool kv_f16 = false;
   // Kernel instruction set (tests and measurements force one; Auto is the fastest the CPU has).
   CpuIsaChoice isa = CpuIsaChoice::Auto;
 };

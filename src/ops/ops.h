@@ -63,6 +63,8 @@ class Backend {
   virtual ~Backend() = default;
   virtual Device device() const = 0;
   virtual DType act_dtype() const = 0;
+  // Storage type of the KV cache (the CPU backend may keep F16 to halve long contexts' traffic).
+  virtual DType kv_dtype() const { return act_dtype(); }
   virtual std::string name() const = 0;
 
   // Memory. Allocations happen at start-up only, never inside a step.

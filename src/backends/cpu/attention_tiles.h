@@ -8,12 +8,15 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/simd_f32.h"
+#if LL_VEC == 1  // the SIMD sets convert with F16C instructions, never through this inline
+#include "core/half.h"
+#endif
 
 namespace lite_llama::cpu {
 namespace {
 namespace attn {
 
-constexpr int kKeyTile = 16;
+constexpr int kKeyTile = kAttnKeyTile;
 
 inline float dot(const float* a, const float* b, int n) {
   int i = 0;
@@ -103,6 +106,18 @@ inline float exp_sum(float* p, int n, float m) {
   return sum;
 }
 
+// n F16 values to fp32.
+inline void widen_f16(const uint16_t* src, float* dst, int n) {
+  int i = 0;
+#if LL_VEC > 1
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+  for (; i < n; ++i) dst[i] = _cvtsh_ss(src[i]);
+#else
+  for (; i < n; ++i) dst[i] = f16_to_f32(src[i]);
+#endif
+}
+
 void attend_tile(const AttnTile& a) {
   const int D = a.head_dim, rows = (a.q1 - a.q0) * a.group;
   float* m = a.m_out ? a.m_out : a.scratch;
@@ -121,9 +136,18 @@ void attend_tile(const AttnTile& a) {
   for (int k0 = a.k0; k0 < k_end; k0 += kKeyTile) {
     const int nk = k_end - k0 < kKeyTile ? k_end - k0 : kKeyTile;
     for (int j = 0; j < nk; ++j) {
-      const int64_t s = a.slots[k0 + j];
-      krow[j] = a.k + s * a.kv_row_stride + a.kv_offset;
-      vrow[j] = a.v + s * a.kv_row_stride + a.kv_offset;
+      const int64_t at = a.slots[k0 + j] * a.kv_row_stride + a.kv_offset;
+      if (a.kv_f16) {  // widened once per tile, read by every row of the group
+        float* kw = a.scratch + int64_t(rows) * (D + 2) + int64_t(j) * D;
+        float* vw = kw + int64_t(kKeyTile) * D;
+        widen_f16(static_cast<const uint16_t*>(a.k) + at, kw, D);
+        widen_f16(static_cast<const uint16_t*>(a.v) + at, vw, D);
+        krow[j] = kw;
+        vrow[j] = vw;
+      } else {
+        krow[j] = static_cast<const float*>(a.k) + at;
+        vrow[j] = static_cast<const float*>(a.v) + at;
+      }
     }
     for (int r = 0; r < rows; ++r) {
       const int i = a.q0 + r / a.group, h = a.head0 + r % a.group;

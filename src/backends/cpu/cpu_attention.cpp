@@ -80,8 +80,9 @@ void attention_f32(ThreadPool& pool, const Kernels& k, const Tensor& q, const op
       t.q = q.ptr<float>() + int64_t(m.b_q_start[it.b]) * num_heads * D;
       t.o = out.ptr<float>() + int64_t(m.b_q_start[it.b]) * num_heads * D;
       t.q_row_stride = int64_t(num_heads) * D;
-      t.k = kv.k.ptr<float>();
-      t.v = kv.v.ptr<float>();
+      t.k = kv.k.data;
+      t.v = kv.v.data;
+      t.kv_f16 = kv.k.dtype == DType::F16;
       t.kv_row_stride = int64_t(num_kv_heads) * D;
       t.kv_offset = int64_t(it.g) * D;
       t.slots = m.req_to_slot + int64_t(m.b_req_idx[it.b]) * m.req_stride;

@@ -19,8 +19,9 @@ struct AttnTile {
   const float* q;
   float* o;
   int64_t q_row_stride;
-  const float* k;
-  const float* v;
+  const void* k;  // F32 rows, or F16 with kv_f16
+  const void* v;
+  bool kv_f16;
   int64_t kv_row_stride, kv_offset;
   const int32_t* slots;
   int head_dim, group, head0, q0, q1, first_pos, k0, k1;
@@ -30,7 +31,10 @@ struct AttnTile {
   float* scratch;  // attn_scratch_floats(rows, head_dim)
 };
 
-inline size_t attn_scratch_floats(int rows, int head_dim) { return size_t(rows) * (head_dim + 2); }
+constexpr int kAttnKeyTile = 16;  // keys an attention tile gathers at a time
+inline size_t attn_scratch_floats(int rows, int head_dim) {
+  return size_t(rows) * (head_dim + 2) + 2 * size_t(kAttnKeyTile) * head_dim;  // + F16 rows widened
+}
 
 struct Kernels {
   CpuIsa isa;
