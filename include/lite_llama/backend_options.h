@@ -15,11 +15,14 @@ enum class ActType { Auto, BF16, FP16 };
 // stored) and 16-bit weights as they are; None dequantises everything; Int8 / Int4 / Fp8 quantise
 // at load.
 enum class QuantMode { Auto, None, Int8, Int4, Fp8 };
+// CPU kernel instruction set: Auto picks the widest the CPU runs (the binary holds all of them).
+enum class CpuIsaChoice { Auto, Generic, Avx2, Avx512 };
 
 // Each parser throws a one-line lite_llama::Error naming the flag for any other spelling.
 DeviceKind parse_device(const std::string& s);   // auto | cpu | cuda
 ActType parse_act_type(const std::string& s);    // auto | bf16 | fp16
 QuantMode parse_quant_mode(const std::string& s);  // auto | none | int8 | int4 | fp8
+CpuIsaChoice parse_cpu_isa(const std::string& s);  // auto | generic | avx2 | avx512
 const char* device_kind_name(DeviceKind d);
 const char* act_type_name(ActType a);
 const char* quant_mode_name(QuantMode m);
@@ -62,6 +65,11 @@ struct CpuTuning {
   // Activations quantised to Q8_1 and integer dot products for Q4/Q8 weights (as llama.cpp
   // does): faster on some machines, not bit-close to an fp32 reference.
   bool q8_activations = false;
+  // KV cache stored as F16 (fp32 math): half the memory and the long-context attention traffic,
+  // at ~1e-3 relative rounding of K and V (not bit-close to an fp32 reference).
+  bool kv_f16 = false;
+  // Kernel instruction set (tests and measurements force one; Auto is the fastest the CPU has).
+  CpuIsaChoice isa = CpuIsaChoice::Auto;
 };
 
 struct BackendOptions {

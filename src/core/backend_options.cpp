@@ -28,6 +28,14 @@ QuantMode parse_quant_mode(const std::string& s) {
   fail("--quantize must be auto, none, int8, int4 or fp8, got '{}'", s);
 }
 
+CpuIsaChoice parse_cpu_isa(const std::string& s) {
+  if (s == "auto") return CpuIsaChoice::Auto;
+  if (s == "generic") return CpuIsaChoice::Generic;
+  if (s == "avx2") return CpuIsaChoice::Avx2;
+  if (s == "avx512") return CpuIsaChoice::Avx512;
+  fail("LITE_LLAMA_CPU_ISA must be auto, generic, avx2 or avx512, got '{}'", s);
+}
+
 const char* device_kind_name(DeviceKind d) {
   switch (d) {
     case DeviceKind::Auto: return "auto";

@@ -46,17 +46,20 @@ void ThreadPool::run(const Job& job) {
     return;
   }
   job_ = &job;
-  pending_.store(num_threads_ - 1, std::memory_order_relaxed);
+  closed_.store(false, std::memory_order_seq_cst);
   {
     // The lock orders the generation bump against a worker that is about to sleep.
     std::lock_guard<std::mutex> lock(mu_);
-    generation_.fetch_add(1, std::memory_order_release);
+    generation_.fetch_add(1, std::memory_order_seq_cst);
   }
   if (sleepers_.load(std::memory_order_acquire) > 0) cv_.notify_all();
   job(0, num_threads_);
+  // The caller has claimed the last piece of work: close the job, then wait only for workers
+  // that entered it (seq_cst: a worker either is counted here or sees the job closed).
+  closed_.store(true, std::memory_order_seq_cst);
   // Yield after a short spin: with more runnable threads than cores (a busy machine) a worker
   // may be descheduled, and pure spinning would then burn the core it needs.
-  for (int iter = 0; pending_.load(std::memory_order_acquire) != 0; ++iter) {
+  for (int iter = 0; active_.load(std::memory_order_seq_cst) != 0; ++iter) {
     if (iter < 2048)
       LL_PAUSE();
     else
@@ -89,8 +92,11 @@ void ThreadPool::worker(int index) {
     }
     seen = g;
     if (stop_) return;
-    (*job_)(index, num_threads_);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    active_.fetch_add(1, std::memory_order_seq_cst);
+    // A job that is over (or already replaced by the next) is skipped: its caller may be gone.
+    if (!closed_.load(std::memory_order_seq_cst) && generation_.load(std::memory_order_seq_cst) == g)
+      (*job_)(index, num_threads_);
+    active_.fetch_sub(1, std::memory_order_seq_cst);
   }
 }
 

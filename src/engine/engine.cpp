@@ -74,11 +74,15 @@ class EngineImpl final : public Engine {
     info_ = make_model_info(files_, *backend_, model_, now_ms() - t0);
     LL_INFO("loaded {} ({}, {}) on {} in {:.0f} ms", info_.name, info_.arch, info_.weight_dtype,
             info_.backend, info_.load_ms);
-    LL_INFO("memory: weights {:.1f} MB, KV {:.1f} MB ({} slots x {} B), activations {:.1f} MB, "
+    // On the CPU the KV pool is reserved address space: its pages become resident as slots fill
+    // (lowest slots first), and GGUF weights are the file's mmap, resident as they are read.
+    const bool cpu = backend_->device() == Device::CPU;
+    LL_INFO("memory: weights {:.1f} MB{}, KV {:.1f} MB ({} slots x {} B{}), activations {:.1f} MB, "
             "{} CUDA graphs captured in {:.0f} ms",
-            double(info_.weight_bytes) / kMiB, double(info_.kv_bytes) / kMiB, model_.kv_tokens,
-            model_.kv_bytes_per_token, double(info_.activation_bytes) / kMiB, runner_->num_graphs(),
-            graph_ms);
+            double(info_.weight_bytes) / kMiB, cpu ? " (mapped file or converted copy)" : "",
+            double(info_.kv_bytes) / kMiB, model_.kv_tokens, model_.kv_bytes_per_token,
+            cpu ? "; reserved, resident as slots fill" : "", double(info_.activation_bytes) / kMiB,
+            runner_->num_graphs(), graph_ms);
   }
 
   // --dtype auto on a GPU: fp16 where a calibration forward shows the activations fit its range,

@@ -85,7 +85,7 @@ LoadedModel load_model(const EngineOptions& o, ModelFiles& files, ops::Backend& 
   LL_CHECK(o.kv_tokens >= 0, "--kv-tokens must be positive");
   LL_CHECK(o.gpu_memory_utilization > 0 && o.gpu_memory_utilization <= 1,
            "--gpu-memory-utilization must be in (0, 1], got {}", o.gpu_memory_utilization);
-  const int64_t kv_elem = int64_t(dtype_info(backend.act_dtype()).block_bytes);
+  const int64_t kv_elem = int64_t(dtype_info(backend.kv_dtype()).block_bytes);
   m.kv_bytes_per_token = cfg.kv_bytes_per_token(kv_elem);
   m.max_batched_tokens = step_budget(o, backend, cfg, m.max_seqs, m.ctx, m.kv_bytes_per_token);
   m.decoder = std::make_unique<Decoder>(cfg, std::move(weights), backend, m.max_batched_tokens,

@@ -10,7 +10,7 @@ KvCache::KvCache(const ModelConfig& cfg, ops::Backend& backend, int64_t num_slot
   LL_CHECK(num_slots > 0 && max_reqs > 0 && max_ctx > 0,
            "KV cache needs positive sizes (slots {}, requests {}, context {})", num_slots,
            max_reqs, max_ctx);
-  const DType dt = backend.act_dtype();
+  const DType dt = backend.kv_dtype();
   const int64_t row = cfg.num_kv_heads * cfg.head_dim;
   const size_t elem = dtype_info(dt).block_bytes;
   const size_t per_layer = size_t(num_slots) * size_t(row) * elem;

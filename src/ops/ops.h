@@ -81,6 +81,8 @@ class Backend {
   // The residual stream (embedding output, add_rms_norm's residual): fp32 where the backend keeps
   // it so, as the fp32 reference does; the projections' inputs and outputs stay act_dtype().
   virtual DType residual_dtype() const { return act_dtype(); }
+  // Storage type of the KV cache (the CPU backend may keep F16 to halve long contexts' traffic).
+  virtual DType kv_dtype() const { return act_dtype(); }
   virtual std::string name() const = 0;
 
   // Memory. Allocations happen at start-up only, never inside a step.

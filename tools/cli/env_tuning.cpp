@@ -33,6 +33,8 @@ void apply_env_tuning(BackendOptions& o) {
   if (env("LITE_LLAMA_PDL_GEMV")) c.pdl_gemv = env_is("LITE_LLAMA_PDL_GEMV", "1");
   if (env("LITE_LLAMA_CHECK_FINITE")) c.check_finite = env_is("LITE_LLAMA_CHECK_FINITE", "1");
   if (env("LITE_LLAMA_CPU_Q8")) o.cpu.q8_activations = true;
+  if (const char* e = env("LITE_LLAMA_CPU_ISA")) o.cpu.isa = parse_cpu_isa(e);
+  if (env("LITE_LLAMA_CPU_KV_F16")) o.cpu.kv_f16 = env_is("LITE_LLAMA_CPU_KV_F16", "1");
 }
 
 }  // namespace lite_llama::cli

@@ -42,13 +42,18 @@ void norm_heads(float* x, int heads, int d, const float* w, float eps) {
 
 class CpuBackend final : public ops::Backend {
  public:
-  CpuBackend(int threads, const CpuTuning& tuning) : q8_activations_(tuning.q8_activations), pool_(threads) {}
+  CpuBackend(int threads, const CpuTuning& tuning)
+      : q8_activations_(tuning.q8_activations),
+        kv_f16_(tuning.kv_f16),
+        k_(kernels_for(choose_cpu_isa(tuning.isa))),
+        pool_(threads) {}
 
   Device device() const override { return Device::CPU; }
   DType act_dtype() const override { return DType::F32; }
+  DType kv_dtype() const override { return kv_f16_ ? DType::F16 : DType::F32; }
   std::string name() const override {
-    return fmt::format("cpu ({} threads, {}{})", pool_.size(), gemm_f32_isa(),
-                       q8_activations_ ? ", int8 activations" : "");
+    return fmt::format("cpu ({} threads, {} kernels{}{})", pool_.size(), cpu_isa_name(k_.isa),
+                       q8_activations_ ? ", int8 activations" : "", kv_f16_ ? ", F16 KV" : "");
   }
 
   Buffer alloc(size_t bytes) override { return host_buffer(bytes); }
@@ -154,7 +159,7 @@ class CpuBackend final : public ops::Backend {
         linear_q8(x, part, o + col0, N);
       } else {
         pool_.parallel_for(rows, [&](int64_t b, int64_t e) {
-          gemm_f32(part.dtype, static_cast<const uint8_t*>(part.data) + size_t(b) * rb, rb, e - b,
+          gemm_f32(k_, part.dtype, static_cast<const uint8_t*>(part.data) + size_t(b) * rb, rb, e - b,
                    x.ptr<float>(), T, K, o + col0 + b, N);
         }, kRowBlock);
       }
@@ -178,20 +183,32 @@ class CpuBackend final : public ops::Backend {
     for (int64_t t = 0; t < T; ++t)
       LL_CHECK(t_positions[t] >= 0 && t_positions[t] < max_pos,
                "position {} beyond the rotary table ({})", t_positions[t], max_pos);
+    const bool f16 = kv.k.dtype == DType::F16;
     pool_.parallel_for(T, [&](int64_t b, int64_t e) {
+      thread_local std::vector<float> k_tmp;  // K in fp32 before it is rounded to an F16 slot
+      if (f16 && k_tmp.size() < size_t(kv_row)) k_tmp.resize(size_t(kv_row));
       for (int64_t t = b; t < e; ++t) {
         const float* src = qkv.ptr<float>() + t * (q_row + 2 * kv_row);
         const float* cs = rope.cos_sin.ptr<float>() + int64_t(t_positions[t]) * rope.rot_dim;
         float* q = q_out.ptr<float>() + t * q_row;
-        float* k = kv.k.ptr<float>() + int64_t(t_slots[t]) * kv_row;
+        const int64_t at = int64_t(t_slots[t]) * kv_row;
+        float* k = f16 ? k_tmp.data() : kv.k.ptr<float>() + at;
         std::memcpy(q, src, size_t(q_row) * 4);
         std::memcpy(k, src + q_row, size_t(kv_row) * 4);
-        std::memcpy(kv.v.ptr<float>() + int64_t(t_slots[t]) * kv_row, src + q_row + kv_row,
-                    size_t(kv_row) * 4);
         if (q_norm) norm_heads(q, num_heads, head_dim, q_norm->ptr<float>(), eps);
         if (k_norm) norm_heads(k, num_kv_heads, head_dim, k_norm->ptr<float>(), eps);
         ref::rope(q, num_heads, head_dim, cs, rope.rot_dim, rope.layout);
         ref::rope(k, num_kv_heads, head_dim, cs, rope.rot_dim, rope.layout);
+        if (f16) {
+          uint16_t* kd = kv.k.ptr<uint16_t>() + at;
+          uint16_t* vd = kv.v.ptr<uint16_t>() + at;
+          for (int64_t i = 0; i < kv_row; ++i) {
+            kd[i] = f32_to_f16(k[i]);
+            vd[i] = f32_to_f16(src[q_row + kv_row + i]);
+          }
+        } else {
+          std::memcpy(kv.v.ptr<float>() + at, src + q_row + kv_row, size_t(kv_row) * 4);
+        }
       }
     });
   }
@@ -204,7 +221,7 @@ class CpuBackend final : public ops::Backend {
 
   void attention(const Tensor& q, const ops::KvLayer& kv, const ops::AttnMeta& m, int num_heads,
                  int num_kv_heads, int head_dim, float scale, Tensor out) override {
-    attention_f32(pool_, q, kv, m, num_heads, num_kv_heads, head_dim, scale, out, attn_items_);
+    attention_f32(pool_, k_, q, kv, m, num_heads, num_kv_heads, head_dim, scale, out, attn_);
   }
 
   void swiglu(const Tensor& gate_up, Tensor out) override {
@@ -214,7 +231,7 @@ class CpuBackend final : public ops::Backend {
         const float* g = gate_up.ptr<float>() + t * 2 * F;
         const float* u = g + F;
         float* o = out.ptr<float>() + t * F;
-        for (int64_t i = 0; i < F; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+        k_.swiglu(g, u, o, F);
       }
     });
   }
@@ -273,9 +290,11 @@ class CpuBackend final : public ops::Backend {
 
  private:
   const bool q8_activations_;
+  const bool kv_f16_;
+  const Kernels& k_;
   ThreadPool pool_;
   std::vector<BlockQ8_1> q8_;
-  std::vector<AttnItem> attn_items_;
+  AttnScratch attn_;
 };
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Q4_K / Q5_K / Q6_K weight tiles of gemm_f32 (included by gemm_f32.cpp only). Per row and
+// Q4_K / Q5_K / Q6_K weight tiles of gemm_f32 (included by gemm_tiles.h only). Per row and
 // 256-element super-block the packed scales are decoded once, then the eight 32-element
 // sub-blocks are dequantised in registers and multiplied with fp32 activations.
 //
@@ -14,7 +14,9 @@
 #include "backends/cpu/simd_f32.h"
 #include "core/dtype.h"
 
-namespace lite_llama::cpu::kquant {
+namespace lite_llama::cpu {
+namespace {
+namespace kquant {
 
 constexpr bool is_kquant(DType t) {
   return t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K;
@@ -170,4 +172,6 @@ void tile(const uint8_t* w, size_t stride, const float* x, int64_t K, float* out
 }
 #endif
 
-}  // namespace lite_llama::cpu::kquant
+}  // namespace kquant
+}  // namespace
+}  // namespace lite_llama::cpu

@@ -11,6 +11,7 @@
 #include "backend_test_util.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/ref_ops.h"
+#include "core/half.h"
 
 using namespace lite_llama;
 using namespace lite_llama::test;
@@ -210,8 +211,9 @@ struct SeqSpec {
 };
 
 // Packed variable-length batch: decodes first, as the engine builds it.
+// f16: the pools are stored as F16 (CpuTuning::kv_f16); the reference sees the same rounded values.
 void check_attention(ops::Backend& be, std::mt19937& rng, const std::vector<SeqSpec>& seqs, int hq,
-                     int hkv, int d) {
+                     int hkv, int d, bool f16 = false) {
   const int B = int(seqs.size());
   int total_kv = 0, T = 0, max_q = 0, max_seq = 0, num_decode = 0;
   for (const auto& s : seqs) {
@@ -258,6 +260,16 @@ void check_attention(ops::Backend& be, std::mt19937& rng, const std::vector<SeqS
   const float scale = 1.0f / std::sqrt(float(d));
   std::vector<float> out(q.size(), NAN);
   ops::KvLayer kv{f32(kpool, {num_slots, hkv, d}), f32(vpool, {num_slots, hkv, d})};
+  std::vector<uint16_t> k16(kpool.size()), v16(vpool.size());
+  if (f16) {
+    for (size_t i = 0; i < kpool.size(); ++i) {
+      k16[i] = f32_to_f16(kpool[i]);
+      v16[i] = f32_to_f16(vpool[i]);
+      kpool[i] = f16_to_f32(k16[i]);
+      vpool[i] = f16_to_f32(v16[i]);
+    }
+    kv = {Tensor(k16.data(), DType::F16, {num_slots, hkv, d}), Tensor(v16.data(), DType::F16, {num_slots, hkv, d})};
+  }
   be.attention(f32(q, {T, hq, d}), kv, m, hq, hkv, d, scale, f32(out, {T, hq, d}));
 
   // Reference: each query row of each head over its visible keys (positions <= its own),
@@ -311,6 +323,62 @@ TEST(CpuBackend, AttentionPrefillOnly) {
   // Whole prompts (seq_len == q_len), q_len around the 64-query work chunk, and a chunk of a
   // longer prompt (seq_len > q_len: the earlier tokens are already in the pool).
   check_attention(*be, rng, {{2, 2}, {63, 63}, {64, 64}, {65, 65}, {150, 400}}, 4, 2, 64);
+}
+
+// Few work items (one decode, or one short prefill chunk, over long contexts): the keys are
+// split over several items whose partial softmax results are merged. A wrong merge weight moves
+// outputs by O(|v|), far beyond the bound; single-key errors are the other tests' job.
+TEST(CpuBackend, AttentionLongContextSplitsKeys) {
+  auto be = backend();
+  std::mt19937 rng(8);
+  check_attention(*be, rng, {{1, 2500}}, 9, 3, 64);
+  check_attention(*be, rng, {{1, 1031}}, 4, 4, 128);
+  check_attention(*be, rng, {{5, 1800}}, 9, 3, 64);
+  check_attention(*be, rng, {{1, 700}, {1, 513}}, 2, 1, 64);
+}
+
+TEST(CpuBackend, AttentionF16Cache) {
+  auto be = backend();
+  std::mt19937 rng(9);
+  check_attention(*be, rng, {{1, 1}, {1, 300}, {37, 37}, {20, 90}}, 9, 3, 64, true);
+  check_attention(*be, rng, {{1, 2000}}, 8, 2, 128, true);
+}
+
+// With F16 pools the stored K and V are the fp32 path's values rounded once to F16 (the fp32
+// path itself is checked against the reference above).
+TEST(CpuBackend, QkvRopeStoreF16Cache) {
+  auto be = backend();
+  std::mt19937 rng(10);
+  const int hq = 6, hkv = 2, d = 64, T = 9, slots_n = 20;
+  const int64_t kvrow = hkv * d, width = (hq + 2 * hkv) * d;
+  std::vector<float> qkv = randn(rng, size_t(T * width));
+  const int max_pos = 64;
+  std::vector<float> inv(d / 2), table(size_t(max_pos) * d);
+  for (int i = 0; i < d / 2; ++i) inv[size_t(i)] = std::pow(10000.f, -2.f * i / d);
+  ref::rope_table(inv.data(), d, max_pos, table.data());
+  ops::RopeTable rope{f32(table, {max_pos, d}), d, ops::RopeLayout::Neox};
+  std::vector<int32_t> pos = {0, 5, 63, 7, 1, 2, 40, 41, 3}, slots = {19, 0, 7, 3, 11, 12, 5, 8, 2};
+  std::vector<float> k32(size_t(slots_n * kvrow), 0), v32 = k32, q1(size_t(T * hq * d)), q2 = q1;
+  std::vector<uint16_t> k16(k32.size(), 0x7e00), v16(k32.size(), 0x7e00);  // NaN sentinels
+  ops::KvLayer kv32{f32(k32, {slots_n, hkv, d}), f32(v32, {slots_n, hkv, d})};
+  ops::KvLayer kv16{Tensor(k16.data(), DType::F16, {slots_n, hkv, d}), Tensor(v16.data(), DType::F16, {slots_n, hkv, d})};
+  be->qkv_rope_store(f32(qkv, {T, width}), nullptr, nullptr, 1e-6f, pos.data(), slots.data(), rope, hq, hkv, d,
+                     kv32, f32(q1, {T, int64_t(hq) * d}));
+  be->qkv_rope_store(f32(qkv, {T, width}), nullptr, nullptr, 1e-6f, pos.data(), slots.data(), rope, hq, hkv, d,
+                     kv16, f32(q2, {T, int64_t(hq) * d}));
+  EXPECT_EQ(q1, q2);
+  for (int s = 0; s < slots_n; ++s) {
+    const bool used = std::find(slots.begin(), slots.end(), s) != slots.end();
+    for (int64_t i = 0; i < kvrow; ++i) {
+      const size_t at = size_t(s * kvrow + i);
+      if (!used) {
+        ASSERT_EQ(k16[at], 0x7e00) << "slot " << s << " overwritten";
+        continue;
+      }
+      ASSERT_EQ(k16[at], f32_to_f16(k32[at])) << "k slot " << s << " i " << i;
+      ASSERT_EQ(v16[at], f32_to_f16(v32[at])) << "v slot " << s << " i " << i;
+    }
+  }
 }
 
 TEST(CpuBackend, AttentionMixedBatchesRandom) {

@@ -37,8 +37,7 @@ Weight make_kquant_weight(std::mt19937& rng, DType t, int64_t rows, int64_t K) {
 // Length of the longest chain of dependent fp32 additions in one output of gemm_f32: each SIMD
 // lane accumulates K/lanes products, then the lanes are summed as a tree (log2 lanes levels).
 // Without SIMD (or K not a multiple of 32) the scalar fallback sums all K products in a row.
-double chain_length(int64_t K) {
-  const std::string isa = cpu::gemm_f32_isa();
+double chain_length(int64_t K, const std::string& isa) {
   const int lanes = isa == "avx512" ? 16 : isa == "avx2" ? 8 : 1;
   if (lanes == 1 || K % 32 != 0) return double(K);
   return double(K) / lanes + 4;
@@ -59,7 +58,7 @@ struct Case {
 // Int8 path: x is quantised per 32-block to q * d with |x - q d| <= d / 2, d = amax_block / 127,
 // which adds sum_blocks (d_b / 2) sum_{k in b} |w_k| (1% slack for the rounding of 1/d).
 void check_linear(ops::Backend& be, std::mt19937& rng, const Case& c, int64_t T, int64_t K,
-                  bool q8_path) {
+                  bool q8_path, const std::string& isa = cpu::gemm_f32_isa()) {
   int64_t N = 0;
   for (int64_t n : c.parts) N += n;
   std::vector<Weight> ws;
@@ -89,7 +88,7 @@ void check_linear(ops::Backend& be, std::mt19937& rng, const Case& c, int64_t T,
   const bool int8 =
       q8_path && (c.wtype == DType::Q4_0 || c.wtype == DType::Q4_1 || c.wtype == DType::Q8_0);
   const double L =
-      int8 ? double(K) / 8 + 16 : chain_length(K);  // int8 path: int32 sums, fp32 over blocks
+      int8 ? double(K) / 8 + 16 : chain_length(K, isa);  // int8 path: int32 sums, fp32 over blocks
   int bad = 0;
   for (int64_t t = 0; t < T; ++t)
     for (int64_t n = 0; n < N; ++n) {
@@ -133,20 +132,40 @@ const std::vector<Case>& cases() {
 
 const int64_t kTs[] = {1, 2, 3, 7, 8, 9, 33};
 
-std::unique_ptr<ops::Backend> make_backend(bool int8_activations) {
+std::unique_ptr<ops::Backend> make_backend(bool int8_activations,
+                                           CpuIsaChoice isa = CpuIsaChoice::Auto) {
   CpuTuning t;
   t.q8_activations = int8_activations;
+  t.isa = isa;
   return cpu::make_cpu_backend(2, t);
+}
+
+// Every kernel set this CPU runs (the generic one always), with its name.
+std::vector<std::pair<CpuIsaChoice, std::string>> isas_here() {
+  std::vector<std::pair<CpuIsaChoice, std::string>> v = {{CpuIsaChoice::Generic, "generic"}};
+  const cpu::CpuIsa best = cpu::detect_cpu_isa();
+  if (best == cpu::CpuIsa::Avx2 || best == cpu::CpuIsa::Avx512) v.push_back({CpuIsaChoice::Avx2, "avx2"});
+  if (best == cpu::CpuIsa::Avx512) v.push_back({CpuIsaChoice::Avx512, "avx512"});
+  return v;
 }
 
 }  // namespace
 
 TEST(CpuLinear, MatchesReferenceAllTypesAndShapes) {
-  auto be = make_backend(false);
-  std::mt19937 rng(101);
-  for (const Case& c : cases())
-    for (int64_t K : {32, 64, 576, 1536})
-      for (int64_t T : kTs) check_linear(*be, rng, c, T, K, false);
+  for (const auto& [isa, name] : isas_here()) {
+    SCOPED_TRACE(name);
+    auto be = make_backend(false, isa);
+    EXPECT_NE(be->name().find(name + " kernels"), std::string::npos) << be->name();
+    std::mt19937 rng(101);
+    for (const Case& c : cases())
+      for (int64_t K : {32, 64, 576, 1536})
+        for (int64_t T : kTs) check_linear(*be, rng, c, T, K, false, name);
+  }
+}
+
+TEST(CpuLinear, ForcedKernelSetTheCpuLacksIsAnError) {
+  if (cpu::detect_cpu_isa() == cpu::CpuIsa::Avx512) GTEST_SKIP() << "this CPU runs every kernel set";
+  EXPECT_THROW(make_backend(false, CpuIsaChoice::Avx512), std::runtime_error);
 }
 
 // Q4_K/Q5_K/Q6_K: K is a multiple of the 256-element super-block. Same part layouts and bound
@@ -172,28 +191,32 @@ TEST(CpuLinear, KQuantsMatchReference) {
 }
 
 // x = the identity (T = K tokens) makes out[t, n] = W[n, t] exactly: every dequantised weight of
-// every sub-block must equal dequantize_row's, bit for bit, for both the decode tile (T = 1,
-// 8 rows at a time) and the prefill tiles.
-TEST(CpuLinear, KQuantWeightsDequantiseExactly) {
-  std::mt19937 rng(108);
-  for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
-    const int64_t K = 512, N = 11;
-    Weight w = make_kquant_weight(rng, t, N, K);
-    const std::vector<float> want = w.values();
-    std::vector<float> eye(size_t(K * K), 0.f);
-    for (int64_t k = 0; k < K; ++k) eye[size_t(k * K + k)] = 1.f;
-    std::vector<float> out(size_t(K * N), NAN);
-    cpu::gemm_f32(t, w.bytes.data(), row_bytes(t, K), N, eye.data(), K, K, out.data(), N);
-    for (int64_t k = 0; k < K; ++k)
-      for (int64_t n = 0; n < N; ++n)
-        ASSERT_EQ(out[size_t(k * N + n)], want[size_t(n * K + k)])
-            << dtype_name(t) << " row " << n << " k " << k;
-    for (int64_t k = 0; k < K; k += 37) {  // one token at a time: the decode tile
-      std::vector<float> o1(size_t(N), NAN);
-      cpu::gemm_f32(t, w.bytes.data(), row_bytes(t, K), N, eye.data() + k * K, 1, K, o1.data(), N);
-      for (int64_t n = 0; n < N; ++n)
-        ASSERT_EQ(o1[size_t(n)], want[size_t(n * K + k)])
-            << dtype_name(t) << " T=1 row " << n << " k " << k;
+// every sub-block must equal dequantize_row's, bit for bit, for both the decode tiles (T = 1)
+// and the prefill tiles. Q4_0/Q4_1/Q8_0's decode tiles take the block scale and offset out of
+// the sum (d * q + m * 1): still one rounding of a value the reference rounds once.
+TEST(CpuLinear, WeightsDequantiseExactly) {
+  for (const auto& [isa, name] : isas_here()) {
+    const cpu::Kernels& kern = cpu::kernels_for(cpu::choose_cpu_isa(isa));
+    std::mt19937 rng(108);
+    for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_0, DType::Q4_1, DType::Q8_0}) {
+      const int64_t K = 512, N = 11;
+      Weight w = kquant(t) ? make_kquant_weight(rng, t, N, K) : make_weight(rng, t, N, K);
+      const std::vector<float> want = w.values();
+      std::vector<float> eye(size_t(K * K), 0.f);
+      for (int64_t k = 0; k < K; ++k) eye[size_t(k * K + k)] = 1.f;
+      std::vector<float> out(size_t(K * N), NAN);
+      cpu::gemm_f32(kern, t, w.bytes.data(), row_bytes(t, K), N, eye.data(), K, K, out.data(), N);
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t n = 0; n < N; ++n)
+          ASSERT_EQ(out[size_t(k * N + n)], want[size_t(n * K + k)])
+              << name << " " << dtype_name(t) << " row " << n << " k " << k;
+      for (int64_t k = 0; k < K; k += 37) {  // one token at a time: the decode tile
+        std::vector<float> o1(size_t(N), NAN);
+        cpu::gemm_f32(kern, t, w.bytes.data(), row_bytes(t, K), N, eye.data() + k * K, 1, K, o1.data(), N);
+        for (int64_t n = 0; n < N; ++n)
+          ASSERT_EQ(o1[size_t(n)], want[size_t(n * K + k)])
+              << name << " " << dtype_name(t) << " T=1 row " << n << " k " << k;
+      }
     }
   }
 }

@@ -1,0 +1,55 @@
+// The CPU kernels of one instruction set, built once per set (kernels_generic.cpp,
+// kernels_avx2.cpp, kernels_avx512.cpp, each with its own flags) and picked at run time.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "backends/cpu/cpu_isa.h"
+#include "core/dtype.h"
+
+namespace lite_llama::cpu {
+
+// One attention work item: the query rows (tokens q0..q1-1 of a sequence x the `group` heads
+// from head0 that share one KV head) over keys k0..k1-1 (causal: query token i sits at position
+// first_pos + i and sees keys at positions <= its own). Pointers are the batch's: q and o
+// [tokens][q_row_stride], K/V rows at slot * kv_row_stride + kv_offset, slots the sequence's
+// row of the slot table. With m_out set the result is a partial for a later merge: o holds
+// the unnormalised rows [rows][head_dim], m_out / l_out each row's running max and sum.
+struct AttnTile {
+  const float* q;
+  float* o;
+  int64_t q_row_stride;
+  const void* k;  // F32 rows, or F16 with kv_f16
+  const void* v;
+  bool kv_f16;
+  int64_t kv_row_stride, kv_offset;
+  const int32_t* slots;
+  int head_dim, group, head0, q0, q1, first_pos, k0, k1;
+  float scale;
+  float* m_out;
+  float* l_out;
+  float* scratch;  // attn_scratch_floats(rows, head_dim)
+};
+
+constexpr int kAttnKeyTile = 16;  // keys an attention tile gathers at a time
+inline size_t attn_scratch_floats(int rows, int head_dim) {
+  return size_t(rows) * (head_dim + 2) + 2 * size_t(kAttnKeyTile) * head_dim;  // + F16 rows widened
+}
+
+struct Kernels {
+  CpuIsa isa;
+  // gemm_f32 (gemm_f32.h) for the weight types this set has SIMD tiles for; false for the
+  // others, which the caller's plain loop computes. scratch: gemm_scratch_floats(K) floats.
+  bool (*gemm)(DType wtype, const void* w, size_t row_stride, int64_t rows, const float* x,
+               int64_t T, int64_t K, float* out, int64_t ldo, float* scratch);
+  // out[i] = silu(gate[i]) * up[i], i < n.
+  void (*swiglu)(const float* gate, const float* up, float* out, int64_t n);
+  void (*attend)(const AttnTile& tile);
+};
+
+inline size_t gemm_scratch_floats(int64_t K) { return size_t(2 * K); }
+
+// The kernels of `isa`; a set this build or machine lacks falls back to the next narrower one.
+const Kernels& kernels_for(CpuIsa isa);
+
+}  // namespace lite_llama::cpu
