@@ -93,18 +93,39 @@ std::string number_range_gbnf(std::optional<NumberBound> lo, std::optional<Numbe
 
 std::string multiple_of_gbnf(int64_t k, const std::string& prefix, std::string& rules) {
   if (k < 1 || k > 100) fail("json schema: 'multipleOf' is supported for whole numbers 1 to 100 (or with bounds spanning at most 256 multiples), got {}", k);
-  // prefix-r: the digits read so far are r mod k; the number may end where r is 0.
-  auto state = [&](int64_t r) { return prefix + "-" + std::to_string(r); };
-  auto moves = [&](int64_t r, int first_digit) {
-    std::map<int64_t, std::string> by_target;  // target residue -> digit class
-    for (int d = first_digit; d <= 9; ++d) by_target[(r * 10 + d) % k] += char('0' + d);
+  // prefix-r-n: n digits read so far, their value r mod k; the number may end where r is 0. At
+  // most 16 digits, as every integer the grammars write; states that cannot reach an end within
+  // them are left out.
+  constexpr int kDigits = 16;
+  std::vector<std::vector<char>> live(kDigits + 1, std::vector<char>(size_t(k), 0));
+  live[kDigits][0] = 1;
+  for (int n = kDigits - 1; n >= 1; --n)
+    for (int64_t r = 0; r < k; ++r) {
+      bool ok = r == 0;
+      for (int d = 0; d <= 9 && !ok; ++d) ok = live[size_t(n + 1)][size_t((r * 10 + d) % k)];
+      live[size_t(n)][size_t(r)] = ok;
+    }
+  auto state = [&](int64_t r, int n) { return prefix + "-" + std::to_string(r) + "-" + std::to_string(n); };
+  // The digits after n of them with value r, grouped by the state they lead to.
+  auto moves = [&](int64_t r, int n, int first_digit) {
+    std::map<int64_t, std::string> by_target;
+    for (int d = first_digit; d <= 9; ++d) {
+      const int64_t t = (r * 10 + d) % k;
+      if (live[size_t(n + 1)][size_t(t)]) by_target[t] += char('0' + d);
+    }
     std::string alts;
     for (const auto& [t, ds] : by_target)
-      alts += (alts.empty() ? "" : " | ") + std::string("[") + ds + "] " + state(t);
+      alts += (alts.empty() ? "" : " | ") + std::string("[") + ds + "]" + (n + 1 < kDigits ? " " + state(t, n + 1) : "");
     return alts;
   };
-  for (int64_t r = 0; r < k; ++r) rules += state(r) + " ::= " + (r == 0 ? "\"\" | " : "") + moves(r, 0) + "\n";
-  return "(\"0\" | \"-\"? (" + moves(0, 1) + "))";
+  for (int n = 1; n < kDigits; ++n)
+    for (int64_t r = 0; r < k; ++r) {
+      if (!live[size_t(n)][size_t(r)]) continue;
+      std::string alts = moves(r, n, 0);
+      if (r == 0) alts = alts.empty() ? "\"\"" : "\"\" | " + alts;
+      rules += state(r, n) + " ::= " + alts + "\n";
+    }
+  return "(\"0\" | \"-\"? (" + moves(0, 0, 1) + "))";
 }
 
 }  // namespace lite_llama::grammar

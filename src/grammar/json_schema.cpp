@@ -85,7 +85,8 @@ class SchemaCompiler {
           "type", "properties", "required", "additionalProperties", "items", "minItems",
           "maxItems", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "minLength",
           "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
-          "exclusiveMaximum", "multipleOf", "prefixItems", "uniqueItems", "patternProperties"};
+          "exclusiveMaximum", "multipleOf", "prefixItems", "uniqueItems", "patternProperties",
+          "minProperties", "maxProperties", "propertyNames"};
       if (!known.count(k) && !kAnnotations.count(k))
         error("unsupported keyword '" + k + "'");
     }
@@ -136,7 +137,9 @@ class SchemaCompiler {
     }
     if (s.contains("properties") || s.contains("additionalProperties") || s.contains("required"))
       return typed(s, "object", name, depth);
-    if (s.contains("patternProperties")) return typed(s, "object", name, depth);
+    if (s.contains("patternProperties") || s.contains("minProperties") || s.contains("maxProperties") ||
+        s.contains("propertyNames"))
+      return typed(s, "object", name, depth);
     if (s.contains("items") || s.contains("prefixItems")) return typed(s, "array", name, depth);
     for (const char* k : {"minLength", "maxLength", "pattern", "format", "minimum", "maximum",
                           "exclusiveMinimum", "exclusiveMaximum", "minItems", "maxItems", "multipleOf",
@@ -186,7 +189,8 @@ class SchemaCompiler {
       for (const char* k : {"properties", "required", "additionalProperties", "items", "minItems",
                             "maxItems", "minLength", "maxLength", "pattern", "format", "minimum",
                             "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
-                            "prefixItems", "uniqueItems", "patternProperties"}) {
+                            "prefixItems", "uniqueItems", "patternProperties", "minProperties",
+                            "maxProperties", "propertyNames"}) {
         bool ok = false;
         for (const char* allowed : keys) ok = ok || std::string(k) == allowed;
         if (!ok && s.contains(k) && !(s.contains("type") && s["type"].is_array()))
@@ -210,7 +214,8 @@ class SchemaCompiler {
     if (t == "boolean") return only({}), "json-boolean";
     if (t == "null") return only({}), "json-null";
     if (t == "object") {
-      only({"properties", "required", "additionalProperties", "patternProperties"});
+      only({"properties", "required", "additionalProperties", "patternProperties", "minProperties", "maxProperties",
+            "propertyNames"});
       return object_schema(s, name, depth);
     }
     if (t == "array") {
@@ -362,7 +367,7 @@ class SchemaCompiler {
     const bool closed = add.is_boolean() && !add.get<bool>();
     if (!closed) {
       const std::string value = add.is_boolean() ? "json-value" : visit(add, name + "-extra", depth + 1);
-      extra = add_rule(name + "-kv", other_key(names) + " ws \":\" ws " + value + " ws");
+      extra = add_rule(name + "-kv", extra_key(s, names, name, depth) + " ws \":\" ws " + value + " ws");
     }
     if (s.contains("patternProperties")) {
       const json& pp = s["patternProperties"];
@@ -373,6 +378,24 @@ class SchemaCompiler {
         if (!closed) error("'patternProperties' is supported only with 'additionalProperties': false");
         extra = pattern_key_value(pp.begin().key(), pp.begin().value(), names, name, depth);
       }
+    }
+    if (s.contains("minProperties") || s.contains("maxProperties")) {
+      // Counted only where every key is an extra one (a dict): declared optional properties would
+      // make the count depend on which of them are written.
+      if (!props.empty()) error("'minProperties' / 'maxProperties' beside 'properties' is not supported");
+      const int64_t lo = count(s, "minProperties", 0), hi = count(s, "maxProperties", -1);
+      if (hi >= 0 && hi < lo) error("'maxProperties' is below 'minProperties'");
+      if (hi > 1000) error("'maxProperties' above 1000 is not supported");
+      // The grammar cannot keep keys distinct: a repeated key would count once.
+      if (lo > 1) error("'minProperties' above 1 is not supported");
+      if (extra.empty() || hi == 0) {
+        if (lo > 0) error("'minProperties' asks for keys the object does not allow");
+        return "\"{\" ws \"}\"";
+      }
+      const std::string rest = "(\",\" ws " + extra + "){" + std::to_string(std::max<int64_t>(lo - 1, 0)) + "," +
+                               (hi < 0 ? "" : std::to_string(hi - 1)) + "}";
+      const std::string body = extra + " " + rest;
+      return "\"{\" ws " + (lo == 0 ? "(" + body + ")?" : body) + " \"}\"";
     }
     // after(i): properties i.. once something was written (each preceded by a comma);
     // first(i): the same when nothing was written yet.
@@ -408,6 +431,19 @@ class SchemaCompiler {
         error("'patternProperties' pattern '" + pattern + "' matches the declared property '" + k + "'");
     }
     return add_rule(name + "-pkv", key + " ws \":\" ws " + visit(value, name + "-pattern", depth + 1) + " ws");
+  }
+
+  // The key of an extra property: any string but the declared names, or, for a dict (no declared
+  // names), a string of the propertyNames schema.
+  std::string extra_key(const json& s, const std::set<std::string>& names, const std::string& name, int depth) {
+    if (!s.contains("propertyNames")) return other_key(names);
+    if (!names.empty()) error("'propertyNames' beside 'properties' is not supported");
+    json key = s["propertyNames"];
+    if (key.is_boolean() && key.get<bool>()) return "json-string";
+    if (!key.is_object()) error("'propertyNames' must be a schema object");
+    if (key.contains("type") && key["type"] != "string") error("'propertyNames' must describe strings");
+    key["type"] = "string";
+    return visit(key, name + "-key", depth + 1);
   }
 
   // A JSON string that is none of `names` (additional properties never repeat a declared key).

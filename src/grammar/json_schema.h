@@ -1,6 +1,7 @@
 // JSON Schema (the subset structured outputs use) -> GBNF text. Supported: type (one or a
 // list), properties, required, additionalProperties (boolean or schema), patternProperties (one
-// pattern, closed objects), items, prefixItems, minItems, maxItems, uniqueItems (false, or with
+// pattern, closed objects), maxProperties, minProperties <= 1 and propertyNames (objects of
+// extra keys only), items, prefixItems, minItems, maxItems, uniqueItems (false, or with
 // maxItems <= 1), enum, const, anyOf, oneOf (as anyOf), allOf (merged: json_schema_merge.h),
 // $ref to #, #/$defs/... or #/definitions/... (siblings apply too), string minLength /
 // maxLength / pattern / format (date, time, date-time, uuid), integer minimum / maximum /

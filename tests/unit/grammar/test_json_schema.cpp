@@ -92,6 +92,9 @@ TEST(JsonSchema, UnsupportedKeywordsAreNamed) {
             std::string::npos);
   EXPECT_NE(schema_error({{"allOf", {{{"pattern", "a"}}, {{"pattern", "b"}}}}}).find("'pattern'"), std::string::npos);
   EXPECT_NE(schema_error({{"not", {{"type", "string"}}}}).find("'not'"), std::string::npos);
+  EXPECT_NE(schema_error({{"type", "object"}, {"minProperties", 2}}).find("'minProperties'"), std::string::npos);
+  EXPECT_NE(schema_error({{"type", "object"}, {"properties", {{"a", true}}}, {"maxProperties", 2}}).find("'maxProperties'"),
+            std::string::npos);
   EXPECT_NE(schema_error({{"type", "string"}, {"format", "email"}}).find("format"), std::string::npos);
   EXPECT_NE(schema_error({{"$ref", "http://x/y"}}).find("$ref"), std::string::npos);
   EXPECT_NE(schema_error({{"type", "wat"}}).find("unknown type 'wat'"), std::string::npos);
