@@ -35,16 +35,24 @@ Matcher Matcher::at_stack(const Grammar& g, const std::vector<int32_t>& top_down
 
 void Matcher::start_step() {
   visited_.clear();
+  if (!visited_more_.empty()) visited_more_.clear();  // clear() costs its buckets even when empty
   work_ = 0;
   depth_ = 0;
   overflow_ = false;
 }
 
 bool Matcher::seen(int32_t pos, int32_t parent) {
+  // Most steps visit a handful of positions: a linear search; a large closure (a long enum,
+  // an ambiguous grammar) goes on in a hash set so that the step stays linear in its size.
+  constexpr size_t kLinearVisited = 64;
   const uint64_t key = (uint64_t(uint32_t(pos)) << 32) | uint32_t(parent);
-  if (std::find(visited_.begin(), visited_.end(), key) != visited_.end()) return true;
-  visited_.push_back(key);
-  return false;
+  if (visited_.size() < kLinearVisited) {
+    if (std::find(visited_.begin(), visited_.end(), key) != visited_.end()) return true;
+    visited_.push_back(key);
+    if (visited_.size() == kLinearVisited) visited_more_.insert(visited_.begin(), visited_.end());
+    return false;
+  }
+  return !visited_more_.insert(key).second;
 }
 
 // Pushes stacks until each top is a byte set; rule ends pop to the caller's next element.

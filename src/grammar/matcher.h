@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "grammar/grammar.h"
@@ -73,6 +74,7 @@ class Matcher {
   std::vector<int32_t> heads_;  // node ids of each frame's byte-set tops, frame after frame
   std::vector<Frame> frames_;
   std::vector<uint64_t> visited_;  // (pos, parent) expanded in the current step
+  std::unordered_set<uint64_t> visited_more_;  // past kLinearVisited of them: searched by hash
   size_t work_ = 0;
   int depth_ = 0;
   bool overflow_ = false;
