@@ -8,6 +8,9 @@
 
 #include "core/error.h"
 #include "grammar/gbnf_parser.h"
+#include "grammar/json_numbers.h"
+#include "grammar/json_schema_merge.h"
+#include "grammar/matcher.h"
 #include "grammar/regex_to_gbnf.h"
 
 namespace lite_llama::grammar {
@@ -17,7 +20,9 @@ using json = nlohmann::ordered_json;
 namespace {
 
 constexpr int kMaxDepth = 64;
-constexpr int64_t kIntLimit = 9999999999999999;  // 16 digits: integers the grammar can write
+constexpr int kMaxParts = 20000;  // schemas visited: bounds what allOf / anyOf distribution expands to
+constexpr int64_t kIntLimit = kJsonIntLimit;
+constexpr int64_t kMaxEnumerated = 256;  // multipleOf with bounds: at most this many values listed
 
 // The JSON primitives every schema grammar shares.
 const char* kPrimitives = R"(ws ::= [ \t\n]{0,20}
@@ -41,33 +46,6 @@ std::string lit(const std::string& s) {
   std::string out(1, '"');
   out.append(gbnf_escape(s)).push_back('"');
   return out;
-}
-
-// Decimal strings (no leading zeros) of the integers in [lo, hi], same number of digits.
-std::string digits_between(const std::string& a, const std::string& b) {
-  if (a.empty()) return "";
-  if (a == b) return lit(a);
-  if (a[0] == b[0]) return lit(a.substr(0, 1)) + " " + digits_between(a.substr(1), b.substr(1));
-  const size_t n = a.size() - 1;
-  const std::string rest_a = a.substr(1), rest_b = b.substr(1);
-  const std::string any = n ? " [0-9]{" + std::to_string(n) + "}" : "";
-  if (rest_a == std::string(n, '0') && rest_b == std::string(n, '9'))
-    return std::string("[") + a[0] + "-" + b[0] + "]" + any;
-  std::string out = "(" + lit(a.substr(0, 1)) + (n ? " (" + digits_between(rest_a, std::string(n, '9')) + ")" : "");
-  if (a[0] + 1 <= b[0] - 1) out += std::string(" | [") + char(a[0] + 1) + "-" + char(b[0] - 1) + "]" + any;
-  out += " | " + lit(b.substr(0, 1)) + (n ? " (" + digits_between(std::string(n, '0'), rest_b) + ")" : "") + ")";
-  return out;
-}
-
-std::string uint_range(int64_t lo, int64_t hi) {
-  const std::string a = std::to_string(lo), b = std::to_string(hi);
-  std::string out;
-  for (size_t len = a.size(); len <= b.size(); ++len) {
-    const std::string from = len == a.size() ? a : std::string(1, '1').append(len - 1, '0');
-    const std::string to = len == b.size() ? b : std::string(len, '9');
-    out += (out.empty() ? "" : " | ") + std::string("(") + digits_between(from, to) + ")";
-  }
-  return "(" + out + ")";
 }
 
 class SchemaCompiler {
@@ -96,6 +74,7 @@ class SchemaCompiler {
 
   std::string visit(const json& s, const std::string& name, int depth) {
     if (depth > kMaxDepth) error("nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    if (++parts_ > kMaxParts) error("the schema expands to more than " + std::to_string(kMaxParts) + " parts");
     if (s.is_boolean()) {
       if (!s.get<bool>()) error("the schema 'false' matches nothing");
       return "json-value";
@@ -106,14 +85,18 @@ class SchemaCompiler {
           "type", "properties", "required", "additionalProperties", "items", "minItems",
           "maxItems", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "minLength",
           "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
-          "exclusiveMaximum"};
+          "exclusiveMaximum", "multipleOf", "prefixItems", "uniqueItems", "patternProperties",
+          "minProperties", "maxProperties", "propertyNames"};
       if (!known.count(k) && !kAnnotations.count(k))
         error("unsupported keyword '" + k + "'");
     }
     if (s.contains("$ref")) {
-      if (s.size() > 1)
-        for (const auto& [k, v] : s.items())
-          if (k != "$ref" && !kAnnotations.count(k)) error("'$ref' beside '" + k + "' is not supported");
+      for (const auto& [k, v] : s.items())
+        if (k != "$ref" && !kAnnotations.count(k)) {  // both apply: {"allOf": [{"$ref": ...}, rest]}
+          json rest = s;
+          rest.erase("$ref");
+          return visit(json{{"allOf", json::array({json{{"$ref", s["$ref"]}}, rest})}}, name, depth + 1);
+        }
       return ref(s["$ref"], depth);
     }
     if (s.contains("const")) return lit(s["const"].dump());
@@ -123,19 +106,23 @@ class SchemaCompiler {
       for (const auto& v : s["enum"]) out += (out.empty() ? "" : " | ") + lit(v.dump());
       return "(" + out + ")";
     }
+    if (s.contains("allOf")) return visit(merge_all_of(s["allOf"], deref_), name, depth + 1);
     for (const char* key : {"anyOf", "oneOf"}) {
       if (!s.contains(key)) continue;
+      // Keywords beside anyOf apply to every alternative: {"allOf": [rest, {"anyOf": ...}]}.
+      bool siblings = false;
+      for (const auto& [k, v] : s.items()) siblings = siblings || (k != key && !kAnnotations.count(k));
+      if (siblings) {
+        json rest = s;
+        rest.erase(key);
+        return visit(json{{"allOf", json::array({rest, json{{key, s[key]}}})}}, name, depth + 1);
+      }
       if (!s[key].is_array() || s[key].empty()) error(std::string("'") + key + "' must be a non-empty array");
       std::string out;
       int i = 0;
       for (const auto& sub : s[key])
         out += (out.empty() ? "" : " | ") + visit(sub, name + "-" + std::to_string(i++), depth + 1);
       return "(" + out + ")";
-    }
-    if (s.contains("allOf")) {
-      if (!s["allOf"].is_array() || s["allOf"].size() != 1)
-        error("'allOf' is supported only with a single schema");
-      return visit(s["allOf"][0], name, depth + 1);
     }
     if (s.contains("type")) {
       const json& t = s["type"];
@@ -150,18 +137,21 @@ class SchemaCompiler {
     }
     if (s.contains("properties") || s.contains("additionalProperties") || s.contains("required"))
       return typed(s, "object", name, depth);
-    if (s.contains("items")) return typed(s, "array", name, depth);
+    if (s.contains("patternProperties") || s.contains("minProperties") || s.contains("maxProperties") ||
+        s.contains("propertyNames"))
+      return typed(s, "object", name, depth);
+    if (s.contains("items") || s.contains("prefixItems")) return typed(s, "array", name, depth);
     for (const char* k : {"minLength", "maxLength", "pattern", "format", "minimum", "maximum",
-                          "exclusiveMinimum", "exclusiveMaximum", "minItems", "maxItems"})
+                          "exclusiveMinimum", "exclusiveMaximum", "minItems", "maxItems", "multipleOf",
+                          "uniqueItems"})
       if (s.contains(k)) error(std::string("'") + k + "' needs a 'type'");
     return "json-value";
   }
 
-  std::string ref(const json& r, int depth) {
+  // The schema a $ref points to (#, #/$defs/<key>, #/definitions/<key>).
+  const json& resolve(const json& r, std::string* key_out = nullptr) const {
     if (!r.is_string()) error("'$ref' must be a string");
     const std::string path = r.get<std::string>();
-    auto it = refs_.find(path);
-    if (it != refs_.end()) return it->second;
     std::string key;
     const json* defs = nullptr;
     for (const char* prefix : {"#/$defs/", "#/definitions/"}) {
@@ -173,6 +163,17 @@ class SchemaCompiler {
     }
     if (path == "#") defs = &root_;
     if (!defs) error("unsupported or unresolved $ref '" + path + "'");
+    if (key_out) *key_out = key;
+    return *defs;
+  }
+
+  std::string ref(const json& r, int depth) {
+    if (!r.is_string()) error("'$ref' must be a string");
+    const std::string path = r.get<std::string>();
+    auto it = refs_.find(path);
+    if (it != refs_.end()) return it->second;
+    std::string key;
+    const json* defs = &resolve(r, &key);
     // Name the rule first so that recursive schemas refer to it.
     std::string name = prefix_ + "r-";
     for (char c : key) name += (std::isalnum(uint8_t(c)) ? c : '-');
@@ -187,7 +188,9 @@ class SchemaCompiler {
     auto only = [&](std::initializer_list<const char*> keys) {
       for (const char* k : {"properties", "required", "additionalProperties", "items", "minItems",
                             "maxItems", "minLength", "maxLength", "pattern", "format", "minimum",
-                            "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
+                            "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+                            "prefixItems", "uniqueItems", "patternProperties", "minProperties",
+                            "maxProperties", "propertyNames"}) {
         bool ok = false;
         for (const char* allowed : keys) ok = ok || std::string(k) == allowed;
         if (!ok && s.contains(k) && !(s.contains("type") && s["type"].is_array()))
@@ -199,21 +202,24 @@ class SchemaCompiler {
       return string_schema(s, name);
     }
     if (t == "integer") {
-      only({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"});
-      return integer_schema(s);
+      only({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"});
+      return integer_schema(s, name);
     }
     if (t == "number") {
-      only({"minimum", "exclusiveMinimum"});
+      only({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"});
+      // A whole multipleOf on a number admits only integers: the integer grammar writes them.
+      if (s.contains("multipleOf")) return integer_schema(s, name);
       return number_schema(s);
     }
     if (t == "boolean") return only({}), "json-boolean";
     if (t == "null") return only({}), "json-null";
     if (t == "object") {
-      only({"properties", "required", "additionalProperties"});
+      only({"properties", "required", "additionalProperties", "patternProperties", "minProperties", "maxProperties",
+            "propertyNames"});
       return object_schema(s, name, depth);
     }
     if (t == "array") {
-      only({"items", "minItems", "maxItems"});
+      only({"items", "minItems", "maxItems", "prefixItems", "uniqueItems"});
       return array_schema(s, name, depth);
     }
     error("unknown type '" + t + "'");
@@ -255,14 +261,14 @@ class SchemaCompiler {
     return "\"\\\"\" json-char{" + std::to_string(lo) + "," + (hi < 0 ? "" : std::to_string(hi)) + "} \"\\\"\"";
   }
 
-  std::string integer_schema(const json& s) {
+  std::string integer_schema(const json& s, const std::string& name) {
     int64_t lo = -kIntLimit, hi = kIntLimit;
     auto bound = [&](const char* key, int64_t& v, int64_t shift, bool upper) {
       if (!s.contains(key)) return;
       const json& b = s[key];
       if (!b.is_number()) error(std::string("'") + key + "' must be a number");
       const double d = b.get<double>();
-      if (d > double(kIntLimit) || d < -double(kIntLimit)) error(std::string("'") + key + "' is out of range");
+      if (!(d <= double(kIntLimit) && d >= -double(kIntLimit))) error(std::string("'") + key + "' is out of range");
       int64_t x = upper ? int64_t(std::floor(d)) : int64_t(std::ceil(d));
       if (shift != 0 && double(x) == d) x += shift;
       v = upper ? std::min(v, x) : std::max(v, x);
@@ -272,19 +278,56 @@ class SchemaCompiler {
     bound("maximum", hi, 0, true);
     bound("exclusiveMaximum", hi, -1, true);
     if (lo > hi) error("the integer bounds admit no value");
+    if (s.contains("multipleOf")) {
+      const json& m = s["multipleOf"];
+      if (!m.is_number() || !(m.get<double>() > 0)) error("'multipleOf' must be a number above 0");
+      const double k = m.get<double>();
+      if (k != std::floor(k) || k > 1e15) error("'multipleOf' is supported for whole numbers only, got " + m.dump());
+      const int64_t step = int64_t(k);
+      const bool bounded = lo > -kIntLimit || hi < kIntLimit;
+      if (bounded) {
+        // Few multiples between the bounds: list them.
+        const int64_t first = lo >= 0 ? (lo + step - 1) / step * step : -(-lo / step * step);
+        if (first > hi) error("'multipleOf' and the bounds admit no value");
+        if ((hi - first) / step >= kMaxEnumerated)
+          error("'multipleOf' with bounds spanning more than " + std::to_string(kMaxEnumerated) + " multiples is not supported");
+        std::string out;
+        for (int64_t v = first; v <= hi; v += step) out += (out.empty() ? "" : " | ") + lit(std::to_string(v));
+        return "(" + out + ")";
+      }
+      std::string rules;
+      const std::string body = multiple_of_gbnf(step, add_rule(name + "-mult", "\"\"") + "-m", rules);
+      rules_.push_back(rules);
+      return body;
+    }
     if (lo == -kIntLimit && hi == kIntLimit) return "json-int";
-    std::string out;
-    if (lo < 0) out = "\"-\" " + uint_range(std::max<int64_t>(1, -std::min<int64_t>(hi, -1)), -lo);
-    if (hi >= 0) out += (out.empty() ? "" : " | ") + uint_range(std::max<int64_t>(0, lo), hi);
-    return "(" + out + ")";
+    return integer_range_gbnf(lo, hi);
   }
 
   std::string number_schema(const json& s) {
-    if (s.contains("exclusiveMinimum")) error("'exclusiveMinimum' on type 'number' is not supported");
-    if (!s.contains("minimum")) return "json-number";
-    if (!s["minimum"].is_number() || s["minimum"].get<double>() != 0)
-      error("'minimum' on type 'number' is supported only as 0");
-    return "(\"0\" | [1-9] [0-9]{0,15}) (\".\" [0-9]{1,16})? ([eE] [-+]? [0-9]{1,4})?";
+    std::optional<NumberBound> lo, hi;
+    auto bound = [&](const char* key, std::optional<NumberBound>& b, bool exclusive, bool upper) {
+      if (!s.contains(key)) return;
+      const json& v = s[key];
+      if (!v.is_number()) error(std::string("'") + key + "' must be a number");
+      const double d = v.get<double>();
+      if (!(d <= double(kIntLimit) && d >= -double(kIntLimit))) error(std::string("'") + key + "' is out of range");
+      if (d != std::floor(d))
+        error(std::string("'") + key + "' on type 'number' is supported for whole numbers only, got " + v.dump());
+      const NumberBound nb{int64_t(d), exclusive};
+      // The tighter bound wins; at equal values the exclusive one.
+      const bool tighter = !b || (upper ? nb.value < b->value : nb.value > b->value) ||
+                           (nb.value == b->value && exclusive);
+      if (tighter) b = nb;
+    };
+    bound("minimum", lo, false, false);
+    bound("exclusiveMinimum", lo, true, false);
+    bound("maximum", hi, false, true);
+    bound("exclusiveMaximum", hi, true, true);
+    if (!lo && !hi) return "json-number";
+    const std::string out = number_range_gbnf(lo, hi);
+    if (out.empty()) error("the number bounds admit no value");
+    return out;
   }
 
   std::string object_schema(const json& s, const std::string& name, int depth) {
@@ -321,9 +364,38 @@ class SchemaCompiler {
       }
     std::string extra;
     const json add = s.value("additionalProperties", json(true));
-    if (!(add.is_boolean() && !add.get<bool>())) {
+    const bool closed = add.is_boolean() && !add.get<bool>();
+    if (!closed) {
       const std::string value = add.is_boolean() ? "json-value" : visit(add, name + "-extra", depth + 1);
-      extra = add_rule(name + "-kv", other_key(names) + " ws \":\" ws " + value + " ws");
+      extra = add_rule(name + "-kv", extra_key(s, names, name, depth) + " ws \":\" ws " + value + " ws");
+    }
+    if (s.contains("patternProperties")) {
+      const json& pp = s["patternProperties"];
+      if (!pp.is_object()) error("'patternProperties' must be an object");
+      if (pp.size() > 1) error("'patternProperties' with more than one pattern is not supported");
+      if (!pp.empty()) {
+        // Keys outside the pattern would need the regex's complement: only closed objects.
+        if (!closed) error("'patternProperties' is supported only with 'additionalProperties': false");
+        extra = pattern_key_value(pp.begin().key(), pp.begin().value(), names, name, depth);
+      }
+    }
+    if (s.contains("minProperties") || s.contains("maxProperties")) {
+      // Counted only where every key is an extra one (a dict): declared optional properties would
+      // make the count depend on which of them are written.
+      if (!props.empty()) error("'minProperties' / 'maxProperties' beside 'properties' is not supported");
+      const int64_t lo = count(s, "minProperties", 0), hi = count(s, "maxProperties", -1);
+      if (hi >= 0 && hi < lo) error("'maxProperties' is below 'minProperties'");
+      if (hi > 1000) error("'maxProperties' above 1000 is not supported");
+      // The grammar cannot keep keys distinct: a repeated key would count once.
+      if (lo > 1) error("'minProperties' above 1 is not supported");
+      if (extra.empty() || hi == 0) {
+        if (lo > 0) error("'minProperties' asks for keys the object does not allow");
+        return "\"{\" ws \"}\"";
+      }
+      const std::string rest = "(\",\" ws " + extra + "){" + std::to_string(std::max<int64_t>(lo - 1, 0)) + "," +
+                               (hi < 0 ? "" : std::to_string(hi - 1)) + "}";
+      const std::string body = extra + " " + rest;
+      return "\"{\" ws " + (lo == 0 ? "(" + body + ")?" : body) + " \"}\"";
     }
     // after(i): properties i.. once something was written (each preceded by a comma);
     // first(i): the same when nothing was written yet.
@@ -343,6 +415,35 @@ class SchemaCompiler {
       first[i] = add_rule(name + "-first", first[i]);
     }
     return "\"{\" ws " + (first[0].empty() ? "" : first[0] + " ") + "\"}\"";
+  }
+
+  // key: value for the keys matching `pattern` (unanchored, as JSON Schema reads it). No declared
+  // property may match it: such a key would owe both schemas.
+  std::string pattern_key_value(const std::string& pattern, const json& value, const std::set<std::string>& names,
+                                const std::string& name, int depth) {
+    RegexOptions o;
+    o.json_string = o.search = true;
+    const std::string key = "\"\\\"\" " + regex_to_gbnf(pattern, o) + " \"\\\"\"";
+    const Grammar g = compile_gbnf("root ::= " + key + "\n" + kPrimitives);
+    for (const auto& k : names) {
+      Matcher m(g);
+      if (m.accept_bytes(json(k).dump()) && m.can_end())
+        error("'patternProperties' pattern '" + pattern + "' matches the declared property '" + k + "'");
+    }
+    return add_rule(name + "-pkv", key + " ws \":\" ws " + visit(value, name + "-pattern", depth + 1) + " ws");
+  }
+
+  // The key of an extra property: any string but the declared names, or, for a dict (no declared
+  // names), a string of the propertyNames schema.
+  std::string extra_key(const json& s, const std::set<std::string>& names, const std::string& name, int depth) {
+    if (!s.contains("propertyNames")) return other_key(names);
+    if (!names.empty()) error("'propertyNames' beside 'properties' is not supported");
+    json key = s["propertyNames"];
+    if (key.is_boolean() && key.get<bool>()) return "json-string";
+    if (!key.is_object()) error("'propertyNames' must be a schema object");
+    if (key.contains("type") && key["type"] != "string") error("'propertyNames' must describe strings");
+    key["type"] = "string";
+    return visit(key, name + "-key", depth + 1);
   }
 
   // A JSON string that is none of `names` (additional properties never repeat a declared key).
@@ -374,20 +475,62 @@ class SchemaCompiler {
   }
 
   std::string array_schema(const json& s, const std::string& name, int depth) {
-    const std::string item = s.contains("items") ? visit(s["items"], name + "-item", depth + 1) : "json-value";
+    if (s.contains("uniqueItems")) {
+      const json& u = s["uniqueItems"];
+      if (!u.is_boolean()) error("'uniqueItems' must be a boolean");
+      // Distinct items are not a context-free property: only trivial cases are expressible.
+      const int64_t most = count(s, "maxItems", -1);
+      if (u.get<bool>() && (most < 0 || most > 1))
+        error("'uniqueItems' true is not supported (unless 'maxItems' is at most 1)");
+    }
     const int64_t lo = count(s, "minItems", 0), hi = count(s, "maxItems", -1);
     if (hi >= 0 && hi < lo) error("'maxItems' is below 'minItems'");
     if (lo > 1000 || hi > 1000) error("'minItems' / 'maxItems' above 1000 are not supported");
-    if (hi == 0) return "\"[\" ws \"]\"";
-    const std::string rest = "(\",\" ws " + item + " ws){" + std::to_string(std::max<int64_t>(lo - 1, 0)) + "," +
-                             (hi < 0 ? "" : std::to_string(hi - 1)) + "}";
-    const std::string body = item + " ws " + rest;
-    return "\"[\" ws " + (lo == 0 ? "(" + body + ")?" : body) + " \"]\"";
+    // Items after the prefix: `items` (false: none), else any value.
+    bool more = true;
+    std::string item = "json-value";
+    if (s.contains("items")) {
+      if (s["items"].is_boolean() && !s["items"].get<bool>()) more = false;
+      else item = visit(s["items"], name + "-item", depth + 1);
+    }
+    std::vector<std::string> prefix;
+    if (s.contains("prefixItems")) {
+      if (!s["prefixItems"].is_array()) error("'prefixItems' must be an array");
+      if (s["prefixItems"].size() > 100) error("'prefixItems' with more than 100 schemas is not supported");
+      for (size_t i = 0; i < s["prefixItems"].size(); ++i)
+        prefix.push_back(visit(s["prefixItems"][i], name + "-p" + std::to_string(i), depth + 1));
+    }
+    const int64_t n = int64_t(prefix.size());
+    if (!more && lo > n) error("'minItems' asks for more items than 'prefixItems' with 'items' false allow");
+    const int64_t cap = more ? hi : (hi < 0 ? n : std::min(hi, n));  // most items (-1: no limit)
+    if (cap == 0) return "\"[\" ws \"]\"";
+    // tail: the items after the prefix, each preceded by a comma.
+    std::string tail;
+    if (more && (cap < 0 || cap > n)) {
+      const int64_t tail_lo = std::max<int64_t>(lo - n, 0);
+      tail = "(\",\" ws " + item + " ws){" + std::to_string(tail_lo) + "," + (cap < 0 ? "" : std::to_string(cap - n)) + "}";
+    }
+    if (n == 0) {  // no prefix: the first item has no comma
+      const std::string rest = "(\",\" ws " + item + " ws){" + std::to_string(std::max<int64_t>(lo - 1, 0)) + "," +
+                               (cap < 0 ? "" : std::to_string(cap - 1)) + "}";
+      const std::string body = item + " ws " + rest;
+      return "\"[\" ws " + (lo == 0 ? "(" + body + ")?" : body) + " \"]\"";
+    }
+    // Prefix items from the last: after item i come items i+1.. (optional past minItems).
+    std::string after = tail;
+    for (int64_t i = std::min(n, cap) - 1; i >= 0; --i) {
+      const std::string here = (i == 0 ? "" : "\",\" ws ") + prefix[size_t(i)] + " ws" + (after.empty() ? "" : " " + after);
+      after = i < lo ? here : "(" + here + ")?";
+      if (i > 0) after = add_rule(name + "-prefix", after);
+    }
+    return "\"[\" ws " + after + " \"]\"";
   }
 
   const json& root_;
   std::string prefix_;
   std::vector<std::string> rules_;
+  int parts_ = 0;
+  const SchemaDeref deref_ = [this](const json& s) { return resolve(s["$ref"]); };
   std::map<std::string, std::string> refs_;
 };
 

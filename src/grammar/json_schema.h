@@ -1,9 +1,13 @@
 // JSON Schema (the subset structured outputs use) -> GBNF text. Supported: type (one or a
-// list), properties, required, additionalProperties, items, minItems, maxItems, enum, const,
-// anyOf, oneOf (as anyOf), allOf of one schema, $ref to #/$defs/... or #/definitions/...,
-// string minLength / maxLength / pattern / format (date, time, date-time, uuid), integer
-// minimum / maximum, and the annotations (title, description, default, examples, ...). Any
-// other keyword is an error naming it: a schema is never silently loosened.
+// list), properties, required, additionalProperties (boolean or schema), patternProperties (one
+// pattern, closed objects), maxProperties, minProperties <= 1 and propertyNames (objects of
+// extra keys only), items, prefixItems, minItems, maxItems, uniqueItems (false, or with
+// maxItems <= 1), enum, const, anyOf, oneOf (as anyOf), allOf (merged: json_schema_merge.h),
+// $ref to #, #/$defs/... or #/definitions/... (siblings apply too), string minLength /
+// maxLength / pattern / format (date, time, date-time, uuid), integer minimum / maximum /
+// exclusive bounds / multipleOf, number bounds that are whole numbers (the number is then
+// written without exponent), and the annotations (title, description, default, examples, ...).
+// Any other keyword is an error naming it: a schema is never silently loosened.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>

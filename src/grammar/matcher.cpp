@@ -6,7 +6,13 @@ namespace lite_llama::grammar {
 
 Matcher::Matcher(const Grammar& g) : g_(&g) {
   Frame f{0, 0, 0, false, false};
+  start_step();
   for (int32_t a : g.alts(g.root())) expand(a, kRoot, f);
+  if (step_overflowed()) {  // no stack at all: nothing is accepted
+    nodes_.clear();
+    heads_.clear();
+    f.can_end = false;
+  }
   f.heads_end = uint32_t(heads_.size());
   f.nodes_size = uint32_t(nodes_.size());
   frames_.push_back(f);
@@ -27,15 +33,39 @@ Matcher Matcher::at_stack(const Grammar& g, const std::vector<int32_t>& top_down
   return m;
 }
 
+void Matcher::start_step() {
+  visited_.clear();
+  if (!visited_more_.empty()) visited_more_.clear();  // clear() costs its buckets even when empty
+  work_ = 0;
+  depth_ = 0;
+  overflow_ = false;
+}
+
 bool Matcher::seen(int32_t pos, int32_t parent) {
+  // Most steps visit a handful of positions: a linear search; a large closure (a long enum,
+  // an ambiguous grammar) goes on in a hash set so that the step stays linear in its size.
+  constexpr size_t kLinearVisited = 64;
   const uint64_t key = (uint64_t(uint32_t(pos)) << 32) | uint32_t(parent);
-  if (std::find(visited_.begin(), visited_.end(), key) != visited_.end()) return true;
-  visited_.push_back(key);
-  return false;
+  if (visited_.size() < kLinearVisited) {
+    if (std::find(visited_.begin(), visited_.end(), key) != visited_.end()) return true;
+    visited_.push_back(key);
+    if (visited_.size() == kLinearVisited) visited_more_.insert(visited_.begin(), visited_.end());
+    return false;
+  }
+  return !visited_more_.insert(key).second;
 }
 
 // Pushes stacks until each top is a byte set; rule ends pop to the caller's next element.
 void Matcher::expand(int32_t pos, int32_t parent, Frame& f) {
+  if (++work_ > kMaxStepWork || depth_ >= kMaxDepth) {
+    overflow_ = true;
+    return;
+  }
+  struct Depth {
+    int& d;
+    explicit Depth(int& x) : d(++x) {}
+    ~Depth() { --d; }
+  } depth(depth_);
   const Elem& e = g_->elems()[size_t(pos)];
   if (seen(pos, parent)) return;
   switch (e.kind) {
@@ -71,13 +101,14 @@ bool Matcher::accept_byte(uint8_t b) {
   const size_t begin = frames_.back().heads_begin, end = frames_.back().heads_end;
   Frame f{uint32_t(end), 0, 0, false, false};
   const size_t nodes_before = nodes_.size();
-  visited_.clear();
-  for (size_t i = begin; i < end; ++i) {
+  start_step();
+  for (size_t i = begin; i < end && !step_overflowed(); ++i) {
     const Node n = nodes_[size_t(heads_[i])];
     if (g_->bytes(g_->elems()[size_t(n.pos)].arg).test(b)) expand(n.pos + 1, n.parent, f);
   }
-  if (heads_.size() == end && !f.can_end && !f.escaped) {
+  if ((heads_.size() == end && !f.can_end && !f.escaped) || step_overflowed()) {
     nodes_.resize(nodes_before);
+    heads_.resize(end);
     return false;
   }
   f.heads_end = uint32_t(heads_.size());

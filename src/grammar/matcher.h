@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "grammar/grammar.h"
@@ -58,6 +59,14 @@ class Matcher {
     bool can_end, escaped;
   };
   void expand(int32_t pos, int32_t parent, Frame& f);
+  void start_step();
+  bool step_overflowed() const { return work_ > kMaxStepWork || overflow_; }
+
+  // Bounds on one step's closure: a very ambiguous grammar (repetitions of repetitions nested
+  // deep) has exponentially many stacks. Past these the step fails as if no stack accepted the
+  // byte (the request ends with a grammar error) instead of exhausting time or the stack.
+  static constexpr size_t kMaxStepWork = size_t(1) << 16;  // expand() calls
+  static constexpr int kMaxDepth = 10000;                   // nested expand() calls
   bool seen(int32_t pos, int32_t parent);
 
   const Grammar* g_;
@@ -65,6 +74,10 @@ class Matcher {
   std::vector<int32_t> heads_;  // node ids of each frame's byte-set tops, frame after frame
   std::vector<Frame> frames_;
   std::vector<uint64_t> visited_;  // (pos, parent) expanded in the current step
+  std::unordered_set<uint64_t> visited_more_;  // past kLinearVisited of them: searched by hash
+  size_t work_ = 0;
+  int depth_ = 0;
+  bool overflow_ = false;
 };
 
 }  // namespace lite_llama::grammar

@@ -1,22 +1,21 @@
 // Splits a chat answer as it streams: a leading <think>...</think> block goes to
-// reasoning_content, <tool_call>...</tool_call> blocks (Hermes / Qwen style) become tool calls,
+// reasoning_content, tool calls in the model's format (server/tool_formats.h) become tool calls,
 // the rest is content. Text that may be the start of a tag is held back until it is known.
 #pragma once
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace lite_llama::server {
+#include "server/tool_formats.h"
 
-struct ToolCall {
-  std::string id, name, arguments;  // arguments: JSON text
-};
+namespace lite_llama::server {
 
 class ChatOutputParser {
  public:
   // reasoning: the answer may open with <think> (or, with in_think, the prompt already did);
-  // tools: look for tool calls.
-  ChatOutputParser(bool reasoning, bool in_think, bool tools);
+  // tools: look for tool calls written in `format` to the functions `names`.
+  ChatOutputParser(bool reasoning, bool in_think, bool tools, ToolFormat format = ToolFormat::Hermes,
+                   std::vector<std::string> names = {});
 
   struct Delta {
     std::string content, reasoning;
@@ -32,6 +31,9 @@ class ChatOutputParser {
   void step(Delta& d, bool final);
 
   bool tools_;
+  ToolFormat format_;
+  std::vector<std::string> names_;
+  bool answer_start_ = true;  // nothing of the answer emitted yet (the JSON formats open there)
   bool trim_ = false;  // drop whitespace at the start of the content
   State state_;
   std::string buf_;  // not yet emitted

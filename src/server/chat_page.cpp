@@ -3,8 +3,9 @@
 namespace lite_llama::server {
 
 // Plain HTML and JavaScript, no build step: the conversation lives in the page, each reply
-// streams from /v1/chat/completions (fetch + ReadableStream, SSE parsed by hand). The element
-// ids input, send and messages are what the browser test drives.
+// streams from /v1/chat/completions (fetch + ReadableStream, SSE parsed by hand). A reasoning
+// model's thinking (delta.reasoning_content) goes into a folded <details class="reasoning"> above
+// the answer (.answer). The element ids input, send and messages are what the browser test drives.
 const char* chat_page() {
   return R"HTML(<!doctype html>
 <html lang="en">
@@ -21,6 +22,9 @@ const char* chat_page() {
   .user { background: #dde8ff; margin-left: auto; }
   .assistant { background: #eee; }
   .error { background: #fdd; }
+  details.reasoning { margin-bottom: 6px; color: #555; font-size: 0.9em; }
+  details.reasoning summary { cursor: pointer; font-style: italic; }
+  .reasoning-text { border-left: 3px solid #ccc; padding-left: 8px; margin-top: 4px; }
   form { display: flex; gap: 8px; padding: 12px 16px; border-top: 1px solid #ccc; }
   #input { flex: 1; min-height: 3em; font: inherit; }
 </style>
@@ -75,7 +79,10 @@ async function send() {
   conversation.push({ role: "user", content: text });
   bubble("user", text);
   const out = bubble("assistant", "");
-  let reply = "";
+  const answer = document.createElement("span");
+  answer.className = "answer";
+  out.appendChild(answer);
+  let reply = "", thinking = "", thought = null;
   try {
     const body = { messages: conversation, stream: true,
                    temperature: parseFloat($("temperature").value) || 0,
@@ -104,9 +111,23 @@ async function send() {
           const chunk = JSON.parse(data);
           if (chunk.error) throw new Error(chunk.error.message);
           for (const c of chunk.choices || []) {
+            if (c.delta && c.delta.reasoning_content) {
+              if (!thought) {  // folded: the summary shows, the thinking opens on a click
+                const details = document.createElement("details");
+                details.className = "reasoning";
+                const summary = document.createElement("summary");
+                summary.textContent = "Thinking";
+                thought = document.createElement("div");
+                thought.className = "reasoning-text";
+                details.append(summary, thought);
+                out.insertBefore(details, answer);
+              }
+              thinking += c.delta.reasoning_content;
+              thought.textContent = thinking;
+            }
             if (c.delta && c.delta.content) {
               reply += c.delta.content;
-              out.textContent = reply;
+              answer.textContent = reply;
               $("messages").scrollTop = $("messages").scrollHeight;
             }
           }

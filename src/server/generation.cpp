@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "grammar/compose.h"
 #include "server/sse.h"
+#include "server/tools.h"
 
 namespace lite_llama::server {
 namespace {
@@ -47,6 +48,19 @@ bool template_thinks(ServingContext& ctx) {
   return t == 1;
 }
 
+// How the chat template writes tool calls (server/tool_formats.h), found once.
+ToolFormat template_tool_format(ServingContext& ctx) {
+  int f = ctx.tool_format.load();
+  if (f < 0) {
+    const Engine& eng = ctx.engine.engine();
+    f = int(detect_tool_format([&eng](const std::vector<ChatMessage>& m, const std::string& extra) {
+      return eng.apply_chat_template(m, true, extra);
+    }));
+    ctx.tool_format = f;
+  }
+  return ToolFormat(f);
+}
+
 }  // namespace
 
 ApiError unavailable(const ServingContext& ctx) {
@@ -63,7 +77,8 @@ Generation::Generation(ServingContext& ctx, const OpenAIRequest& r, Streams stre
   usage_.prompt_tokens = n_prompt;
   if (parse.on)
     for (size_t i = 0; i < streams_.size(); ++i)
-      parsers_.push_back(std::make_unique<ChatOutputParser>(parse.reasoning, parse.in_think, parse.tools));
+      parsers_.push_back(std::make_unique<ChatOutputParser>(parse.reasoning, parse.in_think, parse.tools,
+                                                            parse.format, parse.tool_names));
 }
 
 Generation::~Generation() {
@@ -215,9 +230,15 @@ std::unique_ptr<Generation> start_generation(ServingContext& ctx, std::string_vi
     parse.reasoning = template_thinks(ctx);
     parse.in_think = info.in_think;
     parse.tools = r.tool_choice != "none";
+    if (parse.tools) {
+      parse.format = template_tool_format(ctx);
+      parse.tool_names = tool_names(r);
+      tool_choice_grammar(r, parse.format);
+    }
     parse.on = parse.reasoning || parse.in_think || parse.tools;
-    // A structured output applies to the answer: the thinking before it stays free.
-    if ((parse.reasoning || parse.in_think) && !r.params.grammar.empty())
+    // A structured output applies to the answer: the thinking before it stays free (unless the
+    // prompt already closed an empty block, as Qwen3 does with enable_thinking false).
+    if ((parse.reasoning || parse.in_think) && !info.think_done && !r.params.grammar.empty())
       r.params.grammar = grammar::after_think(r.params.grammar, parse.in_think);
   }
   Generation::Streams streams = submit_all(ctx, r, prompt);

@@ -26,11 +26,14 @@ struct ServingContext {
   std::atomic<bool> shutting_down{false};
   std::atomic<int> active{0};  // generation responses not finished
   std::atomic<int> thinks{-1};  // the chat template writes <think> blocks (-1: not known yet)
+  std::atomic<int> tool_format{-1};  // the template's ToolFormat (-1: not known yet)
 };
 
 // How a chat answer is split (server/chat_output.h); off for completions.
 struct ChatParsing {
   bool on = false, reasoning = false, in_think = false, tools = false;
+  ToolFormat format = ToolFormat::Hermes;
+  std::vector<std::string> tool_names;
 };
 
 class Generation {

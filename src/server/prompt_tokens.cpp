@@ -90,6 +90,7 @@ std::vector<int32_t> prompt_tokens(const Engine& eng, const OpenAIRequest& r,
       std::string text = eng.apply_chat_template(msgs, r.add_generation_prompt, kwargs);
       while (!text.empty() && std::isspace(uint8_t(text.back()))) text.pop_back();
       info->in_think = text.ends_with("<think>");
+      info->think_done = text.ends_with("</think>");
     }
     return eng.tokenize_chat(msgs, r.add_generation_prompt, kwargs, policy.allow_special_in_content);
   } catch (const Error& e) {

@@ -22,7 +22,8 @@ struct PromptPolicy {
 // tokenizing all of it.
 // Chat: what the rendered prompt tells the answer's parser (server/chat_output.h).
 struct ChatPromptInfo {
-  bool in_think = false;  // the prompt ends inside an opened <think> block
+  bool in_think = false;    // the prompt ends inside an opened <think> block
+  bool think_done = false;  // the prompt ends with a closed </think> (no thinking to come)
 };
 std::vector<int32_t> prompt_tokens(const Engine& eng, const OpenAIRequest& r,
                                    const RequestLimits& limits, const PromptPolicy& policy,

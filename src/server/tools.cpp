@@ -1,8 +1,6 @@
 #include "server/tools.h"
 
 #include "core/error.h"
-#include "grammar/gbnf_parser.h"
-#include "grammar/json_schema.h"
 
 namespace lite_llama::server {
 namespace {
@@ -10,22 +8,6 @@ namespace {
 using ojson = nlohmann::ordered_json;
 
 [[noreturn]] void bad(const std::string& param, const std::string& msg) { throw ApiError(400, msg, param); }
-
-// One call: the JSON object the model writes between the tags.
-std::string call_rule(const ojson& fn, size_t i, std::string& rules) {
-  const std::string name = fn["name"].get<std::string>();
-  const std::string start = "tool" + std::to_string(i);
-  const ojson params = fn.contains("parameters") ? fn["parameters"] : ojson{{"type", "object"}};
-  try {
-    rules += grammar::json_schema_rules(params, start + "-args");
-  } catch (const Error& e) {
-    bad("tools", "tool '" + name + "' parameters: " + e.what());
-  }
-  const std::string head = "{\"name\": " + ojson(name).dump() + ", \"arguments\": ";
-  rules += start + " ::= \"<tool_call>\\n" + grammar::gbnf_escape(head) + "\" " + start +
-           "-args \"}\\n</tool_call>\"\n";
-  return start;
-}
 
 }  // namespace
 
@@ -75,20 +57,25 @@ void parse_tools(std::string_view body, const nlohmann::json& j, OpenAIRequest& 
   r.tools_json = tools.dump();
   if (choice == "auto") return;
   if (!r.params.grammar.empty()) bad("tool_choice", "'tool_choice' " + choice + " and a response format both constrain the output; give one");
-  // required / named: the output is one call (or several) and nothing else.
-  std::string rules, alts;
-  for (size_t i = 0; i < tools.size(); ++i) {
-    if (choice == "named" && tools[i]["function"]["name"] != named) continue;
-    alts += (alts.empty() ? "" : " | ") + call_rule(tools[i]["function"], i, rules);
-  }
-  std::string g = "root ::= call" + std::string(r.parallel_tool_calls ? " (\"\\n\" call){0,7}" : "") + "\n";
-  g += "call ::= " + alts + "\n" + rules + grammar::json_primitives_gbnf();
+  // The calls' grammar depends on the model's format: tool_choice_grammar builds it later.
+}
+
+void tool_choice_grammar(OpenAIRequest& r, ToolFormat f) {
+  if (r.tool_choice == "none" || r.tool_choice == "auto" || r.tools_json.empty()) return;
+  const ojson tools = ojson::parse(r.tools_json);
   try {
-    grammar::compile_gbnf(g);
+    r.params.grammar = tool_calls_grammar(f, tools, r.tool_choice == "required" ? "" : r.tool_choice,
+                                          r.parallel_tool_calls);
   } catch (const Error& e) {
-    bad("tools", std::string("tools: ") + e.what());
+    bad("tools", e.what());
   }
-  r.params.grammar = std::move(g);
+}
+
+std::vector<std::string> tool_names(const OpenAIRequest& r) {
+  std::vector<std::string> out;
+  if (r.tools_json.empty()) return out;
+  for (const auto& t : ojson::parse(r.tools_json)) out.push_back(t["function"]["name"].get<std::string>());
+  return out;
 }
 
 std::string tools_system_prompt(const std::string& tools_json) {

@@ -6,9 +6,11 @@
 #include <string>
 #include <string_view>
 
+#include "server/chat_output.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/sse.h"
+#include "server/tools.h"
 
 using namespace lite_llama;
 using namespace lite_llama::server;
@@ -44,6 +46,28 @@ void exercise(std::string_view body, Endpoint ep, const RequestLimits& lim) {
   }
   check(r.params.max_tokens >= 1 && n_prompt + r.params.max_tokens <= lim.ctx);
   r.params.validate();  // must not throw: the parser validated already
+  // Tool choices: the calls' grammar in each format, or a 400 naming the tools.
+  if (!r.tools_json.empty())
+    for (ToolFormat f : {ToolFormat::Hermes, ToolFormat::Llama3Json, ToolFormat::Mistral}) {
+      OpenAIRequest c = r;
+      try {
+        tool_choice_grammar(c, f);
+      } catch (const ApiError& e) {
+        check(e.status == 400 && e.param == "tools");
+      }
+    }
+}
+
+// The answer splitter in every format, the body as the model's output, cut in two.
+void split_answer(std::string_view text) {
+  for (ToolFormat f : {ToolFormat::Hermes, ToolFormat::Llama3Json, ToolFormat::Mistral}) {
+    ChatOutputParser p(true, text.size() % 2 == 1, true, f, {"f", "get_weather"});
+    const size_t cut = text.size() / 3;
+    std::string out = p.push(text.substr(0, cut)).content;
+    out += p.push(text.substr(cut)).content;
+    out += p.finish().content;
+    check(out.size() <= text.size());
+  }
 }
 
 }  // namespace
@@ -56,6 +80,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   lim.model_name = "m";
   exercise(body, Endpoint::Completions, lim);
   exercise(body, Endpoint::Chat, lim);
+  split_answer(body);
 
   // Raw bytes (invalid UTF-8 included) as generated text and as token pieces.
   const std::string text(body.substr(0, 256));

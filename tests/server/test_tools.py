@@ -109,8 +109,9 @@ def test_tool_choice_none_and_auto_answer_text(server):
     ({"tool_choice": "sometimes"}, "tool_choice", "sometimes"),
     ({"tools": [{"type": "function", "function": {"description": "x"}}]}, "tools", "name"),
     ({"tools": [{"type": "retrieval"}]}, "tools", "function"),
-    ({"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "patternProperties": {}}}}],
-      "tool_choice": "required"}, "tools", "patternProperties"),
+    ({"tools": [{"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"a": {"type": "array", "uniqueItems": True}}}}}],
+      "tool_choice": "required"}, "tools", "uniqueItems"),
     ({"tool_choice": "required", "response_format": {"type": "json_object"}}, "tool_choice", "both constrain"),
     ({"tools": None, "tool_choice": "required"}, "tool_choice", "needs 'tools'"),
 ])

@@ -1,11 +1,15 @@
 // GBNF parsing and the byte-level matcher: acceptance, prefixes, rollback, errors.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+#include <memory>
 #include <string>
 
 #include "core/error.h"
 #include "grammar/gbnf_parser.h"
 #include "grammar/matcher.h"
+#include "grammar/token_mask.h"
 
 using namespace lite_llama;
 using namespace lite_llama::grammar;
@@ -116,4 +120,30 @@ TEST(Matcher, LongInputsCompact) {
   }
   EXPECT_TRUE(m.accept_byte('.'));
   EXPECT_TRUE(m.can_end());
+}
+
+TEST(Matcher, AmbiguousGrammarDoesNotExhaustTheStack) {
+  // Repetitions of repetitions: exponentially many stacks. The fuzzer's input (a stack overflow
+  // in the mask walk, tests/fuzz/corpus/grammar/regression_stacked_repeats): the matcher now
+  // gives up on a step past its bounds, which refuses that byte, instead of crashing.
+  std::ifstream f(std::string(LL_SOURCE_DIR) + "/tests/fuzz/corpus/grammar/regression_stacked_repeats",
+                  std::ios::binary);
+  const std::string input((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  ASSERT_GT(input.size(), 100u);
+  std::vector<std::string> words{""};
+  for (int b = 0; b < 256; ++b) words.push_back(std::string(1, char(b)));
+  auto vocab = std::make_shared<TokenVocab>(words, std::vector<int32_t>{0});
+  CompiledGrammar cg(compile_gbnf(input.substr(1)), vocab);
+  Matcher m = cg.matcher();
+  std::vector<uint32_t> mask(vocab->mask_words());
+  for (char c : std::string("axyxyxyxyx")) {
+    cg.fill_mask(m, mask.data());
+    if (!m.accept_byte(uint8_t(c))) break;
+  }
+  // A plain grammar of the same shape still works.
+  const Grammar small = compile_gbnf("root ::= \"a\" ((\"x\" | \"y\"){1,3}){1,3}");
+  Matcher ok(small);
+  EXPECT_TRUE(ok.accept_bytes("a" + std::string("xyxyxyxyx")));  // 9 = 3 x 3
+  EXPECT_TRUE(ok.can_end());
+  EXPECT_FALSE(ok.accept_byte('x'));
 }

@@ -71,11 +71,30 @@ TEST(JsonSchema, JsonObjectIsAnyObject) {
 }
 
 TEST(JsonSchema, UnsupportedKeywordsAreNamed) {
-  EXPECT_NE(schema_error({{"type", "object"}, {"patternProperties", json::object()}}).find("'patternProperties'"),
+  EXPECT_NE(schema_error({{"type", "object"}, {"patternProperties", {{"^a", {{"type", "integer"}}}}}})
+                .find("'patternProperties'"),
+            std::string::npos);  // open objects would need the pattern's complement
+  EXPECT_NE(schema_error({{"type", "object"}, {"properties", {{"ab", true}}}, {"additionalProperties", false},
+                          {"patternProperties", {{"^a", {{"type", "integer"}}}}}})
+                .find("declared property 'ab'"),
             std::string::npos);
   EXPECT_NE(schema_error({{"type", "array"}, {"uniqueItems", true}}).find("'uniqueItems'"), std::string::npos);
-  EXPECT_NE(schema_error({{"type", "number"}, {"multipleOf", 2}}).find("'multipleOf'"), std::string::npos);
-  EXPECT_NE(schema_error({{"type", "number"}, {"maximum", 2}}).find("'maximum'"), std::string::npos);
+  EXPECT_NE(schema_error({{"type", "number"}, {"multipleOf", 0.5}}).find("'multipleOf'"), std::string::npos);
+  EXPECT_NE(schema_error({{"type", "integer"}, {"multipleOf", 3}, {"minimum", 0}, {"maximum", 100000}}).find("'multipleOf'"),
+            std::string::npos);
+  EXPECT_NE(schema_error({{"type", "number"}, {"maximum", 2.5}}).find("'maximum'"), std::string::npos);
+  EXPECT_NE(schema_error({{"type", "number"}, {"minimum", 3}, {"exclusiveMaximum", 3}}).find("no value"), std::string::npos);
+  EXPECT_NE(schema_error({{"allOf", {{{"type", "string"}}, {{"type", "integer"}}}}}).find("no type in common"),
+            std::string::npos);
+  EXPECT_NE(schema_error({{"allOf", {{{"type", "object"}, {"properties", {{"a", true}}}, {"additionalProperties", false}},
+                                     {{"properties", {{"b", true}}}, {"required", {"b"}}}}}})
+                .find("required property 'b'"),
+            std::string::npos);
+  EXPECT_NE(schema_error({{"allOf", {{{"pattern", "a"}}, {{"pattern", "b"}}}}}).find("'pattern'"), std::string::npos);
+  EXPECT_NE(schema_error({{"not", {{"type", "string"}}}}).find("'not'"), std::string::npos);
+  EXPECT_NE(schema_error({{"type", "object"}, {"minProperties", 2}}).find("'minProperties'"), std::string::npos);
+  EXPECT_NE(schema_error({{"type", "object"}, {"properties", {{"a", true}}}, {"maxProperties", 2}}).find("'maxProperties'"),
+            std::string::npos);
   EXPECT_NE(schema_error({{"type", "string"}, {"format", "email"}}).find("format"), std::string::npos);
   EXPECT_NE(schema_error({{"$ref", "http://x/y"}}).find("$ref"), std::string::npos);
   EXPECT_NE(schema_error({{"type", "wat"}}).find("unknown type 'wat'"), std::string::npos);
@@ -84,6 +103,10 @@ TEST(JsonSchema, UnsupportedKeywordsAreNamed) {
   json deep = {{"type", "string"}};
   for (int i = 0; i < 100; ++i) deep = {{"type", "array"}, {"items", deep}};
   EXPECT_NE(schema_error(deep).find("nested deeper"), std::string::npos);
+  // allOf of anyOfs distributes: 2^20 alternatives are refused, not built.
+  json wide = json::array();
+  for (int i = 0; i < 20; ++i) wide.push_back({{"anyOf", {{{"type", "integer"}}, {{"type", "number"}}}}});
+  EXPECT_NE(schema_error({{"allOf", wide}}).find("parts"), std::string::npos);
   EXPECT_EQ(schema_error({{"type", "object"}, {"title", "T"}, {"description", "d"}}), "");
 }
 
