@@ -94,17 +94,17 @@ def run_one(name, workdir):
 
 def main():
     results = []
+    doc = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+           "transformers": __import__("transformers").__version__, "lengths": LENGTHS,
+           "decode_tail": DECODE_TAIL, "results": results}
     with tempfile.TemporaryDirectory(dir="/tmp") as w:
         for m in MODELS:
             r = run_one(m, w)
             print(json.dumps(r), flush=True)
             results.append(r)
+            if OUT:  # after each model: a time limit keeps what finished
+                json.dump(doc, open(OUT, "w"), indent=1)
             subprocess.run(["rm", "-rf", os.path.join(w, m)])
-    doc = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
-           "transformers": __import__("transformers").__version__, "lengths": LENGTHS,
-           "decode_tail": DECODE_TAIL, "results": results}
-    if OUT:
-        json.dump(doc, open(OUT, "w"), indent=1)
 
 
 if __name__ == "__main__":
