@@ -177,6 +177,16 @@ void Generation::take(int i, std::optional<RequestOutput> o, std::string& out) {
       extra.called_tools = !extra.tool_calls.empty();
     }
     extra.reasoning = std::move(d.reasoning);
+    if (extra.called_tools) {
+      // As OpenAI streams them: the calls in a delta of their own, then an empty delta with the
+      // finish reason.
+      out += sse_event(chunk_json(meta_, i, d.content, o->logprobs, std::nullopt, text_of, &offsets_[size_t(i)],
+                                  include_usage_, false, &extra));
+      ChatExtra end;
+      end.called_tools = true;
+      out += sse_event(chunk_json(meta_, i, "", {}, fin, text_of, &offsets_[size_t(i)], include_usage_, false, &end));
+      return;
+    }
     out += sse_event(chunk_json(meta_, i, d.content, o->logprobs, fin, text_of, &offsets_[size_t(i)],
                                 include_usage_, false, &extra));
     return;

@@ -53,7 +53,7 @@ def test_regex_choice_grammar_logit_bias(llm):
 
 
 @pytest.mark.parametrize("kw,needle", [
-    ({"json_schema": {"type": "object", "patternProperties": {}}}, "patternProperties"),
+    ({"json_schema": {"type": "object", "patternProperties": {"^a": {}}}}, "patternProperties"),
     ({"regex": "(a)\\1"}, "backreferences"),
     ({"grammar": "root ::= [a"}, "line 1"),
     ({"regex": "a", "choice": ["a"]}, "both constrain"),
