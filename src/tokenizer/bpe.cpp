@@ -51,6 +51,7 @@ struct Scratch {
   std::vector<Candidate> heap;
   std::vector<int32_t> ids;
   std::string word;
+  std::string key;           // the piece's cache key: ignore_merges tag + bytes
   uint64_t cache_owner = 0;  // BpeModel::uid_ whose pieces `cache` holds
   std::unordered_map<std::string, std::vector<int32_t>> cache;  // (ignore_merges tag + piece) -> ids
 };
@@ -161,9 +162,9 @@ void BpeModel::encode_piece(std::string_view bytes, bool ignore_merges,
   if (s.cache_owner != uid_) s.cache.clear(), s.cache_owner = uid_;
   const bool cacheable = bytes.size() <= kCacheMaxPiece;
   if (cacheable) {
-    s.word.assign(1, ignore_merges ? '1' : '0');
-    s.word.append(bytes);
-    if (auto it = s.cache.find(s.word); it != s.cache.end()) {
+    s.key.assign(1, ignore_merges ? '1' : '0');
+    s.key.append(bytes);
+    if (auto it = s.cache.find(s.key); it != s.cache.end()) {
       out.insert(out.end(), it->second.begin(), it->second.end());
       return;
     }
@@ -172,9 +173,7 @@ void BpeModel::encode_piece(std::string_view bytes, bool ignore_merges,
   encode_uncached(bytes, ignore_merges, out);
   if (cacheable) {
     if (s.cache.size() >= kCacheMaxEntries) s.cache.clear();
-    s.word.assign(1, ignore_merges ? '1' : '0');
-    s.word.append(bytes);
-    s.cache.emplace(s.word, std::vector<int32_t>(out.begin() + std::ptrdiff_t(first), out.end()));
+    s.cache.emplace(s.key, std::vector<int32_t>(out.begin() + std::ptrdiff_t(first), out.end()));
   }
 }
 
