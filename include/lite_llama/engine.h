@@ -26,6 +26,9 @@ struct EngineOptions {
   // later requests with the same token prefix reuse.
   bool prefix_cache = true;
   BackendOptions backend;         // device, threads, dtype, --quantize, kernel tuning
+  // Tensor parallelism: each layer split over this many GPUs (ranks 0..tp-1 on CUDA devices
+  // 0..tp-1, NCCL between them), or over as many CPU backends sharing memory.
+  int tp = 1;
   std::string load_format = "auto";  // auto | dummy (random weights from a config.json)
   uint64_t dummy_seed = 0;
 };
@@ -55,6 +58,7 @@ struct ModelInfo {
   int64_t params = 0, vocab_size = 0, hidden_size = 0, num_layers = 0, num_heads = 0;
   int64_t num_kv_heads = 0, head_dim = 0, intermediate_size = 0, context_length = 0;
   int64_t kv_bytes_per_token = 0, ctx = 0, kv_slots = 0, max_num_seqs = 0;
+  int64_t tp = 1;  // tensor-parallel ranks (the byte counts below are one rank's)
   // Mixture of experts: experts per sparse layer, active per token, their FFN size (0: dense).
   int64_t num_experts = 0, experts_per_token = 0, expert_intermediate_size = 0;
   float rope_theta = 0;

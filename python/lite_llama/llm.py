@@ -92,6 +92,8 @@ class LLM:
         enforce_eager: no CUDA graphs.
         enable_prefix_caching: reuse the KV of shared prompt prefixes.
         threads: CPU threads (0 = all cores).
+        tensor_parallel_size: split each layer over this many GPUs (devices 0..N-1, NCCL), or
+            over as many CPU ranks (``--tp``).
         seed: requests without a seed of their own get seeds drawn from this one (reproducible
             runs); also the dummy weights' seed.
 
@@ -115,6 +117,7 @@ class LLM:
         enforce_eager: bool = False,
         enable_prefix_caching: bool = True,
         threads: int = 0,
+        tensor_parallel_size: int = 1,
         seed: Optional[int] = None,
     ) -> None:
         model = os.fspath(model)
@@ -125,6 +128,9 @@ class LLM:
         if not isinstance(gpu_memory_utilization, (int, float)) or \
                 not 0.05 <= gpu_memory_utilization <= 1:
             raise ValueError(f"gpu_memory_utilization must be in [0.05, 1], got {gpu_memory_utilization!r}")
+        if not isinstance(tensor_parallel_size, int) or isinstance(tensor_parallel_size, bool) or \
+                not 1 <= tensor_parallel_size <= 64:
+            raise ValueError(f"tensor_parallel_size must be an integer in 1..64, got {tensor_parallel_size!r}")
         if seed is not None and (not isinstance(seed, int) or seed < 0):
             raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
         self._core = _core.Engine(
@@ -141,6 +147,7 @@ class LLM:
             cuda_graph=not enforce_eager,
             prefix_cache=bool(enable_prefix_caching),
             threads=_count("threads", threads),
+            tensor_parallel_size=tensor_parallel_size,
             dummy_seed=seed or 0,
         )
         self._seeds = random.Random(seed) if seed is not None else None

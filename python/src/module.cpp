@@ -53,6 +53,7 @@ EngineOptions engine_options(const py::kwargs& kw) {
     else if (k == "gpu_memory_utilization") o.gpu_memory_utilization = py::cast<float>(value);
     else if (k == "cuda_graph") o.cuda_graph = py::cast<bool>(value);
     else if (k == "prefix_cache") o.prefix_cache = py::cast<bool>(value);
+    else if (k == "tensor_parallel_size") o.tp = py::cast<int>(value);
     else throw ArgumentError("unknown engine option '" + k + "'");
   }
   return o;
@@ -67,7 +68,7 @@ py::dict info_dict(const ModelInfo& i) {
   d["head_dim"] = i.head_dim, d["context_length"] = i.context_length, d["ctx"] = i.ctx;
   d["num_experts"] = i.num_experts, d["experts_per_token"] = i.experts_per_token;
   d["kv_slots"] = i.kv_slots, d["max_num_seqs"] = i.max_num_seqs, d["load_ms"] = i.load_ms;
-  d["weight_bytes"] = i.weight_bytes, d["kv_bytes"] = i.kv_bytes;
+  d["weight_bytes"] = i.weight_bytes, d["kv_bytes"] = i.kv_bytes, d["tensor_parallel_size"] = i.tp;
   d["special_tokens"] = py::dict(py::cast(i.special_tokens));
   d["stop_ids"] = i.stop_ids;
   return d;

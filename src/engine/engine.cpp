@@ -59,28 +59,28 @@ class EngineImpl final : public Engine {
     files_ = o.load_format == "dummy" ? open_dummy_model(o.model, o.dummy_seed)
                                       : open_model_files(o.model);
     load_backend_and_model(o);
-    pool_ = std::make_unique<kv::KvPool>(int32_t(model_.kv_tokens));
-    rows_ = std::make_unique<kv::ReqRows>(model_.max_seqs);
+    pool_ = std::make_unique<kv::KvPool>(int32_t(model().kv_tokens));
+    rows_ = std::make_unique<kv::ReqRows>(model().max_seqs);
     if (o.prefix_cache) cache_ = std::make_unique<kv::RadixCache>(*pool_);
     sched_ = std::make_unique<Scheduler>(
-        SchedulerConfig{model_.max_seqs, model_.max_batched_tokens, model_.ctx}, *pool_, *rows_, cache_.get());
+        SchedulerConfig{model().max_seqs, model().max_batched_tokens, model().ctx}, *pool_, *rows_, cache_.get());
     const int64_t vocab = std::min<int64_t>(files_.config.vocab_size, files_.tokenizer->vocab_size());
-    runner_ = std::make_unique<Runner>(*model_.decoder, model_.ctx, int(vocab));
+    runner_ = std::make_unique<Runner>(ranks_->decoders(), ranks_->group(), model().ctx, int(vocab));
     grammars_ = std::make_unique<GrammarCache>(*files_.tokenizer, int(vocab));
     stop_ids_ = files_.tokenizer->stop_ids();
     const double t_graph = now_ms();
     if (o.cuda_graph) runner_->capture_graphs();
     const double graph_ms = now_ms() - t_graph;
-    info_ = make_model_info(files_, *backend_, model_, now_ms() - t0);
+    info_ = make_model_info(files_, backend(), model(), now_ms() - t0);
     LL_INFO("loaded {} ({}, {}) on {} in {:.0f} ms", info_.name, info_.arch, info_.weight_dtype,
             info_.backend, info_.load_ms);
     // On the CPU the KV pool is reserved address space: its pages become resident as slots fill
     // (lowest slots first), and GGUF weights are the file's mmap, resident as they are read.
-    const bool cpu = backend_->device() == Device::CPU;
+    const bool cpu = backend().device() == Device::CPU;
     LL_INFO("memory: weights {:.1f} MB{}, KV {:.1f} MB ({} slots x {} B{}), activations {:.1f} MB, "
             "{} CUDA graphs captured in {:.0f} ms",
             double(info_.weight_bytes) / kMiB, cpu ? " (mapped file or converted copy)" : "",
-            double(info_.kv_bytes) / kMiB, model_.kv_tokens, model_.kv_bytes_per_token,
+            double(info_.kv_bytes) / kMiB, model().kv_tokens, model().kv_bytes_per_token,
             cpu ? "; reserved, resident as slots fill" : "", double(info_.activation_bytes) / kMiB,
             runner_->num_graphs(), graph_ms);
   }
@@ -92,22 +92,24 @@ class EngineImpl final : public Engine {
     const bool pick = bo.dtype == ActType::Auto;
     if (pick) bo.dtype = ActType::FP16;
     const std::string file_dtype = files_.weight_dtype;  // load_model appends the device's
-    backend_ = make_backend(bo);
-    model_ = load_model(o, files_, *backend_);
-    if (!pick || backend_->device() != Device::CUDA) return;
-    const double range = calibration_activation_range(*model_.decoder, *files_.tokenizer);
+    ranks_ = std::make_unique<RankModels>(o, bo, files_);
+    if (!pick || backend().device() != Device::CUDA) return;
+    // Every rank runs the calibration forward (their collectives pair up); the widest range counts.
+    std::vector<double> ranges(size_t(ranks_->size()), 0.0);
+    ranks_->group().run([&](int r) {
+      ranges[size_t(r)] = calibration_activation_range(*ranks_->model(r).decoder, *files_.tokenizer);
+    });
+    const double range = *std::max_element(ranges.begin(), ranges.end());
     if (range < kFp16SafeRange) {
       LL_INFO("activations: fp16 (largest |activation| {:.1f} on the calibration text; --dtype bf16 overrides)", range);
       return;
     }
     LL_INFO("activations: bf16 (largest |activation| {:.3g} on the calibration text, above fp16's safe {:.0f})",
             range, kFp16SafeRange);
-    model_ = LoadedModel{};
-    backend_.reset();
+    ranks_.reset();
     bo.dtype = ActType::BF16;
     files_.weight_dtype = file_dtype;
-    backend_ = make_backend(bo);
-    model_ = load_model(o, files_, *backend_);
+    ranks_ = std::make_unique<RankModels>(o, bo, files_);
   }
 
   std::vector<int32_t> tokenize(std::string_view text, bool add_special,
@@ -146,8 +148,8 @@ class EngineImpl final : public Engine {
     p.validate();
     LL_CHECK(!prompt.empty(), "the prompt is empty");
     const int n = int(prompt.size());
-    LL_CHECK(n < model_.ctx, "prompt of {} tokens is longer than the context of {} tokens (--ctx)",
-             n, model_.ctx);
+    LL_CHECK(n < model().ctx, "prompt of {} tokens is longer than the context of {} tokens (--ctx)",
+             n, model().ctx);
     LL_CHECK(n < pool_->num_slots(), "prompt of {} tokens does not fit the KV pool of {} slots", n,
              pool_->num_slots());
     for (int32_t t : prompt)
@@ -175,11 +177,11 @@ class EngineImpl final : public Engine {
 
   void set_profiling(bool on) override {
     runner_->set_profiling(on);
-    backend_->set_profiling(on);
+    backend().set_profiling(on);
   }
   std::vector<ProfileRow> profile_report() override {
     std::vector<ProfileRow> out;
-    for (const auto& e : backend_->profile_report()) out.push_back({e.family, e.ms, e.calls});
+    for (const auto& e : backend().profile_report()) out.push_back({e.family, e.ms, e.calls});
     return out;
   }
 
@@ -189,12 +191,13 @@ class EngineImpl final : public Engine {
     if (cache_) cache_->reset();  // scoring takes slots from the pool directly
     const int limit = runner_->sample_limit();
     for (const auto& s : seqs) {
-      LL_CHECK(int(s.size()) <= model_.ctx, "a sequence of {} tokens is longer than the context {}",
-               s.size(), model_.ctx);
+      LL_CHECK(int(s.size()) <= model().ctx, "a sequence of {} tokens is longer than the context {}",
+               s.size(), model().ctx);
       for (int32_t t : s) LL_CHECK(t >= 0 && t < limit, "token id {} out of range", t);
     }
-    Decoder& d = *model_.decoder;
-    ScoreContext c{d, *pool_, *rows_, d.max_tokens(), model_.max_seqs, limit};
+    Decoder& d = *model().decoder;
+    ScoreContext c{d, [this](const ForwardBatch& b) { return runner_->forward_all(b); }, *pool_, *rows_,
+                   d.max_tokens(), model().max_seqs, limit};
     return score_sequences(c, seqs, decode_tail, sink);
   }
   const ModelInfo& info() const override { return info_; }
@@ -211,7 +214,7 @@ class EngineImpl final : public Engine {
       s.prefix_query_tokens = cache_->stats().queried_tokens;
       s.prefix_hit_tokens = cache_->stats().hit_tokens;
     }
-    backend_->memory_info(&s.device_free, &s.device_total);
+    backend().memory_info(&s.device_free, &s.device_total);
     return s;
   }
 
@@ -347,7 +350,7 @@ class EngineImpl final : public Engine {
     if (stopped) {
       o.finished = true;
       o.finish_reason = FinishReason::Stop;
-    } else if (r.seq.num_generated() >= sp.max_tokens || r.seq.num_tokens() >= model_.ctx) {
+    } else if (r.seq.num_generated() >= sp.max_tokens || r.seq.num_tokens() >= model().ctx) {
       o.text += r.text.flush();
       o.finished = true;
       o.finish_reason = FinishReason::Length;
@@ -358,8 +361,9 @@ class EngineImpl final : public Engine {
   // Declared in construction order, so destroyed in reverse: weights may point into the files
   // (mmap) and every device buffer belongs to the backend.
   ModelFiles files_;
-  std::unique_ptr<ops::Backend> backend_;
-  LoadedModel model_;
+  std::unique_ptr<RankModels> ranks_;  // backends and models of every tensor-parallel rank
+  ops::Backend& backend() const { return ranks_->backend(0); }
+  const LoadedModel& model() const { return ranks_->model(0); }
   std::unique_ptr<kv::KvPool> pool_;
   std::unique_ptr<kv::ReqRows> rows_;
   std::unique_ptr<kv::RadixCache> cache_;  // automatic prefix caching (nullptr: off)

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <limits>
 
+#include "backends/factory.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "model/tp_shard.h"
 
 namespace lite_llama {
 namespace {
@@ -15,12 +17,10 @@ constexpr double kGraphReserve = 256.0 * (1 << 20);  // graphs, cuBLAS, fragment
 // The KV pool where --kv-tokens leaves it open: enough for every sequence at full context,
 // capped by memory: 2 GiB on the CPU, the --gpu-memory-utilization share of what is free after
 // weights and buffers on a GPU.
-int64_t default_kv_tokens(const EngineOptions& o, const ops::Backend& backend, int64_t per_token,
+int64_t default_kv_tokens(const EngineOptions& o, const ops::Backend& backend, size_t free, int64_t per_token,
                           int max_seqs, int ctx) {
   int64_t cap = (int64_t(2) << 30) / per_token;
   if (backend.device() == Device::CUDA) {
-    size_t free = 0, total = 0;
-    backend.memory_info(&free, &total);
     cap = int64_t((double(free) * o.gpu_memory_utilization - kGraphReserve) / double(per_token));
     LL_CHECK(cap >= 16, "not enough GPU memory left for the KV cache ({:.0f} MiB free)",
              double(free) / kMiB);
@@ -33,15 +33,13 @@ int64_t default_kv_tokens(const EngineOptions& o, const ops::Backend& backend, i
 // KV pool), and on a GPU at most what the step buffers can take of the memory left: the rest
 // after an explicit KV pool, else half (the pool is sized later from the other half). Prompts
 // longer than the budget are prefilled in chunks of it.
-int step_budget(const EngineOptions& o, const ops::Backend& backend, const ModelConfig& cfg, int max_seqs,
-                int ctx, int64_t kv_bytes_per_token) {
+int step_budget(const EngineOptions& o, const ops::Backend& backend, size_t free, const ModelConfig& cfg,
+                int max_seqs, int ctx, int64_t kv_bytes_per_token) {
   const bool cpu = backend.device() == Device::CPU;
   const int64_t asked = o.max_batched_tokens ? o.max_batched_tokens : (cpu ? 512 : 8192);
   int64_t budget = std::min<int64_t>(asked, int64_t(max_seqs) * ctx);
   if (o.kv_tokens > 0) budget = std::min(budget, o.kv_tokens);
   if (!cpu) {
-    size_t free = 0, total = 0;
-    backend.memory_info(&free, &total);
     double avail = double(free) * o.gpu_memory_utilization - kGraphReserve;
     avail = o.kv_tokens > 0 ? avail - double(o.kv_tokens) * double(kv_bytes_per_token) : avail / 2;
     const int64_t act_bytes = int64_t(dtype_info(backend.act_dtype()).block_bytes);
@@ -62,17 +60,38 @@ int step_budget(const EngineOptions& o, const ops::Backend& backend, const Model
 }  // namespace
 
 LoadedModel load_model(const EngineOptions& o, ModelFiles& files, ops::Backend& backend) {
-  const ModelConfig& cfg = files.config;
+  RankGroup one({&backend});
+  return std::move(load_model(o, files, {&backend}, one)[0]);
+}
+
+std::vector<LoadedModel> load_model(const EngineOptions& o, ModelFiles& files,
+                                    const std::vector<ops::Backend*>& backends, RankGroup& group) {
+  const ModelConfig& full = files.config;
+  const int tp = int(backends.size());
+  check_tp(full, tp);
+  const ModelConfig cfg = shard_config(full, TpShard{0, tp});  // every rank's shapes
+  ops::Backend& backend = *backends[0];
   const bool cpu = backend.device() == Device::CPU;
   LL_CHECK(cpu || cfg.head_dim == 64 || cfg.head_dim == 128,
            "{}: head_dim {} is not supported by the CUDA attention kernels (64, 128); use --device cpu",
            files.path, cfg.head_dim);
-  Weights weights = load_weights(cfg, *files.weights, backend);
+  std::vector<Weights> weights(static_cast<size_t>(tp));
+  group.run([&](int r) { weights[size_t(r)] = load_weights(full, *files.weights, *backends[size_t(r)], {r, tp}); });
   // What the device computes with, where it differs from the file (GQ layouts, 16-bit).
-  if (!weights.layers.empty() && !cpu) {
-    const std::string dev(dtype_name(weights.layers[0].gate_up.parts[0].dtype));
+  if (!weights[0].layers.empty() && !cpu) {
+    const ops::Linear& l = weights[0].layers[0].moe ? weights[0].layers[0].router : weights[0].layers[0].gate_up;
+    const std::string dev(dtype_name(l.parts[0].dtype));
     if (dev != files.weight_dtype) files.weight_dtype += " -> " + dev;
   }
+  // The least device memory any rank has left.
+  auto free_memory = [&] {
+    std::vector<size_t> free(static_cast<size_t>(tp), 0);
+    group.run([&](int r) {
+      size_t total = 0;
+      backends[size_t(r)]->memory_info(&free[size_t(r)], &total);
+    });
+    return *std::min_element(free.begin(), free.end());
+  };
 
   LoadedModel m;
   LL_CHECK(o.ctx >= 0, "--ctx must be positive, got {}", o.ctx);
@@ -87,12 +106,16 @@ LoadedModel load_model(const EngineOptions& o, ModelFiles& files, ops::Backend& 
            "--gpu-memory-utilization must be in (0, 1], got {}", o.gpu_memory_utilization);
   const int64_t kv_elem = int64_t(dtype_info(backend.kv_dtype()).block_bytes);
   m.kv_bytes_per_token = cfg.kv_bytes_per_token(kv_elem);
-  m.max_batched_tokens = step_budget(o, backend, cfg, m.max_seqs, m.ctx, m.kv_bytes_per_token);
-  m.decoder = std::make_unique<Decoder>(cfg, std::move(weights), backend, m.max_batched_tokens,
-                                        m.max_seqs, m.ctx);
+  m.max_batched_tokens = step_budget(o, backend, cpu ? 0 : free_memory(), cfg, m.max_seqs, m.ctx,
+                                     m.kv_bytes_per_token);
+  std::vector<LoadedModel> out(static_cast<size_t>(tp));
+  group.run([&](int r) {
+    out[size_t(r)].decoder = std::make_unique<Decoder>(cfg, std::move(weights[size_t(r)]), *backends[size_t(r)],
+                                                       m.max_batched_tokens, m.max_seqs, m.ctx, TpShard{r, tp});
+  });
   int64_t kv_tokens = o.kv_tokens;
   if (kv_tokens == 0)
-    kv_tokens = default_kv_tokens(o, backend, m.kv_bytes_per_token, m.max_seqs, m.ctx);
+    kv_tokens = default_kv_tokens(o, backend, cpu ? 0 : free_memory(), m.kv_bytes_per_token, m.max_seqs, m.ctx);
   LL_CHECK(kv_tokens <= std::numeric_limits<int32_t>::max(), "--kv-tokens too large");
   if (kv_tokens < m.ctx) {
     // A sequence longer than the pool could never be re-admitted after preemption.
@@ -101,9 +124,37 @@ LoadedModel load_model(const EngineOptions& o, ModelFiles& files, ops::Backend& 
     m.ctx = int(kv_tokens);
   }
   m.kv_tokens = kv_tokens;
-  m.kv = std::make_unique<KvCache>(cfg, backend, kv_tokens, m.max_seqs, m.ctx);
-  m.decoder->set_kv_cache(m.kv.get());
-  return m;
+  group.run([&](int r) {
+    LoadedModel& lm = out[size_t(r)];
+    lm.ctx = m.ctx, lm.max_seqs = m.max_seqs, lm.max_batched_tokens = m.max_batched_tokens;
+    lm.kv_tokens = m.kv_tokens, lm.kv_bytes_per_token = m.kv_bytes_per_token;
+    lm.kv = std::make_unique<KvCache>(cfg, *backends[size_t(r)], kv_tokens, m.max_seqs, m.ctx);
+    lm.decoder->set_kv_cache(lm.kv.get());
+  });
+  return out;
+}
+
+RankModels::RankModels(const EngineOptions& o, const BackendOptions& bo, ModelFiles& files) {
+  check_tp(files.config, o.tp);
+  backends_ = make_backends(bo, o.tp);
+  std::vector<ops::Backend*> raw;
+  for (auto& b : backends_) raw.push_back(b.get());
+  group_ = std::make_unique<RankGroup>(raw);
+  models_ = load_model(o, files, raw, *group_);
+}
+
+RankModels::~RankModels() {
+  // CUDA memory and streams are released on the thread whose device they belong to.
+  group_->run([&](int r) {
+    models_[size_t(r)] = LoadedModel{};
+    backends_[size_t(r)].reset();
+  });
+}
+
+std::vector<Decoder*> RankModels::decoders() const {
+  std::vector<Decoder*> d;
+  for (const LoadedModel& m : models_) d.push_back(m.decoder.get());
+  return d;
 }
 
 ModelInfo make_model_info(const ModelFiles& files, const ops::Backend& backend,
@@ -135,6 +186,7 @@ ModelInfo make_model_info(const ModelFiles& files, const ops::Backend& backend,
   i.qkv_bias = c.qkv_bias;
   i.qk_norm = c.qk_norm;
   i.kv_bytes_per_token = m.kv_bytes_per_token;
+  i.tp = m.decoder->shard().size;
   i.ctx = m.ctx;
   i.kv_slots = m.kv_tokens;
   i.max_num_seqs = m.max_seqs;

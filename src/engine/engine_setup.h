@@ -4,8 +4,10 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "engine/model_files.h"
+#include "engine/rank_group.h"
 #include "lite_llama/engine.h"
 #include "model/decoder.h"
 #include "model/kv_cache.h"
@@ -24,7 +26,30 @@ struct LoadedModel {
 
 // Notes the device's weight dtype in files.weight_dtype where it differs from the file's.
 LoadedModel load_model(const EngineOptions& o, ModelFiles& files, ops::Backend& backend);
+// Every tensor-parallel rank's shard (backends[r] of rank r; `group` runs them at once): the
+// same sizes on every rank, from the least memory any rank has left.
+std::vector<LoadedModel> load_model(const EngineOptions& o, ModelFiles& files,
+                                    const std::vector<ops::Backend*>& backends, RankGroup& group);
 ModelInfo make_model_info(const ModelFiles& files, const ops::Backend& backend,
                           const LoadedModel& m, double load_ms);
+
+// The backends, models and threads of every tensor-parallel rank (one rank: no threads).
+// Each rank's model and backend are freed on the thread that used them.
+class RankModels {
+ public:
+  RankModels(const EngineOptions& o, const BackendOptions& bo, ModelFiles& files);
+  ~RankModels();
+  int size() const { return int(backends_.size()); }
+  ops::Backend& backend(int rank = 0) const { return *backends_[size_t(rank)]; }
+  LoadedModel& model(int rank = 0) { return models_[size_t(rank)]; }
+  const LoadedModel& model(int rank = 0) const { return models_[size_t(rank)]; }
+  RankGroup& group() { return *group_; }
+  std::vector<Decoder*> decoders() const;
+
+ private:
+  std::vector<std::unique_ptr<ops::Backend>> backends_;
+  std::unique_ptr<RankGroup> group_;
+  std::vector<LoadedModel> models_;
+};
 
 }  // namespace lite_llama

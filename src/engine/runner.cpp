@@ -45,13 +45,16 @@ void constrain_on_host(float* l, int64_t limit, int row, const StepConstraints& 
 
 }  // namespace
 
-Runner::Runner(Decoder& decoder, int ctx, int sample_limit)
-    : decoder_(decoder),
-      backend_(decoder.backend()),
+Runner::Runner(std::vector<Decoder*> decoders, RankGroup& ranks, int ctx, int sample_limit)
+    : decoders_(std::move(decoders)),
+      ranks_(ranks),
+      decoder_(*decoders_.at(0)),
+      backend_(decoder_.backend()),
       ctx_(ctx),
-      max_seqs_(decoder.max_seqs()),
+      max_seqs_(decoder_.max_seqs()),
       sample_limit_(sample_limit),
-      vocab_(decoder.config().vocab_size) {
+      vocab_(decoder_.config().vocab_size) {
+  LL_CHECK(int(decoders_.size()) == ranks.size(), "{} decoders for {} ranks", decoders_.size(), ranks.size());
   host_logits_.resize(size_t(max_seqs_) * size_t(vocab_));
   host_tokens_.resize(size_t(max_seqs_));
   device_tokens_ = backend_.alloc(size_t(max_seqs_) * sizeof(int32_t));
@@ -72,10 +75,16 @@ void Runner::capture_graphs() {
     shape.num_tokens = shape.num_seqs = shape.num_logits = shape.num_decode_seqs = b;
     shape.max_q_len = 1;
     shape.max_seq_len = ctx_;  // fixes the flash-decoding split count for this bucket
-    graphs_.push_back(backend_.capture_graph([&] {
-      Tensor logits = decoder_.run(shape);
-      backend_.argmax(logits, b, sample_limit_, device_tokens_.as<int32_t>());
-    }));
+    // Every rank captures its part of the step at once (NCCL calls are captured in the graphs).
+    std::vector<int> ids(decoders_.size(), -1);
+    ranks_.run([&](int r) {
+      Decoder& d = *decoders_[size_t(r)];
+      ids[size_t(r)] = d.backend().capture_graph([&] {
+        Tensor logits = d.run(shape);
+        if (r == 0) backend_.argmax(logits, b, sample_limit_, device_tokens_.as<int32_t>());
+      });
+    });
+    graphs_.push_back(std::move(ids));
   }
 }
 
@@ -102,12 +111,13 @@ StepResult Runner::run(const StepPlan& plan, const std::vector<SequenceSampler*>
 
 bool Runner::build_batch(const StepPlan& plan) {
   batch_.clear();
+  table_writes_.clear();
   bool decode_only = true;
   for (const ScheduledSeq& it : plan.items) {
     const Sequence* s = it.seq;
     if (it.table_start < s->num_computed)  // a prefix taken from the prefix cache
-      decoder_.write_table(s->req_row, it.table_start, s->slots.data() + it.table_start,
-                           s->num_computed - it.table_start);
+      table_writes_.push_back({s->req_row, it.table_start, s->slots.data() + it.table_start,
+                               s->num_computed - it.table_start});
     batch_.add_sequence(s->req_row, s->tokens.data() + s->num_computed, it.num_tokens,
                         s->num_computed, s->slots.data() + s->num_computed, it.sample);
     decode_only = decode_only && it.num_tokens == 1 && it.sample;
@@ -118,9 +128,19 @@ bool Runner::build_batch(const StepPlan& plan) {
 Tensor Runner::forward(bool decode_only, bool greedy) {
   const int n = int(batch_.logit_rows.size());
   const int bucket = decode_only && !profiling_ ? graph_bucket(batch_.num_seqs()) : -1;
+  auto tables = [&](Decoder& d) {
+    for (const TableWrite& w : table_writes_) d.write_table(w.row, w.start, w.slots, w.n);
+  };
   if (bucket < 0) {
-    Tensor logits = decoder_.forward(batch_);
-    if (greedy) backend_.argmax(logits, n, sample_limit_, device_tokens_.as<int32_t>());
+    Tensor logits;
+    ranks_.run([&](int r) {
+      Decoder& d = *decoders_[size_t(r)];
+      tables(d);
+      Tensor l = d.forward(batch_);
+      if (r != 0) return;
+      logits = l;
+      if (greedy) backend_.argmax(logits, n, sample_limit_, device_tokens_.as<int32_t>());
+    });
     return logits;
   }
   // Pad to the captured batch size by repeating the last sequence: the copies write the same
@@ -130,9 +150,22 @@ Tensor Runner::forward(bool decode_only, bool greedy) {
     const int32_t tok = batch_.t_token_ids.back(), slot = batch_.t_slots.back();
     batch_.add_sequence(batch_.b_req_idx[size_t(last)], &tok, 1, batch_.t_positions.back(), &slot, true);
   }
-  decoder_.stage(batch_);
-  backend_.replay_graph(graphs_[size_t(bucket)]);  // forward + argmax
+  ranks_.run([&](int r) {
+    Decoder& d = *decoders_[size_t(r)];
+    tables(d);
+    d.stage(batch_);
+    d.backend().replay_graph(graphs_[size_t(bucket)][size_t(r)]);  // forward (+ argmax on rank 0)
+  });
   return decoder_.logits_buffer();
+}
+
+Tensor Runner::forward_all(const ForwardBatch& batch) {
+  Tensor logits;
+  ranks_.run([&](int r) {
+    Tensor l = decoders_[size_t(r)]->forward(batch);
+    if (r == 0) logits = l;
+  });
+  return logits;
 }
 
 StepResult Runner::select(const StepPlan& plan, const std::vector<SequenceSampler*>& samplers,

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "engine/rank_group.h"
 #include "engine/scheduler.h"
 #include "lite_llama/engine.h"
 #include "model/decoder.h"
@@ -44,8 +45,9 @@ struct StepResult {
 class Runner {
  public:
   // `ctx`: tokens per sequence at most; `sample_limit`: logits columns past it are embedding
-  // padding and never picked.
-  Runner(Decoder& decoder, int ctx, int sample_limit);
+  // padding and never picked. `decoders[r]` is tensor-parallel rank r's (one: no parallelism);
+  // `ranks` runs them together. Rank 0's logits are the model's, and it samples.
+  Runner(std::vector<Decoder*> decoders, RankGroup& ranks, int ctx, int sample_limit);
 
   // Captures the decode graphs (forward + argmax) where the backend has graphs.
   void capture_graphs();
@@ -53,6 +55,8 @@ class Runner {
   // Profiled steps run eagerly: the backend's per-op timing does not see into a graph.
   void set_profiling(bool on) { profiling_ = on; }
   int sample_limit() const { return sample_limit_; }
+  // One eager forward of `batch` on every rank (scoring): rank 0's logits.
+  Tensor forward_all(const ForwardBatch& batch);
 
   // Runs the planned tokens through the decoder and picks the next token of every row with
   // `sample`; `samplers` holds those rows' request samplers (parameters, seed, penalties, RNG),
@@ -78,12 +82,22 @@ class Runner {
                         const Tensor& logits, int n, const StepConstraints* constraints);
   int graph_bucket(int num_seqs) const;
 
+  // A prefix taken from the prefix cache: request-table entries written before the step.
+  struct TableWrite {
+    int32_t row, start;
+    const int32_t* slots;
+    int n;
+  };
+  std::vector<Decoder*> decoders_;
+  RankGroup& ranks_;
+  std::vector<TableWrite> table_writes_;
   Decoder& decoder_;
   ops::Backend& backend_;
   int ctx_, max_seqs_, sample_limit_;
   int64_t vocab_;
   ForwardBatch batch_;
-  std::vector<int> graph_sizes_, graphs_;
+  std::vector<int> graph_sizes_;
+  std::vector<std::vector<int>> graphs_;  // [bucket][rank]
   bool profiling_ = false;
   bool constrained_on_device_ = false;
   std::vector<float> host_logits_;

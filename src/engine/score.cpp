@@ -64,7 +64,7 @@ std::vector<ScoreResult> score_sequences(ScoreContext& c, const std::vector<std:
                seqs[i].size(), c.pool.num_free());
     }
     auto run = [&](const std::vector<std::pair<int, int>>& where) {  // (seq, pos) per logit row
-      Tensor logits = c.decoder.forward(b);
+      Tensor logits = c.forward(b);
       c.decoder.backend().copy_to_host(host.data(), logits.data, size_t(where.size()) * size_t(V) * 4);
       for (size_t r = 0; r < where.size(); ++r)
         take_row(host.data() + r * size_t(V), V, c.vocab_limit, where[r].first, where[r].second, seqs,

@@ -1,5 +1,6 @@
 // Teacher-forced scoring on the decoder directly (no scheduler): the engine's score().
 #pragma once
+#include <functional>
 #include <vector>
 
 #include "kv/kv_pool.h"
@@ -9,7 +10,8 @@
 namespace lite_llama {
 
 struct ScoreContext {
-  Decoder& decoder;
+  Decoder& decoder;  // rank 0's: the config, the backend the logits are read from
+  std::function<Tensor(const ForwardBatch&)> forward;  // one forward on every rank
   kv::KvPool& pool;
   kv::ReqRows& rows;
   int max_tokens;   // per forward step

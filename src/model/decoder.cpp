@@ -9,9 +9,13 @@
 namespace lite_llama {
 
 Decoder::Decoder(const ModelConfig& cfg, Weights weights, ops::Backend& backend, int max_tokens,
-                 int max_seqs, int max_ctx)
-    : cfg_(cfg), w_(std::move(weights)), be_(backend), max_ctx_(max_ctx), max_tokens_(max_tokens),
+                 int max_seqs, int max_ctx, TpShard shard)
+    : cfg_(cfg), shard_(shard), w_(std::move(weights)), be_(backend), max_ctx_(max_ctx), max_tokens_(max_tokens),
       max_seqs_(max_seqs) {
+  LL_CHECK(shard.size == backend.tp_size() && shard.rank == backend.tp_rank(),
+           "decoder: rank {} of {} on a backend of rank {} of {}", shard.rank, shard.size, backend.tp_rank(),
+           backend.tp_size());
+  vocab_rows_ = shard.active() ? vocab_shard_rows(cfg.vocab_size, shard.size) : cfg.vocab_size;
   LL_CHECK(max_tokens >= 1 && max_seqs >= 1 && max_seqs <= max_tokens,
            "decoder needs 1 <= max_seqs ({}) <= max_tokens ({})", max_seqs, max_tokens);
   const int64_t H = cfg.hidden_size, F = dense_ffn(cfg), D = cfg.head_dim;
@@ -53,6 +57,10 @@ Decoder::Decoder(const ModelConfig& cfg, Weights weights, ops::Backend& backend,
     moe_ = be_.alloc(moe_ws_offset_ + be_.moe_workspace_bytes(max_tokens, int(cfg.num_experts_per_tok), *ex));
   }
   logits_ = be_.alloc(B * size_t(cfg.vocab_size) * sizeof(float));
+  if (shard.active()) {
+    lm_local_ = be_.alloc(B * size_t(vocab_rows_ + 1) * sizeof(float));
+    gather_ws_ = be_.alloc(be_.all_gather_workspace_bytes(lm_local(int(B))));
+  }
 
   size_t m = 0;
   auto take_i = [&](size_t n) {
@@ -115,6 +123,10 @@ Tensor Decoder::resid(size_t offset, int64_t rows, int64_t cols) const {
   return Tensor(resid_.as<uint8_t>() + offset * es, be_.residual_dtype(), {rows, cols}, be_.device());
 }
 
+Tensor Decoder::lm_local(int rows) const {
+  return Tensor(lm_local_.data(), DType::F32, {int64_t(rows), vocab_rows_ + 1}, be_.device());
+}
+
 Tensor Decoder::logits_buffer() const {
   return Tensor(logits_.data(), DType::F32, {int64_t(max_seqs_), cfg_.vocab_size}, be_.device());
 }
@@ -153,6 +165,14 @@ StepShape Decoder::stage(const ForwardBatch& b) {
   put(m_ids_, b.t_token_ids), put(m_pos_, b.t_positions), put(m_slots_, b.t_slots);
   put(m_treq_, b.t_req_idx), put(m_qstart_, b.b_q_start), put(m_qlen_, b.b_q_len);
   put(m_seqlen_, b.b_seq_len), put(m_breq_, b.b_req_idx), put(m_rows_, b.logit_rows);
+  if (shard_.active()) {
+    // The embedding shard's rows: another rank's token reads the zero row at vocab_rows_.
+    const int64_t v0 = int64_t(shard_.rank) * vocab_rows_;
+    for (int t = 0; t < s.num_tokens; ++t) {
+      const int64_t id = int64_t(h[m_ids_ + size_t(t)]) - v0;
+      h[m_ids_ + size_t(t)] = int32_t(id >= 0 && id < vocab_rows_ ? id : vocab_rows_);
+    }
+  }
   be_.copy_to_device(meta_.data(), h, meta_host_.size() * sizeof(int32_t));
   return s;
 }
@@ -207,6 +227,7 @@ Tensor Decoder::run(const StepShape& s) {
   be_.write_slot_table(kv_->req_to_slot(), kv_->req_stride(), md + m_treq_, md + m_pos_,
                        md + m_slots_, s.num_tokens);
   be_.embedding(w_.embed, md + m_ids_, s.num_tokens, x);
+  if (shard_.active()) be_.all_reduce(x);  // one real row and zeros from the other ranks
   const float scale = 1.0f / std::sqrt(float(D));
   for (int l = 0; l < int(cfg_.num_layers); ++l) {
     const LayerWeights& lw = w_.layers[size_t(l)];
@@ -245,7 +266,14 @@ Tensor Decoder::run(const StepShape& s) {
   be_.gather_rows(x, md + m_rows_, n, xl);
   be_.gather_rows(down, md + m_rows_, n, dl);
   be_.add_rms_norm(xl, dl, w_.final_norm, eps, hl);
-  be_.linear(hl, w_.lm_head, logits);
+  if (!shard_.active()) {
+    be_.linear(hl, w_.lm_head, logits);
+    return logits;
+  }
+  // Vocab-parallel LM head: each rank's columns, then gathered into the whole row on every rank.
+  Tensor local = lm_local(n);
+  be_.linear(hl, w_.lm_head, local);
+  be_.all_gather_cols(local, vocab_rows_, logits, gather_ws_.data());
   return logits;
 }
 

@@ -6,6 +6,7 @@
 #include "model/forward_batch.h"
 #include "model/kv_cache.h"
 #include "model/model_config.h"
+#include "model/tp_shard.h"
 #include "model/weights.h"
 #include "ops/ops.h"
 
@@ -24,8 +25,10 @@ struct StepShape {
 class Decoder {
  public:
   // Buffers for steps of up to max_tokens tokens / max_seqs sequences and positions < max_ctx.
+  // Under tensor parallelism `cfg` is the rank's (shard_config) and `weights` its shard; every
+  // rank runs the same calls, and the logits of rank 0 hold the whole vocabulary.
   Decoder(const ModelConfig& cfg, Weights weights, ops::Backend& backend, int max_tokens,
-          int max_seqs, int max_ctx);
+          int max_seqs, int max_ctx, TpShard shard = {});
   // The KV pool is sized from the memory left after the decoder's buffers, so it comes later.
   void set_kv_cache(KvCache* kv) { kv_ = kv; }
   const KvCache* kv_cache() const { return kv_; }
@@ -42,6 +45,7 @@ class Decoder {
   void write_table(int32_t req_row, int32_t start_pos, const int32_t* slots, int n);
 
   const ModelConfig& config() const { return cfg_; }
+  TpShard shard() const { return shard_; }
   const Weights& weights() const { return w_; }
   ops::Backend& backend() { return be_; }
   int max_tokens() const { return max_tokens_; }
@@ -52,7 +56,7 @@ class Decoder {
   static int64_t step_bytes_per_token(const ModelConfig& cfg, int64_t act_bytes, int64_t resid_bytes);
   size_t activation_bytes() const {
     return act_.size() + resid_.size() + meta_.size() + table_meta_.size() + logits_.size() + attn_ws_.size() +
-           moe_.size();
+           moe_.size() + lm_local_.size() + gather_ws_.size();
   }
   // The staged step's logits buffer ([max_seqs, V] F32 on the device).
   Tensor logits_buffer() const;
@@ -60,10 +64,13 @@ class Decoder {
  private:
   Tensor act(size_t offset, int64_t rows, int64_t cols) const;
   Tensor resid(size_t offset, int64_t rows, int64_t cols) const;
+  Tensor lm_local(int rows) const;
   // The dense MLP's intermediate size, 0 when every layer is sparse (no gate_up buffers).
   static int64_t dense_ffn(const ModelConfig& cfg);
 
   ModelConfig cfg_;
+  TpShard shard_;
+  int64_t vocab_rows_ = 0;  // the vocabulary shard's rows (the whole vocabulary on one rank)
   Weights w_;
   ops::Backend& be_;
   KvCache* kv_ = nullptr;
@@ -71,6 +78,7 @@ class Decoder {
   int max_tokens_, max_seqs_;
   ops::RopeTable rope_;
   Buffer act_, resid_, meta_, logits_, attn_ws_;
+  Buffer lm_local_, gather_ws_;  // tensor parallelism: this rank's logits [max_seqs, vocab_rows_ + 1]
   Buffer moe_;  // MoE routes: experts [T, k] int32, weights [T, k] f32, then the experts' workspace
   size_t moe_ws_offset_ = 0;
   std::vector<int32_t> meta_host_;

@@ -9,6 +9,7 @@
 #include "io/gguf.h"
 #include "io/safetensors.h"
 #include "model/hf_quant.h"
+#include "model/tp_shard.h"
 
 #include <random>
 
@@ -181,10 +182,11 @@ class DummySource final : public WeightSource {
 
 class Loader {
  public:
-  Loader(const ModelConfig& c, const WeightSource& s, ops::Backend& b, Weights& w)
-      : cfg_(c), src_(s), be_(b), w_(w) {}
+  Loader(const ModelConfig& c, const WeightSource& s, ops::Backend& b, Weights& w, TpShard shard)
+      : cfg_(c), src_(s), be_(b), w_(w), shard_(shard) {}
 
-  const Tensor& get(WeightRole r, int l, int64_t rows, int64_t cols) {
+  // The tensor's full shape is checked; the result is this rank's shard of it.
+  Tensor get(WeightRole r, int l, int64_t rows, int64_t cols) {
     const Tensor* t = src_.find(r, l);
     LL_CHECK(t != nullptr, "{}: missing tensor '{}'", src_.path(), src_.tensor_name(r, l));
     bool ok = (cols == 0 && t->ndim == 1 && t->shape[0] == rows) ||
@@ -192,7 +194,7 @@ class Loader {
     LL_CHECK(ok, "{}: tensor '{}' has shape {}, expected [{}{}]", src_.path(),
              src_.tensor_name(r, l), t->shape_str(), rows, cols ? fmt::format(", {}", cols) : "");
     check_type(*t, src_.tensor_name(r, l));
-    return *t;
+    return shard_weight(cfg_, shard_, r, *t, src_.tensor_name(r, l), w_.keep);
   }
 
   // Checked here, where the tensor's name is known: the backends would only name the type.
@@ -246,19 +248,23 @@ class Loader {
     w_.keep.push_back(std::move(buf));
     return be_.upload(host, w_.keep);
   }
-  Tensor norm(WeightRole r, int l, int64_t n) { return vector_f32({&get(r, l, n, 0)}); }
+  Tensor norm(WeightRole r, int l, int64_t n) {
+    const Tensor t = get(r, l, n, 0);
+    return vector_f32({&t});
+  }
 
   // Dummy 2-D weights (data == nullptr) are generated on the backend's device.
-  Tensor random(int64_t rows, int64_t cols, bool embedding = false) {
-    const float scale = 1.0f / std::sqrt(float(cols));  // keeps activations O(1) layer to layer
+  // `fan_in`: the whole product's inner size where this is a row-parallel shard of it.
+  Tensor random(int64_t rows, int64_t cols, bool embedding = false, int64_t fan_in = 0) {
+    const float scale = 1.0f / std::sqrt(float(fan_in ? fan_in : cols));  // keeps activations O(1) layer to layer
     return be_.random_weight(rows, cols, 0x9e3779b97f4a7c15ull * ++random_count_, scale, w_.keep, embedding);
   }
 
-  ops::Linear linear(std::initializer_list<const Tensor*> parts, Tensor bias) {
+  ops::Linear linear(std::initializer_list<const Tensor*> parts, Tensor bias, int64_t fan_in = 0) {
     if ((*parts.begin())->data == nullptr) {
       ops::Linear lin;
       for (const Tensor* p : parts) lin.out_features += p->rows(), lin.in_features = p->cols();
-      lin.parts = {random(lin.out_features, lin.in_features)};
+      lin.parts = {random(lin.out_features, lin.in_features, false, fan_in)};
       if (bias.data) lin.bias = be_.prepare_bias(bias, w_.keep);  // prepare_linear's conversion
       return lin;
     }
@@ -275,16 +281,18 @@ class Loader {
   void load() {
     const int64_t H = cfg_.hidden_size, V = cfg_.vocab_size, F = cfg_.intermediate_size;
     const int64_t D = cfg_.head_dim, Hq = cfg_.num_heads, Hkv = cfg_.num_kv_heads;
-    const Tensor& emb = get(WeightRole::Embed, -1, V, H);
-    w_.embed = emb.data ? be_.prepare_weight(emb, w_.keep) : random(V, H, true);
+    const Tensor emb = get(WeightRole::Embed, -1, V, H);
+    w_.embed = emb.data ? be_.prepare_weight(emb, w_.keep) : random(emb.rows(), H, true);
+    if (shard_.active() && !emb.data) zero_last_row(w_.embed);
     w_.final_norm = norm(WeightRole::FinalNorm, -1, H);
     if (cfg_.tie_word_embeddings) {
       // Reuse the prepared embedding: a tied head costs no second copy on any device.
       w_.lm_head.parts = {w_.embed};
       w_.lm_head.in_features = H;
-      w_.lm_head.out_features = V;
+      w_.lm_head.out_features = w_.embed.rows();
     } else {
-      w_.lm_head = linear({&get(WeightRole::LmHead, -1, V, H)}, Tensor());
+      const Tensor head = get(WeightRole::LmHead, -1, V, H);
+      w_.lm_head = linear({&head}, Tensor());
     }
     for (int l = 0; l < int(cfg_.num_layers); ++l) {
       LayerWeights lw;
@@ -295,20 +303,25 @@ class Loader {
         lw.k_norm = norm(WeightRole::KNorm, l, D);
       }
       Tensor bias;
-      if (cfg_.qkv_bias)
-        bias = vector_f32({&get(WeightRole::QBias, l, Hq * D, 0), &get(WeightRole::KBias, l, Hkv * D, 0),
-                           &get(WeightRole::VBias, l, Hkv * D, 0)});
-      lw.qkv = linear({&get(WeightRole::Q, l, Hq * D, H), &get(WeightRole::K, l, Hkv * D, H),
-                       &get(WeightRole::V, l, Hkv * D, H)},
-                      bias);
-      lw.o = linear({&get(WeightRole::O, l, H, Hq * D)}, Tensor());
+      if (cfg_.qkv_bias) {
+        const Tensor qb = get(WeightRole::QBias, l, Hq * D, 0), kb = get(WeightRole::KBias, l, Hkv * D, 0),
+                     vb = get(WeightRole::VBias, l, Hkv * D, 0);
+        bias = vector_f32({&qb, &kb, &vb});
+      }
+      const Tensor q = get(WeightRole::Q, l, Hq * D, H), k = get(WeightRole::K, l, Hkv * D, H),
+                   v = get(WeightRole::V, l, Hkv * D, H), o = get(WeightRole::O, l, H, Hq * D);
+      lw.qkv = linear({&q, &k, &v}, bias);
+      lw.o = linear({&o}, Tensor(), Hq * D);
       if (cfg_.is_moe_layer(l)) {
         lw.moe = true;
-        lw.router = linear({&get(WeightRole::Router, l, cfg_.num_experts, H)}, Tensor());
+        const Tensor router = get(WeightRole::Router, l, cfg_.num_experts, H);
+        lw.router = linear({&router}, Tensor());
         lw.experts = experts(l);
       } else {
-        lw.gate_up = linear({&get(WeightRole::Gate, l, F, H), &get(WeightRole::Up, l, F, H)}, Tensor());
-        lw.down = linear({&get(WeightRole::Down, l, H, F)}, Tensor());
+        const Tensor gate = get(WeightRole::Gate, l, F, H), up = get(WeightRole::Up, l, F, H),
+                     down = get(WeightRole::Down, l, H, F);
+        lw.gate_up = linear({&gate, &up}, Tensor());
+        lw.down = linear({&down}, Tensor(), F);
       }
       w_.layers.push_back(std::move(lw));
     }
@@ -319,7 +332,15 @@ class Loader {
   const WeightSource& src_;
   ops::Backend& be_;
   Weights& w_;
+  TpShard shard_;
   uint64_t random_count_ = 0;
+
+  // A dummy vocabulary shard's last row is the zero row other ranks' token ids read (tp_shard.h).
+  void zero_last_row(const Tensor& t) {
+    std::vector<uint8_t> zeros(t.row_nbytes(), 0);
+    be_.copy_to_device(t.row(t.rows() - 1), zeros.data(), zeros.size());
+    be_.synchronize();
+  }
 };
 
 }  // namespace
@@ -337,9 +358,9 @@ std::unique_ptr<WeightSource> dummy_weight_source(const ModelConfig& cfg, uint64
   return std::make_unique<DummySource>(cfg, seed);
 }
 
-Weights load_weights(const ModelConfig& cfg, const WeightSource& src, ops::Backend& backend) {
+Weights load_weights(const ModelConfig& cfg, const WeightSource& src, ops::Backend& backend, TpShard shard) {
   Weights w;
-  Loader(cfg, src, backend, w).load();
+  Loader(cfg, src, backend, w, shard).load();
   if (backend.device() == Device::CPU) {
     // CPU weights stay in the mapping: count the bytes the model reads per token.
     auto add = [&](const Tensor& t) { w.device_bytes += t.data ? t.nbytes() : 0; };

@@ -8,6 +8,7 @@
 
 #include "model/arch.h"
 #include "model/model_config.h"
+#include "model/tp_shard.h"
 #include "ops/ops.h"
 
 namespace lite_llama {
@@ -63,8 +64,9 @@ struct Weights {
   size_t device_bytes = 0;     // weight memory on the backend's device
 };
 
-// Checks every tensor's presence and shape against the config; errors name file and tensor.
-Weights load_weights(const ModelConfig& cfg, const WeightSource& src, ops::Backend& backend);
+// Checks every tensor's presence and shape against the (whole) config; errors name file and
+// tensor. Under tensor parallelism only the shard's part of each tensor goes to the backend.
+Weights load_weights(const ModelConfig& cfg, const WeightSource& src, ops::Backend& backend, TpShard shard = {});
 
 // Total parameter count implied by the config (embeddings counted once when tied).
 int64_t count_parameters(const ModelConfig& cfg);

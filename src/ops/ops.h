@@ -169,8 +169,20 @@ class Backend {
                                 const std::vector<LogitBias>& bias) {
     return false;
   }
-  // Sum across tensor-parallel ranks; a no-op on one device.
+  // Tensor parallelism: this backend is rank tp_rank() of tp_size(), each rank holding a shard of
+  // the weights. Collectives are enqueued in step order like any op and pair up with the same
+  // call on every other rank (each rank runs on a thread of its own). One rank: no-ops.
+  virtual int tp_rank() const { return 0; }
+  virtual int tp_size() const { return 1; }
+  // x = the sum over the ranks of x, in place (F32 or act dtype).
   virtual void all_reduce(Tensor x) {}
+  // The vocab-parallel LM head's logits: out[i, r * cols + j] = rank r's local[i, j] for j < cols,
+  // cut at out.cols() (F32; local [rows, >= cols] of the same shape on every rank). `workspace`
+  // holds all_gather_workspace_bytes(local) bytes.
+  virtual size_t all_gather_workspace_bytes(const Tensor& local) const { return 0; }
+  virtual void all_gather_cols(const Tensor& local, int64_t cols, Tensor out, void* workspace) {}
+  // The calling thread works for this backend from here on (CUDA: makes its device current).
+  virtual void bind_thread() {}
 
   // Scratch the attention op needs for a step of up to max_seqs sequences (AttnMeta::workspace).
   virtual size_t attention_workspace_bytes(int max_seqs, int num_heads, int head_dim) const {

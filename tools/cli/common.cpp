@@ -36,6 +36,9 @@ void add_model_options(CLI::App* app, ModelArgs& a, bool engine_sizing) {
     app->add_option("--gpu-memory-utilization", a.engine.gpu_memory_utilization,
                     "fraction of free GPU memory to use")
         ->check(CLI::Range(0.05f, 1.0f));
+    app->add_option("--tp", a.engine.tp,
+                    "tensor parallelism: split each layer over N GPUs (devices 0..N-1, NCCL), or N CPU ranks")
+        ->check(CLI::Range(1, 64));
     app->add_flag("!--no-cuda-graph", a.engine.cuda_graph, "run decode without CUDA graphs");
     app->add_flag("!--no-prefix-cache", a.engine.prefix_cache,
                   "compute every prompt in full (no reuse of cached prefixes)");

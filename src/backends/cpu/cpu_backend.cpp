@@ -42,11 +42,26 @@ void norm_heads(float* x, int heads, int d, const float* w, float eps) {
 
 class CpuBackend final : public ops::Backend {
  public:
-  CpuBackend(int threads, const CpuTuning& tuning)
+  CpuBackend(int threads, const CpuTuning& tuning, std::shared_ptr<CpuTpGroup> group, int rank)
       : q8_activations_(tuning.q8_activations),
         kv_f16_(tuning.kv_f16),
         k_(kernels_for(choose_cpu_isa(tuning.isa))),
-        pool_(threads) {}
+        pool_(threads),
+        tp_(std::move(group)),
+        rank_(rank) {}
+
+  int tp_rank() const override { return rank_; }
+  int tp_size() const override { return tp_ ? tp_->size() : 1; }
+  void all_reduce(Tensor x) override {
+    if (!tp_) return;
+    check_f32(x, "all_reduce");
+    tp_->all_reduce(rank_, x.ptr<float>(), x.numel());
+  }
+  void all_gather_cols(const Tensor& local, int64_t cols, Tensor out, void*) override {
+    if (!tp_) return;
+    check_f32(local, "all_gather_cols"), check_f32(out, "all_gather_cols");
+    tp_->all_gather_cols(rank_, local.ptr<float>(), local.cols(), cols, out.ptr<float>(), out.rows(), out.cols());
+  }
 
   Device device() const override { return Device::CPU; }
   DType act_dtype() const override { return DType::F32; }
@@ -293,14 +308,17 @@ class CpuBackend final : public ops::Backend {
   const bool kv_f16_;
   const Kernels& k_;
   ThreadPool pool_;
+  std::shared_ptr<CpuTpGroup> tp_;
+  int rank_ = 0;
   std::vector<BlockQ8_1> q8_;
   AttnScratch attn_;
 };
 
 }  // namespace
 
-std::unique_ptr<ops::Backend> make_cpu_backend(int num_threads, const CpuTuning& tuning) {
-  return std::make_unique<CpuBackend>(num_threads, tuning);
+std::unique_ptr<ops::Backend> make_cpu_backend(int num_threads, const CpuTuning& tuning,
+                                               std::shared_ptr<CpuTpGroup> group, int rank) {
+  return std::make_unique<CpuBackend>(num_threads, tuning, std::move(group), rank);
 }
 
 }  // namespace lite_llama::cpu

@@ -13,6 +13,7 @@
 #include "backends/cuda/graphs.h"
 #include "backends/cuda/launchers.h"
 #include "backends/cuda/linear.h"
+#include "backends/cuda/nccl_comm.h"
 #include "backends/cuda/profiler.h"
 #include "backends/cuda/weight_prep.h"
 #include "core/gq.h"
@@ -27,8 +28,9 @@ GqArgs table_gq_args(const Tensor& w) {
 
 class CudaBackend final : public ops::Backend {
  public:
-  explicit CudaBackend(const BackendOptions& o)
-      : tuning_(o.cuda),
+  explicit CudaBackend(const BackendOptions& o, std::shared_ptr<NcclComm> comm = nullptr)
+      : comm_(std::move(comm)),
+        tuning_(o.cuda),
         dev_(o.dtype == ActType::FP16 ? Act::F16 : Act::BF16),
         linear_(dev_, o.cuda),
         weights_(dev_, linear_, o.quantize),
@@ -214,6 +216,33 @@ class CudaBackend final : public ops::Backend {
     return sampler_.constrain(logits, rows, masks, words, bias);
   }
 
+  int tp_rank() const override { return comm_ ? comm_->rank() : 0; }
+  int tp_size() const override { return comm_ ? comm_->size() : 1; }
+  void bind_thread() override { LL_CUDA(cudaSetDevice(dev_.index())); }
+  void all_reduce(Tensor x) override {
+    if (!comm_) return;
+    linear_.forget_xq();
+    ProfileScope ps(prof_, "all-reduce", stream());
+    comm_->all_reduce(x.data, size_t(x.numel()), x.dtype, stream());
+  }
+  size_t all_gather_workspace_bytes(const Tensor& local) const override {
+    return comm_ ? size_t(local.numel()) * sizeof(float) * size_t(comm_->size()) : 0;
+  }
+  void all_gather_cols(const Tensor& local, int64_t cols, Tensor out, void* ws) override {
+    if (!comm_) return;
+    ProfileScope ps(prof_, "all-gather", stream());
+    const size_t n = size_t(local.numel());
+    comm_->all_gather(local.data, ws, n, stream());
+    // Rank-major [size][rows][ld] -> each rank's columns of the whole rows.
+    const size_t ld = size_t(local.cols()) * sizeof(float), pitch = size_t(out.cols()) * sizeof(float);
+    for (int r = 0; r < comm_->size(); ++r) {
+      const int64_t c0 = int64_t(r) * cols, w = std::min(cols, out.cols() - c0);
+      if (w <= 0 || out.rows() == 0) continue;
+      LL_CUDA(cudaMemcpy2DAsync(out.ptr<float>() + c0, pitch, static_cast<float*>(ws) + size_t(r) * n, ld,
+                                size_t(w) * sizeof(float), size_t(out.rows()), cudaMemcpyDeviceToDevice, stream()));
+    }
+  }
+
   bool supports_graphs() const override { return true; }
   int capture_graph(const std::function<void()>& fn) override { return graphs_.capture(fn); }
   void replay_graph(int id) override { graphs_.replay(id); }
@@ -223,6 +252,7 @@ class CudaBackend final : public ops::Backend {
   cudaStream_t stream() const { return dev_.stream(); }
   int split_keys() const { return std::max(0, tuning_.decode_split_keys); }
 
+  std::shared_ptr<NcclComm> comm_;  // tensor parallelism (null: one device)
   const CudaTuning tuning_;
   CudaDevice dev_;
   CudaLinear linear_;
@@ -246,6 +276,19 @@ int device_count() {
 
 std::unique_ptr<ops::Backend> make_cuda_backend(const BackendOptions& opts) {
   return std::make_unique<CudaBackend>(opts);
+}
+
+std::vector<std::unique_ptr<ops::Backend>> make_cuda_tp_backends(const BackendOptions& opts, int tp) {
+  std::vector<std::shared_ptr<NcclComm>> comms = NcclComm::create_all(tp);
+  int prev = 0;
+  LL_CUDA(cudaGetDevice(&prev));
+  std::vector<std::unique_ptr<ops::Backend>> out;
+  for (int r = 0; r < tp; ++r) {
+    LL_CUDA(cudaSetDevice(r));  // the backend's stream and handles belong to device r
+    out.push_back(std::make_unique<CudaBackend>(opts, comms[size_t(r)]));
+  }
+  LL_CUDA(cudaSetDevice(prev));
+  return out;
 }
 
 }  // namespace lite_llama::cuda
