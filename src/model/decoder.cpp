@@ -58,7 +58,7 @@ Decoder::Decoder(const ModelConfig& cfg, Weights weights, ops::Backend& backend,
   }
   logits_ = be_.alloc(B * size_t(cfg.vocab_size) * sizeof(float));
   if (shard.active()) {
-    lm_local_ = be_.alloc(B * size_t(vocab_rows_ + 1) * sizeof(float));
+    lm_local_ = be_.alloc(B * size_t(vocab_table_rows(cfg.vocab_size, shard.size)) * sizeof(float));
     gather_ws_ = be_.alloc(be_.all_gather_workspace_bytes(lm_local(int(B))));
   }
 
@@ -124,7 +124,8 @@ Tensor Decoder::resid(size_t offset, int64_t rows, int64_t cols) const {
 }
 
 Tensor Decoder::lm_local(int rows) const {
-  return Tensor(lm_local_.data(), DType::F32, {int64_t(rows), vocab_rows_ + 1}, be_.device());
+  return Tensor(lm_local_.data(), DType::F32, {int64_t(rows), vocab_table_rows(cfg_.vocab_size, shard_.size)},
+                be_.device());
 }
 
 Tensor Decoder::logits_buffer() const {

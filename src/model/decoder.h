@@ -78,7 +78,7 @@ class Decoder {
   int max_tokens_, max_seqs_;
   ops::RopeTable rope_;
   Buffer act_, resid_, meta_, logits_, attn_ws_;
-  Buffer lm_local_, gather_ws_;  // tensor parallelism: this rank's logits [max_seqs, vocab_rows_ + 1]
+  Buffer lm_local_, gather_ws_;  // tensor parallelism: this rank's logits [max_seqs, vocab table rows]
   Buffer moe_;  // MoE routes: experts [T, k] int32, weights [T, k] f32, then the experts' workspace
   size_t moe_ws_offset_ = 0;
   std::vector<int32_t> meta_host_;

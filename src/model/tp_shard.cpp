@@ -37,12 +37,12 @@ Tensor take_cols(const Tensor& t, int64_t c0, int64_t n, const std::string& name
   return v;
 }
 
-// The rank's vocabulary rows plus the zero row (padded with zeros where V is not a multiple).
-Tensor take_vocab(const Tensor& t, int64_t v0, int64_t rows, std::vector<Buffer>& keep) {
-  Tensor v(nullptr, t.dtype, {rows + 1, t.cols()}, t.device);
+// The rank's vocabulary rows, then zero rows up to `table` (also where V is not a multiple).
+Tensor take_vocab(const Tensor& t, int64_t v0, int64_t rows, int64_t table, std::vector<Buffer>& keep) {
+  Tensor v(nullptr, t.dtype, {table, t.cols()}, t.device);
   if (!t.data) return v;
   const int64_t have = std::max<int64_t>(0, std::min(rows, t.rows() - v0));
-  Buffer b = host_buffer(size_t(rows + 1) * t.row_nbytes());
+  Buffer b = host_buffer(size_t(table) * t.row_nbytes());
   std::memset(b.data(), 0, b.size());
   if (have > 0) std::memcpy(b.data(), t.row(v0), size_t(have) * t.row_nbytes());
   v.data = b.data();
@@ -77,6 +77,7 @@ ModelConfig shard_config(const ModelConfig& c, TpShard s) {
 }
 
 int64_t vocab_shard_rows(int64_t vocab, int n) { return (vocab + n - 1) / n; }
+int64_t vocab_table_rows(int64_t vocab, int n) { return (vocab_shard_rows(vocab, n) + 1 + 63) / 64 * 64; }
 
 Tensor shard_weight(const ModelConfig& c, TpShard s, WeightRole role, const Tensor& t, const std::string& name,
                     std::vector<Buffer>& keep) {
@@ -100,7 +101,7 @@ Tensor shard_weight(const ModelConfig& c, TpShard s, WeightRole role, const Tens
     case WeightRole::Embed:
     case WeightRole::LmHead: {
       const int64_t rows = vocab_shard_rows(c.vocab_size, s.size);
-      return take_vocab(t, s.rank * rows, rows, keep);
+      return take_vocab(t, s.rank * rows, rows, vocab_table_rows(c.vocab_size, s.size), keep);
     }
     default: return t;  // norms are replicated
   }

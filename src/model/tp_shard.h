@@ -23,10 +23,12 @@ void check_tp(const ModelConfig& cfg, int n);
 // The shapes one rank computes: its query heads, KV heads and MLP columns; vocab_size stays the
 // whole vocabulary (token ids and the gathered logits use it).
 ModelConfig shard_config(const ModelConfig& cfg, TpShard s);
-// Vocabulary rows of each rank's embedding / LM head shard: ceil(V / n). The shard holds one more
-// row, all zeros: token ids of other ranks' rows are looked up there, so the all-reduce of the
-// embedding sums one real row and zeros.
+// Vocabulary rows of each rank's embedding / LM head shard: ceil(V / n). The shard's table has
+// zero rows after them (vocab_table_rows in all, a multiple of 64 so that the local logits keep
+// aligned rows for cuBLASLt): token ids of other ranks' rows are looked up in the first, so the
+// all-reduce of the embedding sums one real row and zeros.
 int64_t vocab_shard_rows(int64_t vocab, int n);
+int64_t vocab_table_rows(int64_t vocab, int n);
 
 // The rank's part of a full (host, or data == nullptr for dummy) weight of `role`, whose full
 // shape the caller has checked. Row splits are views; column splits and the vocabulary's zero row

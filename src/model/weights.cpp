@@ -283,7 +283,7 @@ class Loader {
     const int64_t D = cfg_.head_dim, Hq = cfg_.num_heads, Hkv = cfg_.num_kv_heads;
     const Tensor emb = get(WeightRole::Embed, -1, V, H);
     w_.embed = emb.data ? be_.prepare_weight(emb, w_.keep) : random(emb.rows(), H, true);
-    if (shard_.active() && !emb.data) zero_last_row(w_.embed);
+    if (shard_.active() && !emb.data) zero_rows_from(w_.embed, vocab_shard_rows(cfg_.vocab_size, shard_.size));
     w_.final_norm = norm(WeightRole::FinalNorm, -1, H);
     if (cfg_.tie_word_embeddings) {
       // Reuse the prepared embedding: a tied head costs no second copy on any device.
@@ -335,10 +335,11 @@ class Loader {
   TpShard shard_;
   uint64_t random_count_ = 0;
 
-  // A dummy vocabulary shard's last row is the zero row other ranks' token ids read (tp_shard.h).
-  void zero_last_row(const Tensor& t) {
-    std::vector<uint8_t> zeros(t.row_nbytes(), 0);
-    be_.copy_to_device(t.row(t.rows() - 1), zeros.data(), zeros.size());
+  // A dummy vocabulary shard's rows past its own are the zero rows other ranks' token ids read
+  // (tp_shard.h).
+  void zero_rows_from(const Tensor& t, int64_t r0) {
+    std::vector<uint8_t> zeros(size_t(t.rows() - r0) * t.row_nbytes(), 0);
+    be_.copy_to_device(t.row(r0), zeros.data(), zeros.size());
     be_.synchronize();
   }
 };

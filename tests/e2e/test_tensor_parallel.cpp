@@ -147,6 +147,7 @@ TEST(TpShard, ShapesAndVocabularyRows) {
   EXPECT_EQ(l.intermediate_size, 3584);
   EXPECT_EQ(l.vocab_size, 128256);  // token ids and gathered logits stay whole
   EXPECT_EQ(vocab_shard_rows(128256, 4), 32064);
+  EXPECT_EQ(vocab_table_rows(128256, 4), 32128);  // + the zero row, to a multiple of 64
   EXPECT_EQ(vocab_shard_rows(1000, 3), 334);  // the last rank's shard is padded with zero rows
   c.num_kv_heads = 2;
   EXPECT_EQ(shard_config(c, {3, 8}).num_kv_heads, 1);  // replicated: 4 ranks share each KV head

@@ -14,7 +14,7 @@ As a control, HF's own bf16 forward is compared with its fp32 forward in the sam
 models of these depths are sensitive to rounding, and the control says how much agreement bf16
 arithmetic itself allows.
 
-usage: model_parity.py BUILD_BIN [OUT_JSON] [MODEL ...]
+usage: [PARITY_TP=2,4] model_parity.py BUILD_BIN [OUT_JSON] [MODEL ...]
 """
 import gc, json, os, subprocess, sys, tempfile, time
 
@@ -34,6 +34,12 @@ SETTINGS = [
     ("--dtype fp16", ["--dtype", "fp16"], {}),
     ("--dtype bf16, 16-bit residual", ["--dtype", "bf16"], {"LITE_LLAMA_FP32_RESIDUAL": "0"}),
 ]
+# PARITY_TP=2,4: tensor parallelism instead (issue 27): tp 1 and each listed size, bf16 and the
+# default, so that each tp's agreement with HF fp32 sits beside tp 1's.
+if os.environ.get("PARITY_TP"):
+    SETTINGS = [(f"tp {n}{name}", (["--tp", str(n)] if n > 1 else []) + flags, {})
+                for name, flags in (("", []), (", --dtype bf16", ["--dtype", "bf16"]))
+                for n in [1] + [int(t) for t in os.environ["PARITY_TP"].split(",")]]
 DECODE_TAIL = 16
 
 
