@@ -40,10 +40,11 @@ struct CudaTuning {
   int gq_mma_max_tokens = -1;
   // Quantised weights at decode: steps of up to gq_dp4a_max_tokens tokens (0-8) run a GEMV with
   // int8 activations and dp4a (llama.cpp's scheme: fast at one token, but its activation rounding
-  // moves logits by ~1 and greedy text off the fp32 reference's); gq_fp32 makes that GEMV keep
-  // 16-bit activations with fp32 math. Other steps keep 16-bit activations on the tensor-core
-  // GEMM (weights dequantised in registers), as prefill does. 4: where the 16-bit path measured
-  // slower on an H100 (0.73-0.92x at 1-4 tokens, 1.07x at 6-8; docs/benchmarks/gpu.md).
+  // moves logits by ~1 and greedy text off the fp32 reference's); gq_fp32 keeps 16-bit
+  // activations there too. Other steps of up to 8 tokens keep 16-bit activations on a GEMV that
+  // dequantises into tensor-core fragments (gemv_gq16), longer ones on the tensor-core GEMM, as
+  // prefill does. 4: where the 16-bit tensor-core GEMM measured slower on an H100 (0.73-0.92x at
+  // 1-4 tokens, 1.07x at 6-8; docs/benchmarks/gpu.md), before gemv_gq16.
   int gq_dp4a_max_tokens = 4;
   bool gq_fp32 = false;
   // FP8 W8A8 through cuBLASLt (compute capability 8.9+) for per-channel fp8 weights, from

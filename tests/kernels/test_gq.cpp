@@ -92,10 +92,10 @@ void run_prequantised(ops::Backend& gpu, ops::Backend& cpu, DType act, std::vect
 
 TEST_P(CudaGq, PrequantisedLayoutsGemvAndGemm) {
   // Row blocks already in a GQ layout (as the GPTQ / AWQ loaders produce) are uploaded as they are.
-  // Every decode path: the integer GEMV, the fp32 GEMV (CudaTuning::gq_fp32) and the tensor-core
-  // GEMM from one token (gq_dp4a_max_tokens = 0).
+  // Every decode path: the integer GEMV, the 16-bit GEMV (CudaTuning::gq_fp32; fp8: the fp32
+  // GEMV) and the 16-bit GEMV for every step of up to 8 tokens (gq_dp4a_max_tokens = 0).
   for (int path : {0, 1, 2}) {
-    SCOPED_TRACE(path == 0 ? "integer GEMV path" : path == 1 ? "fp32 GEMV path" : "tensor-core decode path");
+    SCOPED_TRACE(path == 0 ? "integer GEMV path" : path == 1 ? "16-bit GEMV path" : "16-bit decode path");
     CudaTuning t;
     t.gq_fp32 = path == 1;
     t.gq_dp4a_max_tokens = path == 2 ? 0 : 8;
@@ -139,6 +139,65 @@ void run_prequantised(ops::Backend& gpu_be, ops::Backend& cpu_be, DType act, std
     }
 }
 }  // namespace
+
+TEST_P(CudaGq, Gemv16BitActivations) {
+  // The 16-bit-activation decode GEMV (gemv_gq16: codes dequantised into tensor-core fragments)
+  // at 1-4 and 8 tokens, through both ways of selecting it (gq_fp32; no dp4a steps at all), on
+  // matrices whose rows are not a multiple of its 16-row groups, with and without bias, 16-bit
+  // and fp32 outputs. Bound: the 16-bit path's (one rounding of each weight and output).
+  std::mt19937 rng(307);
+  struct Shape {
+    int64_t K, N;
+  } shapes[] = {{2048, 1000}, {8192, 1000}, {2048, 5632}, {8192, 1544}};
+  for (int sel : {0, 1}) {
+    CudaTuning t;
+    t.gq_fp32 = sel == 0;
+    if (sel == 1) t.gq_dp4a_max_tokens = 0;
+    auto g = make_gpu(GetParam(), t);
+    int idx = 0;
+    for (DType wt : {DType::GQ4_G32, DType::GQ4_G128, DType::GQ4, DType::GQ8, DType::GQ8_G16})
+      for (const Shape& sh : shapes) {
+        if (idx++ % 2 != sel) continue;  // each (type, shape) once, alternating the selector
+        const bool with_bias = idx % 3 != 0;
+        const int64_t K = sh.K, N = sh.N;
+        SCOPED_TRACE(::testing::Message() << dtype_name(wt) << " K " << K << " N " << N << " bias " << with_bias
+                                          << (sel ? " dp4a off" : " gq_fp32"));
+        std::vector<uint8_t> rows = random_rows(rng, wt, N, K);
+        ops::Linear host;
+        host.in_features = K, host.out_features = N;
+        host.parts = {Tensor(rows.data(), wt, {N, K})};
+        std::vector<float> bias = rand_act(rng, size_t(N), act, 0.5f);
+        if (with_bias) {
+          host.bias = upload_f32(*g, bias, {N}, keep);
+          settle(*g);
+        }
+        const ops::Linear gl = g->prepare_linear(host, keep);
+        settle(*g);
+        ASSERT_EQ(gl.parts[0].dtype, wt);
+        std::vector<float> ref = dequant_all(wt, rows.data(), N, K);
+        ops::Linear cl;
+        cl.in_features = K, cl.out_features = N;
+        cl.parts = {Tensor(ref.data(), DType::F32, {N, K})};
+        if (with_bias) cl.bias = Tensor(bias.data(), DType::F32, {N});
+        for (int64_t T : {1, 2, 3, 4, 8}) {
+          SCOPED_TRACE(::testing::Message() << "T " << T);
+          std::vector<float> x = rand_act(rng, size_t(T * K), act);
+          std::vector<float> want(size_t(T * N), NAN);
+          cpu->linear(host_f32(x, {T, K}), cl, host_f32(want, {T, N}));
+          DevTensor dx = dev_from(*g, x, act, {T, K});
+          DevTensor out = dev_alloc(*g, act, {T, N});
+          poison(*g, out.t);
+          g->linear(dx.t, gl, out.t);
+          EXPECT_TRUE(close_rows(to_host(*g, out.t), want, size_t(N), act_tol(act), "token"));
+          DevTensor o32 = dev_alloc(*g, DType::F32, {T, N});
+          poison(*g, o32.t);
+          g->linear(dx.t, gl, o32.t);
+          EXPECT_TRUE(close_rows(to_host(*g, o32.t), want, size_t(N), act_tol(act), "token")) << "F32 output";
+        }
+        keep.clear();
+      }
+  }
+}
 
 TEST_P(CudaGq, EmbeddingRowsDequantised) {
   std::mt19937 rng(302);

@@ -31,10 +31,18 @@ constexpr size_t kGqXsOffset = size_t(kGqGemvMaxTokens) * kGqMaxK;  // xq [T, K]
 constexpr size_t kGqScratchBytes = size_t(kGqGemvMaxTokens) * kGqMaxK * 3 / 2;  // xq + (K / 32) x 16 B
 // out[t, n] = sum_k x[t, k] * dequant(w)[n, k] (+ bias[n]) for T <= kGqGemvMaxTokens. With
 // `scratch` (kGqScratchBytes), int8 / int4 weights take the integer path: x quantised to int8 per
-// block of 32, dp4a products; without it (and for fp8) the fp32 path.
+// block of 32, dp4a products; without it they keep 16-bit activations (gemv_gq16), and fp8
+// takes the CUDA-core fp32 path (gemv_gq_fp32).
 // x_ready: the scratch already holds x's int8 form (written by the producing norm / SwiGLU).
 cudaError_t gemv_gq(Act act, const GqArgs& q, const void* x, const void* w, const void* bias, void* out,
                     bool out_f32, int T, int N, int K, int ldo, void* scratch, bool x_ready, cudaStream_t s);
+// The same product with 16-bit activations for int8 / int4 weights (kernels/gq_gemv16.cu): the
+// codes dequantised in registers straight into tensor-core fragments, fp32 accumulation.
+cudaError_t gemv_gq16(Act act, const GqArgs& q, const void* x, const void* w, const void* bias, void* out,
+                      bool out_f32, int T, int N, int K, int ldo, cudaStream_t s);
+// The CUDA-core GEMV with fp32 math on 16-bit activations (every kind; fp8's decode path).
+cudaError_t gemv_gq_fp32(Act act, const GqArgs& q, const void* x, const void* w, const void* bias, void* out,
+                         bool out_f32, int T, int N, int K, int ldo, cudaStream_t s);
 // The same product for kGqGemvMaxTokens < T <= kGqMmaMaxTokens (and fp8 from 3 tokens) on tensor
 // cores, weights dequantised in registers (also decode steps above CudaTuning::gq_dp4a_max_tokens);
 // `ws` (ws_bytes) holds split-K fp32 partials.

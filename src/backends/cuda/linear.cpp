@@ -55,12 +55,15 @@ void CudaLinear::run_gq(const Tensor& x, const ops::Linear& w, Tensor out, int T
   const GqArgs q = gq_args(wt, pdl_);
   const Act act = dev_.act();
   cudaStream_t s = dev_.stream();
-  // fp8 has no integer path: its fp32 GEMV is math-bound from 3 tokens, where tiles win.
-  const bool gemv = q.kind == int(GqKind::Fp8) ? T <= 2 : T <= dp4a_max();
-  if (gemv) {
-    const bool ready = xq_of_ == x.data && xq_rows_ == T && xq_cols_ == K;
+  // int8 / int4 decode steps: the dp4a GEMV (int8 activations) up to dp4a_max() tokens unless
+  // gq_fp32, else the 16-bit one (gemv_gq16). fp8 has neither: its fp32 GEMV is math-bound from 3
+  // tokens, where tiles win.
+  const bool fp8 = q.kind == int(GqKind::Fp8);
+  if (fp8 ? T <= 2 : T <= kGqGemvMaxTokens) {
+    const bool dp4a = !fp8 && !tuning_.gq_fp32 && T <= dp4a_max();
+    const bool ready = dp4a && xq_of_ == x.data && xq_rows_ == T && xq_cols_ == K;
     LL_CUDA(gemv_gq(act, q, x.data, wt.data, w.bias.data, out.data, f32, T, N, K, N,
-                    tuning_.gq_fp32 ? nullptr : gq_scratch_.data(), ready, s));
+                    dp4a ? gq_scratch_.data() : nullptr, ready, s));
     return;
   }
   const int fp8_min = tuning_.fp8_gemm_min_tokens >= 0 ? tuning_.fp8_gemm_min_tokens : kFp8GemmMinTokens;

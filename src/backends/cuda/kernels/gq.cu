@@ -436,6 +436,16 @@ cudaError_t gemv_gq(Act act, const GqArgs& q, const void* x, const void* w, cons
            : bb    ? launch_dp4a<kInt8, __nv_bfloat16>(xq, xs, w, q.row_bytes, gshift, bias, bb, out, T, N, K, ldo, q.pdl, s)
                    : launch_dp4a<kInt8, __half>(xq, xs, w, q.row_bytes, gshift, bias, bb, out, T, N, K, ldo, q.pdl, s);
   }
+  // 16-bit activations: tensor-core fragments for int8 / int4 (chunks within one group).
+  const bool int16 = (q.kind == kInt4 && (!q.group || q.group >= 32)) || (q.kind == kInt8 && (!q.group || q.group >= 16));
+  if (int16) return gemv_gq16(act, q, x, w, bias, out, out_f32, T, N, K, ldo, s);
+  return gemv_gq_fp32(act, q, x, w, bias, out, out_f32, T, N, K, ldo, s);
+}
+
+cudaError_t gemv_gq_fp32(Act act, const GqArgs& q, const void* x, const void* w, const void* bias, void* out,
+                         bool out_f32, int T, int N, int K, int ldo, cudaStream_t s) {
+  const int gshift = group_shift(q.group);
+  if (gshift < 0 || T < 1 || T > kGqGemvMaxTokens || K % 32 != 0) return cudaErrorInvalidValue;
   return by_kind(q.kind, [&](auto kc) {
     constexpr int KIND = decltype(kc)::value;
     if (act == Act::BF16)

@@ -1,0 +1,222 @@
+// Decode GEMV (T <= 8 tokens) of int8 / int4 GQ weights (core/gq.h) with 16-bit activations: the
+// dp4a GEMV's memory structure (gq.cu: 16-byte streaming code loads, all of a lane's loads issued
+// before any math, several warps per row group, a shared-memory sum over them), but the codes are
+// dequantised in registers straight into mma.sync m16n8k16 A fragments and multiplied by the
+// activations as they are (B, tokens padded to 8), with fp32 accumulation. CUDA-core fp32 math
+// costs ~1 FMA per weight and token (plus conversions), which makes the GEMV issue-bound from 2-3
+// tokens; the tensor core does all 8 token columns in one instruction per 256 weights, so the
+// cost is the dequantise alone (3 instructions per weight pair), whatever T.
+//
+// mma only needs A and B to agree on the order of k: lane 4 g + t of a warp owns rows g and g + 8
+// of the warp's 16 and whole 16-byte chunks of codes (chunk c0 + t, c0 + 4 + t, ...); the k-step
+// j of a chunk takes its weights 4 j .. 4 j + 3 (pairs 2 j, 2 j + 1), so B is the lane's token
+// g activations of that chunk, words 2 j and 2 j + 1, and no shuffles are needed.
+#include "backends/cuda/common.cuh"
+#include "backends/cuda/kernels/gq_common.cuh"
+#include "backends/cuda/launchers.h"
+#include "backends/cuda/mma.cuh"
+#include "backends/cuda/pdl.cuh"
+
+namespace lite_llama::cuda {
+namespace {
+
+constexpr int kWarps = 8, kThreads = kWarps * 32;
+
+template <int KIND>
+constexpr int kVals = KIND == kInt4 ? 32 : 16;  // weights per 16-byte chunk of codes
+
+// Pair p (k 2p, 2p + 1) of a chunk as fp16 1024 + code bits (int4 nibbles; int8 bytes hold
+// code + 128): the 0x6400 exponent trick, no int -> float conversion.
+// (bf16 int4: 0x4300 | q, the bf16 128 + q.)
+template <int KIND, uint32_t kExp = 0x64006400u>
+__device__ __forceinline__ uint32_t code_bits(const uint4& q, int p) {
+  const uint32_t v[4] = {q.x, q.y, q.z, q.w};
+  if constexpr (KIND == kInt4) return ((v[p >> 2] >> (4 * (p & 3))) & 0x000F000Fu) | kExp;
+  else return __byte_perm(v[p >> 1], 0x64646464u, (p & 1) ? 0x4342 : 0x4140);
+}
+
+// The group's (s, m) prepared for the pair math of act type T and KIND (see dequant_pair).
+struct Params {
+  uint32_t s2, m2;  // 16-bit pairs (fp16 paths, bf16 int4)
+  float s, mo;      // fp32 (bf16 int8)
+};
+template <typename T, int KIND>
+__device__ __forceinline__ Params prep_params(uint32_t sm_bits) {
+  Params p{};
+  const __half2 sm = as_half2(sm_bits);
+  if constexpr (std::is_same_v<T, __half>) {
+    const __half2 s2 = __low2half2(sm), m2 = __high2half2(sm);
+    memcpy(&p.s2, &s2, 4), memcpy(&p.m2, &m2, 4);
+  } else {
+    const float2 f = __half22float2(sm);
+    if constexpr (KIND == kInt4) {
+      // Centred in bf16, as gq_mma.cu: w = (q - 8) s + (m + 8 s), so rounding s and the centre
+      // to bf16 errs like rounding the weight itself.
+      const __nv_bfloat162 s2 = __float2bfloat162_rn(f.x), m2 = __float2bfloat162_rn(fmaf(8.f, f.x, f.y));
+      memcpy(&p.s2, &s2, 4), memcpy(&p.m2, &m2, 4);
+    } else {
+      p.s = f.x, p.mo = fmaf(-1152.f, f.x, f.y);  // 1024 (exponent) + 128 (code bias) folded in
+    }
+  }
+  return p;
+}
+
+// One weight pair as the 16-bit A-fragment register of type T. fp16: the code is recovered
+// exactly (hsub2) and s * q + m rounded once (hfma2). bf16 int4: 0x4300 | q is the bf16 128 + q;
+// bf16 int8 (a byte does not fit a bf16 mantissa): fp32 math, one rounding.
+template <typename T, int KIND>
+__device__ __forceinline__ uint32_t dequant_pair(const uint4& q, int p, const Params& pr) {
+  constexpr bool kBfInt4 = std::is_same_v<T, __nv_bfloat16> && KIND == kInt4;
+  const uint32_t bits = code_bits<KIND, kBfInt4 ? 0x43004300u : 0x64006400u>(q, p);
+  uint32_t r;
+  if constexpr (std::is_same_v<T, __half>) {
+    const __half2 w = __hfma2(__hsub2(as_half2(bits), __float2half2_rn(KIND == kInt4 ? 1024.f : 1152.f)),
+                              as_half2(pr.s2), as_half2(pr.m2));
+    memcpy(&r, &w, 4);
+  } else if constexpr (KIND == kInt4) {
+    __nv_bfloat162 h, s2, m2;
+    memcpy(&h, &bits, 4), memcpy(&s2, &pr.s2, 4), memcpy(&m2, &pr.m2, 4);
+    const __nv_bfloat162 w = __hfma2(__hsub2(h, __float2bfloat162_rn(136.f)), s2, m2);
+    memcpy(&r, &w, 4);
+  } else {
+    const float2 c = __half22float2(as_half2(bits));
+    r = pack2<__nv_bfloat16>(fmaf(c.x, pr.s, pr.mo), fmaf(c.y, pr.s, pr.mo));
+  }
+  return r;
+}
+
+// A block of 8 warps: 8 / wpr row groups of 16 rows, the wpr warps of a group splitting its
+// chunks (small matrices still fill the GPU). Per iteration a lane issues its 2 x U 16-byte code
+// loads (rows g, g + 8; chunks cb + t + 4 wpr u) before any math. Control flow stays warp-uniform
+// (mma.sync): chunks past K and rows past N read zero codes and params (weight 0).
+template <typename T, int KIND, int U, typename OutT>
+__global__ void __launch_bounds__(kThreads, 2) gemv_gq16_kernel(const T* __restrict__ x, const uint8_t* __restrict__ w,
+                                                             size_t rb, int gshift, const T* __restrict__ bias,
+                                                             OutT* __restrict__ out, int T_, int N, int K, int ldo,
+                                                             int wpr) {
+  constexpr int V = kVals<KIND>, XW = V / 8;  // XW: 16-byte activation loads per chunk and token
+  __shared__ float part[kWarps][32][4];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  const int row0 = (blockIdx.x * (kWarps / wpr) + warp / wpr) * 16;
+  const int sub = warp % wpr;
+  const int chunks = K / V, stride = 4 * wpr;
+  const size_t qb = KIND == kInt4 ? size_t(K) / 2 : size_t(K);
+  const uint8_t* wr[2] = {w + size_t(row0 + g) * rb, w + size_t(row0 + g + 8) * rb};
+  const bool rok[2] = {row0 + g < N, row0 + g + 8 < N};
+  const bool tok = g < T_;
+  const T* xt = x + size_t(tok ? g : 0) * K;
+  float acc[U][4];
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc[u][i] = 0.f;
+  pdl_wait();  // as the dp4a GEMV: loads before it kept too many registers live
+  const int cend = row0 < N ? chunks : 0;  // a group wholly past N skips the loop (warp-uniform)
+  for (int cb = 4 * sub; cb < cend; cb += stride * U) {
+    uint4 q[U][2];
+    uint32_t sm[U][2];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int c = cb + stride * u + t;
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const bool ok = c < chunks && rok[r];
+        q[u][r] = ok ? ld_stream(wr[r] + size_t(c) * 16) : make_uint4(0, 0, 0, 0);
+        sm[u][r] = ok ? __ldg(reinterpret_cast<const uint32_t*>(wr[r] + qb) + ((c * V) >> gshift)) : 0u;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (cb + stride * u >= chunks) break;  // warp-uniform
+      const int c = cb + stride * u + t;
+      uint32_t xv[4 * XW];
+      const bool xok = tok && c < chunks;
+#pragma unroll
+      for (int h = 0; h < XW; ++h) {
+        const uint4 a = xok ? __ldg(reinterpret_cast<const uint4*>(xt + size_t(c) * V) + h) : make_uint4(0, 0, 0, 0);
+        xv[4 * h] = a.x, xv[4 * h + 1] = a.y, xv[4 * h + 2] = a.z, xv[4 * h + 3] = a.w;
+      }
+      const Params p0 = prep_params<T, KIND>(sm[u][0]), p1 = prep_params<T, KIND>(sm[u][1]);
+#pragma unroll
+      for (int j = 0; j < V / 4; ++j) {
+        // a0: row g, k 4j..4j+1; a1: row g + 8; a2, a3: k 4j+2..4j+3 (mma.cuh).
+        const uint32_t a[4] = {dequant_pair<T, KIND>(q[u][0], 2 * j, p0), dequant_pair<T, KIND>(q[u][1], 2 * j, p1),
+                               dequant_pair<T, KIND>(q[u][0], 2 * j + 1, p0),
+                               dequant_pair<T, KIND>(q[u][1], 2 * j + 1, p1)};
+        mma16816<T>(acc[u], a, xv[2 * j], xv[2 * j + 1]);
+      }
+    }
+  }
+  float c[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    c[i] = 0.f;
+#pragma unroll
+    for (int u = 0; u < U; ++u) c[i] += acc[u][i];
+  }
+  if (wpr > 1) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) part[warp][lane][i] = c[i];
+    __syncthreads();
+    if (sub != 0) return;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      c[i] = part[warp][lane][i];
+      for (int k = 1; k < wpr; ++k) c[i] += part[warp + k][lane][i];
+    }
+  }
+  // C fragment: c[i] is row g + 8 (i >> 1) of the group, token 2t + (i & 1).
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int r = row0 + g + 8 * (i >> 1), tk = 2 * t + (i & 1);
+    if (r >= N || tk >= T_) continue;
+    const float b = bias ? to_f(bias[r]) : 0.f;
+    out[size_t(tk) * ldo + r] = from_f<OutT>(c[i] + b);
+  }
+}
+
+template <typename T, int KIND, typename OutT>
+cudaError_t launch(const GqArgs& q, int gshift, const void* x, const void* w, const void* bias, void* out, int T_,
+                   int N, int K, int ldo, cudaStream_t s) {
+  constexpr int U = 4;
+  // Warps per row group as the dp4a GEMV: about U chunks per lane (4 lanes a row in each warp),
+  // more while the grid would give the GPU fewer than ~4 blocks per SM.
+  const int chunks = K / kVals<KIND>;
+  int wpr = 1;
+  while (wpr < kWarps && chunks > wpr * 4 * U) wpr *= 2;
+  while (wpr < kWarps && int64_t(N) * wpr / (16 * kWarps) < 4 * sm_count() && chunks >= wpr * 2 * 4) wpr *= 2;
+  const dim3 grid(ceil_div(N, 16 * (kWarps / wpr))), block(kThreads);
+  return launch_pdl(q.pdl, gemv_gq16_kernel<T, KIND, U, OutT>, grid, block, 0, s, static_cast<const T*>(x),
+                    static_cast<const uint8_t*>(w), q.row_bytes, gshift, static_cast<const T*>(bias),
+                    static_cast<OutT*>(out), T_, N, K, ldo, wpr);
+}
+
+template <typename T, int KIND>
+cudaError_t by_out(const GqArgs& q, int gshift, const void* x, const void* w, const void* bias, void* out,
+                   bool out_f32, int T_, int N, int K, int ldo, cudaStream_t s) {
+  return out_f32 ? launch<T, KIND, float>(q, gshift, x, w, bias, out, T_, N, K, ldo, s)
+                 : launch<T, KIND, T>(q, gshift, x, w, bias, out, T_, N, K, ldo, s);
+}
+
+template <typename T>
+cudaError_t by_kind(const GqArgs& q, int gshift, const void* x, const void* w, const void* bias, void* out,
+                    bool out_f32, int T_, int N, int K, int ldo, cudaStream_t s) {
+  if (q.kind == kInt4) return by_out<T, kInt4>(q, gshift, x, w, bias, out, out_f32, T_, N, K, ldo, s);
+  return by_out<T, kInt8>(q, gshift, x, w, bias, out, out_f32, T_, N, K, ldo, s);
+}
+
+}  // namespace
+
+cudaError_t gemv_gq16(Act act, const GqArgs& q, const void* x, const void* w, const void* bias, void* out,
+                      bool out_f32, int T, int N, int K, int ldo, cudaStream_t s) {
+  const int gshift = group_shift(q.group);
+  // A chunk (16 int8 / 32 int4 weights) must lie in one group.
+  const int min_group = q.kind == kInt4 ? 32 : 16;
+  if (gshift < 0 || (q.group && q.group < min_group) || (q.kind != kInt4 && q.kind != kInt8) || T < 1 ||
+      T > kGqGemvMaxTokens || K % 32 != 0)
+    return cudaErrorInvalidValue;
+  if (act == Act::BF16) return by_kind<__nv_bfloat16>(q, gshift, x, w, bias, out, out_f32, T, N, K, ldo, s);
+  return by_kind<__half>(q, gshift, x, w, bias, out, out_f32, T, N, K, ldo, s);
+}
+
+}  // namespace lite_llama::cuda

@@ -1,0 +1,222 @@
+// Quantised decode GEMV benchmark: the int8-activation dp4a GEMV, the CUDA-core fp32 GEMV and the
+// 16-bit tensor-core-fragment GEMV (gemv_gq16) on int4 (group 128, as --quantize int4) and int8
+// (per channel) weights, fp16 activations, 1-8 tokens, the linears of Llama-3.2-1B and
+// Llama-3.1-8B. Each case runs as a CUDA graph of back-to-back calls (as the engine's decode
+// step), rotating over enough copies of the matrix that L2 (50 MB on an H100) never holds the one
+// being read. One line per case: us per call, GB/s of weight bytes, new / dp4a; first the
+// device-to-device copy bandwidth of this run.
+//   gq-gemv-bench [--quick] [--no-pdl] [--json FILE]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/launchers.h"
+
+namespace {
+
+using namespace lite_llama::cuda;
+
+#define CK(x)                                                                                 \
+  do {                                                                                        \
+    cudaError_t e_ = (x);                                                                     \
+    if (e_ != cudaSuccess) {                                                                  \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                           \
+    }                                                                                         \
+  } while (0)
+
+void* dev_alloc(size_t bytes) {
+  void* p = nullptr;
+  CK(cudaMalloc(&p, bytes));
+  return p;
+}
+
+// Microseconds per call: `calls` calls of fn(i) captured in one graph, median of `reps` launches
+// after a warm-up.
+double time_us(cudaStream_t s, const std::function<void(int)>& fn, int calls, int reps) {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < calls; ++i) fn(i);
+  CK(cudaStreamEndCapture(s, &graph));
+  CK(cudaGraphInstantiate(&exec, graph, 0));
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  CK(cudaGraphLaunch(exec, s));
+  std::vector<float> ms;
+  for (int r = 0; r < reps; ++r) {
+    CK(cudaEventRecord(a, s));
+    CK(cudaGraphLaunch(exec, s));
+    CK(cudaEventRecord(b, s));
+    CK(cudaEventSynchronize(b));
+    float t = 0;
+    CK(cudaEventElapsedTime(&t, a, b));
+    ms.push_back(t);
+  }
+  std::sort(ms.begin(), ms.end());
+  CK(cudaEventDestroy(a));
+  CK(cudaEventDestroy(b));
+  CK(cudaGraphExecDestroy(exec));
+  CK(cudaGraphDestroy(graph));
+  return ms[ms.size() / 2] * 1e3 / calls;
+}
+
+size_t gq_row_bytes(int kind, int group, int K) {
+  const size_t codes = kind == 1 ? size_t(K) / 2 : size_t(K);
+  const size_t groups = group ? size_t(K / group) : 1;
+  return codes + (groups + 3) / 4 * 16;
+}
+
+struct Shape {
+  const char* model;
+  const char* name;
+  int N, K;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false, pdl = true;
+  const char* json = nullptr;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+    else if (std::strcmp(argv[i], "--no-pdl") == 0) pdl = false;
+    else if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) json = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: gq-gemv-bench [--quick] [--no-pdl] [--json FILE]\n");
+      return 2;
+    }
+  }
+  cudaDeviceProp prop{};
+  CK(cudaGetDeviceProperties(&prop, 0));
+  pdl = pdl && prop.major >= 9;
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  std::string out = "{\"device\": \"" + std::string(prop.name) + "\", \"pdl\": " + (pdl ? "true" : "false");
+  std::printf("device %s, %d SMs, L2 %d MB, pdl %d\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20,
+              int(pdl));
+
+  // Copy bandwidth: bytes read + written per second of a 1 GiB device-to-device copy.
+  double copy_gbs = 0;
+  {
+    const size_t n = size_t(1) << 30;
+    void* a = dev_alloc(n);
+    void* b = dev_alloc(n);
+    CK(cudaMemset(a, 1, n));
+    const double us = time_us(s, [&](int) { CK(cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice, s)); }, 4, 5);
+    copy_gbs = 2.0 * n / us / 1e3;
+    std::printf("copy d2d: %.1f GB/s (read + write)\n", copy_gbs);
+    CK(cudaFree(a));
+    CK(cudaFree(b));
+  }
+  char buf[512];
+  std::snprintf(buf, sizeof buf, ", \"copy_GBps\": %.1f, \"cases\": [", copy_gbs);
+  out += buf;
+
+  const Shape shapes[] = {{"1B", "qkv", 3072, 2048},   {"1B", "o", 2048, 2048},     {"1B", "gate_up", 16384, 2048},
+                          {"1B", "down", 2048, 8192},  {"8B", "qkv", 6144, 4096},   {"8B", "o", 4096, 4096},
+                          {"8B", "gate_up", 28672, 4096}, {"8B", "down", 4096, 14336}};
+  const int tokens[] = {1, 2, 3, 4, 8};
+  const size_t kRotateBytes = size_t(prop.l2CacheSize) * 4;  // copies read in turn: L2 misses
+  void* scratch = dev_alloc(kGqScratchBytes);
+  bool first = true;
+  std::printf("%-3s %-8s %5s %5s %4s %2s | %8s %8s %8s %8s | %7s %7s %7s | %8s %9s\n", "mdl", "linear", "N", "K",
+              "w", "T", "dp4a us", "dp4a+q", "fp32 us", "new us", "dp4aGB/s", "fp32GB/s", "newGB/s", "new/dp4a",
+              "maxreldiff");
+  for (int kind : {1, 0}) {  // int4 (group 128), int8 (per channel)
+    const int group = kind == 1 ? 128 : 0;
+    for (const Shape& sh : shapes) {
+      if (quick && std::strcmp(sh.model, "8B") == 0) continue;
+      const int N = sh.N, K = sh.K;
+      const size_t rb = gq_row_bytes(kind, group, K), wbytes = rb * size_t(N);
+      const int copies = int(std::max<size_t>(2, (kRotateBytes + wbytes - 1) / wbytes));
+      const GqArgs q{kind, group, rb, pdl};
+      std::vector<void*> ws(static_cast<size_t>(copies));
+      {
+        void* w16 = dev_alloc(size_t(N) * K * 2);
+        CK(random_fill(Act::F16, w16, size_t(N) * K, 7, 0.02f, s));
+        ws[0] = dev_alloc(wbytes);
+        CK(quantize_gq(Act::F16, q, w16, ws[0], N, K, s));
+        for (int c = 1; c < copies; ++c) {
+          ws[size_t(c)] = dev_alloc(wbytes);
+          CK(cudaMemcpyAsync(ws[size_t(c)], ws[0], wbytes, cudaMemcpyDeviceToDevice, s));
+        }
+        CK(cudaStreamSynchronize(s));
+        CK(cudaFree(w16));
+      }
+      void* x = dev_alloc(size_t(8) * K * 2);
+      CK(random_fill(Act::F16, x, size_t(8) * K, 11, 1.f, s));
+      void* o = dev_alloc(size_t(8) * N * 4);
+      void* o2 = dev_alloc(size_t(8) * N * 4);
+      const int calls = std::max(copies, 64 / copies * copies);
+      for (int T : tokens) {
+        auto w_of = [&](int i) { return ws[size_t(i % copies)]; };
+        // dp4a: the int8 form already in the scratch (written by the norm / SwiGLU in the engine).
+        CK(gemv_gq(Act::F16, q, x, ws[0], nullptr, o, false, T, N, K, N, scratch, false, s));
+        const double dp4a = time_us(s, [&](int i) {
+          CK(gemv_gq(Act::F16, q, x, w_of(i), nullptr, o, false, T, N, K, N, scratch, true, s));
+        }, calls, 7);
+        const double dp4a_q = time_us(s, [&](int i) {
+          CK(gemv_gq(Act::F16, q, x, w_of(i), nullptr, o, false, T, N, K, N, scratch, false, s));
+        }, calls, 7);
+        const double f32 = time_us(s, [&](int i) {
+          CK(gemv_gq_fp32(Act::F16, q, x, w_of(i), nullptr, o, false, T, N, K, N, s));
+        }, calls, 7);
+        const double g16 = time_us(s, [&](int i) {
+          CK(gemv_gq16(Act::F16, q, x, w_of(i), nullptr, o, false, T, N, K, N, s));
+        }, calls, 7);
+        // Sanity: the new kernel against the fp32 GEMV (fp32 outputs), max |diff| / max |ref|.
+        CK(gemv_gq_fp32(Act::F16, q, x, ws[0], nullptr, o, true, T, N, K, N, s));
+        CK(gemv_gq16(Act::F16, q, x, ws[0], nullptr, o2, true, T, N, K, N, s));
+        std::vector<float> a(size_t(T) * N), b(a.size());
+        CK(cudaMemcpyAsync(a.data(), o, a.size() * 4, cudaMemcpyDeviceToHost, s));
+        CK(cudaMemcpyAsync(b.data(), o2, b.size() * 4, cudaMemcpyDeviceToHost, s));
+        CK(cudaStreamSynchronize(s));
+        double amax = 0, dmax = 0;
+        for (size_t i = 0; i < a.size(); ++i) {
+          amax = std::max(amax, double(std::fabs(a[i])));
+          dmax = std::max(dmax, double(std::fabs(a[i] - b[i])));
+        }
+        const double rel = amax > 0 ? dmax / amax : dmax;
+        const double gb = double(wbytes) / 1e3;  // GB/s = bytes / us / 1e3
+        std::printf("%-3s %-8s %5d %5d %4s %2d | %8.2f %8.2f %8.2f %8.2f | %7.0f %7.0f %7.0f | %8.3f %9.2e\n",
+                    sh.model, sh.name, N, K, kind == 1 ? "int4" : "int8", T, dp4a, dp4a_q, f32, g16, gb / dp4a,
+                    gb / f32, gb / g16, g16 / dp4a, rel);
+        std::fflush(stdout);
+        std::snprintf(buf, sizeof buf,
+                      "%s{\"model\": \"%s\", \"linear\": \"%s\", \"N\": %d, \"K\": %d, \"w\": \"%s\", \"T\": %d, "
+                      "\"dp4a_us\": %.3f, \"dp4a_quant_us\": %.3f, \"fp32_us\": %.3f, \"new_us\": %.3f, "
+                      "\"new_GBps\": %.1f, \"new_over_dp4a\": %.4f, \"max_rel_diff\": %.3e}",
+                      first ? "" : ", ", sh.model, sh.name, N, K, kind == 1 ? "int4" : "int8", T, dp4a, dp4a_q, f32,
+                      g16, gb / g16, g16 / dp4a, rel);
+        out += buf;
+        first = false;
+      }
+      for (void* p : ws) CK(cudaFree(p));
+      CK(cudaFree(x));
+      CK(cudaFree(o));
+      CK(cudaFree(o2));
+    }
+  }
+  out += "]}\n";
+  if (json) {
+    FILE* f = std::fopen(json, "w");
+    if (!f) {
+      std::fprintf(stderr, "cannot write %s\n", json);
+      return 1;
+    }
+    std::fputs(out.c_str(), f);
+    std::fclose(f);
+  }
+  CK(cudaFree(scratch));
+  CK(cudaStreamDestroy(s));
+  return 0;
+}
