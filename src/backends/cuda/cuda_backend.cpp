@@ -14,6 +14,7 @@
 #include "backends/cuda/launchers.h"
 #include "backends/cuda/linear.h"
 #include "backends/cuda/nccl_comm.h"
+#include "backends/cuda/peer_allreduce.h"
 #include "backends/cuda/profiler.h"
 #include "backends/cuda/weight_prep.h"
 #include "core/gq.h"
@@ -28,8 +29,10 @@ GqArgs table_gq_args(const Tensor& w) {
 
 class CudaBackend final : public ops::Backend {
  public:
-  explicit CudaBackend(const BackendOptions& o, std::shared_ptr<NcclComm> comm = nullptr)
+  explicit CudaBackend(const BackendOptions& o, std::shared_ptr<NcclComm> comm = nullptr,
+                       std::shared_ptr<PeerAllReduce> peer = nullptr)
       : comm_(std::move(comm)),
+        peer_(std::move(peer)),
         tuning_(o.cuda),
         dev_(o.dtype == ActType::FP16 ? Act::F16 : Act::BF16),
         linear_(dev_, o.cuda),
@@ -223,7 +226,11 @@ class CudaBackend final : public ops::Backend {
     if (!comm_) return;
     linear_.forget_xq();
     ProfileScope ps(prof_, "all-reduce", stream());
-    comm_->all_reduce(x.data, size_t(x.numel()), x.dtype, stream());
+    const size_t bytes = size_t(x.numel()) * dtype_info(x.dtype).block_bytes;
+    if (peer_ && peer_->takes(bytes, x.dtype))
+      peer_->run(x.data, bytes, x.dtype, stream());
+    else
+      comm_->all_reduce(x.data, size_t(x.numel()), x.dtype, stream());
   }
   size_t all_gather_workspace_bytes(const Tensor& local) const override {
     return comm_ ? size_t(local.numel()) * sizeof(float) * size_t(comm_->size()) : 0;
@@ -253,6 +260,7 @@ class CudaBackend final : public ops::Backend {
   int split_keys() const { return std::max(0, tuning_.decode_split_keys); }
 
   std::shared_ptr<NcclComm> comm_;  // tensor parallelism (null: one device)
+  std::shared_ptr<PeerAllReduce> peer_;  // small all-reduces over peer memory (null: NCCL only)
   const CudaTuning tuning_;
   CudaDevice dev_;
   CudaLinear linear_;
@@ -280,12 +288,14 @@ std::unique_ptr<ops::Backend> make_cuda_backend(const BackendOptions& opts) {
 
 std::vector<std::unique_ptr<ops::Backend>> make_cuda_tp_backends(const BackendOptions& opts, int tp) {
   std::vector<std::shared_ptr<NcclComm>> comms = NcclComm::create_all(tp);
+  std::vector<std::shared_ptr<PeerAllReduce>> peers =
+      PeerAllReduce::create_all(tp, size_t(std::max(0, opts.cuda.peer_all_reduce_max_kib)) * 1024);
   int prev = 0;
   LL_CUDA(cudaGetDevice(&prev));
   std::vector<std::unique_ptr<ops::Backend>> out;
   for (int r = 0; r < tp; ++r) {
     LL_CUDA(cudaSetDevice(r));  // the backend's stream and handles belong to device r
-    out.push_back(std::make_unique<CudaBackend>(opts, comms[size_t(r)]));
+    out.push_back(std::make_unique<CudaBackend>(opts, comms[size_t(r)], peers.empty() ? nullptr : peers[size_t(r)]));
   }
   LL_CUDA(cudaSetDevice(prev));
   return out;

@@ -12,6 +12,25 @@ namespace lite_llama::cuda {
 
 enum class Act { BF16, F16 };
 
+// Tensor parallelism: the one-shot peer all-reduce (kernels/allreduce.cu). Every rank's signal
+// block and two staging buffers (16-byte units) are reachable from every rank (peer access).
+constexpr int kPeerArMaxRanks = 8;
+constexpr int kPeerArBlocks = 32;
+constexpr int kPeerArThreads = 512;
+struct PeerArSignal {
+  uint32_t start[kPeerArBlocks][kPeerArMaxRanks];  // written by the peers: their call number
+  uint32_t counter[kPeerArBlocks];                 // this rank's calls so far, per block
+};
+struct PeerArArgs {
+  void* x = nullptr;  // this rank's message, summed in place
+  int64_t units = 0;  // 16-byte units of it
+  int rank = 0, size = 1;
+  PeerArSignal* signal[kPeerArMaxRanks] = {};
+  void* staging[kPeerArMaxRanks][2] = {};
+};
+// elem_kind: 0 fp32, 1 fp16, 2 bf16.
+cudaError_t peer_all_reduce(const PeerArArgs& a, int elem_kind, cudaStream_t s);
+
 // out[t, n] = sum_k x[t, k] * w[n, k] (+ bias[n]) for T <= 8 tokens; out is act or f32.
 // pdl: the one-token kernel is launched with programmatic dependent launch (sm_90+, pdl.cuh).
 cudaError_t gemv(Act act, const void* x, const void* w, const void* bias, void* out, bool out_f32,

@@ -1,0 +1,92 @@
+// One-shot all-reduce over peer-mapped memory, for the small messages of tensor-parallel decode
+// (a few KiB to a few MiB a call, where NCCL's ring costs ~10 us of latency). The ranks are GPUs
+// of one process with peer access: each rank stages its input in its own buffer, block b signals
+// block b of every peer and waits for theirs, then reads every rank's staged data and sums it in
+// rank order, so all ranks get the same bits. Each block owns the 16-byte units u with
+// u % gridDim.x == b whatever the message size, and the staging buffers alternate between calls:
+// a rank can only overwrite buffer k after every peer has signalled the call after the one that
+// read it, so no closing barrier is needed. Flags and counters live in device memory, so the
+// kernel is replayed from CUDA graphs as it is.
+#include "backends/cuda/common.cuh"
+#include "backends/cuda/launchers.h"
+
+namespace lite_llama::cuda {
+namespace {
+
+__device__ __forceinline__ uint32_t ld_acquire_sys(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+__device__ __forceinline__ void st_release_sys(uint32_t* p, uint32_t v) {
+  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+// Element type of the message: fp32 (the residual stream) or 16-bit, summed in fp32.
+template <typename T>
+__device__ __forceinline__ void add_unit(const uint4& r, float* acc) {
+  if constexpr (sizeof(T) == 4) {
+    acc[0] += __uint_as_float(r.x), acc[1] += __uint_as_float(r.y);
+    acc[2] += __uint_as_float(r.z), acc[3] += __uint_as_float(r.w);
+  } else {
+    float f[8];
+    unpack8<T>(r, f);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) acc[i] += f[i];
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ uint4 pack_unit(const float* acc) {
+  if constexpr (sizeof(T) == 4)
+    return make_uint4(__float_as_uint(acc[0]), __float_as_uint(acc[1]), __float_as_uint(acc[2]), __float_as_uint(acc[3]));
+  else
+    return pack8<T>(acc);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kPeerArThreads) peer_all_reduce_kernel(PeerArArgs a) {
+  const int b = blockIdx.x;
+  PeerArSignal* me = a.signal[a.rank];
+  const uint32_t flag = me->counter[b] + 1;
+  const int k = int(flag & 1u);
+  uint4* x = static_cast<uint4*>(a.x);
+  uint4* mine = static_cast<uint4*>(a.staging[a.rank][k]);
+  const int64_t stride = int64_t(gridDim.x) * kPeerArThreads;
+  for (int64_t u = int64_t(b) * kPeerArThreads + threadIdx.x; u < a.units; u += stride) mine[u] = x[u];
+  __threadfence_system();
+  __syncthreads();
+  if (threadIdx.x < a.size) {
+    // Tell peer t this block's data is staged, then wait for peer t's. A peer may already be one
+    // call ahead (it needs only our signal to go on), hence >= in wrap-around arithmetic.
+    st_release_sys(&a.signal[threadIdx.x]->start[b][a.rank], flag);
+    while (int32_t(ld_acquire_sys(&me->start[b][threadIdx.x]) - flag) < 0) {
+    }
+  }
+  __syncthreads();
+  constexpr int kVals = sizeof(T) == 4 ? 4 : 8;
+  for (int64_t u = int64_t(b) * kPeerArThreads + threadIdx.x; u < a.units; u += stride) {
+    float acc[kVals] = {};
+    for (int p = 0; p < a.size; ++p) add_unit<T>(__ldcv(static_cast<const uint4*>(a.staging[p][k]) + u), acc);
+    x[u] = pack_unit<T>(acc);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) me->counter[b] = flag;
+}
+
+}  // namespace
+
+cudaError_t peer_all_reduce(const PeerArArgs& a, int elem_kind, cudaStream_t s) {
+  if (a.units == 0) return cudaSuccess;
+  if (a.size < 1 || a.size > kPeerArMaxRanks) return cudaErrorInvalidValue;
+  if (elem_kind == 0)
+    peer_all_reduce_kernel<float><<<kPeerArBlocks, kPeerArThreads, 0, s>>>(a);
+  else if (elem_kind == 1)
+    peer_all_reduce_kernel<__half><<<kPeerArBlocks, kPeerArThreads, 0, s>>>(a);
+  else
+    peer_all_reduce_kernel<__nv_bfloat16><<<kPeerArBlocks, kPeerArThreads, 0, s>>>(a);
+  return cudaGetLastError();
+}
+
+}  // namespace lite_llama::cuda

@@ -1,0 +1,133 @@
+// Tensor parallelism's collectives on CUDA (needs 2+ GPUs; skips visibly otherwise): the
+// all-reduce of every rank's buffer (the one-shot peer kernel for messages up to
+// CudaTuning::peer_all_reduce_max_kib, NCCL above it and with the kernel off) against the host
+// sum of the same values, on every rank, for several calls in a row (the peer kernel alternates
+// staging buffers and must not let a fast rank overwrite what a slow one reads); and the
+// vocab-parallel logits gather.
+#include <cuda_runtime.h>
+
+#include <barrier>
+#include <thread>
+
+#include "kernels/cuda_test_util.h"
+
+using namespace lite_llama;
+using namespace lite_llama::kt;
+
+namespace {
+
+int gpus() {
+  int n = 0;
+  if (!cuda_available() || cudaGetDeviceCount(&n) != cudaSuccess) return 0;
+  return n;
+}
+
+#define LL_REQUIRE_GPUS(n)                                                                  \
+  do {                                                                                      \
+    if (gpus() < (n)) GTEST_SKIP() << "needs " << (n) << " CUDA devices, " << gpus() << " present"; \
+  } while (0)
+
+// Runs fn(rank, backend) on a thread per rank, as the engine's RankGroup does.
+void on_ranks(std::vector<std::unique_ptr<ops::Backend>>& be, const std::function<void(int, ops::Backend&)>& fn) {
+  std::vector<std::thread> t;
+  for (size_t r = 0; r < be.size(); ++r)
+    t.emplace_back([&, r] {
+      be[r]->bind_thread();
+      fn(int(r), *be[r]);
+    });
+  for (auto& x : t) x.join();
+}
+
+void check_all_reduce(int n, int peer_kib) {
+  BackendOptions o = gpu_options("bf16");
+  o.cuda.peer_all_reduce_max_kib = peer_kib;
+  auto be = make_backends(o, n);
+  ASSERT_EQ(int(be.size()), n);
+  // 16 KiB (one decode token of an 4096-wide fp32 residual), 1 MiB (64 tokens), 12 MiB (past the
+  // peer kernel: NCCL), odd counts of whole 16-byte units.
+  const std::vector<int64_t> sizes = {4096, 262144, 3 * 1048576, 8 * 37};
+  for (DType dt : {DType::F32, DType::BF16}) {
+    for (int64_t count : sizes) {
+      const size_t es = dtype_info(dt).block_bytes;
+      std::vector<std::vector<float>> in(static_cast<size_t>(n));
+      for (int r = 0; r < n; ++r) {
+        std::mt19937 rng(uint32_t(1000 * r + count));
+        in[size_t(r)] = randn(rng, size_t(count), 1.0f);
+        if (dt == DType::BF16)
+          for (float& v : in[size_t(r)]) v = bf16_to_f32(f32_to_bf16(v));
+      }
+      std::vector<float> want(static_cast<size_t>(count), 0.f);
+      for (int r = 0; r < n; ++r)
+        for (int64_t i = 0; i < count; ++i) want[size_t(i)] += in[size_t(r)][size_t(i)];
+      std::vector<std::vector<float>> got(static_cast<size_t>(n));
+      std::barrier sync(n);
+      on_ranks(be, [&](int r, ops::Backend& b) {
+        Buffer d = b.alloc(size_t(count) * es);
+        for (int call = 0; call < 3; ++call) {
+          std::vector<uint16_t> h16;
+          const void* src = in[size_t(r)].data();
+          if (dt == DType::BF16) {
+            for (float v : in[size_t(r)]) h16.push_back(f32_to_bf16(v));
+            src = h16.data();
+          }
+          b.copy_to_device(d.data(), src, size_t(count) * es);
+          b.all_reduce(Tensor(d.data(), dt, {count}, Device::CUDA));
+          std::vector<float> out(static_cast<size_t>(count));
+          if (dt == DType::F32) {
+            b.copy_to_host(out.data(), d.data(), out.size() * 4);
+          } else {
+            std::vector<uint16_t> o16(static_cast<size_t>(count));
+            b.copy_to_host(o16.data(), d.data(), o16.size() * 2);
+            for (size_t i = 0; i < o16.size(); ++i) out[i] = bf16_to_f32(o16[i]);
+          }
+          if (call == 2) got[size_t(r)] = std::move(out);
+          sync.arrive_and_wait();  // the next call's input copy must not overtake a peer's read
+        }
+      });
+      const double tol = dt == DType::F32 ? 1e-5 : 2e-2;
+      for (int r = 0; r < n; ++r) {
+        double err = 0;
+        for (int64_t i = 0; i < count; ++i)
+          err = std::max(err, std::fabs(double(got[size_t(r)][size_t(i)]) - want[size_t(i)]) /
+                                  (1.0 + std::fabs(double(want[size_t(i)]))));
+        EXPECT_LE(err, tol) << n << " ranks, rank " << r << ", " << count << " x " << dtype_name(dt);
+        EXPECT_EQ(got[size_t(r)], got[0]) << "ranks must hold the same bits (rank " << r << ")";
+      }
+    }
+  }
+}
+
+TEST(CudaTensorParallel, AllReducePeerKernelAndNccl) {
+  LL_REQUIRE_GPUS(2);
+  for (int n : {2, std::min(gpus(), 8)}) {
+    check_all_reduce(n, 4096);
+    check_all_reduce(n, 0);  // NCCL for every size
+  }
+}
+
+TEST(CudaTensorParallel, AllGatherColumns) {
+  LL_REQUIRE_GPUS(2);
+  const int n = std::min(gpus(), 4);
+  auto be = make_backends(gpu_options("bf16"), n);
+  const int64_t rows = 5, cols = 37, ld = 64, V = cols * n - 3;  // the last rank's tail is cut
+  std::vector<std::vector<float>> got(static_cast<size_t>(n));
+  on_ranks(be, [&](int r, ops::Backend& b) {
+    std::vector<float> local(size_t(rows * ld));
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < ld; ++j) local[size_t(i * ld + j)] = float(r * 100000 + i * 1000 + j);
+    Buffer dl = b.alloc(local.size() * 4), dout = b.alloc(size_t(rows * V) * 4);
+    Tensor lt(dl.data(), DType::F32, {rows, ld}, Device::CUDA);
+    Buffer ws = b.alloc(b.all_gather_workspace_bytes(lt));
+    b.copy_to_device(dl.data(), local.data(), local.size() * 4);
+    b.all_gather_cols(lt, cols, Tensor(dout.data(), DType::F32, {rows, V}, Device::CUDA), ws.data());
+    got[size_t(r)].resize(size_t(rows * V));
+    b.copy_to_host(got[size_t(r)].data(), dout.data(), got[size_t(r)].size() * 4);
+  });
+  for (int r = 0; r < n; ++r)
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t c = 0; c < V; ++c)
+        ASSERT_EQ(got[size_t(r)][size_t(i * V + c)], float((c / cols) * 100000 + i * 1000 + c % cols))
+            << "rank " << r << " row " << i << " col " << c;
+}
+
+}  // namespace
