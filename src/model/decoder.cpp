@@ -232,18 +232,19 @@ Tensor Decoder::run(const StepShape& s) {
   const float scale = 1.0f / std::sqrt(float(D));
   for (int l = 0; l < int(cfg_.num_layers); ++l) {
     const LayerWeights& lw = w_.layers[size_t(l)];
+    // The row-parallel O and down projections' partial sums are all-reduced inside the next add +
+    // RMSNorm (a plain add + RMSNorm on one rank).
     if (l == 0)
       be_.rms_norm(x, lw.attn_norm, eps, h);
     else
-      be_.add_rms_norm(x, down, lw.attn_norm, eps, h);  // adds the previous layer's MLP output
+      be_.all_reduce_add_rms_norm(x, down, lw.attn_norm, eps, h);  // the previous layer's MLP output
     be_.linear(h, lw.qkv, qkv);
     be_.qkv_rope_store(qkv, cfg_.qk_norm ? &lw.q_norm : nullptr,
                        cfg_.qk_norm ? &lw.k_norm : nullptr, eps, md + m_pos_, md + m_slots_, rope_,
                        Hq, Hkv, D, kv_->layer(l), q);
     be_.attention(q, kv_->layer(l), am, Hq, Hkv, D, scale, attn);
     be_.linear(attn, lw.o, o);
-    be_.all_reduce(o);  // row-parallel output projection under tensor parallelism
-    be_.add_rms_norm(x, o, lw.ffn_norm, eps, h);
+    be_.all_reduce_add_rms_norm(x, o, lw.ffn_norm, eps, h);
     if (lw.moe) {
       const int k = int(cfg_.num_experts_per_tok);
       int32_t* route_expert = moe_.as<int32_t>();
@@ -257,7 +258,6 @@ Tensor Decoder::run(const StepShape& s) {
       be_.swiglu(gu, mlp);
       be_.linear(mlp, lw.down, down);
     }
-    be_.all_reduce(down);
   }
   // Only the rows whose logits are wanted go through the final norm and the LM head.
   const int n = s.num_logits;
@@ -266,7 +266,7 @@ Tensor Decoder::run(const StepShape& s) {
   Tensor xl = resid(off_xl_, n, H), dl = resid(off_dl_, n, H), hl = act(off_hl_, n, H);
   be_.gather_rows(x, md + m_rows_, n, xl);
   be_.gather_rows(down, md + m_rows_, n, dl);
-  be_.add_rms_norm(xl, dl, w_.final_norm, eps, hl);
+  be_.all_reduce_add_rms_norm(xl, dl, w_.final_norm, eps, hl);  // only the logit rows' partial sums
   if (!shard_.active()) {
     be_.linear(hl, w_.lm_head, logits);
     return logits;

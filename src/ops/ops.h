@@ -176,6 +176,13 @@ class Backend {
   virtual int tp_size() const { return 1; }
   // x = the sum over the ranks of x, in place (F32 or act dtype).
   virtual void all_reduce(Tensor x) {}
+  // A row-parallel projection's partial sums into the next add + RMSNorm: residual += (sum over
+  // the ranks of x); out = rms_norm(residual) * w. x is left unspecified. One kernel where the
+  // backend can fuse them.
+  virtual void all_reduce_add_rms_norm(Tensor residual, Tensor x, const Tensor& w, float eps, Tensor out) {
+    all_reduce(x);
+    add_rms_norm(residual, x, w, eps, out);
+  }
   // The vocab-parallel LM head's logits: out[i, r * cols + j] = rank r's local[i, j] for j < cols,
   // cut at out.cols() (F32; local [rows, >= cols] of the same shape on every rank). `workspace`
   // holds all_gather_workspace_bytes(local) bytes.

@@ -232,6 +232,20 @@ class CudaBackend final : public ops::Backend {
     else
       comm_->all_reduce(x.data, size_t(x.numel()), x.dtype, stream());
   }
+  void all_reduce_add_rms_norm(Tensor residual, Tensor x, const Tensor& w, float eps, Tensor out) override {
+    const int rows = int(x.rows()), n = int(x.cols());
+    if (!peer_ || residual.dtype != DType::F32 || x.dtype != DType::F32 || !peer_->takes_norm(rows, n) ||
+        linear_.quantize_x_for(out, norm_quantizes_x(rows, n)) != nullptr) {
+      ops::Backend::all_reduce_add_rms_norm(residual, x, w, eps, out);
+      return;
+    }
+    {
+      ProfileScope ps(prof_, "all-reduce+norm", stream());
+      peer_->run_add_rms_norm(x.data, rows, n, residual.ptr<float>(), w.ptr<float>(), eps, act(), out.data, stream());
+    }
+    finite_("add_rms_norm (residual)", residual);
+    finite_("add_rms_norm", out);
+  }
   size_t all_gather_workspace_bytes(const Tensor& local) const override {
     return comm_ ? size_t(local.numel()) * sizeof(float) * size_t(comm_->size()) : 0;
   }

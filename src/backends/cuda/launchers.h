@@ -30,6 +30,10 @@ struct PeerArArgs {
 };
 // elem_kind: 0 fp32, 1 fp16, 2 bf16.
 cudaError_t peer_all_reduce(const PeerArArgs& a, int elem_kind, cudaStream_t s);
+// a.x (fp32 [rows, n]) summed over the ranks and added to residual (fp32); out (act) =
+// rms_norm(residual) * w. Uses staging and signals of its own (not peer_all_reduce's). n <= 8192.
+cudaError_t peer_all_reduce_add_rms_norm(const PeerArArgs& a, Act act, int rows, int n, float* residual,
+                                         const float* w, float eps, void* out, cudaStream_t s);
 
 // out[t, n] = sum_k x[t, k] * w[n, k] (+ bias[n]) for T <= 8 tokens; out is act or f32.
 // pdl: the one-token kernel is launched with programmatic dependent launch (sm_90+, pdl.cuh).

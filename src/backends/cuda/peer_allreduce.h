@@ -25,10 +25,15 @@ class PeerAllReduce {
   // Messages this kernel takes: F32 / F16 / BF16, whole 16-byte units, at most max_bytes.
   bool takes(size_t bytes, DType dt) const;
   void run(void* x, size_t bytes, DType dt, cudaStream_t s);
+  // The fused all-reduce + residual add + RMSNorm: fp32 x and residual [rows, n], n % 4 == 0,
+  // n <= 8192, rows * n * 4 <= max_bytes.
+  bool takes_norm(int rows, int n) const;
+  void run_add_rms_norm(void* x, int rows, int n, float* residual, const float* w, float eps, Act act, void* out,
+                        cudaStream_t s);
 
  private:
   PeerAllReduce() = default;
-  PeerArArgs args_;
+  PeerArArgs args_, norm_args_;  // two channels: their blocks own different units
   size_t max_bytes_ = 0;
   void* own_ = nullptr;  // this rank's allocation: signal, then the two staging buffers
 };

@@ -75,7 +75,78 @@ __global__ void __launch_bounds__(kPeerArThreads) peer_all_reduce_kernel(PeerArA
   if (threadIdx.x == 0) me->counter[b] = flag;
 }
 
+// The row-parallel projection's all-reduce fused with the next residual add + RMSNorm: block b
+// owns the rows r with r % gridDim.x == b (its own flags and staging buffers, apart from
+// peer_all_reduce_kernel's, whose blocks own other units), reduces them over the ranks in rank
+// order, adds them to the fp32 residual and writes the normalised 16-bit row. Rows of up to
+// 4 * 4 * kPeerArThreads = 8192 fp32 values.
+template <typename T>
+__global__ void __launch_bounds__(kPeerArThreads)
+    peer_all_reduce_norm_kernel(PeerArArgs a, int rows, int n, float* __restrict__ residual,
+                                const float* __restrict__ w, float eps, T* __restrict__ out) {
+  __shared__ float red[32];
+  const int b = blockIdx.x;
+  PeerArSignal* me = a.signal[a.rank];
+  const uint32_t flag = me->counter[b] + 1;
+  const int k = int(flag & 1u);
+  const int upr = n / 4;  // 16-byte units per row
+  const uint4* x = static_cast<const uint4*>(a.x);
+  uint4* mine = static_cast<uint4*>(a.staging[a.rank][k]);
+  for (int r = b; r < rows; r += gridDim.x)
+    for (int i = threadIdx.x; i < upr; i += kPeerArThreads) mine[size_t(r) * upr + i] = x[size_t(r) * upr + i];
+  __threadfence_system();
+  __syncthreads();
+  if (threadIdx.x < a.size) {
+    st_release_sys(&a.signal[threadIdx.x]->start[b][a.rank], flag);
+    while (int32_t(ld_acquire_sys(&me->start[b][threadIdx.x]) - flag) < 0) {
+    }
+  }
+  __syncthreads();
+  for (int r = b; r < rows; r += gridDim.x) {
+    float v[16];
+    float ss = 0.f;
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const int i = c * kPeerArThreads + threadIdx.x;
+      if (i >= upr) break;
+      float acc[4] = {};
+      for (int p = 0; p < a.size; ++p)
+        add_unit<float>(__ldcv(static_cast<const uint4*>(a.staging[p][k]) + size_t(r) * upr + i), acc);
+      float4* rp = reinterpret_cast<float4*>(residual + size_t(r) * n) + i;
+      float4 q = *rp;
+      q.x += acc[0], q.y += acc[1], q.z += acc[2], q.w += acc[3];
+      *rp = q;
+      v[c * 4 + 0] = q.x, v[c * 4 + 1] = q.y, v[c * 4 + 2] = q.z, v[c * 4 + 3] = q.w;
+      ss += q.x * q.x + q.y * q.y + q.z * q.z + q.w * q.w;
+    }
+    const float inv = rsqrtf(block_sum(ss, red) / float(n) + eps);
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const int i = c * kPeerArThreads + threadIdx.x;
+      if (i >= upr) break;
+      T* o = out + size_t(r) * n + size_t(i) * 4;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) o[j] = from_f<T>(v[c * 4 + j] * inv * w[i * 4 + j]);
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) me->counter[b] = flag;
+}
+
 }  // namespace
+
+cudaError_t peer_all_reduce_add_rms_norm(const PeerArArgs& a, Act act, int rows, int n, float* residual,
+                                         const float* w, float eps, void* out, cudaStream_t s) {
+  if (rows == 0) return cudaSuccess;
+  if (a.size < 1 || a.size > kPeerArMaxRanks || n % 4 != 0 || n > 16 * kPeerArThreads) return cudaErrorInvalidValue;
+  if (act == Act::BF16)
+    peer_all_reduce_norm_kernel<__nv_bfloat16><<<kPeerArBlocks, kPeerArThreads, 0, s>>>(
+        a, rows, n, residual, w, eps, static_cast<__nv_bfloat16*>(out));
+  else
+    peer_all_reduce_norm_kernel<__half><<<kPeerArBlocks, kPeerArThreads, 0, s>>>(a, rows, n, residual, w, eps,
+                                                                                 static_cast<__half*>(out));
+  return cudaGetLastError();
+}
 
 cudaError_t peer_all_reduce(const PeerArArgs& a, int elem_kind, cudaStream_t s) {
   if (a.units == 0) return cudaSuccess;
