@@ -43,9 +43,10 @@ struct CudaTuning {
   // moves logits by ~1 and greedy text off the fp32 reference's); gq_fp32 keeps 16-bit
   // activations there too. Other steps of up to 8 tokens keep 16-bit activations on a GEMV that
   // dequantises into tensor-core fragments (gemv_gq16), longer ones on the tensor-core GEMM, as
-  // prefill does. 4: where the 16-bit tensor-core GEMM measured slower on an H100 (0.73-0.92x at
-  // 1-4 tokens, 1.07x at 6-8; docs/benchmarks/gpu.md), before gemv_gq16.
-  int gq_dp4a_max_tokens = 4;
+  // prefill does. 3: gemv_gq16 measured 5-7% faster than dp4a over an int4 layer's four
+  // projections at 4 tokens (int8: 3% slower), 11% slower at 3 and 24-57% at 1 (H100,
+  // docs/benchmarks/gpu.md).
+  int gq_dp4a_max_tokens = 3;
   bool gq_fp32 = false;
   // FP8 W8A8 through cuBLASLt (compute capability 8.9+) for per-channel fp8 weights, from
   // fp8_gemm_min_tokens tokens (-1 = the built-in default).
