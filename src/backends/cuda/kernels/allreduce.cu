@@ -55,11 +55,13 @@ __global__ void __launch_bounds__(kPeerArThreads) peer_all_reduce_kernel(PeerArA
   uint4* mine = static_cast<uint4*>(a.staging[a.rank][k]);
   const int64_t stride = int64_t(gridDim.x) * kPeerArThreads;
   for (int64_t u = int64_t(b) * kPeerArThreads + threadIdx.x; u < a.units; u += stride) mine[u] = x[u];
-  __threadfence_system();
+  // The barrier orders every thread's staging stores before the signalling threads' system-scope
+  // fence and release (cumulative), as a grid-wide barrier does with one fencing thread.
   __syncthreads();
   if (threadIdx.x < a.size) {
     // Tell peer t this block's data is staged, then wait for peer t's. A peer may already be one
     // call ahead (it needs only our signal to go on), hence >= in wrap-around arithmetic.
+    __threadfence_system();
     st_release_sys(&a.signal[threadIdx.x]->start[b][a.rank], flag);
     while (int32_t(ld_acquire_sys(&me->start[b][threadIdx.x]) - flag) < 0) {
     }
@@ -94,9 +96,9 @@ __global__ void __launch_bounds__(kPeerArThreads)
   uint4* mine = static_cast<uint4*>(a.staging[a.rank][k]);
   for (int r = b; r < rows; r += gridDim.x)
     for (int i = threadIdx.x; i < upr; i += kPeerArThreads) mine[size_t(r) * upr + i] = x[size_t(r) * upr + i];
-  __threadfence_system();
   __syncthreads();
   if (threadIdx.x < a.size) {
+    __threadfence_system();
     st_release_sys(&a.signal[threadIdx.x]->start[b][a.rank], flag);
     while (int32_t(ld_acquire_sys(&me->start[b][threadIdx.x]) - flag) < 0) {
     }
