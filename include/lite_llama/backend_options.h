@@ -43,10 +43,10 @@ struct CudaTuning {
   // moves logits by ~1 and greedy text off the fp32 reference's); gq_fp32 keeps 16-bit
   // activations there too. Other steps of up to 8 tokens keep 16-bit activations on a GEMV that
   // dequantises into tensor-core fragments (gemv_gq16), longer ones on the tensor-core GEMM, as
-  // prefill does. 3: gemv_gq16 measured 5-7% faster than dp4a over an int4 layer's four
-  // projections at 4 tokens (int8: 3% slower), 11% slower at 3 and 24-57% at 1 (H100,
+  // prefill does. -1: per format, int4 3 and int8 4 (gemv_gq16 over a layer's four projections
+  // at 4 tokens: int4 5-7% faster than dp4a, int8 3-9% slower; at 3 tokens 11-18% slower; H100,
   // docs/benchmarks/gpu.md).
-  int gq_dp4a_max_tokens = 3;
+  int gq_dp4a_max_tokens = -1;
   bool gq_fp32 = false;
   // FP8 W8A8 through cuBLASLt (compute capability 8.9+) for per-channel fp8 weights, from
   // fp8_gemm_min_tokens tokens (-1 = the built-in default).

@@ -60,7 +60,7 @@ void CudaLinear::run_gq(const Tensor& x, const ops::Linear& w, Tensor out, int T
   // tokens, where tiles win.
   const bool fp8 = q.kind == int(GqKind::Fp8);
   if (fp8 ? T <= 2 : T <= kGqGemvMaxTokens) {
-    const bool dp4a = !fp8 && !tuning_.gq_fp32 && T <= dp4a_max();
+    const bool dp4a = !fp8 && !tuning_.gq_fp32 && T <= dp4a_max(q.kind);
     const bool ready = dp4a && xq_of_ == x.data && xq_rows_ == T && xq_cols_ == K;
     LL_CUDA(gemv_gq(act, q, x.data, wt.data, w.bias.data, out.data, f32, T, N, K, N,
                     dp4a ? gq_scratch_.data() : nullptr, ready, s));

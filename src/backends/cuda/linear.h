@@ -33,8 +33,14 @@ class CudaLinear {
  private:
   void run_gq(const Tensor& x, const ops::Linear& w, Tensor out, int T, int N, int K, bool f32);
   bool run_fp8(const Tensor& x, const ops::Linear& w, Tensor out, int T, int N, int K, bool f32);
-  // Most tokens of a step whose quantised linears run the decode GEMV (tuning, within 0..8).
-  int dp4a_max() const { return std::clamp(tuning_.gq_dp4a_max_tokens, 0, kGqGemvMaxTokens); }
+  // Most tokens of a step whose quantised linears of `kind` (GqKind) run the dp4a GEMV: the
+  // tuning value within 0..8, or per format where it is -1 (int4 3, int8 4: where gemv_gq16
+  // measured faster, or slower by under 5%, on an H100). Without a kind: the most of any format
+  // (how many tokens a norm quantises its output for).
+  int dp4a_max(int kind = -1) const {
+    if (tuning_.gq_dp4a_max_tokens >= 0) return std::min(tuning_.gq_dp4a_max_tokens, kGqGemvMaxTokens);
+    return kind == int(GqKind::Int4) ? 3 : 4;
+  }
 
   CudaDevice& dev_;
   const CudaTuning tuning_;
