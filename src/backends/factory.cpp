@@ -30,6 +30,12 @@ bool cuda_available() {
 
 namespace {
 
+void check_cpu_quantize(const BackendOptions& o) {
+  LL_CHECK(o.quantize == QuantMode::Auto || o.quantize == QuantMode::None,
+           "--quantize {} needs the CUDA backend; on the CPU use a quantised GGUF file (Q8_0, Q4_K, ...)",
+           quant_mode_name(o.quantize));
+}
+
 bool wants_cuda(const BackendOptions& o) {
   return o.device == DeviceKind::Cuda || (o.device == DeviceKind::Auto && cuda_available());
 }
@@ -51,9 +57,7 @@ std::vector<std::unique_ptr<ops::Backend>> make_backends(const BackendOptions& o
     fail("--device cuda: this build has no CUDA backend (configure with -DLITE_LLAMA_CUDA=ON)");
 #endif
   }
-  LL_CHECK(o.quantize == QuantMode::Auto || o.quantize == QuantMode::None,
-           "--quantize {} needs the CUDA backend; on the CPU use a quantised GGUF file (Q8_0, Q4_K, ...)",
-           quant_mode_name(o.quantize));
+  check_cpu_quantize(o);
   const int threads = o.threads > 0 ? o.threads : std::max(1, default_thread_count() / tp);
   auto group = std::make_shared<cpu::CpuTpGroup>(tp);
   for (int r = 0; r < tp; ++r) out.push_back(cpu::make_cpu_backend(threads, o.cpu, group, r));
@@ -70,9 +74,7 @@ std::unique_ptr<ops::Backend> make_backend(const BackendOptions& o) {
     fail("--device cuda: this build has no CUDA backend (configure with -DLITE_LLAMA_CUDA=ON)");
 #endif
   }
-  LL_CHECK(o.quantize == QuantMode::Auto || o.quantize == QuantMode::None,
-           "--quantize {} needs the CUDA backend; on the CPU use a quantised GGUF file (Q8_0, Q4_K, ...)",
-           quant_mode_name(o.quantize));
+  check_cpu_quantize(o);
   const int threads = o.threads > 0 ? o.threads : default_thread_count();
   return cpu::make_cpu_backend(threads, o.cpu);
 }

@@ -54,9 +54,13 @@ def test_bad_llm_arguments(tmp_path):
     with pytest.raises(FileNotFoundError, match="nope.gguf"):
         LLM(str(tmp_path / "nope.gguf"))
     for kwargs in ({"device": "tpu"}, {"dtype": "float64"}, {"quantize": "int3"},
-                   {"kv_tokens": -1}, {"gpu_memory_utilization": 2}):
+                   {"kv_tokens": -1}, {"gpu_memory_utilization": 2}, {"tensor_parallel_size": 0},
+                   {"tensor_parallel_size": True}):
         with pytest.raises(ValueError):
             LLM("default", **kwargs)
+    with pytest.raises(RuntimeError, match="9 attention heads") as e:  # 9 heads over 2 ranks
+        LLM("default", device="cpu", tensor_parallel_size=2)
+    assert "\n" not in str(e.value)
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"not a gguf file")
     with pytest.raises(RuntimeError, match="bad.gguf") as e:

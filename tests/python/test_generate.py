@@ -167,3 +167,14 @@ def test_moe_gguf_greedy_equals_transformers():
     p = SamplingParams(temperature=0, max_tokens=ref["new_tokens"], ignore_eos=True)
     outs = llm.generate([{"prompt_token_ids": c["ids"]} for c in ref["cases"]], p, use_tqdm=False)
     assert [o.outputs[0].token_ids for o in outs] == [c["greedy_ids"] for c in ref["cases"]]
+
+
+def test_tensor_parallel_equals_one_rank(llm):
+    # tensor_parallel_size=3 on the CPU (9 heads, 3 KV heads: three ranks sharing memory) gives the
+    # one-rank engine's greedy tokens.
+    from lite_llama import LLM
+    tp = LLM("default", device="cpu", threads=1, ctx=256, kv_tokens=1024, tensor_parallel_size=3)
+    assert tp.model_info["tensor_parallel_size"] == 3
+    want = llm.generate(SEED_PROMPTS, greedy(24), use_tqdm=False)
+    got = tp.generate(SEED_PROMPTS, greedy(24), use_tqdm=False)
+    assert [o.outputs[0].token_ids for o in got] == [o.outputs[0].token_ids for o in want]

@@ -16,25 +16,11 @@
 
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/launchers.h"
+#include "bench_util.h"
 
 namespace {
 
 using namespace lite_llama::cuda;
-
-#define CK(x)                                                                         \
-  do {                                                                                \
-    cudaError_t e_ = (x);                                                             \
-    if (e_ != cudaSuccess) {                                                          \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                   \
-    }                                                                                 \
-  } while (0)
-
-void* dev_alloc(size_t bytes) {
-  void* p = nullptr;
-  CK(cudaMalloc(&p, bytes));
-  return p;
-}
 
 // Median milliseconds of `reps` timed runs after two warm-ups.
 double time_ms(const std::function<void()>& fn, int reps) {
@@ -120,18 +106,8 @@ int main(int argc, char** argv) {
   std::printf("{\"device\": \"%s\", \"sms\": %d}\n", prop.name, sms);
 
   // Copy bandwidth: bytes read + written per second of a 2 GiB device-to-device copy.
-  double copy_gbs = 0;
-  {
-    const size_t n = size_t(2) << 30;
-    void* a = dev_alloc(n);
-    void* b = dev_alloc(n);
-    CK(cudaMemset(a, 1, n));
-    const double ms = time_ms([&] { CK(cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice)); }, 10);
-    copy_gbs = 2.0 * n / ms / 1e6;
-    std::printf("{\"kernel\": \"copy\", \"GB/s\": %.1f}\n", copy_gbs);
-    cudaFree(a);
-    cudaFree(b);
-  }
+  const double copy_gbs = copy_bandwidth_gbs(size_t(2) << 30, nullptr, 10);
+  std::printf("{\"kernel\": \"copy\", \"GB/s\": %.1f}\n", copy_gbs);
   // Tensor-core peak: bf16 GEMM 8192^3 through cuBLASLt.
   double gemm_tflops = 0;
   {

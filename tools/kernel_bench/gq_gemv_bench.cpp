@@ -18,25 +18,11 @@
 #include <vector>
 
 #include "backends/cuda/launchers.h"
+#include "bench_util.h"
 
 namespace {
 
 using namespace lite_llama::cuda;
-
-#define CK(x)                                                                                 \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
-
-void* dev_alloc(size_t bytes) {
-  void* p = nullptr;
-  CK(cudaMalloc(&p, bytes));
-  return p;
-}
 
 // Microseconds per call: `calls` calls of fn(i) captured in one graph, median of `reps` launches
 // after a warm-up.
@@ -105,18 +91,8 @@ int main(int argc, char** argv) {
               int(pdl));
 
   // Copy bandwidth: bytes read + written per second of a 1 GiB device-to-device copy.
-  double copy_gbs = 0;
-  {
-    const size_t n = size_t(1) << 30;
-    void* a = dev_alloc(n);
-    void* b = dev_alloc(n);
-    CK(cudaMemset(a, 1, n));
-    const double us = time_us(s, [&](int) { CK(cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice, s)); }, 4, 5);
-    copy_gbs = 2.0 * n / us / 1e3;
-    std::printf("copy d2d: %.1f GB/s (read + write)\n", copy_gbs);
-    CK(cudaFree(a));
-    CK(cudaFree(b));
-  }
+  const double copy_gbs = copy_bandwidth_gbs(size_t(1) << 30, s);
+  std::printf("copy d2d: %.1f GB/s (read + write)\n", copy_gbs);
   char buf[512];
   std::snprintf(buf, sizeof buf, ", \"copy_GBps\": %.1f, \"cases\": [", copy_gbs);
   out += buf;

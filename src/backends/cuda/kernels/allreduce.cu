@@ -23,6 +23,23 @@ __device__ __forceinline__ void st_release_sys(uint32_t* p, uint32_t v) {
   asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
+// Block b of every rank meets block b of every other rank: its staged data is published before
+// the flag (the block barrier orders every thread's stores before the signalling threads'
+// system-scope fence and release, as a grid-wide barrier does with one fencing thread). A peer
+// may already be one call ahead (it needs only our signal to go on), hence >= in wrap-around
+// arithmetic.
+__device__ __forceinline__ void peer_barrier(const PeerArArgs& a, int b, uint32_t flag) {
+  __syncthreads();
+  if (threadIdx.x < a.size) {
+    __threadfence_system();
+    st_release_sys(&a.signal[threadIdx.x]->start[b][a.rank], flag);
+    const uint32_t* mine = &a.signal[a.rank]->start[b][threadIdx.x];
+    while (int32_t(ld_acquire_sys(mine) - flag) < 0) {
+    }
+  }
+  __syncthreads();
+}
+
 // Element type of the message: fp32 (the residual stream) or 16-bit, summed in fp32.
 template <typename T>
 __device__ __forceinline__ void add_unit(const uint4& r, float* acc) {
@@ -55,18 +72,7 @@ __global__ void __launch_bounds__(kPeerArThreads) peer_all_reduce_kernel(PeerArA
   uint4* mine = static_cast<uint4*>(a.staging[a.rank][k]);
   const int64_t stride = int64_t(gridDim.x) * kPeerArThreads;
   for (int64_t u = int64_t(b) * kPeerArThreads + threadIdx.x; u < a.units; u += stride) mine[u] = x[u];
-  // The barrier orders every thread's staging stores before the signalling threads' system-scope
-  // fence and release (cumulative), as a grid-wide barrier does with one fencing thread.
-  __syncthreads();
-  if (threadIdx.x < a.size) {
-    // Tell peer t this block's data is staged, then wait for peer t's. A peer may already be one
-    // call ahead (it needs only our signal to go on), hence >= in wrap-around arithmetic.
-    __threadfence_system();
-    st_release_sys(&a.signal[threadIdx.x]->start[b][a.rank], flag);
-    while (int32_t(ld_acquire_sys(&me->start[b][threadIdx.x]) - flag) < 0) {
-    }
-  }
-  __syncthreads();
+  peer_barrier(a, b, flag);
   constexpr int kVals = sizeof(T) == 4 ? 4 : 8;
   for (int64_t u = int64_t(b) * kPeerArThreads + threadIdx.x; u < a.units; u += stride) {
     float acc[kVals] = {};
@@ -96,14 +102,7 @@ __global__ void __launch_bounds__(kPeerArThreads)
   uint4* mine = static_cast<uint4*>(a.staging[a.rank][k]);
   for (int r = b; r < rows; r += gridDim.x)
     for (int i = threadIdx.x; i < upr; i += kPeerArThreads) mine[size_t(r) * upr + i] = x[size_t(r) * upr + i];
-  __syncthreads();
-  if (threadIdx.x < a.size) {
-    __threadfence_system();
-    st_release_sys(&a.signal[threadIdx.x]->start[b][a.rank], flag);
-    while (int32_t(ld_acquire_sys(&me->start[b][threadIdx.x]) - flag) < 0) {
-    }
-  }
-  __syncthreads();
+  peer_barrier(a, b, flag);
   for (int r = b; r < rows; r += gridDim.x) {
     float v[16];
     float ss = 0.f;
