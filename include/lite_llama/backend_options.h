@@ -63,6 +63,10 @@ struct CudaTuning {
   // one process with peer access; ~2x faster than NCCL's ring at decode sizes), larger ones NCCL;
   // 0: NCCL for all.
   int peer_all_reduce_max_kib = 4096;
+  // Mixture-of-experts models on CUDA (kernels/moe.cu: device top-k routing, a grouped GEMV over
+  // the active experts). Off until its kernel tests and HF parity have run on a GPU: MoE models
+  // are then refused at load with one line.
+  bool moe_kernels = false;
   // Debugging: every op's output is copied back and checked for NaN / inf (eager steps only).
   bool check_finite = false;
 };

@@ -13,6 +13,7 @@
 #include "backends/cuda/graphs.h"
 #include "backends/cuda/launchers.h"
 #include "backends/cuda/linear.h"
+#include "backends/cuda/moe_experts.h"
 #include "backends/cuda/nccl_comm.h"
 #include "backends/cuda/peer_allreduce.h"
 #include "backends/cuda/profiler.h"
@@ -88,17 +89,31 @@ class CudaBackend final : public ops::Backend {
     return weights_.random(rows, cols, seed, scale, embedding, keep);
   }
 
-  // Mixture of experts: not on CUDA yet (the CPU backend runs them). Refused at load, before
-  // any expert weight is uploaded.
-  [[noreturn]] static void no_moe() {
-    fail("mixture-of-experts models (qwen3moe) are not supported on CUDA yet: use --device cpu");
+  // Mixture of experts (moe_experts.h, kernels/moe.cu): stacked 16-bit experts, the router's
+  // top-k and the grouped GEMV on the device, no host synchronisation.
+  ops::MoeExperts prepare_experts(const ops::MoeExperts& host, uint64_t seed, std::vector<Buffer>& keep) override {
+    LL_CHECK(tuning_.moe_kernels,
+             "mixture-of-experts models (qwen3moe) on CUDA are not validated yet: use --device cpu "
+             "(LITE_LLAMA_CUDA_MOE=1 runs the unvalidated kernels)");
+    return stack_experts(dev_, weights_, host, seed, keep);
   }
-  ops::MoeExperts prepare_experts(const ops::MoeExperts&, uint64_t, std::vector<Buffer>&) override { no_moe(); }
-  void moe_route(const Tensor&, int, bool, int32_t*, float*) override { no_moe(); }
-  size_t moe_workspace_bytes(int, int, const ops::MoeExperts&) const override { no_moe(); }
-  void moe_experts(const Tensor&, const ops::MoeExperts&, const int32_t*, const float*, int, void*,
-                   Tensor) override {
-    no_moe();
+  void moe_route(const Tensor& logits, int top_k, bool norm_topk_prob, int32_t* t_expert, float* t_weight) override {
+    linear_.forget_xq();
+    ProfileScope ps(prof_, "moe route", stream());
+    LL_CUDA(cuda::moe_route(act(), logits.data, int(logits.rows()), int(logits.cols()), top_k, norm_topk_prob,
+                            t_expert, t_weight, stream()));
+  }
+  size_t moe_workspace_bytes(int max_tokens, int top_k, const ops::MoeExperts& w) const override {
+    return experts_workspace_bytes(max_tokens, top_k, w);
+  }
+  void moe_experts(const Tensor& x, const ops::MoeExperts& w, const int32_t* t_expert, const float* t_weight,
+                   int top_k, void* workspace, Tensor out) override {
+    linear_.forget_xq();
+    {
+      ProfileScope ps(prof_, "moe experts", stream());
+      run_experts(dev_, x, w, t_expert, t_weight, top_k, workspace, out);
+    }
+    finite_("moe_experts", out);
   }
 
   void embedding(const Tensor& table, const int32_t* ids, int n, Tensor out) override {

@@ -28,6 +28,33 @@ struct PeerArArgs {
   PeerArSignal* signal[kPeerArMaxRanks] = {};
   void* staging[kPeerArMaxRanks][2] = {};
 };
+// Mixture of experts (kernels/moe.cu). Router: softmax of logits [tokens, experts] (act type) in
+// fp32, the top_k in descending order (lowest index on ties), renormalised when norm_topk_prob.
+constexpr int kMoeMaxExperts = 256;
+constexpr int kMoeMaxTopK = 16;
+cudaError_t moe_route(Act act, const void* logits, int tokens, int experts, int top_k, bool norm_topk_prob,
+                      int32_t* t_expert, float* t_weight, cudaStream_t s);
+// Experts: weights stacked [experts, 2 * ffn, hidden] (gate rows, then up rows) and
+// [experts, hidden, ffn] in the act type; x [tokens, hidden] act; out [tokens, hidden] fp32 or
+// act. The workspace pointers carve moe_workspace_bytes(tokens, top_k, ...) bytes.
+struct MoeArgs {
+  Act act = Act::BF16;
+  int tokens = 0, top_k = 0, experts = 0, hidden = 0, ffn = 0;
+  const void* x = nullptr;
+  const void* w_gate_up = nullptr;
+  const void* w_down = nullptr;
+  const int32_t* t_expert = nullptr;
+  const float* t_weight = nullptr;
+  void* out = nullptr;
+  bool out_f32 = false;
+  int32_t *order = nullptr, *slot_of = nullptr, *start = nullptr;  // [n], [n], [experts + 1]
+  void* gate_up = nullptr;                                         // [n, 2 * ffn] act
+  void* h = nullptr;                                               // [n, ffn] act
+  float* y = nullptr;                                              // [n, hidden]
+};
+cudaError_t moe_experts(const MoeArgs& a, cudaStream_t s);
+size_t moe_workspace_bytes(int tokens, int top_k, int experts, int hidden, int ffn);
+
 // elem_kind: 0 fp32, 1 fp16, 2 bf16.
 cudaError_t peer_all_reduce(const PeerArArgs& a, int elem_kind, cudaStream_t s);
 // a.x (fp32 [rows, n]) summed over the ranks and added to residual (fp32); out (act) =

@@ -48,11 +48,16 @@ Tensor WeightPrep::bias(const Tensor& bias, std::vector<Buffer>& keep) {
   return t;
 }
 
-Tensor WeightPrep::random(int64_t rows, int64_t cols, uint64_t seed, float scale, bool embedding,
-                          std::vector<Buffer>& keep) {
+Buffer WeightPrep::random_16bit(int64_t rows, int64_t cols, uint64_t seed, float scale) {
   Buffer b = dev_.alloc(size_t(rows * cols) * 2);
   LL_CUDA(random_fill(dev_.act(), b.data(), size_t(rows * cols), seed, scale, dev_.stream()));
   dev_.synchronize();
+  return b;
+}
+
+Tensor WeightPrep::random(int64_t rows, int64_t cols, uint64_t seed, float scale, bool embedding,
+                          std::vector<Buffer>& keep) {
+  Buffer b = random_16bit(rows, cols, seed, scale);
   Tensor t(b.data(), dev_.act_dtype(), {rows, cols}, Device::CUDA);
   if (auto f = explicit_format(cols, embedding)) return quantize_on_device(t, *f, keep);
   keep.push_back(std::move(b));

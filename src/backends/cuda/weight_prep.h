@@ -23,6 +23,11 @@ class WeightPrep {
   Tensor bias(const Tensor& bias, std::vector<Buffer>& keep);
   // Random 16-bit weights (--load-format dummy), quantised under an explicit --quantize.
   Tensor random(int64_t rows, int64_t cols, uint64_t seed, float scale, bool embedding, std::vector<Buffer>& keep);
+  // The same in the activation type whatever --quantize says (the MoE kernels' expert weights).
+  Tensor matrix_16bit(const std::vector<Tensor>& parts, int64_t N, int64_t K, std::vector<Buffer>& keep) {
+    return upload_16bit(parts, N, K, keep);
+  }
+  Buffer random_16bit(int64_t rows, int64_t cols, uint64_t seed, float scale);
 
  private:
   std::optional<GqFormat> explicit_format(int64_t K, bool embedding) const;

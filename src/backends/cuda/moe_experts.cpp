@@ -1,0 +1,72 @@
+#include "backends/cuda/moe_experts.h"
+
+#include <cmath>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/launchers.h"
+
+namespace lite_llama::cuda {
+
+ops::MoeExperts stack_experts(CudaDevice& dev, WeightPrep& prep, const ops::MoeExperts& host, uint64_t seed,
+                              std::vector<Buffer>& keep) {
+  const int E = host.num_experts;
+  const int64_t H = host.hidden, F = host.ffn;
+  LL_CHECK(E >= 1 && E <= kMoeMaxExperts, "mixture of experts on CUDA: {} experts (at most {})", E, kMoeMaxExperts);
+  LL_CHECK(H % 8 == 0 && F % 8 == 0, "mixture of experts on CUDA: hidden {} and expert size {} must be multiples of 8",
+           H, F);
+  ops::MoeExperts w;
+  w.num_experts = E, w.hidden = H, w.ffn = F;
+  const size_t es = 2, expert_gu = size_t(2 * F * H) * es, half = size_t(F * H) * es;
+  if (!host.gate.empty() && host.gate[0].data == nullptr) {
+    // Dummy: projection p as one [E * rows, cols] draw of seed + p (ops.h), then interleaved so
+    // that expert e's gate rows are followed by its up rows.
+    Buffer gu = dev.alloc(size_t(E) * expert_gu);
+    for (int p = 0; p < 2; ++p) {
+      Buffer part = prep.random_16bit(E * F, H, seed + uint64_t(p), 1.0f / std::sqrt(float(H)));
+      LL_CUDA(cudaMemcpy2DAsync(gu.as<uint8_t>() + size_t(p) * half, expert_gu, part.data(), half, half, size_t(E),
+                                cudaMemcpyDeviceToDevice, dev.stream()));
+      dev.synchronize();
+    }
+    Buffer down = prep.random_16bit(E * H, F, seed + 2, 1.0f / std::sqrt(float(F)));
+    w.stacked_gate_up = Tensor(gu.data(), dev.act_dtype(), {E, 2 * F, H}, Device::CUDA);
+    w.stacked_down = Tensor(down.data(), dev.act_dtype(), {E, H, F}, Device::CUDA);
+    keep.push_back(std::move(gu));
+    keep.push_back(std::move(down));
+    return w;
+  }
+  std::vector<Tensor> gu;
+  for (int e = 0; e < E; ++e) gu.push_back(host.gate[size_t(e)]), gu.push_back(host.up[size_t(e)]);
+  const Tensor g = prep.matrix_16bit(gu, int64_t(E) * 2 * F, H, keep);
+  const Tensor d = prep.matrix_16bit(host.down, int64_t(E) * H, F, keep);
+  w.stacked_gate_up = Tensor(g.data, g.dtype, {E, 2 * F, H}, Device::CUDA);
+  w.stacked_down = Tensor(d.data, d.dtype, {E, H, F}, Device::CUDA);
+  return w;
+}
+
+size_t experts_workspace_bytes(int max_tokens, int top_k, const ops::MoeExperts& w) {
+  return moe_workspace_bytes(max_tokens, top_k, w.num_experts, int(w.hidden), int(w.ffn));
+}
+
+void run_experts(CudaDevice& dev, const Tensor& x, const ops::MoeExperts& w, const int32_t* t_expert,
+                 const float* t_weight, int top_k, void* workspace, Tensor out) {
+  LL_CHECK(w.stacked_gate_up.data && w.stacked_down.data, "moe_experts: the experts were not stacked for CUDA");
+  MoeArgs a;
+  a.act = dev.act();
+  a.tokens = int(x.rows()), a.top_k = top_k, a.experts = w.num_experts, a.hidden = int(w.hidden), a.ffn = int(w.ffn);
+  a.x = x.data, a.w_gate_up = w.stacked_gate_up.data, a.w_down = w.stacked_down.data;
+  a.t_expert = t_expert, a.t_weight = t_weight;
+  a.out = out.data, a.out_f32 = out.dtype == DType::F32;
+  // The workspace as moe_workspace_bytes lays it out.
+  const size_t n = size_t(a.tokens) * size_t(top_k);
+  auto up = [](size_t b) { return (b + 255) / 256 * 256; };
+  auto* p = static_cast<uint8_t*>(workspace);
+  a.order = reinterpret_cast<int32_t*>(p), p += up(n * 4);
+  a.slot_of = reinterpret_cast<int32_t*>(p), p += up(n * 4);
+  a.start = reinterpret_cast<int32_t*>(p), p += up(size_t(a.experts + 1) * 4);
+  a.gate_up = p, p += up(n * size_t(2 * a.ffn) * 2);
+  a.h = p, p += up(n * size_t(a.ffn) * 2);
+  a.y = reinterpret_cast<float*>(p);
+  LL_CUDA(moe_experts(a, dev.stream()));
+}
+
+}  // namespace lite_llama::cuda
