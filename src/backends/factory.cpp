@@ -58,7 +58,8 @@ std::vector<std::unique_ptr<ops::Backend>> make_backends(const BackendOptions& o
 #endif
   }
   check_cpu_quantize(o);
-  const int threads = o.threads > 0 ? o.threads : std::max(1, default_thread_count() / tp);
+  // --threads is the total: the ranks share the cores.
+  const int threads = std::max(1, (o.threads > 0 ? o.threads : default_thread_count()) / tp);
   auto group = std::make_shared<cpu::CpuTpGroup>(tp);
   for (int r = 0; r < tp; ++r) out.push_back(cpu::make_cpu_backend(threads, o.cpu, group, r));
   return out;

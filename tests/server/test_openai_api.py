@@ -165,3 +165,20 @@ def test_default_max_tokens_runs_to_context():
         assert r.usage.completion_tokens == 3 and r.choices[0].finish_reason == "length"
     finally:
         assert s.stop() == 0
+
+
+def test_tensor_parallel_server_equals_one_rank(client, model):
+    # `serve --tp 3` (the default model's 9 heads over three CPU ranks sharing memory): the same
+    # greedy chat answer as the one-rank shared server, streamed and not.
+    msgs = [{"role": "user", "content": "Name three colours."}]
+    want = client.chat.completions.create(model=model, messages=msgs, max_tokens=24, temperature=0)
+    s = Server("--tp", "3")
+    try:
+        tp = s.client()
+        got = tp.chat.completions.create(model=model, messages=msgs, max_tokens=24, temperature=0)
+        assert got.choices[0].message.content == want.choices[0].message.content
+        streamed = "".join(c.choices[0].delta.content or "" for c in tp.chat.completions.create(
+            model=model, messages=msgs, max_tokens=24, temperature=0, stream=True) if c.choices)
+        assert streamed == want.choices[0].message.content
+    finally:
+        assert s.stop() == 0, "".join(s.log)
