@@ -61,11 +61,41 @@ inline void scores(const float* q, const float* const* k, int nk, int n, float s
   for (; j < nk; ++j) s[j] = dot(q, k[j], n) * scale;
 }
 
+#if LL_VEC > 1
+// A whole row of C vectors (head_dim 64 on AVX-512: C = 4) in registers, even and odd keys into
+// separate accumulators: 2C independent FMA chains, where one chain per vector would wait on the
+// FMA latency every key.
+template <int C>
+inline void accumulate_row(float* o, float alpha, const float* p, const float* const* v, int nk) {
+  using namespace simd;
+  V a0[C], a1[C];
+  for (int c = 0; c < C; ++c) {
+    a0[c] = alpha == 1.0f ? vload(o + c * LL_VEC) : vmul(vload(o + c * LL_VEC), vset1(alpha));
+    a1[c] = vzero();
+  }
+  int j = 0;
+  for (; j + 2 <= nk; j += 2) {
+    const V p0 = vset1(p[j]), p1 = vset1(p[j + 1]);
+    for (int c = 0; c < C; ++c) {
+      a0[c] = vfma(p0, vload(v[j] + c * LL_VEC), a0[c]);
+      a1[c] = vfma(p1, vload(v[j + 1] + c * LL_VEC), a1[c]);
+    }
+  }
+  if (j < nk) {
+    const V p0 = vset1(p[j]);
+    for (int c = 0; c < C; ++c) a0[c] = vfma(p0, vload(v[j] + c * LL_VEC), a0[c]);
+  }
+  for (int c = 0; c < C; ++c) vstore(o + c * LL_VEC, vadd(a0[c], a1[c]));
+}
+#endif
+
 // o[0..n) = o * alpha + sum_j p[j] * v_j[0..n) over nk keys.
 inline void accumulate(float* o, float alpha, const float* p, const float* const* v, int nk, int n) {
   int i = 0;
 #if LL_VEC > 1
   using namespace simd;
+  if (n == 4 * LL_VEC) return accumulate_row<4>(o, alpha, p, v, nk);
+  if (n == 2 * LL_VEC) return accumulate_row<2>(o, alpha, p, v, nk);
   for (; i + 8 * LL_VEC <= n; i += 8 * LL_VEC) {  // eight vectors of the row stay in registers
     V acc[8];
     for (int c = 0; c < 8; ++c) acc[c] = alpha == 1.0f ? vload(o + i + c * LL_VEC) : vmul(vload(o + i + c * LL_VEC), vset1(alpha));
