@@ -59,16 +59,10 @@ int step_budget(const EngineOptions& o, const ops::Backend& backend, size_t free
 
 }  // namespace
 
-LoadedModel load_model(const EngineOptions& o, ModelFiles& files, ops::Backend& backend) {
-  RankGroup one({&backend});
-  return std::move(load_model(o, files, {&backend}, one)[0]);
-}
-
 std::vector<LoadedModel> load_model(const EngineOptions& o, ModelFiles& files,
                                     const std::vector<ops::Backend*>& backends, RankGroup& group) {
   const ModelConfig& full = files.config;
-  const int tp = int(backends.size());
-  check_tp(full, tp);
+  const int tp = int(backends.size());  // check_tp(full, tp) held before the backends were made
   const ModelConfig cfg = shard_config(full, TpShard{0, tp});  // every rank's shapes
   ops::Backend& backend = *backends[0];
   const bool cpu = backend.device() == Device::CPU;

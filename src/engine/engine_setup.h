@@ -24,10 +24,9 @@ struct LoadedModel {
   int64_t kv_tokens = 0, kv_bytes_per_token = 0;
 };
 
-// Notes the device's weight dtype in files.weight_dtype where it differs from the file's.
-LoadedModel load_model(const EngineOptions& o, ModelFiles& files, ops::Backend& backend);
 // Every tensor-parallel rank's shard (backends[r] of rank r; `group` runs them at once): the
-// same sizes on every rank, from the least memory any rank has left.
+// same sizes on every rank, from the least memory any rank has left. Notes the device's weight
+// dtype in files.weight_dtype where it differs from the file's.
 std::vector<LoadedModel> load_model(const EngineOptions& o, ModelFiles& files,
                                     const std::vector<ops::Backend*>& backends, RankGroup& group);
 ModelInfo make_model_info(const ModelFiles& files, const ops::Backend& backend,

@@ -128,19 +128,10 @@ bool Runner::build_batch(const StepPlan& plan) {
 Tensor Runner::forward(bool decode_only, bool greedy) {
   const int n = int(batch_.logit_rows.size());
   const int bucket = decode_only && !profiling_ ? graph_bucket(batch_.num_seqs()) : -1;
-  auto tables = [&](Decoder& d) {
-    for (const TableWrite& w : table_writes_) d.write_table(w.row, w.start, w.slots, w.n);
-  };
   if (bucket < 0) {
-    Tensor logits;
-    ranks_.run([&](int r) {
-      Decoder& d = *decoders_[size_t(r)];
-      tables(d);
-      Tensor l = d.forward(batch_);
-      if (r != 0) return;
-      logits = l;
-      if (greedy) backend_.argmax(logits, n, sample_limit_, device_tokens_.as<int32_t>());
-    });
+    // Rank 0 runs on this thread, so the argmax follows its forward on its stream.
+    Tensor logits = forward_eager(batch_, true);
+    if (greedy) backend_.argmax(logits, n, sample_limit_, device_tokens_.as<int32_t>());
     return logits;
   }
   // Pad to the captured batch size by repeating the last sequence: the copies write the same
@@ -152,17 +143,23 @@ Tensor Runner::forward(bool decode_only, bool greedy) {
   }
   ranks_.run([&](int r) {
     Decoder& d = *decoders_[size_t(r)];
-    tables(d);
+    write_tables(d);
     d.stage(batch_);
     d.backend().replay_graph(graphs_[size_t(bucket)][size_t(r)]);  // forward (+ argmax on rank 0)
   });
   return decoder_.logits_buffer();
 }
 
-Tensor Runner::forward_all(const ForwardBatch& batch) {
+void Runner::write_tables(Decoder& d) const {
+  for (const TableWrite& w : table_writes_) d.write_table(w.row, w.start, w.slots, w.n);
+}
+
+Tensor Runner::forward_eager(const ForwardBatch& batch, bool with_tables) {
   Tensor logits;
   ranks_.run([&](int r) {
-    Tensor l = decoders_[size_t(r)]->forward(batch);
+    Decoder& d = *decoders_[size_t(r)];
+    if (with_tables) write_tables(d);
+    Tensor l = d.forward(batch);
     if (r == 0) logits = l;
   });
   return logits;

@@ -56,7 +56,7 @@ class Runner {
   void set_profiling(bool on) { profiling_ = on; }
   int sample_limit() const { return sample_limit_; }
   // One eager forward of `batch` on every rank (scoring): rank 0's logits.
-  Tensor forward_all(const ForwardBatch& batch);
+  Tensor forward_all(const ForwardBatch& batch) { return forward_eager(batch, false); }
 
   // Runs the planned tokens through the decoder and picks the next token of every row with
   // `sample`; `samplers` holds those rows' request samplers (parameters, seed, penalties, RNG),
@@ -81,6 +81,10 @@ class Runner {
                         const std::vector<sampling::SequenceSampler*>& samplers,
                         const Tensor& logits, int n, const StepConstraints* constraints);
   int graph_bucket(int num_seqs) const;
+  // Every rank's eager forward of `batch` (after this step's prefix table writes when
+  // with_tables); rank 0's logits.
+  Tensor forward_eager(const ForwardBatch& batch, bool with_tables);
+  void write_tables(Decoder& d) const;
 
   // A prefix taken from the prefix cache: request-table entries written before the step.
   struct TableWrite {

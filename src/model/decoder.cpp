@@ -16,6 +16,7 @@ Decoder::Decoder(const ModelConfig& cfg, Weights weights, ops::Backend& backend,
            "decoder: rank {} of {} on a backend of rank {} of {}", shard.rank, shard.size, backend.tp_rank(),
            backend.tp_size());
   vocab_rows_ = shard.active() ? vocab_shard_rows(cfg.vocab_size, shard.size) : cfg.vocab_size;
+  table_rows_ = shard.active() ? vocab_table_rows(cfg.vocab_size, shard.size) : cfg.vocab_size;
   LL_CHECK(max_tokens >= 1 && max_seqs >= 1 && max_seqs <= max_tokens,
            "decoder needs 1 <= max_seqs ({}) <= max_tokens ({})", max_seqs, max_tokens);
   const int64_t H = cfg.hidden_size, F = dense_ffn(cfg), D = cfg.head_dim;
@@ -58,7 +59,7 @@ Decoder::Decoder(const ModelConfig& cfg, Weights weights, ops::Backend& backend,
   }
   logits_ = be_.alloc(B * size_t(cfg.vocab_size) * sizeof(float));
   if (shard.active()) {
-    lm_local_ = be_.alloc(B * size_t(vocab_table_rows(cfg.vocab_size, shard.size)) * sizeof(float));
+    lm_local_ = be_.alloc(B * size_t(table_rows_) * sizeof(float));
     gather_ws_ = be_.alloc(be_.all_gather_workspace_bytes(lm_local(int(B))));
   }
 
@@ -124,8 +125,7 @@ Tensor Decoder::resid(size_t offset, int64_t rows, int64_t cols) const {
 }
 
 Tensor Decoder::lm_local(int rows) const {
-  return Tensor(lm_local_.data(), DType::F32, {int64_t(rows), vocab_table_rows(cfg_.vocab_size, shard_.size)},
-                be_.device());
+  return Tensor(lm_local_.data(), DType::F32, {int64_t(rows), table_rows_}, be_.device());
 }
 
 Tensor Decoder::logits_buffer() const {

@@ -295,12 +295,7 @@ cudaError_t launch_dp4a(const int8_t* xq, const float4* xs, const void* w, size_
   auto* wp = static_cast<const uint8_t*>(w);
   auto* op = static_cast<OutT*>(out);
   constexpr int R = 2, U = 4;
-  // Warps per row group: enough that each lane has about U chunks, and more while the grid would
-  // give the GPU fewer than ~4 blocks per SM (small projections: o_proj, k/v).
-  const int chunks = K / kVals<KIND>;
-  int wpr = 1;
-  while (wpr < 8 && chunks > wpr * 32 * U) wpr *= 2;
-  while (wpr < 8 && int64_t(N) * wpr / (R * 8) < 4 * sm_count() && chunks >= wpr * 2 * 32) wpr *= 2;
+  const int wpr = gemv_warps_per_row(K / kVals<KIND>, N, 32, R, U);
   const dim3 grid(ceil_div(N, R * (8 / wpr))), block(256);
   switch (T_) {
 #define LL_CASE(n)                                                                                            \

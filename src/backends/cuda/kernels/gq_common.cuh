@@ -33,5 +33,18 @@ inline int sm_count() {
   return sms;
 }
 
+// Warps of an 8-warp block that share one row group of a decode GEMV (a power of two): enough
+// that each lane has about `unroll` chunks of the row, and more while the grid would give the
+// GPU fewer than ~4 blocks per SM (small projections: o_proj, k/v). `lanes`: lanes of a warp on
+// one row; `rows`: rows one warp computes.
+inline int gemv_warps_per_row(int chunks, int N, int lanes, int rows, int unroll) {
+  constexpr int kBlockWarps = 8;
+  int wpr = 1;
+  while (wpr < kBlockWarps && chunks > wpr * lanes * unroll) wpr *= 2;
+  while (wpr < kBlockWarps && int64_t(N) * wpr / (rows * kBlockWarps) < 4 * sm_count() && chunks >= wpr * 2 * lanes)
+    wpr *= 2;
+  return wpr;
+}
+
 }  // namespace
 }  // namespace lite_llama::cuda

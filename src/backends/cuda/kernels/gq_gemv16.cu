@@ -179,12 +179,8 @@ template <typename T, int KIND, typename OutT>
 cudaError_t launch(const GqArgs& q, int gshift, const void* x, const void* w, const void* bias, void* out, int T_,
                    int N, int K, int ldo, cudaStream_t s) {
   constexpr int U = 4;
-  // Warps per row group as the dp4a GEMV: about U chunks per lane (4 lanes a row in each warp),
-  // more while the grid would give the GPU fewer than ~4 blocks per SM.
-  const int chunks = K / kVals<KIND>;
-  int wpr = 1;
-  while (wpr < kWarps && chunks > wpr * 4 * U) wpr *= 2;
-  while (wpr < kWarps && int64_t(N) * wpr / (16 * kWarps) < 4 * sm_count() && chunks >= wpr * 2 * 4) wpr *= 2;
+  static_assert(kWarps == 8, "gemv_warps_per_row assumes 8-warp blocks");
+  const int wpr = gemv_warps_per_row(K / kVals<KIND>, N, 4, 16, U);  // 4 lanes a row, 16 rows a warp
   const dim3 grid(ceil_div(N, 16 * (kWarps / wpr))), block(kThreads);
   return launch_pdl(q.pdl, gemv_gq16_kernel<T, KIND, U, OutT>, grid, block, 0, s, static_cast<const T*>(x),
                     static_cast<const uint8_t*>(w), q.row_bytes, gshift, static_cast<const T*>(bias),
