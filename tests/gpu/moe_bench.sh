@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Mixture of experts on one GPU (issue 26): Qwen3-30B-A3B's real config with dummy 16-bit weights
+# (61 GB), decode tok/s at batch 1 / 8 / 64 with the --profile breakdown, prefill of one
+# 2,048-token prompt, and the copy bandwidth / GEMM peak of the same machine for scale. Writes
+# $OUT/moe/*.json and logs.
+#   tests/gpu/moe_bench.sh BUILD_DIR [CONFIG]
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BUILD="$1"
+CFG="${2:-$ROOT/tests/gpu/configs/qwen3-30b-a3b.json}"
+OUT="${OUT:-$ROOT/gpu-results}"
+mkdir -p "$OUT/moe"
+export LITE_LLAMA_CUDA_MOE="${LITE_LLAMA_CUDA_MOE:-1}"
+"$BUILD/bin/attention-bench" --quick 2>&1 | head -3 | tee "$OUT/moe/peaks.txt"
+run() {  # name, bench flags...
+  local name="$1"; shift
+  timeout 400 "$BUILD/bin/lite-llama" bench --load-format dummy -m "$CFG" --json "$OUT/moe/$name.json" "$@" \
+    >"$OUT/moe/$name.log" 2>&1 || echo "FAILED: $name (rc $?)" | tee -a "$OUT/moe/$name.log"
+  grep -vE '^\s*$' "$OUT/moe/$name.log" | tail -12
+}
+run decode --batch 1,8,64 --max-num-seqs 64 --ctx 1024 --prompt-len 128 --gen-len 128 --runs 3 --profile
+run prefill --batch 1 --ctx 4096 --prompt-len 2048 --gen-len 8 --runs 3
