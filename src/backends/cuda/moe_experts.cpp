@@ -56,16 +56,7 @@ void run_experts(CudaDevice& dev, const Tensor& x, const ops::MoeExperts& w, con
   a.x = x.data, a.w_gate_up = w.stacked_gate_up.data, a.w_down = w.stacked_down.data;
   a.t_expert = t_expert, a.t_weight = t_weight;
   a.out = out.data, a.out_f32 = out.dtype == DType::F32;
-  // The workspace as moe_workspace_bytes lays it out.
-  const size_t n = size_t(a.tokens) * size_t(top_k);
-  auto up = [](size_t b) { return (b + 255) / 256 * 256; };
-  auto* p = static_cast<uint8_t*>(workspace);
-  a.order = reinterpret_cast<int32_t*>(p), p += up(n * 4);
-  a.slot_of = reinterpret_cast<int32_t*>(p), p += up(n * 4);
-  a.start = reinterpret_cast<int32_t*>(p), p += up(size_t(a.experts + 1) * 4);
-  a.gate_up = p, p += up(n * size_t(2 * a.ffn) * 2);
-  a.h = p, p += up(n * size_t(a.ffn) * 2);
-  a.y = reinterpret_cast<float*>(p);
+  a.workspace = workspace;
   LL_CUDA(moe_experts(a, dev.stream()));
 }
 

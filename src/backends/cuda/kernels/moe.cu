@@ -1,21 +1,18 @@
 // Mixture of experts on CUDA, without a host round trip (CUDA graphs stay possible): the router's
-// softmax top-k, the token-expert assignments counting-sorted by expert, a grouped GEMV over the
-// active experts (each weight row is read once for up to kMoeTokens assignments of its expert, so
-// a decode step reads only the active experts' weights), and the weighted combine in ascending
-// expert order, as transformers sums them.
+// softmax top-k; then either (decode-sized steps) the GEMV path of moe_gemv.cu, which reads only
+// the active experts' rows and needs no sort, or (prefill-sized) the token-expert assignments
+// counting-sorted by expert into tiles for the tensor-core grouped GEMM of moe_gemm.cu; and the
+// weighted combine in ascending expert order, as transformers sums them.
 #include <climits>
 
 #include "backends/cuda/common.cuh"
+#include "backends/cuda/kernels/moe_internal.cuh"
 #include "backends/cuda/launchers.h"
 
 namespace lite_llama::cuda {
 namespace {
 
 constexpr int kRoutePer = kMoeMaxExperts / 32;  // router probabilities per lane
-constexpr int kMoeTokens = 8;                   // assignments one weight row is applied to at once
-constexpr int kRowsPerWarp = 2;
-constexpr int kWarps = 8;
-constexpr int kRowsPerBlock = kRowsPerWarp * kWarps;
 
 // One warp per token: softmax (fp32), then top_k rounds of a warp argmax (lowest index on ties).
 template <typename T>
@@ -64,18 +61,25 @@ __global__ void moe_route_kernel(const T* __restrict__ logits, int n_tokens, int
 }
 
 // Counting sort of the n assignments by expert (one block): start[e] .. start[e + 1] are expert
-// e's slots, order[slot] its assignment and slot_of[assignment] the inverse.
+// e's slots, order[slot] its assignment and slot_of[assignment] the inverse; tiles lists each
+// expert's runs of up to moe::kTileM slots (expert, first slot), *n_tiles of them.
 __global__ void moe_sort_kernel(const int32_t* __restrict__ t_expert, int n, int E, int32_t* __restrict__ start,
-                                int32_t* __restrict__ order, int32_t* __restrict__ slot_of) {
+                                int32_t* __restrict__ order, int32_t* __restrict__ slot_of,
+                                int32_t* __restrict__ tiles, int32_t* __restrict__ n_tiles) {
   __shared__ int cnt[kMoeMaxExperts], pos[kMoeMaxExperts];
   for (int e = threadIdx.x; e < E; e += blockDim.x) cnt[e] = 0;
   __syncthreads();
   for (int a = threadIdx.x; a < n; a += blockDim.x) atomicAdd(&cnt[t_expert[a]], 1);
   __syncthreads();
   if (threadIdx.x == 0) {
-    int s = 0;
-    for (int e = 0; e < E; ++e) start[e] = pos[e] = s, s += cnt[e];
+    int s = 0, nt = 0;
+    for (int e = 0; e < E; ++e) {
+      start[e] = pos[e] = s;
+      for (int j = 0; j < cnt[e]; j += moe::kTileM) tiles[2 * nt] = e, tiles[2 * nt + 1] = s + j, ++nt;
+      s += cnt[e];
+    }
     start[E] = s;
+    *n_tiles = nt;
   }
   __syncthreads();
   for (int a = threadIdx.x; a < n; a += blockDim.x) {
@@ -85,59 +89,8 @@ __global__ void moe_sort_kernel(const int32_t* __restrict__ t_expert, int n, int
   }
 }
 
-// out[slot, r] = W[e, r, :] . in_row(slot) for every slot of expert e = blockIdx.y, rows r of
-// this block. in_row(slot) is in[order[slot] / top_k] (the token's hidden state) with `order`,
-// else in[slot]. Each warp holds kRowsPerWarp rows' products for kMoeTokens slots at a time.
-template <typename T, typename O>
-__global__ void __launch_bounds__(kWarps * 32)
-    moe_group_gemv_kernel(const T* __restrict__ W, int N, int K, const T* __restrict__ in,
-                          const int32_t* __restrict__ order, int top_k, const int32_t* __restrict__ start,
-                          O* __restrict__ out) {
-  const int e = blockIdx.y;
-  const int s0 = start[e], s1 = start[e + 1];
-  if (s0 == s1) return;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int r0 = blockIdx.x * kRowsPerBlock + warp * kRowsPerWarp;
-  if (r0 >= N) return;
-  const T* w = W + (size_t(e) * N + r0) * K;
-  for (int c0 = s0; c0 < s1; c0 += kMoeTokens) {
-    const int m = min(kMoeTokens, s1 - c0);
-    const T* x[kMoeTokens];
-#pragma unroll
-    for (int t = 0; t < kMoeTokens; ++t) {
-      const int slot = c0 + min(t, m - 1);
-      x[t] = in + size_t(order ? order[slot] / top_k : slot) * K;
-    }
-    float acc[kRowsPerWarp][kMoeTokens] = {};
-    for (int kk = lane * 8; kk < K; kk += 32 * 8) {
-      float wv[kRowsPerWarp][8] = {};
-#pragma unroll
-      for (int r = 0; r < kRowsPerWarp; ++r)
-        if (r0 + r < N) load8<T>(w + size_t(r) * K + kk, wv[r]);
-#pragma unroll
-      for (int t = 0; t < kMoeTokens; ++t) {
-        if (t >= m) break;
-        float xv[8];
-        load8<T>(x[t] + kk, xv);
-#pragma unroll
-        for (int r = 0; r < kRowsPerWarp; ++r)
-#pragma unroll
-          for (int i = 0; i < 8; ++i) acc[r][t] += wv[r][i] * xv[i];
-      }
-    }
-#pragma unroll
-    for (int t = 0; t < kMoeTokens; ++t) {
-      if (t >= m) break;
-#pragma unroll
-      for (int r = 0; r < kRowsPerWarp; ++r) {
-        const float v = warp_sum(acc[r][t]);
-        if (lane == 0 && r0 + r < N) out[size_t(c0 + t) * N + r0 + r] = from_f<O>(v);
-      }
-    }
-  }
-}
-
-// out[t] = sum over j in ascending expert order of t_weight[t, j] * y[slot_of[t, j]].
+// out[t] = sum over j in ascending expert order of t_weight[t, j] * y[slot_of[t, j]] (y[t k + j]
+// without slot_of).
 template <typename O>
 __global__ void moe_combine_kernel(const float* __restrict__ y, int H, const int32_t* __restrict__ t_expert,
                                    const float* __restrict__ t_weight, const int32_t* __restrict__ slot_of, int k,
@@ -157,30 +110,79 @@ __global__ void moe_combine_kernel(const float* __restrict__ y, int H, const int
     float acc = 0.f;
     for (int jj = 0; jj < k; ++jj) {
       const int j = ord[jj];
-      acc += t_weight[t * k + j] * y[size_t(slot_of[t * k + j]) * H + i];
+      acc += t_weight[t * k + j] * y[size_t(slot_of ? slot_of[t * k + j] : int(t) * k + j) * H + i];
     }
     out[t * H + i] = from_f<O>(acc);
   }
 }
 
+// The workspace: t_expert-sorted order / slot_of [n], start [E + 1], tiles [2 max_tiles], n_tiles,
+// gate_up [n, 2F] act, h [n, F] act, y [n, H] fp32 (gate_up and y by assignment on the GEMV
+// path, by slot on the GEMM path; h only on the GEMM path).
+struct Workspace {
+  int32_t *order, *slot_of, *start, *tiles, *n_tiles;
+  void *gate_up, *h;
+  float* y;
+  size_t bytes;
+};
+Workspace carve(void* base, int tokens, int top_k, int experts, int hidden, int ffn) {
+  const size_t n = size_t(tokens) * size_t(top_k);
+  auto up = [](size_t b) { return (b + 255) / 256 * 256; };
+  const uintptr_t b0 = reinterpret_cast<uintptr_t>(base);
+  uintptr_t p = b0;
+  Workspace w{};
+  auto take = [&](size_t b) {
+    auto* r = reinterpret_cast<uint8_t*>(p);
+    p += up(b);
+    return r;
+  };
+  w.order = reinterpret_cast<int32_t*>(take(n * 4));
+  w.slot_of = reinterpret_cast<int32_t*>(take(n * 4));
+  w.start = reinterpret_cast<int32_t*>(take(size_t(experts + 1) * 4));
+  w.tiles = reinterpret_cast<int32_t*>(take(size_t(moe::max_tiles(int(n), experts)) * 8));
+  w.n_tiles = reinterpret_cast<int32_t*>(take(4));
+  w.gate_up = take(n * size_t(2 * ffn) * 2);
+  w.h = take(n * size_t(ffn) * 2);
+  w.y = reinterpret_cast<float*>(take(n * size_t(hidden) * 4));
+  w.bytes = size_t(p - b0);
+  return w;
+}
+
 template <typename T>
 cudaError_t experts_typed(const MoeArgs& a, cudaStream_t s) {
-  const int n = a.tokens * a.top_k;
-  moe_sort_kernel<<<1, 1024, 0, s>>>(a.t_expert, n, a.experts, a.start, a.order, a.slot_of);
-  const int F2 = 2 * a.ffn;
-  moe_group_gemv_kernel<T, T><<<dim3(ceil_div(F2, kRowsPerBlock), a.experts), kWarps * 32, 0, s>>>(
-      static_cast<const T*>(a.w_gate_up), F2, a.hidden, static_cast<const T*>(a.x), a.order, a.top_k, a.start,
-      static_cast<T*>(a.gate_up));
-  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-  if (cudaError_t e = swiglu(a.act, a.gate_up, a.h, n, a.ffn, s, nullptr); e != cudaSuccess) return e;
-  moe_group_gemv_kernel<T, float><<<dim3(ceil_div(a.hidden, kRowsPerBlock), a.experts), kWarps * 32, 0, s>>>(
-      static_cast<const T*>(a.w_down), a.hidden, a.ffn, static_cast<const T*>(a.h), nullptr, a.top_k, a.start,
-      a.y);
+  const int n = a.tokens * a.top_k, F2 = 2 * a.ffn;
+  const Workspace w = carve(a.workspace, a.tokens, a.top_k, a.experts, a.hidden, a.ffn);
+  const T* x = static_cast<const T*>(a.x);
+  const T* wgu = static_cast<const T*>(a.w_gate_up);
+  const T* wd = static_cast<const T*>(a.w_down);
+  T* gu = static_cast<T*>(w.gate_up);
+  const int32_t* slot_of = nullptr;
+  if (n <= moe::kGemvMaxAssign) {
+    if (cudaError_t e = moe::gemv<T, T>(wgu, F2, a.hidden, x, false, a.top_k, a.t_expert, n, a.experts, gu, s);
+        e != cudaSuccess)
+      return e;
+    if (cudaError_t e = moe::gemv<T, float>(wd, a.hidden, a.ffn, gu, true, a.top_k, a.t_expert, n, a.experts, w.y, s);
+        e != cudaSuccess)
+      return e;
+  } else {
+    moe_sort_kernel<<<1, 1024, 0, s>>>(a.t_expert, n, a.experts, w.start, w.order, w.slot_of, w.tiles, w.n_tiles);
+    const int tiles = moe::max_tiles(n, a.experts);
+    if (cudaError_t e = moe::gemm<T, T>(wgu, F2, a.hidden, x, w.order, a.top_k, w.tiles, w.n_tiles, w.start, tiles,
+                                        gu, s);
+        e != cudaSuccess)
+      return e;
+    if (cudaError_t e = swiglu(a.act, gu, w.h, n, a.ffn, s, nullptr); e != cudaSuccess) return e;
+    if (cudaError_t e = moe::gemm<T, float>(wd, a.hidden, a.ffn, static_cast<const T*>(w.h), nullptr, a.top_k,
+                                            w.tiles, w.n_tiles, w.start, tiles, w.y, s);
+        e != cudaSuccess)
+      return e;
+    slot_of = w.slot_of;
+  }
   if (a.out_f32)
-    moe_combine_kernel<float><<<a.tokens, 256, 0, s>>>(a.y, a.hidden, a.t_expert, a.t_weight, a.slot_of, a.top_k,
+    moe_combine_kernel<float><<<a.tokens, 256, 0, s>>>(w.y, a.hidden, a.t_expert, a.t_weight, slot_of, a.top_k,
                                                        static_cast<float*>(a.out));
   else
-    moe_combine_kernel<T><<<a.tokens, 256, 0, s>>>(a.y, a.hidden, a.t_expert, a.t_weight, a.slot_of, a.top_k,
+    moe_combine_kernel<T><<<a.tokens, 256, 0, s>>>(w.y, a.hidden, a.t_expert, a.t_weight, slot_of, a.top_k,
                                                    static_cast<T*>(a.out));
   return cudaGetLastError();
 }
@@ -211,10 +213,7 @@ cudaError_t moe_experts(const MoeArgs& a, cudaStream_t s) {
 }
 
 size_t moe_workspace_bytes(int tokens, int top_k, int experts, int hidden, int ffn) {
-  const size_t n = size_t(tokens) * size_t(top_k);
-  auto up = [](size_t b) { return (b + 255) / 256 * 256; };
-  return up(n * 4) * 2 + up(size_t(experts + 1) * 4) + up(n * size_t(2 * ffn) * 2) + up(n * size_t(ffn) * 2) +
-         up(n * size_t(hidden) * 4);
+  return carve(nullptr, tokens, top_k, experts, hidden, ffn).bytes;
 }
 
 }  // namespace lite_llama::cuda

@@ -1,0 +1,144 @@
+// Decode-sized mixture-of-experts projections: no sort and no slot table. Block (x, y) takes the
+// y-th expert present in t_expert, gathers that expert's assignments, stages up to kChunk of
+// their activations in shared memory and applies its kRowsPerBlock rows x to them, so a step
+// reads each active expert's rows once per kChunk assignments and inactive experts not at all.
+#include <algorithm>
+
+#include "backends/cuda/common.cuh"
+#include "backends/cuda/kernels/moe_internal.cuh"
+#include "backends/cuda/launchers.h"
+
+namespace lite_llama::cuda::moe {
+namespace {
+
+constexpr int kWarps = 8, kRows = 4;  // rows per warp
+constexpr int kRowsPerBlock = kWarps * kRows;
+constexpr int kChunk = 8;  // assignments per pass over the rows
+constexpr int kPresentWords = kMoeMaxExperts / 32;
+
+template <typename T, typename O, bool kSwiglu>
+__global__ void __launch_bounds__(kWarps * 32)
+    gemv_kernel(const T* __restrict__ W, int N, int K, const T* __restrict__ in, int top_k,
+                const int32_t* __restrict__ t_expert, int n, O* __restrict__ out) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* xs = reinterpret_cast<T*>(smem_raw);  // [kChunk][K]
+  __shared__ unsigned present[kPresentWords];
+  __shared__ int list[kGemvMaxAssign];
+  __shared__ int cnt, expert;
+  const int tid = threadIdx.x;
+  if (tid < kPresentWords) present[tid] = 0;
+  if (tid == 0) cnt = 0;
+  __syncthreads();
+  for (int a = tid; a < n; a += blockDim.x) {
+    const int e = t_expert[a];
+    atomicOr(&present[e >> 5], 1u << (e & 31));
+  }
+  __syncthreads();
+  if (tid == 0) {  // the blockIdx.y-th expert present, or -1
+    int want = int(blockIdx.y), e = -1;
+    for (int w = 0; w < kPresentWords && e < 0; ++w) {
+      unsigned m = present[w];
+      const int c = __popc(m);
+      if (want < c) {
+        for (int i = 0; i < want; ++i) m &= m - 1;
+        e = w * 32 + __ffs(int(m)) - 1;
+      }
+      want -= c;
+    }
+    expert = e;
+  }
+  __syncthreads();
+  const int e = expert;
+  if (e < 0) return;
+  // The order within the list does not matter: each output depends on its own assignment only.
+  for (int a = tid; a < n; a += blockDim.x)
+    if (t_expert[a] == e) list[atomicAdd(&cnt, 1)] = a;
+  __syncthreads();
+  const int total = cnt, warp = tid >> 5, lane = tid & 31;
+  const int r0 = int(blockIdx.x) * kRowsPerBlock + warp * kRows;
+  const T* w = W + (size_t(e) * N + size_t(min(r0, N - 1))) * K;
+  const int vecs = K / 8;
+  for (int c0 = 0; c0 < total; c0 += kChunk) {
+    const int m = min(kChunk, total - c0);
+    for (int i = tid; i < m * vecs; i += blockDim.x) {
+      const int t = i / vecs, v = i - t * vecs, a = list[c0 + t];
+      uint4 val;
+      if constexpr (kSwiglu) {
+        const T* g = in + size_t(a) * 2 * K + size_t(v) * 8;
+        float gf[8], uf[8], of[8];
+        unpack8<T>(*reinterpret_cast<const uint4*>(g), gf);
+        unpack8<T>(*reinterpret_cast<const uint4*>(g + K), uf);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) of[j] = gf[j] / (1.0f + __expf(-gf[j])) * uf[j];
+        val = pack8<T>(of);
+      } else {
+        val = *reinterpret_cast<const uint4*>(in + size_t(a / top_k) * K + size_t(v) * 8);
+      }
+      *reinterpret_cast<uint4*>(xs + size_t(t) * K + size_t(v) * 8) = val;
+    }
+    __syncthreads();
+    if (r0 < N) {
+      float acc[kRows][kChunk] = {};
+#pragma unroll 2
+      for (int kk = lane * 8; kk < K; kk += 32 * 8) {
+        float wv[kRows][8];
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+          if (r0 + r < N) unpack8<T>(ld_stream(w + size_t(r) * K + kk), wv[r]);
+          else
+#pragma unroll
+            for (int i = 0; i < 8; ++i) wv[r][i] = 0.f;
+        }
+#pragma unroll
+        for (int t = 0; t < kChunk; ++t) {
+          if (t >= m) break;
+          float xv[8];
+          unpack8<T>(*reinterpret_cast<const uint4*>(xs + size_t(t) * K + kk), xv);
+#pragma unroll
+          for (int r = 0; r < kRows; ++r)
+#pragma unroll
+            for (int i = 0; i < 8; ++i) acc[r][t] += wv[r][i] * xv[i];
+        }
+      }
+#pragma unroll
+      for (int t = 0; t < kChunk; ++t) {
+        if (t >= m) break;
+        const size_t a = size_t(list[c0 + t]);
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+          const float v = warp_sum(acc[r][t]);
+          if (lane == r && r0 + r < N) out[a * N + r0 + r] = from_f<O>(v);
+        }
+      }
+    }
+    __syncthreads();
+  }
+}
+
+}  // namespace
+
+template <typename T, typename O>
+cudaError_t gemv(const T* W, int N, int K, const T* in, bool swiglu, int top_k, const int32_t* t_expert, int n,
+                 int experts, O* out, cudaStream_t s) {
+  if (n > kGemvMaxAssign || K % 8 != 0) return cudaErrorInvalidValue;
+  const size_t smem = size_t(kChunk) * size_t(K) * sizeof(T);
+  auto kernel = swiglu ? gemv_kernel<T, O, true> : gemv_kernel<T, O, false>;
+  if (smem > 48 * 1024)
+    if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+        e != cudaSuccess)
+      return e;
+  const dim3 grid(ceil_div(N, kRowsPerBlock), unsigned(std::min(n, experts)));
+  kernel<<<grid, kWarps * 32, smem, s>>>(W, N, K, in, top_k, t_expert, n, out);
+  return cudaGetLastError();
+}
+
+#define LL_MOE_GEMV(T, O)                                                                                       \
+  template cudaError_t gemv<T, O>(const T*, int, int, const T*, bool, int, const int32_t*, int, int, O*, \
+                                  cudaStream_t);
+LL_MOE_GEMV(__half, __half)
+LL_MOE_GEMV(__half, float)
+LL_MOE_GEMV(__nv_bfloat16, __nv_bfloat16)
+LL_MOE_GEMV(__nv_bfloat16, float)
+#undef LL_MOE_GEMV
+
+}  // namespace lite_llama::cuda::moe
