@@ -57,7 +57,8 @@ def hf_bench(cfg_name, batches, prompt_len, gen_len, compiled, runs=2):
     from transformers import AutoConfig, AutoModelForCausalLM
     torch.manual_seed(0)
     cfg = AutoConfig.from_pretrained(os.path.join(CONFIGS, cfg_name))
-    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16, attn_implementation="sdpa").cuda().eval()
+    with torch.device("cuda"):  # random init on the GPU: a 30B model's CPU init takes minutes
+        model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16, attn_implementation="sdpa").eval()
     res = []
     for B in batches:
         ids = torch.randint(0, min(cfg.vocab_size, 32000), (B, prompt_len), device="cuda")

@@ -14,7 +14,7 @@ As a control, HF's own bf16 forward is compared with its fp32 forward in the sam
 models of these depths are sensitive to rounding, and the control says how much agreement bf16
 arithmetic itself allows.
 
-usage: [PARITY_TP=2,4] model_parity.py BUILD_BIN [OUT_JSON] [MODEL ...]
+usage: [PARITY_TP=2,4] [PARITY_MAX_SEQS=N (prefill chunk, default 64)] model_parity.py BUILD_BIN [OUT_JSON] [MODEL ...]
 """
 import gc, json, os, subprocess, sys, tempfile, time
 
@@ -75,7 +75,7 @@ def run_one(name, workdir):
     res = {"model": name, "positions": int(ref.shape[0]), "ref_logit_std": float(ref.std()), "settings": []}
     for setting, extra, env in SETTINGS:
         cmd = [BIN, "score", "-m", d, "--tokens", tok_file, "--decode-tail", str(DECODE_TAIL),
-               "--dump-logits", dump, "--device", "cuda", "--max-num-seqs", "64", "--ctx", "512",
+               "--dump-logits", dump, "--device", "cuda", "--max-num-seqs", os.environ.get("PARITY_MAX_SEQS", "64"), "--ctx", "512",
                "--gpu-memory-utilization", "0.5"] + extra
         r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env})
         if r.returncode != 0:

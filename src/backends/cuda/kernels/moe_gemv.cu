@@ -14,6 +14,7 @@ namespace {
 constexpr int kWarps = 8, kRows = 4;  // rows per warp
 constexpr int kRowsPerBlock = kWarps * kRows;
 constexpr int kChunk = 8;  // assignments per pass over the rows
+constexpr int kU = 4;      // 256-column pieces loaded per round trip
 constexpr int kPresentWords = kMoeMaxExperts / 32;
 
 template <typename T, typename O, bool kSwiglu>
@@ -79,25 +80,34 @@ __global__ void __launch_bounds__(kWarps * 32)
     __syncthreads();
     if (r0 < N) {
       float acc[kRows][kChunk] = {};
-#pragma unroll 2
-      for (int kk = lane * 8; kk < K; kk += 32 * 8) {
-        float wv[kRows][8];
+      // kU row pieces per lane and row in flight before any use: a warp's loads are one round trip
+      // per kU * 256 columns instead of one per 256.
+      for (int k0 = lane * 8; k0 < K; k0 += kU * 32 * 8) {
+        uint4 wr[kU][kRows];
 #pragma unroll
-        for (int r = 0; r < kRows; ++r) {
-          if (r0 + r < N) unpack8<T>(ld_stream(w + size_t(r) * K + kk), wv[r]);
-          else
+        for (int u = 0; u < kU; ++u)
 #pragma unroll
-            for (int i = 0; i < 8; ++i) wv[r][i] = 0.f;
-        }
+          for (int r = 0; r < kRows; ++r) {
+            const int kk = k0 + u * 256;
+            wr[u][r] = kk < K && r0 + r < N ? ld_stream(w + size_t(r) * K + kk) : make_uint4(0, 0, 0, 0);
+          }
 #pragma unroll
-        for (int t = 0; t < kChunk; ++t) {
-          if (t >= m) break;
-          float xv[8];
-          unpack8<T>(*reinterpret_cast<const uint4*>(xs + size_t(t) * K + kk), xv);
+        for (int u = 0; u < kU; ++u) {
+          const int kk = k0 + u * 256;
+          if (kk >= K) break;
+          float wv[kRows][8];
 #pragma unroll
-          for (int r = 0; r < kRows; ++r)
+          for (int r = 0; r < kRows; ++r) unpack8<T>(wr[u][r], wv[r]);
 #pragma unroll
-            for (int i = 0; i < 8; ++i) acc[r][t] += wv[r][i] * xv[i];
+          for (int t = 0; t < kChunk; ++t) {
+            if (t >= m) break;
+            float xv[8];
+            unpack8<T>(*reinterpret_cast<const uint4*>(xs + size_t(t) * K + kk), xv);
+#pragma unroll
+            for (int r = 0; r < kRows; ++r)
+#pragma unroll
+              for (int i = 0; i < 8; ++i) acc[r][t] += wv[r][i] * xv[i];
+          }
         }
       }
 #pragma unroll
