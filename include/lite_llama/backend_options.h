@@ -67,6 +67,9 @@ struct CudaTuning {
   // the active experts). Off until its kernel tests and HF parity have run on a GPU: MoE models
   // are then refused at load with one line.
   bool moe_kernels = false;
+  // MoE steps of up to this many token-expert assignments run the sort-free grouped GEMV, larger
+  // ones the expert-sorted tensor-core GEMM (-1: the built-in default, 0: always the GEMM).
+  int moe_gemv_max_assign = -1;
   // Debugging: every op's output is copied back and checked for NaN / inf (eager steps only).
   bool check_finite = false;
 };

@@ -69,34 +69,47 @@ TEST_P(CudaMoe, RouterTopKMatchesReference) {
   }
 }
 
+// Both paths: the sort-free GEMV (steps of up to 1,024 assignments by default) and the
+// expert-sorted tensor-core GEMM (forced for every size by moe_gemv_max_assign = 0). H and F are
+// not multiples of the GEMM's 32-column K tiles or 64-row N tiles.
 TEST_P(CudaMoe, ExpertsMatchReference) {
   std::mt19937 rng(12);
   const int E = 12, k = 3;
   const int64_t H = 96, F = 40;
   Experts w = make_experts(rng, act, E, H, F);
-  const ops::MoeExperts dev = gpu->prepare_experts(w.host, 0, keep);
-  settle(*gpu);
-  for (int T : {1, 4, 37, 300}) {  // decode steps, and more assignments per expert than a chunk holds
-    std::vector<float> x = rand_act(rng, size_t(T) * size_t(H), act);
-    std::vector<int32_t> ex(size_t(T * k));
-    std::vector<float> wt(size_t(T * k));
-    for (int t = 0; t < T; ++t) {
-      const std::vector<int32_t> d = distinct(rng, E, k);  // k different experts, any order
-      for (int j = 0; j < k; ++j) ex[size_t(t * k + j)] = d[size_t(j)], wt[size_t(t * k + j)] = 0.2f + 0.3f * float(j);
-    }
-    std::vector<float> want(size_t(T) * size_t(H));
-    cpu::ref::moe_experts(x.data(), T, w.host, ex.data(), wt.data(), k, want.data());
-    DevTensor dx = dev_from(*gpu, x, act, {T, H});
-    DevInts dex = dev_ints(*gpu, ex);
-    Buffer dwt = gpu->alloc(wt.size() * 4);
-    gpu->copy_to_device(dwt.data(), wt.data(), wt.size() * 4);
-    Buffer ws = gpu->alloc(gpu->moe_workspace_bytes(T, k, dev));
-    for (DType out_t : {DType::F32, act}) {
-      DevTensor out = dev_alloc(*gpu, out_t, {T, H});
-      poison(*gpu, out.t);
-      gpu->moe_experts(dx.t, dev, dex.ptr(), dwt.as<float>(), k, ws.data(), out.t);
-      // The gate|up products and the SwiGLU output are rounded to 16 bits on the device.
-      EXPECT_TRUE(close_rows(to_host(*gpu, out.t), want, size_t(H), act_tol(act))) << T << " tokens";
+  CudaTuning all_gemm;
+  all_gemm.moe_kernels = true;
+  all_gemm.moe_gemv_max_assign = 0;
+  std::unique_ptr<ops::Backend> gemm_gpu = make_gpu(GetParam(), all_gemm);
+  std::vector<Buffer> gemm_keep;  // freed before gemm_gpu
+  for (ops::Backend* be : {gpu.get(), gemm_gpu.get()}) {
+    const ops::MoeExperts dev = be->prepare_experts(w.host, 0, be == gpu.get() ? keep : gemm_keep);
+    settle(*be);
+    // Decode steps, more assignments per expert than a GEMV chunk or a GEMM tile holds, and
+    // 1,200 assignments (past the GEMV's limit).
+    for (int T : {1, 4, 37, 300, 400}) {
+      std::vector<float> x = rand_act(rng, size_t(T) * size_t(H), act);
+      std::vector<int32_t> ex(size_t(T * k));
+      std::vector<float> wt(size_t(T * k));
+      for (int t = 0; t < T; ++t) {
+        const std::vector<int32_t> d = distinct(rng, E, k);  // k different experts, any order
+        for (int j = 0; j < k; ++j) ex[size_t(t * k + j)] = d[size_t(j)], wt[size_t(t * k + j)] = 0.2f + 0.3f * float(j);
+      }
+      std::vector<float> want(size_t(T) * size_t(H));
+      cpu::ref::moe_experts(x.data(), T, w.host, ex.data(), wt.data(), k, want.data());
+      DevTensor dx = dev_from(*be, x, act, {T, H});
+      DevInts dex = dev_ints(*be, ex);
+      Buffer dwt = be->alloc(wt.size() * 4);
+      be->copy_to_device(dwt.data(), wt.data(), wt.size() * 4);
+      Buffer ws = be->alloc(be->moe_workspace_bytes(T, k, dev));
+      for (DType out_t : {DType::F32, act}) {
+        DevTensor out = dev_alloc(*be, out_t, {T, H});
+        poison(*be, out.t);
+        be->moe_experts(dx.t, dev, dex.ptr(), dwt.as<float>(), k, ws.data(), out.t);
+        // The gate|up products and the SwiGLU output are rounded to 16 bits on the device.
+        EXPECT_TRUE(close_rows(to_host(*be, out.t), want, size_t(H), act_tol(act)))
+            << T << " tokens" << (be == gemm_gpu.get() ? " (GEMM forced)" : "");
+      }
     }
   }
 }

@@ -3,6 +3,7 @@
 // the active experts' rows and needs no sort, or (prefill-sized) the token-expert assignments
 // counting-sorted by expert into tiles for the tensor-core grouped GEMM of moe_gemm.cu; and the
 // weighted combine in ascending expert order, as transformers sums them.
+#include <algorithm>
 #include <climits>
 
 #include "backends/cuda/common.cuh"
@@ -157,7 +158,8 @@ cudaError_t experts_typed(const MoeArgs& a, cudaStream_t s) {
   const T* wd = static_cast<const T*>(a.w_down);
   T* gu = static_cast<T*>(w.gate_up);
   const int32_t* slot_of = nullptr;
-  if (n <= moe::kGemvMaxAssign) {
+  const int gemv_max = a.gemv_max_assign < 0 ? moe::kGemvMaxAssign : std::min(a.gemv_max_assign, moe::kGemvMaxAssign);
+  if (n <= gemv_max) {
     if (cudaError_t e = moe::gemv<T, T>(wgu, F2, a.hidden, x, false, a.top_k, a.t_expert, n, a.experts, gu, s);
         e != cudaSuccess)
       return e;

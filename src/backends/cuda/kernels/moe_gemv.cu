@@ -14,7 +14,6 @@ namespace {
 constexpr int kWarps = 8, kRows = 4;  // rows per warp
 constexpr int kRowsPerBlock = kWarps * kRows;
 constexpr int kChunk = 8;  // assignments per pass over the rows
-constexpr int kU = 4;      // 256-column pieces loaded per round trip
 constexpr int kPresentWords = kMoeMaxExperts / 32;
 
 template <typename T, typename O, bool kSwiglu>
@@ -51,6 +50,17 @@ __global__ void __launch_bounds__(kWarps * 32)
   __syncthreads();
   const int e = expert;
   if (e < 0) return;
+  const int r_first = int(blockIdx.x) * kRowsPerBlock + (tid >> 5) * kRows;
+  if (r_first < N && (tid & 7) == 0) {  // the first two 256-column pieces of this warp's rows, into
+    // L2 while the assignments are gathered and staged (one lane per 128-byte line)
+    const T* p = W + (size_t(e) * N + size_t(r_first)) * K + (tid & 31) * 8;
+#pragma unroll
+    for (int r = 0; r < kRows; ++r)
+#pragma unroll
+      for (int u = 0; u < 2; ++u)
+        if (r_first + r < N && (tid & 31) * 8 + u * 256 < K)
+          asm volatile("prefetch.global.L2 [%0];" ::"l"(p + size_t(r) * K + u * 256));
+  }
   // The order within the list does not matter: each output depends on its own assignment only.
   for (int a = tid; a < n; a += blockDim.x)
     if (t_expert[a] == e) list[atomicAdd(&cnt, 1)] = a;
@@ -80,34 +90,25 @@ __global__ void __launch_bounds__(kWarps * 32)
     __syncthreads();
     if (r0 < N) {
       float acc[kRows][kChunk] = {};
-      // kU row pieces per lane and row in flight before any use: a warp's loads are one round trip
-      // per kU * 256 columns instead of one per 256.
-      for (int k0 = lane * 8; k0 < K; k0 += kU * 32 * 8) {
-        uint4 wr[kU][kRows];
+#pragma unroll 2
+      for (int kk = lane * 8; kk < K; kk += 32 * 8) {
+        float wv[kRows][8];
 #pragma unroll
-        for (int u = 0; u < kU; ++u)
+        for (int r = 0; r < kRows; ++r) {
+          if (r0 + r < N) unpack8<T>(ld_stream(w + size_t(r) * K + kk), wv[r]);
+          else
 #pragma unroll
-          for (int r = 0; r < kRows; ++r) {
-            const int kk = k0 + u * 256;
-            wr[u][r] = kk < K && r0 + r < N ? ld_stream(w + size_t(r) * K + kk) : make_uint4(0, 0, 0, 0);
-          }
+            for (int i = 0; i < 8; ++i) wv[r][i] = 0.f;
+        }
 #pragma unroll
-        for (int u = 0; u < kU; ++u) {
-          const int kk = k0 + u * 256;
-          if (kk >= K) break;
-          float wv[kRows][8];
+        for (int t = 0; t < kChunk; ++t) {
+          if (t >= m) break;
+          float xv[8];
+          unpack8<T>(*reinterpret_cast<const uint4*>(xs + size_t(t) * K + kk), xv);
 #pragma unroll
-          for (int r = 0; r < kRows; ++r) unpack8<T>(wr[u][r], wv[r]);
+          for (int r = 0; r < kRows; ++r)
 #pragma unroll
-          for (int t = 0; t < kChunk; ++t) {
-            if (t >= m) break;
-            float xv[8];
-            unpack8<T>(*reinterpret_cast<const uint4*>(xs + size_t(t) * K + kk), xv);
-#pragma unroll
-            for (int r = 0; r < kRows; ++r)
-#pragma unroll
-              for (int i = 0; i < 8; ++i) acc[r][t] += wv[r][i] * xv[i];
-          }
+            for (int i = 0; i < 8; ++i) acc[r][t] += wv[r][i] * xv[i];
         }
       }
 #pragma unroll
