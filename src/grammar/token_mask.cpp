@@ -309,21 +309,27 @@ void CompiledGrammar::compute_mask(Matcher& m, uint32_t* mask) const {
   for (size_t h = 0; h < m.num_heads(); ++h) {
     const bool whole = m.head_stack(h, kMaxDepth, stack);
     // The shallowest entry that leaves few tokens uncertain (deeper ones are more specific,
-    // so fewer stacks share them), of the frames at their chains' longest rules.
+    // so fewer stacks share them). Below a chain frame (Grammar::chain) an entry comes from
+    // its frames' entry at their chains' longest rules (`c`), narrowed, unless the entry of
+    // one frame fewer leaves few enough tokens to walk against the real frames.
     canon = stack;
     for (int32_t& p : canon)
       if (g.chain(p).canon >= 0) p = g.chain(p).canon;
-    const Entry* e = nullptr;
-    size_t k = 1;
-    for (; k <= stack.size(); ++k) {
-      top.assign(canon.begin(), canon.begin() + ptrdiff_t(k));
-      e = &entry(top, whole && k == stack.size(), e);
-      if (e->uncertain.size() <= few_) break;
-    }
-    k = std::min(k, stack.size());
-    if (!std::equal(stack.begin(), stack.begin() + ptrdiff_t(k), canon.begin())) {
+    const Entry *e = nullptr, *c = nullptr;  // e: of the real frames (null when not built)
+    bool aliased = false;
+    for (size_t k = 1; k <= stack.size(); ++k) {
+      const bool complete = whole && k == stack.size();
       top.assign(stack.begin(), stack.begin() + ptrdiff_t(k));
-      e = &narrowed(top, whole && k == stack.size(), *e);
+      aliased = aliased || canon[k - 1] != stack[k - 1];
+      if (!aliased) {
+        e = c = &entry(top, complete, e);
+      } else if (e && e->uncertain.size() <= few_ * kWalkFew) {
+        e = &entry(top, complete, e);
+      } else {
+        c = &entry(std::vector<int32_t>(canon.begin(), canon.begin() + ptrdiff_t(k)), complete, c);
+        e = c->uncertain.size() <= few_ || k == stack.size() ? &narrowed(top, complete, *c) : nullptr;
+      }
+      if (e && e->uncertain.size() <= few_) break;
     }
     if (std::find(used.begin(), used.end(), e) == used.end()) used.push_back(e);
   }

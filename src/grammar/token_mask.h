@@ -79,6 +79,9 @@ class CompiledGrammar {
   // frames settle all but the few that close the string. Walking one uncertain token against
   // the real stacks costs ~0.1 us.
   static constexpr size_t kFew = 128, kMaxDepth = 16;
+  // An entry below a chain frame walks its shallower entry's uncertain tokens when there are
+  // at most few * kWalkFew of them (~0.1 ms through the automaton), else narrows.
+  static constexpr size_t kWalkFew = 32;
   struct Entry {
     std::vector<uint32_t> accepted;  // bitmask over token ids
     std::vector<int32_t> uncertain;  // indices into vocab().sorted(), ascending
