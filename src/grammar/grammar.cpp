@@ -64,6 +64,7 @@ class Lowering {
     g_.root_ = it->second;
     flatten();
     check_left_recursion();
+    mark_chains();
     return std::move(g_);
   }
 
@@ -180,11 +181,14 @@ class Lowering {
       return;
     }
     int32_t tail = -1;  // optional chain: t_k ::= x t_{k-1} | empty
+    std::vector<int32_t> chain;
     for (int i = 0; i < e.max - e.min; ++i) {
       Alt a{x};
       if (tail >= 0) a.push_back({Elem::Rule, tail});
       tail = helper({a, {}});
+      chain.push_back(tail);
     }
+    if (chain.size() >= 2) chains_.push_back({std::move(chain), x});
     if (tail >= 0) out.push_back({Elem::Rule, tail});
   }
 
@@ -203,7 +207,8 @@ class Lowering {
   // consuming a byte would loop: reject it here with its name.
   void check_left_recursion() {
     const size_t n = tmp_.size();
-    std::vector<bool> nullable(n, false);
+    nullable_.assign(n, false);
+    auto& nullable = nullable_;
     for (bool changed = true; changed;) {
       changed = false;
       for (size_t r = 0; r < n; ++r) {
@@ -237,8 +242,38 @@ class Lowering {
       if (state[r] == 0) visit(r);
   }
 
+  // x in t_j (the first element of t_j's first alternative) maps to x in t_n, the longest.
+  void mark_chains() {
+    g_.chain_.resize(g_.elems_.size());
+    if (chains_.empty()) return;
+    // The bytes each rule may start with.
+    std::vector<ByteSet> first(tmp_.size());
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t r = 0; r < tmp_.size(); ++r)
+        for (const Alt& a : tmp_[r])
+          for (const Elem& e : a) {
+            const ByteSet add = e.kind == Elem::Bytes ? g_.byte_sets_[size_t(e.arg)] : first[size_t(e.arg)];
+            if ((first[r] | add) != first[r]) {
+              first[r] |= add;
+              changed = true;
+            }
+            if (e.kind == Elem::Bytes || !nullable_[size_t(e.arg)]) break;
+          }
+    }
+    for (const auto& [rules, x] : chains_) {
+      if (x.kind == Elem::Rule && nullable_[size_t(x.arg)]) continue;  // a repetition may take no byte
+      const int32_t canon = g_.rules_[size_t(rules.back())][0];
+      const int32_t set = x.kind == Elem::Bytes ? x.arg : byte_set(first[size_t(x.arg)]);
+      for (size_t j = 0; j < rules.size(); ++j)
+        g_.chain_[size_t(g_.rules_[size_t(rules[j])][0])] = {canon, int32_t(j + 1), set};
+    }
+  }
+
   const std::vector<RuleDef>& defs_;
   Grammar g_;
+  std::vector<std::pair<std::vector<int32_t>, Elem>> chains_;  // t_1..t_n of each x{m,n}, and x
+  std::vector<bool> nullable_;
   std::vector<Alts> tmp_;
   std::map<std::string, int32_t> ids_, class_rules_;
   std::unordered_map<ByteSet, int32_t> set_ids_;

@@ -1,8 +1,11 @@
 #include "grammar/token_mask.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
+#include <unordered_map>
 
 namespace lite_llama::grammar {
 
@@ -55,6 +58,78 @@ void walk(Matcher& m, const TokenVocab& v, size_t n, At at, F f) {
   m.rollback(depth);
 }
 
+// The same walk for building entries, through a byte automaton built lazily from m: a state is
+// a set of stacks (Matcher::state_key), so once a state has been seen its bytes cost a table
+// lookup instead of a closure over every head (~200 ns a byte inside a JSON string, where a
+// walk takes ~200k bytes). The matcher follows the walk only where a transition is new. Bytes
+// that no byte set of the grammar tells apart share a column (`cls`, `ncls` columns).
+// A grammar whose states differ at every trie node (a long enum) stops adding states at
+// kMaxTable; bytes from a state left out go through the matcher.
+template <class At, class F>
+void walk_dfa(Matcher& m, const TokenVocab& v, const uint8_t* cls, size_t ncls, size_t n, At at, F f) {
+  constexpr int32_t kUnknown = -2, kDead = -1, kNoState = INT32_MAX >> 1;
+  constexpr size_t kMaxTable = size_t(1) << 22;
+  std::unordered_map<std::string, int32_t> ids;
+  std::vector<int32_t> next;  // state * ncls + class: next state << 1 | escaped, or kDead
+  std::string key;
+  auto add_state = [&] {
+    m.state_key(key);
+    if (auto it = ids.find(key); it != ids.end()) return it->second;
+    if (next.size() + ncls > kMaxTable) return kNoState;
+    next.resize(next.size() + ncls, kUnknown);
+    return ids.emplace(key, int32_t(ids.size())).first->second;
+  };
+  std::vector<int32_t> st{add_state()};  // st[d]: the state after the first d bytes
+  std::vector<uint8_t> esc{0};
+  size_t depth = 0, md = 0;  // md: bytes of the current token the matcher has taken
+  std::string_view prev;
+  for (size_t k = 0; k < n;) {
+    const std::string_view t = v.sorted_bytes(size_t(at(k)));
+    depth = std::min(depth, common_prefix(prev, t));
+    if (md > depth) {
+      m.rollback(md - depth);
+      md = depth;
+    }
+    if (st.size() < t.size() + 1) {
+      st.resize(t.size() + 1);
+      esc.resize(t.size() + 1);
+    }
+    bool ok = true;
+    for (; depth < t.size(); ++depth) {
+      const size_t slot = st[depth] == kNoState ? SIZE_MAX : size_t(st[depth]) * ncls + cls[uint8_t(t[depth])];
+      int32_t x = slot == SIZE_MAX ? kUnknown : next[slot];
+      if (x == kUnknown) {
+        for (; md < depth; ++md) m.accept_byte(uint8_t(t[md]));  // taken before: accepted
+        if (m.accept_byte(uint8_t(t[depth]))) {
+          ++md;
+          x = add_state() << 1 | int32_t(m.escaped());
+        } else {
+          x = kDead;
+        }
+        if (slot != SIZE_MAX) next[slot] = x;
+      }
+      if (x == kDead) {
+        ok = false;
+        break;
+      }
+      st[depth + 1] = x >> 1;
+      esc[depth + 1] = esc[depth] | uint8_t(x & 1);
+    }
+    prev = t;
+    if (ok) {
+      f(k++, true, false);
+      continue;
+    }
+    const bool e = esc[depth];
+    f(k++, false, e);
+    while (k < n) {
+      if (common_prefix(t, v.sorted_bytes(size_t(at(k)))) <= depth) break;
+      f(k++, false, e);
+    }
+  }
+  m.rollback(md);
+}
+
 void set_bit(uint32_t* mask, int32_t t) { mask[size_t(t) / 32] |= 1u << (uint32_t(t) % 32); }
 bool get_bit(const uint32_t* mask, int32_t t) { return (mask[size_t(t) / 32] >> (uint32_t(t) % 32)) & 1u; }
 
@@ -75,7 +150,28 @@ TokenVocab::TokenVocab(std::vector<std::string> bytes, std::vector<int32_t> stop
 }
 
 CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vocab, size_t few)
-    : grammar_(std::move(g)), vocab_(std::move(vocab)), few_(few) {}
+    : grammar_(std::move(g)), vocab_(std::move(vocab)), few_(few) {
+  // Byte classes: bytes in the same byte sets behave alike in every state.
+  std::unordered_map<std::string, uint8_t> ids;
+  for (int b = 0; b < 256; ++b) {
+    std::string sig(grammar_.num_byte_sets(), '0');
+    for (size_t i = 0; i < sig.size(); ++i) sig[i] = char('0' + grammar_.bytes(int32_t(i)).test(size_t(b)));
+    cls_[b] = ids.try_emplace(sig, uint8_t(ids.size())).first->second;
+  }
+  ncls_ = ids.size();
+  for (size_t p = 0; p < grammar_.elems().size(); ++p) {
+    const int32_t set = grammar_.chain(int32_t(p)).first;
+    if (set < 0 || counts_.count(set)) continue;
+    auto& counts = counts_[set];
+    for (size_t k = 0; k < vocab_->sorted().size(); ++k) {
+      const std::string_view t = vocab_->sorted_bytes(k);
+      int32_t n = 0;
+      for (size_t i = 1; i < t.size(); ++i) n += grammar_.bytes(set).test(uint8_t(t[i]));
+      if (n > 0) counts.emplace_back(n, int32_t(k));
+    }
+    std::stable_sort(counts.begin(), counts.end(), [](auto a, auto b) { return a.first > b.first; });
+  }
+}
 
 const CompiledGrammar::Entry& CompiledGrammar::entry(const std::vector<int32_t>& top_down, bool complete,
                                                      const Entry* base) const {
@@ -95,7 +191,7 @@ const CompiledGrammar::Entry& CompiledGrammar::entry(const std::vector<int32_t>&
   if (base) {
     e->accepted = base->accepted;
     const auto& cand = base->uncertain;
-    walk(m, *vocab_, cand.size(), [&](size_t k) { return cand[k]; }, [&](size_t k, bool ok, bool esc) {
+    walk_dfa(m, *vocab_, cls_, ncls_, cand.size(), [&](size_t k) { return cand[k]; }, [&](size_t k, bool ok, bool esc) {
       if (ok)
         set_bit(e->accepted.data(), sorted[size_t(cand[k])]);
       else if (esc)
@@ -103,13 +199,18 @@ const CompiledGrammar::Entry& CompiledGrammar::entry(const std::vector<int32_t>&
     });
   } else {
     e->accepted.assign(vocab_->mask_words(), 0);
-    walk(m, *vocab_, sorted.size(), [](size_t k) { return k; }, [&](size_t k, bool ok, bool esc) {
+    walk_dfa(m, *vocab_, cls_, ncls_, sorted.size(), [](size_t k) { return k; }, [&](size_t k, bool ok, bool esc) {
       if (ok)
         set_bit(e->accepted.data(), sorted[k]);
       else if (esc)
         e->uncertain.push_back(int32_t(k));
     });
   }
+  return insert(std::move(key), std::move(e), t0);
+}
+
+const CompiledGrammar::Entry& CompiledGrammar::insert(std::string key, std::unique_ptr<Entry> e,
+                                                      std::chrono::steady_clock::time_point t0) const {
   entries_.fetch_add(1, std::memory_order_relaxed);
   entry_us_.fetch_add(long(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count()),
                       std::memory_order_relaxed);
@@ -117,6 +218,63 @@ const CompiledGrammar::Entry& CompiledGrammar::entry(const std::vector<int32_t>&
   auto& slot = cache_[key];
   if (!slot) slot = std::move(e);
   return *slot;
+}
+
+const CompiledGrammar::Entry& CompiledGrammar::narrowed(const std::vector<int32_t>& top_down, bool complete,
+                                                        const Entry& canon) const {
+  std::string key(reinterpret_cast<const char*>(top_down.data()), top_down.size() * sizeof(int32_t));
+  key += complete ? "CN" : "N";
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = cache_.find(key); it != cache_.end()) return *it->second;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  // Tokens that could run out of a chain's repetitions (Grammar::ChainPos).
+  const auto& sorted = vocab_->sorted();
+  std::vector<uint32_t> risky((sorted.size() + 31) / 32, 0);  // over indices into sorted()
+  for (int32_t p : top_down) {
+    const Grammar::ChainPos& c = grammar_.chain(p);
+    if (c.canon < 0) continue;
+    for (auto [n, k] : counts_.at(c.first)) {
+      if (n < c.reps) break;
+      set_bit(risky.data(), k);
+    }
+  }
+  auto e = std::make_unique<Entry>();
+  e->accepted = canon.accepted;
+  std::vector<int32_t> walk_these;
+  for (size_t w = 0; w < risky.size(); ++w)
+    for (uint32_t bits = risky[w]; bits; bits &= bits - 1) {
+      const int32_t k = int32_t(w * 32 + size_t(std::countr_zero(bits)));
+      const int32_t id = sorted[size_t(k)];
+      if (get_bit(e->accepted.data(), id)) {
+        e->accepted[size_t(id) / 32] &= ~(1u << (uint32_t(id) % 32));
+        walk_these.push_back(k);
+      } else if (std::binary_search(canon.uncertain.begin(), canon.uncertain.end(), k)) {
+        walk_these.push_back(k);
+      }
+    }
+  std::vector<int32_t> uncertain;
+  for (int32_t k : canon.uncertain)
+    if (!get_bit(risky.data(), k)) uncertain.push_back(k);
+  if (walk_these.size() <= few_) {
+    e->uncertain.resize(uncertain.size() + walk_these.size());
+    std::merge(uncertain.begin(), uncertain.end(), walk_these.begin(), walk_these.end(), e->uncertain.begin());
+  } else {
+    // The rejected tokens stay rejected: a stack at a shorter rule takes less.
+    Matcher m = Matcher::at_stack(grammar_, top_down, complete);
+    std::vector<int32_t> escaped;
+    walk_dfa(m, *vocab_, cls_, ncls_, walk_these.size(), [&](size_t k) { return walk_these[k]; },
+             [&](size_t k, bool ok, bool esc) {
+               if (ok)
+                 set_bit(e->accepted.data(), sorted[size_t(walk_these[k])]);
+               else if (esc)
+                 escaped.push_back(walk_these[k]);
+             });
+    e->uncertain.resize(uncertain.size() + escaped.size());
+    std::merge(uncertain.begin(), uncertain.end(), escaped.begin(), escaped.end(), e->uncertain.begin());
+  }
+  return insert(std::move(key), std::move(e), t0);
 }
 
 void CompiledGrammar::fill_mask(Matcher& m, uint32_t* mask) const {
@@ -146,16 +304,32 @@ void CompiledGrammar::compute_mask(Matcher& m, uint32_t* mask) const {
   const TokenVocab& v = *vocab_;
   std::memset(mask, 0, v.mask_words() * sizeof(uint32_t));
   std::vector<const Entry*> used;
-  std::vector<int32_t> stack, top, candidates;
+  const Grammar& g = grammar_;
+  std::vector<int32_t> stack, top, canon, candidates;
   for (size_t h = 0; h < m.num_heads(); ++h) {
     const bool whole = m.head_stack(h, kMaxDepth, stack);
     // The shallowest entry that leaves few tokens uncertain (deeper ones are more specific,
-    // so fewer stacks share them).
-    const Entry* e = nullptr;
+    // so fewer stacks share them). Below a chain frame (Grammar::chain) an entry comes from
+    // its frames' entry at their chains' longest rules (`c`), narrowed, unless the entry of
+    // one frame fewer leaves few enough tokens to walk against the real frames.
+    canon = stack;
+    for (int32_t& p : canon)
+      if (g.chain(p).canon >= 0) p = g.chain(p).canon;
+    const Entry *e = nullptr, *c = nullptr;  // e: of the real frames (null when not built)
+    bool aliased = false;
     for (size_t k = 1; k <= stack.size(); ++k) {
+      const bool complete = whole && k == stack.size();
       top.assign(stack.begin(), stack.begin() + ptrdiff_t(k));
-      e = &entry(top, whole && k == stack.size(), e);
-      if (e->uncertain.size() <= few_) break;
+      aliased = aliased || canon[k - 1] != stack[k - 1];
+      if (!aliased) {
+        e = c = &entry(top, complete, e);
+      } else if (e && e->uncertain.size() <= few_ * kWalkFew) {
+        e = &entry(top, complete, e);
+      } else {
+        c = &entry(std::vector<int32_t>(canon.begin(), canon.begin() + ptrdiff_t(k)), complete, c);
+        e = c->uncertain.size() <= few_ || k == stack.size() ? &narrowed(top, complete, *c) : nullptr;
+      }
+      if (e && e->uncertain.size() <= few_) break;
     }
     if (std::find(used.begin(), used.end(), e) == used.end()) used.push_back(e);
   }
