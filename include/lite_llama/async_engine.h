@@ -38,6 +38,12 @@ class RequestStream {
   // post to an event loop), and once at once when outputs are already pending. Event-driven
   // servers use it instead of blocking in wait().
   void on_ready(std::function<void()> f);
+  // Steady-clock stamps of the request's way through the loop thread (zero until reached), for
+  // the server's per-request timing line.
+  struct Times {
+    std::chrono::steady_clock::time_point submitted, picked, added, first_step_begin, first_step_end;
+  };
+  Times times() const;
 
  private:
   friend class AsyncEngine;
@@ -52,6 +58,7 @@ class RequestStream {
   std::function<void()> ready_;
   bool done_ = false;
   std::string error_;
+  Times times_;
 };
 
 // Histogram with Prometheus-style cumulative buckets (seconds).

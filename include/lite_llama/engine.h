@@ -105,11 +105,13 @@ class Engine {
 
   // The chat template rendered and tokenized for generation. Special-token strings inside message
   // contents stay ordinary text unless allow_special_in_content (then they act as the control
-  // tokens they spell, like the template's own markers).
+  // tokens they spell, like the template's own markers). text: if given, gets the text that was
+  // tokenized (saves a second rendering to look at it).
   virtual std::vector<int32_t> tokenize_chat(const std::vector<ChatMessage>& msgs,
                                              bool add_generation_prompt,
                                              const std::string& extra_json,
-                                             bool allow_special_in_content) const = 0;
+                                             bool allow_special_in_content,
+                                             std::string* text = nullptr) const = 0;
 
   // Queues a request; throws on an empty prompt, a prompt that does not fit the context, or
   // invalid parameters. Returns its id.

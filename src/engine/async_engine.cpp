@@ -33,6 +33,11 @@ std::string RequestStream::error() const {
   return error_;
 }
 
+RequestStream::Times RequestStream::times() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return times_;
+}
+
 void RequestStream::on_ready(std::function<void()> f) {
   bool now = false;
   {
@@ -96,6 +101,7 @@ std::shared_ptr<RequestStream> AsyncEngine::submit(std::vector<int32_t> prompt,
     throw QueueFull("too many requests are waiting; retry later");
   }
   auto s = std::shared_ptr<RequestStream>(new RequestStream(next_id_++));
+  s->times_.submitted = Clock::now();  // nobody else holds s yet
   incoming_.push_back({std::move(prompt), p, s});
   stats_.queued = int(incoming_.size());
   cv_.notify_all();
@@ -136,6 +142,7 @@ void AsyncEngine::loop() {
     std::deque<Pending> incoming;
     std::vector<int64_t> cancels;
     bool drain_over = false;
+    Clock::time_point picked;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] {
@@ -144,6 +151,7 @@ void AsyncEngine::loop() {
       incoming.swap(incoming_);
       cancels.swap(cancels_);
       stats_.queued = 0;
+      picked = Clock::now();
       drain_over = draining_ && (Clock::now() >= drain_deadline_ || !engine_->has_unfinished());
     }
     // Requests that never reached the engine are cancelled here.
@@ -173,7 +181,11 @@ void AsyncEngine::loop() {
       try {
         const int64_t eid = engine_->add_request(std::move(p.prompt), p.params);
         engine_id[p.stream->id()] = eid;
-        live_[eid] = Live{p.stream, Clock::now(), Clock::now(), true};
+        const auto now = Clock::now();
+        live_[eid] = Live{p.stream, now, now, true};
+        std::lock_guard<std::mutex> lock(p.stream->mu_);
+        p.stream->times_.picked = picked;
+        p.stream->times_.added = now;
       } catch (const std::exception& e) {
         p.stream->fail(e.what());
         std::lock_guard<std::mutex> lock(mu_);
@@ -200,6 +212,7 @@ void AsyncEngine::loop() {
     }
     if (!engine_->has_unfinished()) continue;
     std::vector<RequestOutput> outs;
+    const auto step_begin = Clock::now();
     try {
       outs = engine_->step();
     } catch (const std::exception& e) {
@@ -220,6 +233,11 @@ void AsyncEngine::loop() {
       if (!o.tokens.empty()) {
         const double dt = std::chrono::duration<double>(now - (l.first ? l.submitted : l.last)).count();
         (l.first ? stats_.ttft : stats_.itl).observe(dt);
+        if (l.first) {
+          std::lock_guard<std::mutex> slock(l.stream->mu_);
+          l.stream->times_.first_step_begin = step_begin;
+          l.stream->times_.first_step_end = now;
+        }
         l.first = false;
         l.last = now;
         stats_.generated_tokens += o.tokens.size();

@@ -110,13 +110,19 @@ std::string restore_placeholders(const std::string& rendered, const ChatPlacehol
 }
 
 std::vector<int32_t> tokenize_chat_prompt(const Tokenizer& tok, const std::vector<ChatMessage>& msgs,
-                                          bool allow_special_in_content, const ChatRenderer& render) {
-  if (allow_special_in_content) return tok.encode(render(msgs), false, true);
-  const ChatPlaceholders p = protect_contents(tok.control_texts(), msgs);
-  if (p.originals.empty()) return tok.encode(render(msgs), false, true);
+                                          bool allow_special_in_content, const ChatRenderer& render,
+                                          std::string* text) {
+  std::string local;
+  std::string& t = text ? *text : local;
+  const ChatPlaceholders p = allow_special_in_content ? ChatPlaceholders{}
+                                                      : protect_contents(tok.control_texts(), msgs);
+  if (p.originals.empty()) {
+    t = render(msgs);
+    return tok.encode(t, false, true);
+  }
   std::vector<ByteRange> plain;
-  const std::string text = restore_placeholders(render(p.messages), p, plain);
-  return tok.encode(text, false, true, plain);
+  t = restore_placeholders(render(p.messages), p, plain);
+  return tok.encode(t, false, true, plain);
 }
 
 }  // namespace lite_llama

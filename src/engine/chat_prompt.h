@@ -18,9 +18,10 @@ using ChatRenderer = std::function<std::string(const std::vector<ChatMessage>&)>
 // points before rendering; in the rendered text the placeholders get their text back and those
 // bytes are tokenized with no control-token matching. Contents without such strings render and
 // tokenize exactly as before. allow_special_in_content: the old behaviour (the rendered text is
-// tokenized with every special token parsed).
+// tokenized with every special token parsed). text: if given, gets the text tokenized.
 std::vector<int32_t> tokenize_chat_prompt(const Tokenizer& tok, const std::vector<ChatMessage>& msgs,
-                                          bool allow_special_in_content, const ChatRenderer& render);
+                                          bool allow_special_in_content, const ChatRenderer& render,
+                                          std::string* text = nullptr);
 
 // The two steps of tokenize_chat_prompt, for tests: contents with placeholders, and the rendered
 // text with the originals back plus the byte ranges they cover.

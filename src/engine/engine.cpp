@@ -138,10 +138,11 @@ class EngineImpl final : public Engine {
   }
 
   std::vector<int32_t> tokenize_chat(const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
-                                     const std::string& extra_json, bool allow_special) const override {
+                                     const std::string& extra_json, bool allow_special,
+                                     std::string* text) const override {
     return tokenize_chat_prompt(*files_.tokenizer, msgs, allow_special, [&](const auto& m) {
       return apply_chat_template(m, add_generation_prompt, extra_json);
-    });
+    }, text);
   }
 
   int64_t add_request(std::vector<int32_t> prompt, const SamplingParams& p) override {
@@ -232,8 +233,10 @@ class EngineImpl final : public Engine {
     }
     cancelled_.clear();
 
+    const double t_sched = now_ms();
     StepPlan plan = sched_->schedule();
     if (plan.empty()) return outs;
+    const double t_plan = now_ms();
     samplers_.clear();
     rows_req_.clear();
     for (const ScheduledSeq& it : plan.items) {
@@ -243,7 +246,9 @@ class EngineImpl final : public Engine {
       rows_req_.push_back(r);
     }
     prepare_constraints();
+    const double t_run = now_ms();
     StepResult res = runner_->run(plan, samplers_, &constraints_, [this] { fill_masks(); });
+    const double t_ran = now_ms();
     sched_->commit(plan);
 
     size_t row = 0;
@@ -258,6 +263,13 @@ class EngineImpl final : public Engine {
         sched_->finish(&r.seq);
         requests_.erase(it.seq->id);
       }
+    }
+    if (log_level() <= LogLevel::Debug) {
+      int n = 0, prefill = 0;
+      for (const ScheduledSeq& it : plan.items) n += it.num_tokens, prefill += it.num_tokens > 1;
+      if (prefill)
+        LL_DEBUG("step: {} tokens ({} prefills): schedule {:.0f} us, prepare {:.0f} us, run {:.0f} us, commit+accept {:.0f} us",
+                 n, prefill, (t_plan - t_sched) * 1e3, (t_run - t_plan) * 1e3, (t_ran - t_run) * 1e3, (now_ms() - t_ran) * 1e3);
     }
     return outs;
   }

@@ -107,6 +107,7 @@ std::string Generation::drain() {
     if (finished_[i]) continue;
     for (RequestOutput& o : streams_[i]->wait(std::chrono::milliseconds(0))) {
       if (o.finished) finished_[i] = 1;
+      if (!o.tokens.empty() && stamps_.first_token == TimingClock::time_point{}) stamps_.first_token = TimingClock::now();
       take(int(i), std::move(o), out);
     }
     if (!finished_[i] && streams_[i]->done()) {
@@ -231,9 +232,12 @@ void Generation::finish_blocking() {
 std::unique_ptr<Generation> start_generation(ServingContext& ctx, std::string_view body,
                                              Endpoint endpoint) {
   if (ctx.shutting_down) throw unavailable(ctx);
+  GenerationStamps stamps;
   OpenAIRequest r = parse_openai_request(body, endpoint, ctx.limits);
+  stamps.parsed = TimingClock::now();
   ChatPromptInfo info;
   const std::vector<int32_t> prompt = prompt_tokens(ctx.engine.engine(), r, ctx.limits, ctx.prompt, &info);
+  stamps.prompt = TimingClock::now();
   resolve_max_tokens(r, int64_t(prompt.size()), ctx.limits);
   ChatParsing parse;
   if (endpoint == Endpoint::Chat) {
@@ -252,7 +256,9 @@ std::unique_ptr<Generation> start_generation(ServingContext& ctx, std::string_vi
       r.params.grammar = grammar::after_think(r.params.grammar, parse.in_think);
   }
   Generation::Streams streams = submit_all(ctx, r, prompt);
-  return std::make_unique<Generation>(ctx, r, std::move(streams), int64_t(prompt.size()), parse);
+  auto g = std::make_unique<Generation>(ctx, r, std::move(streams), int64_t(prompt.size()), parse);
+  g->stamps() = stamps;
+  return g;
 }
 
 }  // namespace lite_llama::server

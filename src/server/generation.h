@@ -15,6 +15,7 @@
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/prompt_tokens.h"
+#include "server/request_timing.h"
 
 namespace lite_llama::server {
 
@@ -58,6 +59,9 @@ class Generation {
   const std::string& body() const { return body_; }
   int64_t prompt_tokens() const { return usage_.prompt_tokens; }
   int64_t completion_tokens() const { return usage_.completion_tokens; }
+  GenerationStamps& stamps() { return stamps_; }
+  // The engine's stamps of the first choice.
+  RequestStream::Times engine_times() const { return streams_.at(0)->times(); }
 
  private:
   void take(int i, std::optional<RequestOutput> o, std::string& out);
@@ -81,6 +85,7 @@ class Generation {
   Usage usage_;
   int status_ = 200;
   std::string body_;
+  GenerationStamps stamps_;
 };
 
 ApiError unavailable(const ServingContext& ctx);

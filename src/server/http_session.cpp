@@ -108,6 +108,9 @@ void HttpSession::wait_request() {
 void HttpSession::read_header() {
   phase_ = Phase::Header;
   t0_ = Clock::now();
+  stamps_ = SessionStamps{};
+  stamps_.received = t0_;
+  first_chunk_ = 0;
   req_ = HttpRequest{};
   req_.remote = remote_;
   status_ = 0;
@@ -226,11 +229,13 @@ void HttpSession::on_body(error_code ec) {
 
 void HttpSession::dispatch() {
   phase_ = Phase::Handling;
+  stamps_.body = Clock::now();
   ++timer_gen_;
   timer_.cancel();
   head_.reset();
   if (!shared_.handler.heavy(req_)) return on_reply(shared_.handler.handle(req_));
   asio::post(shared_.workers, [self = shared_from_this()] {
+    self->stamps_.worker = Clock::now();
     auto reply = std::make_shared<HttpReply>(self->shared_.handler.handle(self->req_));
     asio::post(self->socket_.get_executor(), [self, reply] { self->on_reply(std::move(*reply)); });
   });
@@ -239,6 +244,7 @@ void HttpSession::dispatch() {
 void HttpSession::on_reply(HttpReply reply) {
   if (closed_) return;
   phase_ = Phase::Responding;
+  stamps_.replied = Clock::now();
   status_ = reply.status;
   if (!reply.gen) {
     out_ = response_head(reply.status, reply, keep_alive_, false, reply.body.size()) + reply.body;
@@ -272,6 +278,7 @@ void HttpSession::pump() {
   const std::string text = gen_->drain();
   if (gen_->streaming()) {
     if (!text.empty()) out_ += chunk(text);
+    if (first_chunk_ == 0 && gen_->stamps().first_token != TimingClock::time_point{}) first_chunk_ = 1;
     if (gen_->finished()) {
       out_ += "0\r\n\r\n";
       last_queued_ = true;
@@ -294,6 +301,7 @@ void HttpSession::write_more() {
   writing_.swap(out_);
   out_.clear();
   writing_now_ = true;
+  if (first_chunk_ == 1) first_chunk_ = 2;
   arm(shared_.config.write_timeout);
   asio::async_write(socket_, asio::buffer(writing_),
                     [self = shared_from_this()](error_code ec, size_t) { self->on_write(ec); });
@@ -306,6 +314,10 @@ void HttpSession::on_write(error_code ec) {
   if (ec) {
     client_gone_ = true;
     return close();
+  }
+  if (first_chunk_ == 2) {
+    first_chunk_ = 3;
+    stamps_.first_written = Clock::now();
   }
   ++timer_gen_;  // no deadline while the engine works
   timer_.cancel();
@@ -395,6 +407,7 @@ void HttpSession::log_request() {
   if (gen_) {
     e.prompt_tokens = gen_->prompt_tokens();
     e.completion_tokens = gen_->completion_tokens();
+    if (shared_.config.log_timing) e.timing = timing_line(stamps_, gen_->stamps(), gen_->engine_times());
   }
   e.ms = std::chrono::duration<double, std::milli>(Clock::now() - t0_).count();
   e.client_gone = client_gone_;

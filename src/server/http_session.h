@@ -23,6 +23,7 @@
 #include <string>
 
 #include "server/http_types.h"
+#include "server/request_timing.h"
 
 namespace lite_llama::server {
 
@@ -91,6 +92,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool watching_ = false, client_gone_ = false, closed_ = false, logged_ = true;
   std::string out_, writing_;
   std::atomic<bool> notify_pending_{false};
+  SessionStamps stamps_;
+  int first_chunk_ = 0;  // the first token's chunk: 1 queued in out_, 2 being written, 3 written
   std::array<char, 512> discard_;
 };
 

@@ -38,6 +38,7 @@ struct HttpLogEntry {
   int64_t prompt_tokens = -1, completion_tokens = -1;
   double ms = 0;
   bool client_gone = false;
+  std::string timing;  // HttpConfig::log_timing: where the time to the first token went
 };
 
 class HttpHandler {
@@ -63,6 +64,7 @@ struct HttpConfig {
   std::chrono::milliseconds read_timeout{10000};   // header, and body, each from its first byte: 408
   std::chrono::milliseconds idle_timeout{30000};   // a kept-alive connection waiting for a request
   std::chrono::milliseconds write_timeout{30000};  // a client that stops reading its response
+  bool log_timing = false;  // generation requests' log lines get their stages' times
 };
 
 // Response helpers shared by the routes and the HTTP layer.

@@ -86,13 +86,15 @@ std::vector<int32_t> prompt_tokens(const Engine& eng, const OpenAIRequest& r,
     std::vector<ChatMessage> msgs = r.messages;
     std::string kwargs = r.template_kwargs_json;
     if (!r.tools_json.empty()) add_tools(eng, r, msgs, kwargs);
+    std::string text;
+    std::vector<int32_t> ids = eng.tokenize_chat(msgs, r.add_generation_prompt, kwargs,
+                                                 policy.allow_special_in_content, info ? &text : nullptr);
     if (info) {
-      std::string text = eng.apply_chat_template(msgs, r.add_generation_prompt, kwargs);
       while (!text.empty() && std::isspace(uint8_t(text.back()))) text.pop_back();
       info->in_think = text.ends_with("<think>");
       info->think_done = text.ends_with("</think>");
     }
-    return eng.tokenize_chat(msgs, r.add_generation_prompt, kwargs, policy.allow_special_in_content);
+    return ids;
   } catch (const Error& e) {
     throw ApiError(400, e.what(), param);
   }

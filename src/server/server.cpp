@@ -47,6 +47,7 @@ HttpConfig http_config(const ServerOptions& o) {
   c.max_body_bytes = uint64_t(o.max_body_bytes);
   c.read_timeout = std::chrono::milliseconds(int64_t(o.read_timeout_s * 1000));
   c.idle_timeout = std::chrono::milliseconds(int64_t(o.idle_timeout_s * 1000));
+  c.log_timing = o.log_timing;
   return c;
 }
 
@@ -122,8 +123,9 @@ class HttpServer final : public HttpHandler {
     std::string tokens;
     if (e.prompt_tokens >= 0) tokens += " prompt=" + std::to_string(e.prompt_tokens);
     if (e.completion_tokens >= 0) tokens += " completion=" + std::to_string(e.completion_tokens);
-    std::fprintf(stderr, "%s %s %d%s %.1f ms%s\n", log_escape(e.method).c_str(), log_escape(e.path).c_str(),
-                 e.status, tokens.c_str(), e.ms, e.client_gone ? " (client disconnected: cancelled)" : "");
+    std::fprintf(stderr, "%s %s %d%s %.1f ms%s%s%s\n", log_escape(e.method).c_str(), log_escape(e.path).c_str(),
+                 e.status, tokens.c_str(), e.ms, e.client_gone ? " (client disconnected: cancelled)" : "",
+                 e.timing.empty() ? "" : " ", e.timing.c_str());
     std::fflush(stderr);
   }
 

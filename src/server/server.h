@@ -25,6 +25,7 @@ struct ServerOptions {
   bool allow_special_in_content = false;
   double read_timeout_s = 10;      // header, and body, each within this of its first byte (408)
   double idle_timeout_s = 30;      // a kept-alive connection without a request is closed
+  bool log_timing = false;         // generation log lines say where the time to the first token went
 };
 
 // Blocks SIGINT and SIGTERM in the calling thread and in every thread started after it, so

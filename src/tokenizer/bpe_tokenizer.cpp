@@ -66,10 +66,14 @@ int32_t BpeTokenizer::match_special(std::string_view text, size_t pos) const {
 }
 
 void BpeTokenizer::encode_plain(std::string_view text, std::vector<int32_t>& out) const {
+  const bool cached = text.size() >= GapCache::kMinBytes;
+  if (cached && gaps_.append(text, false, out)) return;
+  const size_t from = out.size();
   thread_local std::vector<std::string_view> pieces;
   pieces.clear();
   pre_->split(text, pieces);
   for (auto piece : pieces) bpe_.encode_piece(piece, pre_->ignore_merges(), out);
+  if (cached) gaps_.put(text, false, out.data() + from, out.size() - from);
 }
 
 std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_special,

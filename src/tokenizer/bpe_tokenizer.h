@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "tokenizer/bpe.h"
+#include "tokenizer/gap_cache.h"
 #include "tokenizer/pretokenizer.h"
 #include "tokenizer/tokenizer.h"
 
@@ -70,6 +71,7 @@ class BpeTokenizer final : public Tokenizer {
   int32_t bos_, eos_, eot_, pad_;
   bool add_bos_;
   std::string chat_template_;
+  GapCache gaps_;  // long texts between special tokens, already encoded
 };
 
 }  // namespace lite_llama

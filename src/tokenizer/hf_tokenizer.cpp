@@ -77,6 +77,9 @@ void HfTokenizer::check_id(int32_t id) const {
 
 void HfTokenizer::encode_normalized(std::string_view text, bool at_origin,
                                     std::vector<int32_t>& out) const {
+  const bool cached = text.size() >= GapCache::kMinBytes;
+  if (cached && gaps_.append(text, at_origin, out)) return;
+  const size_t from = out.size();
   thread_local std::vector<PrePiece> pieces;
   thread_local std::deque<std::string> arena;
   pieces.clear();
@@ -86,6 +89,7 @@ void HfTokenizer::encode_normalized(std::string_view text, bool at_origin,
     if (pre_->byte_level()) bpe_.encode_piece(piece.text, ignore_merges_, out);
     else spm_.encode_piece(piece.text, out);
   }
+  if (cached) gaps_.put(text, at_origin, out.data() + from, out.size() - from);
 }
 
 void HfTokenizer::encode_gap(std::string_view gap, bool at_origin, bool parse_special,

@@ -12,6 +12,7 @@
 
 #include "tokenizer/added_tokens.h"
 #include "tokenizer/bpe.h"
+#include "tokenizer/gap_cache.h"
 #include "tokenizer/hf_decoder.h"
 #include "tokenizer/hf_pretokenizer.h"
 #include "tokenizer/normalizer.h"
@@ -92,6 +93,7 @@ class HfTokenizer final : public Tokenizer {
   int32_t bos_, eos_, eot_, pad_;
   std::string chat_template_;
   std::vector<int32_t> extra_stops_;
+  GapCache gaps_;  // long normalised texts between added tokens, already encoded
 };
 
 }  // namespace lite_llama

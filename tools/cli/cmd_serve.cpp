@@ -68,6 +68,8 @@ void register_serve(CLI::App& app) {
       ->capture_default_str();
   c->add_flag("--allow-special-in-content", s.allow_special_in_content,
               "chat: special-token strings inside messages act as control tokens (default: text)");
+  c->add_flag("--log-timing", s.log_timing,
+              "log where each generation request's time to its first token went (microseconds per stage)");
   c->add_option("--max-n", s.max_n, "choices per request ('n') at most")
       ->check(CLI::Range(1, 128))
       ->capture_default_str();
