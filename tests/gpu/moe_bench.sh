@@ -11,7 +11,6 @@ BUILD="$1"
 CFG="${2:-$ROOT/tests/gpu/configs/qwen3-30b-a3b.json}"
 OUT="${OUT:-$ROOT/gpu-results}"
 mkdir -p "$OUT/moe"
-export LITE_LLAMA_CUDA_MOE="${LITE_LLAMA_CUDA_MOE:-1}"
 "$BUILD/bin/attention-bench" --quick 2>&1 | head -3 | tee "$OUT/moe/peaks.txt"
 run() {  # name, bench flags...
   local name="$1"; shift

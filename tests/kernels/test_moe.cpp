@@ -1,8 +1,8 @@
 // Mixture of experts on CUDA against the CPU reference loops (cpu::ref::moe_route / moe_experts)
 // on the same values: the router's top-k (experts exactly, weights to fp32 rounding) with and
 // without renormalisation, ties and expert counts that are not multiples of 32; the experts of
-// every token (stacked 16-bit weights, the grouped GEMV over the assignments sorted by expert,
-// the weighted combine in ascending expert order) for decode-sized and prefill-sized token
+// every token (stacked 16-bit weights; the sort-free grouped GEMV and the expert-sorted
+// tensor-core GEMM; the weighted combine in ascending expert order) for decode-sized and prefill-sized token
 // counts, fp32 and 16-bit outputs; dummy experts drawn as ops.h specifies; and the whole layer
 // captured in a CUDA graph and replayed on new routes.
 #include "backends/cpu/ref_ops.h"
@@ -13,16 +13,7 @@ using namespace lite_llama::kt;
 
 namespace {
 
-class CudaMoe : public CudaVsCpu {
- protected:
-  void SetUp() override {
-    CudaVsCpu::SetUp();
-    if (IsSkipped()) return;
-    CudaTuning t;
-    t.moe_kernels = true;
-    gpu = make_gpu(GetParam(), t);
-  }
-};
+class CudaMoe : public CudaVsCpu {};
 
 struct Experts {
   std::vector<std::vector<float>> gate, up, down;  // per expert, values of the activation type
@@ -78,7 +69,6 @@ TEST_P(CudaMoe, ExpertsMatchReference) {
   const int64_t H = 96, F = 40;
   Experts w = make_experts(rng, act, E, H, F);
   CudaTuning all_gemm;
-  all_gemm.moe_kernels = true;
   all_gemm.moe_gemv_max_assign = 0;
   std::unique_ptr<ops::Backend> gemm_gpu = make_gpu(GetParam(), all_gemm);
   std::vector<Buffer> gemm_keep;  // freed before gemm_gpu
@@ -183,26 +173,3 @@ LL_INSTANTIATE_DTYPES(CudaMoe);
 
 }  // namespace
 
-namespace {
-
-// Without CudaTuning::moe_kernels a MoE model is refused at load, with a one-line error.
-TEST(CudaMoeGate, RefusedWithoutTheOption) {
-  LL_REQUIRE_CUDA();
-  auto gpu = make_gpu("bf16");
-  ops::MoeExperts shape;
-  shape.num_experts = 2, shape.hidden = 64, shape.ffn = 32;
-  for (int e = 0; e < 2; ++e) {
-    shape.gate.push_back(Tensor(nullptr, DType::BF16, {32, 64}));
-    shape.up.push_back(Tensor(nullptr, DType::BF16, {32, 64}));
-    shape.down.push_back(Tensor(nullptr, DType::BF16, {64, 32}));
-  }
-  std::vector<Buffer> keep;
-  try {
-    gpu->prepare_experts(shape, 1, keep);
-    FAIL() << "no error";
-  } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find("--device cpu"), std::string::npos) << e.what();
-  }
-}
-
-}  // namespace

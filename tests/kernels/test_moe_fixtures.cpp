@@ -53,7 +53,6 @@ TEST_P(CudaMoeFixture, LogitsMatchHfAtEveryPosition) {
   o.model = ref.contains("model_file") ? fixture_dir(p.model) + "/" + ref["model_file"].get<std::string>()
                                        : fixture_dir(p.model);
   o.backend = gpu_options(p.dtype);
-  o.backend.cuda.moe_kernels = true;
   o.ctx = 128;
   o.kv_tokens = 512;
   auto e = Engine::create(o);

@@ -92,9 +92,6 @@ class CudaBackend final : public ops::Backend {
   // Mixture of experts (moe_experts.h, kernels/moe.cu): stacked 16-bit experts, the router's
   // top-k and the grouped GEMV on the device, no host synchronisation.
   ops::MoeExperts prepare_experts(const ops::MoeExperts& host, uint64_t seed, std::vector<Buffer>& keep) override {
-    LL_CHECK(tuning_.moe_kernels,
-             "mixture-of-experts models (qwen3moe) on CUDA are not validated yet: use --device cpu "
-             "(LITE_LLAMA_CUDA_MOE=1 runs the unvalidated kernels)");
     return stack_experts(dev_, weights_, host, seed, keep);
   }
   void moe_route(const Tensor& logits, int top_k, bool norm_topk_prob, int32_t* t_expert, float* t_weight) override {

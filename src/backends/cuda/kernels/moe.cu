@@ -158,7 +158,7 @@ cudaError_t experts_typed(const MoeArgs& a, cudaStream_t s) {
   const T* wd = static_cast<const T*>(a.w_down);
   T* gu = static_cast<T*>(w.gate_up);
   const int32_t* slot_of = nullptr;
-  const int gemv_max = a.gemv_max_assign < 0 ? moe::kGemvMaxAssign : std::min(a.gemv_max_assign, moe::kGemvMaxAssign);
+  const int gemv_max = std::min(a.gemv_max_assign < 0 ? 4 * a.experts : a.gemv_max_assign, moe::kGemvMaxAssign);
   if (n <= gemv_max) {
     if (cudaError_t e = moe::gemv<T, T>(wgu, F2, a.hidden, x, false, a.top_k, a.t_expert, n, a.experts, gu, s);
         e != cudaSuccess)
