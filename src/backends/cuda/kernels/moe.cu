@@ -96,23 +96,24 @@ template <typename O>
 __global__ void moe_combine_kernel(const float* __restrict__ y, int H, const int32_t* __restrict__ t_expert,
                                    const float* __restrict__ t_weight, const int32_t* __restrict__ slot_of, int k,
                                    O* __restrict__ out) {
+  __shared__ int ex[kMoeMaxTopK], src[kMoeMaxTopK];
+  __shared__ float wt[kMoeMaxTopK];
   __shared__ int ord[kMoeMaxTopK];
   const size_t t = blockIdx.x;
-  if (threadIdx.x == 0) {
-    for (int j = 0; j < k; ++j) ord[j] = j;
-    for (int i = 1; i < k; ++i)  // insertion sort by expert, stable
-      for (int j = i; j > 0 && t_expert[t * k + ord[j]] < t_expert[t * k + ord[j - 1]]; --j) {
-        const int s = ord[j];
-        ord[j] = ord[j - 1], ord[j - 1] = s;
-      }
+  const int j = threadIdx.x;
+  if (j < k) ex[j] = t_expert[t * k + j];
+  __syncthreads();
+  if (j < k) {  // j's rank in ascending (expert, j) order
+    int rank = 0;
+    for (int i = 0; i < k; ++i) rank += ex[i] < ex[j] || (ex[i] == ex[j] && i < j);
+    ord[rank] = j;
+    src[j] = slot_of ? slot_of[t * k + j] : int(t) * k + j;
+    wt[j] = t_weight[t * k + j];
   }
   __syncthreads();
   for (int i = threadIdx.x; i < H; i += blockDim.x) {
     float acc = 0.f;
-    for (int jj = 0; jj < k; ++jj) {
-      const int j = ord[jj];
-      acc += t_weight[t * k + j] * y[size_t(slot_of ? slot_of[t * k + j] : int(t) * k + j) * H + i];
-    }
+    for (int jj = 0; jj < k; ++jj) acc += wt[ord[jj]] * y[size_t(src[ord[jj]]) * H + i];
     out[t * H + i] = from_f<O>(acc);
   }
 }

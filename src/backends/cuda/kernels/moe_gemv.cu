@@ -26,13 +26,20 @@ __global__ void __launch_bounds__(kWarps * 32)
   __shared__ int list[kGemvMaxAssign];
   __shared__ int cnt, expert;
   const int tid = threadIdx.x;
+  // One read of t_expert: this thread's assignments tid, tid + 256, ... stay in registers.
+  constexpr int kPer = kGemvMaxAssign / (kWarps * 32);
+  int mine[kPer];
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) {
+    const int a = tid + i * kWarps * 32;
+    mine[i] = a < n ? t_expert[a] : -1;
+  }
   if (tid < kPresentWords) present[tid] = 0;
   if (tid == 0) cnt = 0;
   __syncthreads();
-  for (int a = tid; a < n; a += blockDim.x) {
-    const int e = t_expert[a];
-    atomicOr(&present[e >> 5], 1u << (e & 31));
-  }
+#pragma unroll
+  for (int i = 0; i < kPer; ++i)
+    if (mine[i] >= 0) atomicOr(&present[mine[i] >> 5], 1u << (mine[i] & 31));
   __syncthreads();
   if (tid == 0) {  // the blockIdx.y-th expert present, or -1
     int want = int(blockIdx.y), e = -1;
@@ -62,8 +69,9 @@ __global__ void __launch_bounds__(kWarps * 32)
           asm volatile("prefetch.global.L2 [%0];" ::"l"(p + size_t(r) * K + u * 256));
   }
   // The order within the list does not matter: each output depends on its own assignment only.
-  for (int a = tid; a < n; a += blockDim.x)
-    if (t_expert[a] == e) list[atomicAdd(&cnt, 1)] = a;
+#pragma unroll
+  for (int i = 0; i < kPer; ++i)
+    if (mine[i] == e) list[atomicAdd(&cnt, 1)] = tid + i * kWarps * 32;
   __syncthreads();
   const int total = cnt, warp = tid >> 5, lane = tid & 31;
   const int r0 = int(blockIdx.x) * kRowsPerBlock + warp * kRows;

@@ -1,4 +1,5 @@
-// RoPE fused with the KV-pool write: one block per token; each warp takes a head of q, k or v,
+// RoPE fused with the KV-pool write: block (t, y) takes token t's heads y * 8 .. y * 8 + 7 (one
+// block per token left a decode step's 40+ heads to 8 warps in turn); each warp takes a head of q, k or v,
 // (Qwen3) RMS-normalises it, rotates q/k with the precomputed cos/sin row of the token's
 // position, and writes q to the packed query buffer and k/v straight into the pool slot.
 #include "backends/cuda/common.cuh"
@@ -22,7 +23,7 @@ __global__ void __launch_bounds__(kWarps * 32) rope_kv_kernel(RopeKvArgs a) {
   const size_t slot = size_t(a.slots[t]);
   const float* cs = a.cos_sin + size_t(pos) * a.rot_dim;
   float* v = buf[warp];
-  for (int h = warp; h < a.Hq + 2 * a.Hkv; h += kWarps) {
+  for (int h = int(blockIdx.y) * kWarps + warp; h < a.Hq + 2 * a.Hkv; h += int(gridDim.y) * kWarps) {
     const T* src = src_row + size_t(h) * D;
     const bool is_q = h < a.Hq, is_k = !is_q && h < a.Hq + a.Hkv;
     T* dst;
@@ -66,10 +67,11 @@ __global__ void __launch_bounds__(kWarps * 32) rope_kv_kernel(RopeKvArgs a) {
 cudaError_t qkv_rope_store(Act act, const RopeKvArgs& a, cudaStream_t s) {
   if (a.T == 0) return cudaSuccess;
   if (a.D > kMaxD || a.rot_dim > a.D) return cudaErrorInvalidValue;
+  const dim3 grid(unsigned(a.T), ceil_div(a.Hq + 2 * a.Hkv, kWarps));
   if (act == Act::BF16)
-    rope_kv_kernel<__nv_bfloat16><<<a.T, kWarps * 32, 0, s>>>(a);
+    rope_kv_kernel<__nv_bfloat16><<<grid, kWarps * 32, 0, s>>>(a);
   else
-    rope_kv_kernel<__half><<<a.T, kWarps * 32, 0, s>>>(a);
+    rope_kv_kernel<__half><<<grid, kWarps * 32, 0, s>>>(a);
   return cudaGetLastError();
 }
 
