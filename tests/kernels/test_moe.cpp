@@ -66,13 +66,14 @@ TEST_P(CudaMoe, RouterTopKMatchesReference) {
 TEST_P(CudaMoe, ExpertsMatchReference) {
   std::mt19937 rng(12);
   const int E = 12, k = 3;
-  const int64_t H = 96, F = 40;
-  Experts w = make_experts(rng, act, E, H, F);
   CudaTuning all_gemm;
   all_gemm.moe_gemv_max_assign = 0;
   std::unique_ptr<ops::Backend> gemm_gpu = make_gpu(GetParam(), all_gemm);
   std::vector<Buffer> gemm_keep;  // freed before gemm_gpu
+  // H, F multiples of 64 also take the split-K GEMV for steps of up to 64 assignments.
+  for (const auto& [H, F] : {std::pair<int64_t, int64_t>{96, 40}, std::pair<int64_t, int64_t>{128, 64}})
   for (ops::Backend* be : {gpu.get(), gemm_gpu.get()}) {
+    Experts w = make_experts(rng, act, E, H, F);
     const ops::MoeExperts dev = be->prepare_experts(w.host, 0, be == gpu.get() ? keep : gemm_keep);
     settle(*be);
     // Decode steps, more assignments per expert than a GEMV chunk or a GEMM tile holds, and
@@ -98,7 +99,7 @@ TEST_P(CudaMoe, ExpertsMatchReference) {
         be->moe_experts(dx.t, dev, dex.ptr(), dwt.as<float>(), k, ws.data(), out.t);
         // The gate|up products and the SwiGLU output are rounded to 16 bits on the device.
         EXPECT_TRUE(close_rows(to_host(*be, out.t), want, size_t(H), act_tol(act)))
-            << T << " tokens" << (be == gemm_gpu.get() ? " (GEMM forced)" : "");
+            << T << " tokens, H " << H << " F " << F << (be == gemm_gpu.get() ? " (GEMM forced)" : "");
       }
     }
   }

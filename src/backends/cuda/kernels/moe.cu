@@ -111,11 +111,22 @@ __global__ void moe_combine_kernel(const float* __restrict__ y, int H, const int
     wt[j] = t_weight[t * k + j];
   }
   __syncthreads();
-  for (int i = threadIdx.x; i < H; i += blockDim.x) {
-    float acc = 0.f;
-    for (int jj = 0; jj < k; ++jj) acc += wt[ord[jj]] * y[size_t(src[ord[jj]]) * H + i];
-    out[t * H + i] = from_f<O>(acc);
-  }
+  // Four columns a thread, every expert's row requested before the sum (in expert order) starts.
+  const int i = (int(blockIdx.y) * blockDim.x + threadIdx.x) * 4;
+  if (i >= H) return;
+  float4 v[kMoeMaxTopK];
+#pragma unroll
+  for (int jj = 0; jj < kMoeMaxTopK; ++jj)
+    if (jj < k) v[jj] = *reinterpret_cast<const float4*>(y + size_t(src[ord[jj]]) * H + i);
+  float acc[4] = {};
+#pragma unroll
+  for (int jj = 0; jj < kMoeMaxTopK; ++jj)
+    if (jj < k) {
+      const float w = wt[ord[jj]];
+      acc[0] += w * v[jj].x, acc[1] += w * v[jj].y, acc[2] += w * v[jj].z, acc[3] += w * v[jj].w;
+    }
+#pragma unroll
+  for (int c = 0; c < 4; ++c) out[t * H + i + c] = from_f<O>(acc[c]);
 }
 
 // The workspace: t_expert-sorted order / slot_of [n], start [E + 1], tiles [2 max_tiles], n_tiles,
@@ -181,11 +192,12 @@ cudaError_t experts_typed(const MoeArgs& a, cudaStream_t s) {
       return e;
     slot_of = w.slot_of;
   }
+  const dim3 combine_grid(unsigned(a.tokens), ceil_div(a.hidden, 256 * 4));
   if (a.out_f32)
-    moe_combine_kernel<float><<<a.tokens, 256, 0, s>>>(w.y, a.hidden, a.t_expert, a.t_weight, slot_of, a.top_k,
+    moe_combine_kernel<float><<<combine_grid, 256, 0, s>>>(w.y, a.hidden, a.t_expert, a.t_weight, slot_of, a.top_k,
                                                        static_cast<float*>(a.out));
   else
-    moe_combine_kernel<T><<<a.tokens, 256, 0, s>>>(w.y, a.hidden, a.t_expert, a.t_weight, slot_of, a.top_k,
+    moe_combine_kernel<T><<<combine_grid, 256, 0, s>>>(w.y, a.hidden, a.t_expert, a.t_weight, slot_of, a.top_k,
                                                    static_cast<T*>(a.out));
   return cudaGetLastError();
 }

@@ -134,12 +134,134 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 }
 
+// Few assignments (n <= kSplitMaxAssign, K % 64 == 0): the dense one-token GEMV's layout. A block
+// of 8 warps computes kSplitRows rows of one expert for all its assignments, each warp one eighth
+// of K; every lane's weight pieces are requested as soon as the expert is known, before the
+// assignment list is gathered, and x is read from L1/L2 instead of being staged (at these sizes
+// the prologue and round trips, not the bytes, set the time).
+constexpr int kSplitRows = 4;
+constexpr int kSplitMaxAssign = 64;
+constexpr int kSplitM = 8;  // assignments per pass
+
+template <typename T, typename O, bool kSwiglu>
+__global__ void __launch_bounds__(kWarps * 32)
+    gemv_split_kernel(const T* __restrict__ W, int N, int K, const T* __restrict__ in, int top_k,
+                      const int32_t* __restrict__ t_expert, int n, O* __restrict__ out) {
+  __shared__ unsigned present[kPresentWords];
+  __shared__ int list[kSplitMaxAssign];
+  __shared__ int cnt, expert;
+  __shared__ float part[kWarps][kSplitRows][kSplitM];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int mine = tid < n ? t_expert[tid] : -1;
+  if (tid < kPresentWords) present[tid] = 0;
+  if (tid == 0) cnt = 0;
+  __syncthreads();
+  if (mine >= 0) atomicOr(&present[mine >> 5], 1u << (mine & 31));
+  __syncthreads();
+  if (tid == 0) {
+    int want = int(blockIdx.y), e = -1;
+    for (int w = 0; w < kPresentWords && e < 0; ++w) {
+      unsigned m = present[w];
+      const int c = __popc(m);
+      if (want < c) {
+        for (int i = 0; i < want; ++i) m &= m - 1;
+        e = w * 32 + __ffs(int(m)) - 1;
+      }
+      want -= c;
+    }
+    expert = e;
+  }
+  __syncthreads();
+  const int e = expert;
+  if (e < 0) return;
+  const int row0 = int(blockIdx.x) * kSplitRows;
+  const int c_beg = warp * (K / kWarps / 8), c_end = c_beg + K / kWarps / 8;  // 8-element pieces
+  const T* w = W + size_t(e) * N * K;
+  uint4 wv[2][kSplitRows];
+  auto load_w = [&](int c0) {
+#pragma unroll
+    for (int u = 0; u < 2; ++u)
+#pragma unroll
+      for (int r = 0; r < kSplitRows; ++r) {
+        const int c = c0 + u * 32;
+        wv[u][r] = row0 + r < N && c < c_end ? ld_stream(w + size_t(row0 + r) * K + size_t(c) * 8)
+                                             : make_uint4(0, 0, 0, 0);
+      }
+  };
+  load_w(c_beg + lane);
+  if (mine == e) list[atomicAdd(&cnt, 1)] = tid;
+  __syncthreads();
+  const int total = cnt;
+  bool preloaded = true;
+  for (int p0 = 0; p0 < total; p0 += kSplitM) {
+    const int m = min(kSplitM, total - p0);
+    float acc[kSplitRows][kSplitM] = {};
+    for (int c0 = c_beg + lane; c0 < c_end; c0 += 64) {
+      if (!preloaded) load_w(c0);
+      preloaded = false;
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        const int c = c0 + u * 32;
+        if (c >= c_end) break;
+        float wf[kSplitRows][8];
+#pragma unroll
+        for (int r = 0; r < kSplitRows; ++r) unpack8<T>(wv[u][r], wf[r]);
+#pragma unroll
+        for (int t = 0; t < kSplitM; ++t) {
+          if (t >= m) break;
+          const int a = list[p0 + t];
+          float xf[8];
+          if constexpr (kSwiglu) {
+            const T* g = in + size_t(a) * 2 * K + size_t(c) * 8;
+            float uf[8];
+            unpack8<T>(*reinterpret_cast<const uint4*>(g), xf);
+            unpack8<T>(*reinterpret_cast<const uint4*>(g + K), uf);
+#pragma unroll
+            for (int j = 0; j < 8; ++j) xf[j] = to_f(from_f<T>(xf[j] / (1.0f + __expf(-xf[j])) * uf[j]));
+          } else {
+            unpack8<T>(*reinterpret_cast<const uint4*>(in + size_t(a / top_k) * K + size_t(c) * 8), xf);
+          }
+#pragma unroll
+          for (int r = 0; r < kSplitRows; ++r)
+#pragma unroll
+            for (int j = 0; j < 8; ++j) acc[r][t] = fmaf(wf[r][j], xf[j], acc[r][t]);
+        }
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kSplitRows; ++r)
+#pragma unroll
+      for (int t = 0; t < kSplitM; ++t) {
+        if (t >= m) break;
+        const float v = warp_sum(acc[r][t]);
+        if (lane == 0) part[warp][r][t] = v;
+      }
+    __syncthreads();
+    if (tid < kSplitRows * kSplitM) {
+      const int r = tid / kSplitM, t = tid % kSplitM;
+      if (t < m && row0 + r < N) {
+        float v = 0.f;
+#pragma unroll
+        for (int i = 0; i < kWarps; ++i) v += part[i][r][t];
+        out[size_t(list[p0 + t]) * N + row0 + r] = from_f<O>(v);
+      }
+    }
+    __syncthreads();
+  }
+}
+
 }  // namespace
 
 template <typename T, typename O>
 cudaError_t gemv(const T* W, int N, int K, const T* in, bool swiglu, int top_k, const int32_t* t_expert, int n,
                  int experts, O* out, cudaStream_t s) {
   if (n > kGemvMaxAssign || K % 8 != 0) return cudaErrorInvalidValue;
+  if (n <= kSplitMaxAssign && K % (kWarps * 8) == 0) {
+    auto kernel = swiglu ? gemv_split_kernel<T, O, true> : gemv_split_kernel<T, O, false>;
+    kernel<<<dim3(ceil_div(N, kSplitRows), unsigned(std::min(n, experts))), kWarps * 32, 0, s>>>(W, N, K, in, top_k,
+                                                                                              t_expert, n, out);
+    return cudaGetLastError();
+  }
   const size_t smem = size_t(kChunk) * size_t(K) * sizeof(T);
   auto kernel = swiglu ? gemv_kernel<T, O, true> : gemv_kernel<T, O, false>;
   if (smem > 48 * 1024)
