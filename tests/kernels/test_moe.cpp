@@ -70,7 +70,7 @@ TEST_P(CudaMoe, ExpertsMatchReference) {
   all_gemm.moe_gemv_max_assign = 0;
   std::unique_ptr<ops::Backend> gemm_gpu = make_gpu(GetParam(), all_gemm);
   std::vector<Buffer> gemm_keep;  // freed before gemm_gpu
-  // H, F multiples of 64 also take the split-K GEMV for steps of up to 64 assignments.
+  // H and F not multiples of the GEMM tiles, and multiples of them.
   for (const auto& [H, F] : {std::pair<int64_t, int64_t>{96, 40}, std::pair<int64_t, int64_t>{128, 64}})
   for (ops::Backend* be : {gpu.get(), gemm_gpu.get()}) {
     Experts w = make_experts(rng, act, E, H, F);
