@@ -97,4 +97,12 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, c
   LL_LT(cublasLtMatmulAlgoGetHeuristic, h, desc, Adesc, Bdesc, Cdesc, Ddesc, pref, requested, results, returned);
 }
 
+cublasStatus_t CUBLASWINAPI cublasLtMatmulAlgoCheck(cublasLtHandle_t h, cublasLtMatmulDesc_t desc,
+                                                    cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc,
+                                                    cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc,
+                                                    const cublasLtMatmulAlgo_t* algo,
+                                                    cublasLtMatmulHeuristicResult_t* result) {
+  LL_LT(cublasLtMatmulAlgoCheck, h, desc, Adesc, Bdesc, Cdesc, Ddesc, algo, result);
+}
+
 }  // extern "C"

@@ -3,6 +3,21 @@
 #include "backends/cuda/cuda_check.h"
 
 namespace lite_llama::cuda {
+namespace {
+
+// Token counts that share a heuristic query: exact up to 16 (decode batches, where the choice
+// matters most), then the next power of two up to 1,024, then multiples of 1,024.
+int bucket_tokens(int T) {
+  if (T <= 16) return T;
+  if (T <= 1024) {
+    int b = 32;
+    while (b < T) b *= 2;
+    return b;
+  }
+  return (T + 1023) / 1024 * 1024;
+}
+
+}  // namespace
 
 Gemm::Gemm(size_t workspace_bytes) : workspace_bytes_(workspace_bytes) {
   LL_CUBLAS(cublasLtCreate(&handle_));
@@ -55,25 +70,51 @@ Gemm::Plan* Gemm::plan(const Key& key) {
   LL_CUBLAS(cublasLtMatrixLayoutCreate(&p.a, in, K, N, fp8 ? ldw : K));
   LL_CUBLAS(cublasLtMatrixLayoutCreate(&p.b, in, K, T, K));
   LL_CUBLAS(cublasLtMatrixLayoutCreate(&p.c, outt, N, T, ldo));
+  auto drop = [&] {
+    cublasLtMatrixLayoutDestroy(p.a);
+    cublasLtMatrixLayoutDestroy(p.b);
+    cublasLtMatrixLayoutDestroy(p.c);
+    cublasLtMatmulDescDestroy(p.op);
+  };
+  Key bucket = key;
+  std::get<3>(bucket) = bucket_tokens(T);
+  const cublasLtMatmulAlgo_t* algo = heuristic(bucket, p.op, p.a);
+  cublasLtMatmulHeuristicResult_t check{};
+  if (algo && std::get<3>(bucket) != T &&
+      cublasLtMatmulAlgoCheck(handle_, p.op, p.a, p.b, p.c, p.c, algo, &check) != CUBLAS_STATUS_SUCCESS)
+    algo = heuristic(key, p.op, p.a);  // the bucket's algorithm does not fit this exact shape
+  if (!algo) {
+    drop();
+    unsupported_[key] = true;
+    return nullptr;
+  }
+  p.algo = *algo;
+  return &plans_.emplace(key, p).first->second;
+}
+
+const cublasLtMatmulAlgo_t* Gemm::heuristic(const Key& key, cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t a) {
+  if (auto it = algos_.find(key); it != algos_.end()) return &it->second;
+  if (no_algo_.count(key)) return nullptr;
+  const auto [act_i, out_f32, bias, T, N, K, ldo, ldw] = key;
+  const cudaDataType_t act = act_i == int(Act::BF16) ? CUDA_R_16BF : CUDA_R_16F;
+  cublasLtMatrixLayout_t b = nullptr, c = nullptr;
+  LL_CUBLAS(cublasLtMatrixLayoutCreate(&b, ldw > 0 ? CUDA_R_8F_E4M3 : act, K, T, K));
+  LL_CUBLAS(cublasLtMatrixLayoutCreate(&c, out_f32 ? CUDA_R_32F : act, N, T, ldo));
   cublasLtMatmulPreference_t pref;
   LL_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
   LL_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                  &workspace_bytes_, sizeof(workspace_bytes_)));
   cublasLtMatmulHeuristicResult_t res{};
   int found = 0;
-  const cublasStatus_t st =
-      cublasLtMatmulAlgoGetHeuristic(handle_, p.op, p.a, p.b, p.c, p.c, pref, 1, &res, &found);
+  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle_, op, a, b, c, c, pref, 1, &res, &found);
   cublasLtMatmulPreferenceDestroy(pref);
+  cublasLtMatrixLayoutDestroy(b);
+  cublasLtMatrixLayoutDestroy(c);
   if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
-    cublasLtMatrixLayoutDestroy(p.a);
-    cublasLtMatrixLayoutDestroy(p.b);
-    cublasLtMatrixLayoutDestroy(p.c);
-    cublasLtMatmulDescDestroy(p.op);
-    unsupported_[key] = true;
+    no_algo_[key] = true;
     return nullptr;
   }
-  p.algo = res.algo;
-  return &plans_.emplace(key, p).first->second;
+  return &algos_.emplace(key, res.algo).first->second;
 }
 
 void Gemm::run(Act act, const void* x, const void* w, const void* bias, void* out, bool out_f32, int T,
