@@ -11,15 +11,19 @@
 namespace lite_llama::cuda::moe {
 namespace {
 
-constexpr int kWarps = 8, kRows = 4;  // rows per warp
-constexpr int kRowsPerBlock = kWarps * kRows;
+constexpr int kWarps = 8;
+// Rows per warp: 2 for steps of up to kFewAssign assignments (twice the blocks, so more weight
+// bytes in flight while each block's prologue waits), 4 above (the prologue and the staged
+// activations serve twice the rows).
+constexpr int kFewAssign = 16;
 constexpr int kChunk = 8;  // assignments per pass over the rows
 constexpr int kPresentWords = kMoeMaxExperts / 32;
 
-template <typename T, typename O, bool kSwiglu>
+template <typename T, typename O, bool kSwiglu, int kRows>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_kernel(const T* __restrict__ W, int N, int K, const T* __restrict__ in, int top_k,
                 const int32_t* __restrict__ t_expert, int n, O* __restrict__ out) {
+  constexpr int kRowsPerBlock = kWarps * kRows;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* xs = reinterpret_cast<T*>(smem_raw);  // [kChunk][K]
   __shared__ unsigned present[kPresentWords];
@@ -140,15 +144,19 @@ template <typename T, typename O>
 cudaError_t gemv(const T* W, int N, int K, const T* in, bool swiglu, int top_k, const int32_t* t_expert, int n,
                  int experts, O* out, cudaStream_t s) {
   if (n > kGemvMaxAssign || K % 8 != 0) return cudaErrorInvalidValue;
-  const size_t smem = size_t(kChunk) * size_t(K) * sizeof(T);
-  auto kernel = swiglu ? gemv_kernel<T, O, true> : gemv_kernel<T, O, false>;
-  if (smem > 48 * 1024)
-    if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-        e != cudaSuccess)
-      return e;
-  const dim3 grid(ceil_div(N, kRowsPerBlock), unsigned(std::min(n, experts)));
-  kernel<<<grid, kWarps * 32, smem, s>>>(W, N, K, in, top_k, t_expert, n, out);
-  return cudaGetLastError();
+  const size_t smem = size_t(std::min(kChunk, n)) * size_t(K) * sizeof(T);  // a block stages <= n rows
+  auto launch = [&](auto kernel, int rows_per_block) {
+    if (smem > 48 * 1024)
+      if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+          e != cudaSuccess)
+        return e;
+    const dim3 grid(ceil_div(N, rows_per_block), unsigned(std::min(n, experts)));
+    kernel<<<grid, kWarps * 32, smem, s>>>(W, N, K, in, top_k, t_expert, n, out);
+    return cudaGetLastError();
+  };
+  if (n <= kFewAssign)
+    return swiglu ? launch(gemv_kernel<T, O, true, 2>, kWarps * 2) : launch(gemv_kernel<T, O, false, 2>, kWarps * 2);
+  return swiglu ? launch(gemv_kernel<T, O, true, 4>, kWarps * 4) : launch(gemv_kernel<T, O, false, 4>, kWarps * 4);
 }
 
 #define LL_MOE_GEMV(T, O)                                                                                       \
