@@ -108,8 +108,7 @@ class CudaBackend final : public ops::Backend {
     linear_.forget_xq();
     {
       ProfileScope ps(prof_, "moe experts", stream());
-      run_experts(dev_, x, w, t_expert, t_weight, top_k, workspace, out, tuning_.moe_gemv_max_assign,
-                  tuning_.pdl && dev_.props().major >= 9);
+      run_experts(dev_, x, w, t_expert, t_weight, top_k, workspace, out, tuning_.moe_gemv_max_assign);
     }
     finite_("moe_experts", out);
   }

@@ -49,7 +49,6 @@ struct MoeArgs {
   bool out_f32 = false;
   void* workspace = nullptr;  // moe_workspace_bytes(tokens, top_k, experts, hidden, ffn) bytes
   int gemv_max_assign = -1;   // CudaTuning::moe_gemv_max_assign
-  bool pdl = false;           // programmatic dependent launch of the down GEMV and the combine
 };
 cudaError_t moe_experts(const MoeArgs& a, cudaStream_t s);
 size_t moe_workspace_bytes(int tokens, int top_k, int experts, int hidden, int ffn);

@@ -48,8 +48,7 @@ size_t experts_workspace_bytes(int max_tokens, int top_k, const ops::MoeExperts&
 }
 
 void run_experts(CudaDevice& dev, const Tensor& x, const ops::MoeExperts& w, const int32_t* t_expert,
-                 const float* t_weight, int top_k, void* workspace, Tensor out, int gemv_max_assign,
-                 bool pdl) {
+                 const float* t_weight, int top_k, void* workspace, Tensor out, int gemv_max_assign) {
   LL_CHECK(w.stacked_gate_up.data && w.stacked_down.data, "moe_experts: the experts were not stacked for CUDA");
   MoeArgs a;
   a.act = dev.act();
@@ -59,7 +58,6 @@ void run_experts(CudaDevice& dev, const Tensor& x, const ops::MoeExperts& w, con
   a.out = out.data, a.out_f32 = out.dtype == DType::F32;
   a.workspace = workspace;
   a.gemv_max_assign = gemv_max_assign;
-  a.pdl = pdl;
   LL_CUDA(moe_experts(a, dev.stream()));
 }
 

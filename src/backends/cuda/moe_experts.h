@@ -16,7 +16,6 @@ ops::MoeExperts stack_experts(CudaDevice& dev, WeightPrep& prep, const ops::MoeE
                               std::vector<Buffer>& keep);
 size_t experts_workspace_bytes(int max_tokens, int top_k, const ops::MoeExperts& w);
 void run_experts(CudaDevice& dev, const Tensor& x, const ops::MoeExperts& w, const int32_t* t_expert,
-                 const float* t_weight, int top_k, void* workspace, Tensor out, int gemv_max_assign,
-                 bool pdl);
+                 const float* t_weight, int top_k, void* workspace, Tensor out, int gemv_max_assign);
 
 }  // namespace lite_llama::cuda

@@ -9,7 +9,6 @@
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/kernels/moe_internal.cuh"
 #include "backends/cuda/launchers.h"
-#include "backends/cuda/pdl.cuh"
 
 namespace lite_llama::cuda {
 namespace {
@@ -112,7 +111,6 @@ __global__ void moe_combine_kernel(const float* __restrict__ y, int H, const int
     wt[j] = t_weight[t * k + j];
   }
   __syncthreads();
-  pdl_wait();  // y is the previous kernel's output; the routes were written before it
   // Four columns a thread, every expert's row requested before the sum (in expert order) starts.
   const int i = (int(blockIdx.y) * blockDim.x + threadIdx.x) * 4;
   if (i >= H) return;
@@ -174,11 +172,10 @@ cudaError_t experts_typed(const MoeArgs& a, cudaStream_t s) {
   const int32_t* slot_of = nullptr;
   const int gemv_max = std::min(a.gemv_max_assign < 0 ? 4 * a.experts : a.gemv_max_assign, moe::kGemvMaxAssign);
   if (n <= gemv_max) {
-    if (cudaError_t e = moe::gemv<T, T>(wgu, F2, a.hidden, x, false, a.top_k, a.t_expert, n, a.experts, gu, false, s);
+    if (cudaError_t e = moe::gemv<T, T>(wgu, F2, a.hidden, x, false, a.top_k, a.t_expert, n, a.experts, gu, s);
         e != cudaSuccess)
       return e;
-    if (cudaError_t e =
-            moe::gemv<T, float>(wd, a.hidden, a.ffn, gu, true, a.top_k, a.t_expert, n, a.experts, w.y, a.pdl, s);
+    if (cudaError_t e = moe::gemv<T, float>(wd, a.hidden, a.ffn, gu, true, a.top_k, a.t_expert, n, a.experts, w.y, s);
         e != cudaSuccess)
       return e;
   } else {
@@ -196,12 +193,13 @@ cudaError_t experts_typed(const MoeArgs& a, cudaStream_t s) {
     slot_of = w.slot_of;
   }
   const dim3 combine_grid(unsigned(a.tokens), ceil_div(a.hidden, 256 * 4));
-  const bool pdl = a.pdl && !slot_of;  // after the GEMV path's down projection
   if (a.out_f32)
-    return launch_pdl(pdl, moe_combine_kernel<float>, combine_grid, dim3(256), 0, s, static_cast<const float*>(w.y),
-                      a.hidden, a.t_expert, a.t_weight, slot_of, a.top_k, static_cast<float*>(a.out));
-  return launch_pdl(pdl, moe_combine_kernel<T>, combine_grid, dim3(256), 0, s, static_cast<const float*>(w.y), a.hidden,
-                    a.t_expert, a.t_weight, slot_of, a.top_k, static_cast<T*>(a.out));
+    moe_combine_kernel<float><<<combine_grid, 256, 0, s>>>(w.y, a.hidden, a.t_expert, a.t_weight, slot_of, a.top_k,
+                                                       static_cast<float*>(a.out));
+  else
+    moe_combine_kernel<T><<<combine_grid, 256, 0, s>>>(w.y, a.hidden, a.t_expert, a.t_weight, slot_of, a.top_k,
+                                                   static_cast<T*>(a.out));
+  return cudaGetLastError();
 }
 
 }  // namespace

@@ -7,7 +7,6 @@
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/kernels/moe_internal.cuh"
 #include "backends/cuda/launchers.h"
-#include "backends/cuda/pdl.cuh"
 
 namespace lite_llama::cuda::moe {
 namespace {
@@ -20,7 +19,7 @@ constexpr int kFewAssign = 16;
 constexpr int kChunk = 8;  // assignments per pass over the rows
 constexpr int kPresentWords = kMoeMaxExperts / 32;
 
-template <typename T, typename O, bool kSwiglu, int kRows, bool kPrefetchAll>
+template <typename T, typename O, bool kSwiglu, int kRows>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_kernel(const T* __restrict__ W, int N, int K, const T* __restrict__ in, int top_k,
                 const int32_t* __restrict__ t_expert, int n, O* __restrict__ out) {
@@ -30,7 +29,6 @@ __global__ void __launch_bounds__(kWarps * 32)
   __shared__ unsigned present[kPresentWords];
   __shared__ int list[kGemvMaxAssign];
   __shared__ int cnt, expert;
-  pdl_trigger();  // the next kernel (down projection, combine) may start its own prologue
   const int tid = threadIdx.x;
   // One read of t_expert: this thread's assignments tid, tid + 256, ... stay in registers.
   constexpr int kPer = kGemvMaxAssign / (kWarps * 32);
@@ -64,21 +62,21 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int e = expert;
   if (e < 0) return;
   const int r_first = int(blockIdx.x) * kRowsPerBlock + (tid >> 5) * kRows;
-  if (r_first < N && (tid & 7) == 0) {  // this warp's rows into L2 while the assignments are
-    // gathered and staged (one lane per 128-byte line): the first two 256-column pieces, or
-    // (kPrefetchAll, while the previous kernel still runs) the whole rows
+  if (r_first < N && (tid & 7) == 0) {  // the first two 256-column pieces of this warp's rows, into
+    // L2 while the assignments are gathered and staged (one lane per 128-byte line)
     const T* p = W + (size_t(e) * N + size_t(r_first)) * K + (tid & 31) * 8;
-    const int cols = kPrefetchAll ? K : min(K, 512);
+#pragma unroll
     for (int r = 0; r < kRows; ++r)
-      for (int c = 0; c < cols; c += 256)
-        if (r_first + r < N && (tid & 31) * 8 + c < K)
-          asm volatile("prefetch.global.L2 [%0];" ::"l"(p + size_t(r) * K + c));
+#pragma unroll
+      for (int u = 0; u < 2; ++u)
+        if (r_first + r < N && (tid & 31) * 8 + u * 256 < K)
+          asm volatile("prefetch.global.L2 [%0];" ::"l"(p + size_t(r) * K + u * 256));
   }
+  // The order within the list does not matter: each output depends on its own assignment only.
 #pragma unroll
   for (int i = 0; i < kPer; ++i)
     if (mine[i] == e) list[atomicAdd(&cnt, 1)] = tid + i * kWarps * 32;
   __syncthreads();
-  pdl_wait();  // `in` is the previous kernel's output
   const int total = cnt, warp = tid >> 5, lane = tid & 31;
   const int r0 = int(blockIdx.x) * kRowsPerBlock + warp * kRows;
   const T* w = W + (size_t(e) * N + size_t(min(r0, N - 1))) * K;
@@ -144,7 +142,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 
 template <typename T, typename O>
 cudaError_t gemv(const T* W, int N, int K, const T* in, bool swiglu, int top_k, const int32_t* t_expert, int n,
-                 int experts, O* out, bool pdl, cudaStream_t s) {
+                 int experts, O* out, cudaStream_t s) {
   if (n > kGemvMaxAssign || K % 8 != 0) return cudaErrorInvalidValue;
   const size_t smem = size_t(std::min(kChunk, n)) * size_t(K) * sizeof(T);  // a block stages <= n rows
   auto launch = [&](auto kernel, int rows_per_block) {
@@ -153,19 +151,16 @@ cudaError_t gemv(const T* W, int N, int K, const T* in, bool swiglu, int top_k, 
           e != cudaSuccess)
         return e;
     const dim3 grid(ceil_div(N, rows_per_block), unsigned(std::min(n, experts)));
-    return launch_pdl(pdl, kernel, grid, dim3(kWarps * 32), smem, s, W, N, K, in, top_k, t_expert, n, out);
+    kernel<<<grid, kWarps * 32, smem, s>>>(W, N, K, in, top_k, t_expert, n, out);
+    return cudaGetLastError();
   };
-  // Whole rows into L2 only at decode sizes, where they fit it (8 experts' down rows: 25 MB).
-  if (n <= kFewAssign) {
-    if (swiglu)
-      return pdl ? launch(gemv_kernel<T, O, true, 2, true>, kWarps * 2) : launch(gemv_kernel<T, O, true, 2, false>, kWarps * 2);
-    return launch(gemv_kernel<T, O, false, 2, false>, kWarps * 2);
-  }
-  return swiglu ? launch(gemv_kernel<T, O, true, 4, false>, kWarps * 4) : launch(gemv_kernel<T, O, false, 4, false>, kWarps * 4);
+  if (n <= kFewAssign)
+    return swiglu ? launch(gemv_kernel<T, O, true, 2>, kWarps * 2) : launch(gemv_kernel<T, O, false, 2>, kWarps * 2);
+  return swiglu ? launch(gemv_kernel<T, O, true, 4>, kWarps * 4) : launch(gemv_kernel<T, O, false, 4>, kWarps * 4);
 }
 
 #define LL_MOE_GEMV(T, O)                                                                                       \
-  template cudaError_t gemv<T, O>(const T*, int, int, const T*, bool, int, const int32_t*, int, int, O*, bool, \
+  template cudaError_t gemv<T, O>(const T*, int, int, const T*, bool, int, const int32_t*, int, int, O*, \
                                   cudaStream_t);
 LL_MOE_GEMV(__half, __half)
 LL_MOE_GEMV(__half, float)

@@ -20,12 +20,9 @@ inline int max_tiles(int n, int experts) { return (n + kTileM - 1) / kTileM + (n
 // x(a) = in[a / top_k] (hidden states, K wide) when !swiglu, else silu(g) * u of gate_up row a
 // ([g(K) | u(K)]), rounded to T as the dense SwiGLU rounds it. T: __half or __nv_bfloat16;
 // O: T or float.
-// pdl: launched as a programmatic dependent of the kernel before it (sm_90+): the block finds its
-// expert, gathers its assignments and prefetches its weight rows into L2 (t_expert and the
-// weights are written two or more kernels earlier) before it waits for that kernel's output.
 template <typename T, typename O>
 cudaError_t gemv(const T* W, int N, int K, const T* in, bool swiglu, int top_k, const int32_t* t_expert, int n,
-                 int experts, O* out, bool pdl, cudaStream_t s);
+                 int experts, O* out, cudaStream_t s);
 
 // out[slot, r] = W[e, r, :] . x(slot) over the sorted slots, one block per (tile, kTileN rows):
 // tiles[2 i] = expert, tiles[2 i + 1] = first slot of tile i, its slots end at
