@@ -1,8 +1,7 @@
 // Flash-style attention tile of one instruction set (included by kernels_<isa>.cpp only): the
 // query rows of one KV head's group (query tokens x heads of the group) over a range of keys,
 // in tiles of kKeyTile keys gathered through the slot table, with an online softmax. K and V
-// rows are read once per tile for all rows of the group. Decode rows take each score as a dot
-// product; prefill tiles (>= kMinRowsT rows) transpose the tile's keys and score row blocks.
+// rows are read once per tile for all rows of the group; scores never leave the stack.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -137,147 +136,6 @@ inline float exp_sum(float* p, int n, float m) {
   return sum;
 }
 
-#if LL_VEC > 1
-// The prefill path: a tile's keys transposed, kt[d][j] = k_j[d] (zero past the tile's keys),
-// so that one query row's kKeyTile scores accumulate in kNV vectors by FMAs over the head dim,
-// with no horizontal sum per score. Worth its transpose once a tile serves kMinRowsT rows.
-constexpr int kNV = kKeyTile / LL_VEC;
-constexpr int kMinRowsT = 8;
-constexpr int kScoreRows = LL_VEC == 16 ? 8 : 6;  // rows per score block: 8 or 12 FMA chains
-constexpr int kPvRows = LL_VEC == 16 ? 4 : 2;     // rows per P V block: 16 or 8 accumulators
-constexpr int kPvCols = 4;                        // vectors of the head dim per P V block
-
-inline void transpose_keys(const float* const* k, int nk, int D, float* kt) {
-  using namespace simd;
-  int d0 = 0;
-  for (; d0 + LL_VEC <= D; d0 += LL_VEC)  // LL_VEC x LL_VEC blocks in registers
-    for (int j0 = 0; j0 < kKeyTile; j0 += LL_VEC) {
-      V r[LL_VEC];
-      for (int i = 0; i < LL_VEC; ++i) r[i] = j0 + i < nk ? vload(k[j0 + i] + d0) : vzero();
-      vtranspose(r);
-      for (int i = 0; i < LL_VEC; ++i) vstore(kt + (d0 + i) * kKeyTile + j0, r[i]);
-    }
-  for (int j = 0; j < kKeyTile; ++j)
-    for (int d = d0; d < D; ++d) kt[d * kKeyTile + j] = j < nk ? k[j][d] : 0;
-}
-
-// s[r][0..kKeyTile) = scale * (q_r . k_j) for R rows: R * kNV independent FMA chains.
-template <int R>
-inline void scores_t(const float* const* q, const float* kt, int D, float scale, float* s) {
-  using namespace simd;
-  V acc[R][kNV];
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < kNV; ++c) acc[r][c] = vzero();
-  for (int d = 0; d < D; ++d) {
-    V k[kNV];
-    for (int c = 0; c < kNV; ++c) k[c] = vload(kt + d * kKeyTile + c * LL_VEC);
-    for (int r = 0; r < R; ++r) {
-      const V qd = vset1(q[r][d]);
-      for (int c = 0; c < kNV; ++c) acc[r][c] = vfma(qd, k[c], acc[r][c]);
-    }
-  }
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < kNV; ++c) vstore(s + r * kKeyTile + c * LL_VEC, vmul(acc[r][c], vset1(scale)));
-}
-
-template <int R>
-inline void scores_t_tail(int n, const float* const* q, const float* kt, int D, float scale, float* s) {
-  if constexpr (R > 0) {
-    if (n == R) return scores_t<R>(q, kt, D, scale, s);
-    scores_t_tail<R - 1>(n, q, kt, D, scale, s);
-  }
-}
-
-// One row's online-softmax step over its first n keys of the tile: s[0..kKeyTile) becomes
-// e^(s - m_new), zero past n; m and l move on; returns e^(m_old - m_new).
-inline float softmax_t(float* s, int n, float& m, float& l) {
-  using namespace simd;
-  if (n <= 0) {
-    for (int c = 0; c < kNV; ++c) vstore(s + c * LL_VEC, vzero());
-    return 1.0f;
-  }
-  V x[kNV], mx = vset1(-INFINITY);
-  for (int c = 0; c < kNV; ++c) {
-    x[c] = vload(s + c * LL_VEC);
-    if (n < kKeyTile) x[c] = vfirst(x[c], n - c * LL_VEC, -INFINITY);
-    mx = vmax(mx, x[c]);
-  }
-  const float tile_max = vmaxall(mx);
-  const float m_new = tile_max > m ? tile_max : m;
-  const float alpha = m_new == m ? 1.0f : std::exp(m - m_new);
-  V sum = vzero();
-  for (int c = 0; c < kNV; ++c) {
-    V e = vexp(vsub(x[c], vset1(m_new)));
-    if (n < kKeyTile) e = vfirst(e, n - c * LL_VEC, 0.0f);  // vexp clamps: e^-inf is 2^-126
-    vstore(s + c * LL_VEC, e);
-    sum = vadd(sum, e);
-  }
-  l = l * alpha + vsum(sum);
-  m = m_new;
-  return alpha;
-}
-
-// o_r = o_r * alpha_r + sum_j p_r[j] v_j (j < nk) for R rows of o [.][D] and p [.][kKeyTile],
-// kPvCols vectors of the head dim at a time: each load of V feeds R rows.
-template <int R>
-inline void accumulate_t(float* o, int D, const float* alpha, const float* p, const float* const* v, int nk) {
-  using namespace simd;
-  constexpr int C = kPvCols;
-  for (int c0 = 0; c0 < D; c0 += C * LL_VEC) {
-    V acc[R][C];
-    for (int r = 0; r < R; ++r)
-      for (int c = 0; c < C; ++c) acc[r][c] = vmul(vload(o + r * D + c0 + c * LL_VEC), vset1(alpha[r]));
-    for (int j = 0; j < nk; ++j) {
-      V vj[C];
-      for (int c = 0; c < C; ++c) vj[c] = vload(v[j] + c0 + c * LL_VEC);
-      for (int r = 0; r < R; ++r) {
-        const V pj = vset1(p[r * kKeyTile + j]);
-        for (int c = 0; c < C; ++c) acc[r][c] = vfma(pj, vj[c], acc[r][c]);
-      }
-    }
-    for (int r = 0; r < R; ++r)
-      for (int c = 0; c < C; ++c) vstore(o + r * D + c0 + c * LL_VEC, acc[r][c]);
-  }
-}
-
-// One key tile of nk keys for all rows: scores, softmax and P V, each in blocks of rows.
-// o, m, l as in attend_tile; s [rows][kKeyTile] and alpha [rows] are scratch.
-inline void tile_t(const AttnTile& a, int rows, int k0, int nk, const float* const* krow,
-                   const float* const* vrow, float* kt, float* s, float* alpha, float* o,
-                   float* m, float* l) {
-  const int D = a.head_dim;
-  transpose_keys(krow, nk, D, kt);
-  const float* qp[kScoreRows];
-  for (int r0 = 0; r0 < rows; r0 += kScoreRows) {
-    const int R = rows - r0 < kScoreRows ? rows - r0 : kScoreRows;
-    for (int r = 0; r < R; ++r) {
-      const int i = a.q0 + (r0 + r) / a.group, h = a.head0 + (r0 + r) % a.group;
-      qp[r] = a.q + int64_t(i) * a.q_row_stride + int64_t(h) * D;
-    }
-    if (R == kScoreRows) scores_t<kScoreRows>(qp, kt, D, a.scale, s + r0 * kKeyTile);
-    else scores_t_tail<kScoreRows - 1>(R, qp, kt, D, a.scale, s + r0 * kKeyTile);
-  }
-  // Keys of row r: k0 .. k0 + n_r - 1; n_r grows with r (later tokens see more).
-  auto visible = [&](int r) {
-    const int n = a.first_pos + a.q0 + r / a.group + 1 - k0;
-    return n < nk ? n : nk;
-  };
-  for (int r = 0; r < rows; ++r) alpha[r] = softmax_t(s + r * kKeyTile, visible(r), m[r], l[r]);
-  const bool blocks = D % (kPvCols * LL_VEC) == 0;
-  for (int r0 = 0; r0 < rows; r0 += kPvRows) {
-    const int R = rows - r0 < kPvRows ? rows - r0 : kPvRows;
-    const int n = visible(r0 + R - 1);  // the block's widest row; p is zero past each row's n
-    if (n <= 0) continue;
-    if (blocks && R == kPvRows) {
-      accumulate_t<kPvRows>(o + int64_t(r0) * D, D, alpha + r0, s + r0 * kKeyTile, vrow, n);
-      continue;
-    }
-    for (int r = r0; r < r0 + R; ++r)
-      accumulate(o + int64_t(r) * D, alpha[r], s + r * kKeyTile, vrow, n, D);
-  }
-}
-#endif
-
 // n F16 values to fp32.
 inline void widen_f16(const uint16_t* src, float* dst, int n) {
   int i = 0;
@@ -321,14 +179,6 @@ void attend_tile(const AttnTile& a) {
         vrow[j] = static_cast<const float*>(a.v) + at;
       }
     }
-#if LL_VEC > 1
-    if (rows >= kMinRowsT) {
-      float* kt = a.scratch + int64_t(rows) * (D + 2) + 2 * int64_t(kKeyTile) * D;
-      float* s = kt + int64_t(kKeyTile) * D;
-      tile_t(a, rows, k0, nk, krow, vrow, kt, s, s + int64_t(rows) * kKeyTile, o, m, l);
-      continue;
-    }
-#endif
     for (int r = 0; r < rows; ++r) {
       const int i = a.q0 + r / a.group, h = a.head0 + r % a.group;
       const float* qv = a.q + int64_t(i) * a.q_row_stride + int64_t(h) * D;

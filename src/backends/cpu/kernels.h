@@ -33,8 +33,7 @@ struct AttnTile {
 
 constexpr int kAttnKeyTile = 16;  // keys an attention tile gathers at a time
 inline size_t attn_scratch_floats(int rows, int head_dim) {
-  // m, l, o; the F16 rows widened; the transposed keys, scores and rescales of the prefill path
-  return size_t(rows) * (head_dim + 3 + kAttnKeyTile) + 3 * size_t(kAttnKeyTile) * head_dim;
+  return size_t(rows) * (head_dim + 2) + 2 * size_t(kAttnKeyTile) * head_dim;  // + F16 rows widened
 }
 
 struct Kernels {
