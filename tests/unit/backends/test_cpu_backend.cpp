@@ -10,6 +10,7 @@
 
 #include "backend_test_util.h"
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/ref_ops.h"
 #include "core/half.h"
 
@@ -20,6 +21,21 @@ namespace ref = lite_llama::cpu::ref;
 namespace {
 
 std::unique_ptr<ops::Backend> backend() { return cpu::make_cpu_backend(2); }
+
+// One backend per kernel set this CPU runs (the attention tiles differ per set).
+std::vector<std::unique_ptr<ops::Backend>> backends_per_isa() {
+  std::vector<CpuIsaChoice> isas = {CpuIsaChoice::Generic};
+  const cpu::CpuIsa best = cpu::detect_cpu_isa();
+  if (best != cpu::CpuIsa::Generic) isas.push_back(CpuIsaChoice::Avx2);
+  if (best == cpu::CpuIsa::Avx512) isas.push_back(CpuIsaChoice::Avx512);
+  std::vector<std::unique_ptr<ops::Backend>> v;
+  for (CpuIsaChoice isa : isas) {
+    CpuTuning t;
+    t.isa = isa;
+    v.push_back(cpu::make_cpu_backend(2, t));
+  }
+  return v;
+}
 
 Tensor f32(std::vector<float>& v, std::initializer_list<int64_t> dims) {
   return Tensor(v.data(), DType::F32, dims);
@@ -311,37 +327,48 @@ void check_attention(ops::Backend& be, std::mt19937& rng, const std::vector<SeqS
 }  // namespace
 
 TEST(CpuBackend, AttentionDecodeOnly) {
-  auto be = backend();
-  std::mt19937 rng(5);
-  check_attention(*be, rng, {{1, 1}, {1, 2}, {1, 17}, {1, 1000}, {1, 64}, {1, 65}}, 4, 4, 64);
-  check_attention(*be, rng, {{1, 300}, {1, 3}}, 8, 2, 128);
+  for (const auto& be : backends_per_isa()) {
+    SCOPED_TRACE(be->name());
+    std::mt19937 rng(5);
+    check_attention(*be, rng, {{1, 1}, {1, 2}, {1, 17}, {1, 1000}, {1, 64}, {1, 65}}, 4, 4, 64);
+    check_attention(*be, rng, {{1, 300}, {1, 3}}, 8, 2, 128);
+  }
 }
 
 TEST(CpuBackend, AttentionPrefillOnly) {
-  auto be = backend();
-  std::mt19937 rng(6);
-  // Whole prompts (seq_len == q_len), q_len around the 64-query work chunk, and a chunk of a
-  // longer prompt (seq_len > q_len: the earlier tokens are already in the pool).
-  check_attention(*be, rng, {{2, 2}, {63, 63}, {64, 64}, {65, 65}, {150, 400}}, 4, 2, 64);
+  for (const auto& be : backends_per_isa()) {
+    SCOPED_TRACE(be->name());
+    std::mt19937 rng(6);
+    // Whole prompts (seq_len == q_len), q_len around the 64-query work chunk, and a chunk of a
+    // longer prompt (seq_len > q_len: the earlier tokens are already in the pool).
+    check_attention(*be, rng, {{2, 2}, {63, 63}, {64, 64}, {65, 65}, {150, 400}}, 4, 2, 64);
+    // Row blocks with remainders (groups of 5, 13 tokens), head dims off the vector blocks.
+    check_attention(*be, rng, {{13, 13}, {37, 90}}, 5, 1, 96);
+    check_attention(*be, rng, {{21, 21}, {3, 40}}, 6, 2, 32);
+  }
 }
 
 // Few work items (one decode, or one short prefill chunk, over long contexts): the keys are
 // split over several items whose partial softmax results are merged. A wrong merge weight moves
 // outputs by O(|v|), far beyond the bound; single-key errors are the other tests' job.
 TEST(CpuBackend, AttentionLongContextSplitsKeys) {
-  auto be = backend();
-  std::mt19937 rng(8);
-  check_attention(*be, rng, {{1, 2500}}, 9, 3, 64);
-  check_attention(*be, rng, {{1, 1031}}, 4, 4, 128);
-  check_attention(*be, rng, {{5, 1800}}, 9, 3, 64);
-  check_attention(*be, rng, {{1, 700}, {1, 513}}, 2, 1, 64);
+  for (const auto& be : backends_per_isa()) {
+    SCOPED_TRACE(be->name());
+    std::mt19937 rng(8);
+    check_attention(*be, rng, {{1, 2500}}, 9, 3, 64);
+    check_attention(*be, rng, {{1, 1031}}, 4, 4, 128);
+    check_attention(*be, rng, {{5, 1800}}, 9, 3, 64);
+    check_attention(*be, rng, {{1, 700}, {1, 513}}, 2, 1, 64);
+  }
 }
 
 TEST(CpuBackend, AttentionF16Cache) {
-  auto be = backend();
-  std::mt19937 rng(9);
-  check_attention(*be, rng, {{1, 1}, {1, 300}, {37, 37}, {20, 90}}, 9, 3, 64, true);
-  check_attention(*be, rng, {{1, 2000}}, 8, 2, 128, true);
+  for (const auto& be : backends_per_isa()) {
+    SCOPED_TRACE(be->name());
+    std::mt19937 rng(9);
+    check_attention(*be, rng, {{1, 1}, {1, 300}, {37, 37}, {20, 90}}, 9, 3, 64, true);
+    check_attention(*be, rng, {{1, 2000}}, 8, 2, 128, true);
+  }
 }
 
 // With F16 pools the stored K and V are the fp32 path's values rounded once to F16 (the fp32
@@ -382,24 +409,26 @@ TEST(CpuBackend, QkvRopeStoreF16Cache) {
 }
 
 TEST(CpuBackend, AttentionMixedBatchesRandom) {
-  auto be = backend();
-  std::mt19937 rng(7);
-  const int shapes[][3] = {{4, 4, 64}, {4, 2, 64}, {6, 2, 128}, {8, 2, 128}, {3, 1, 64}};
-  for (const auto& sh : shapes)
-    for (int rep = 0; rep < 3; ++rep) {
-      std::vector<SeqSpec> seqs;
-      std::uniform_int_distribution<int> nd(0, 5), np(0, 3), ctx(1, 1000), ql(2, 90);
-      const int n_dec = nd(rng), n_pre = std::max(rep == 0 ? 1 : 0, np(rng));
-      for (int i = 0; i < n_dec; ++i) seqs.push_back({1, ctx(rng)});
-      for (int i = 0; i < n_pre; ++i) {
-        const int q = ql(rng);
-        seqs.push_back({q, q + (i % 2 ? ctx(rng) % 300 : 0)});
+  for (const auto& be : backends_per_isa()) {
+    SCOPED_TRACE(be->name());
+    std::mt19937 rng(7);
+    const int shapes[][3] = {{4, 4, 64}, {4, 2, 64}, {6, 2, 128}, {8, 2, 128}, {3, 1, 64}};
+    for (const auto& sh : shapes)
+      for (int rep = 0; rep < 3; ++rep) {
+        std::vector<SeqSpec> seqs;
+        std::uniform_int_distribution<int> nd(0, 5), np(0, 3), ctx(1, 1000), ql(2, 90);
+        const int n_dec = nd(rng), n_pre = std::max(rep == 0 ? 1 : 0, np(rng));
+        for (int i = 0; i < n_dec; ++i) seqs.push_back({1, ctx(rng)});
+        for (int i = 0; i < n_pre; ++i) {
+          const int q = ql(rng);
+          seqs.push_back({q, q + (i % 2 ? ctx(rng) % 300 : 0)});
+        }
+        if (seqs.empty()) seqs.push_back({1, ctx(rng)});
+        SCOPED_TRACE(::testing::Message() << "heads " << sh[0] << "/" << sh[1] << " d " << sh[2]
+                                          << " decodes " << n_dec << " prefills " << n_pre);
+        check_attention(*be, rng, seqs, sh[0], sh[1], sh[2]);
       }
-      if (seqs.empty()) seqs.push_back({1, ctx(rng)});
-      SCOPED_TRACE(::testing::Message() << "heads " << sh[0] << "/" << sh[1] << " d " << sh[2]
-                                        << " decodes " << n_dec << " prefills " << n_pre);
-      check_attention(*be, rng, seqs, sh[0], sh[1], sh[2]);
-    }
+  }
 }
 
 TEST(CpuBackend, Swiglu) {
