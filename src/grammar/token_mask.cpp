@@ -18,6 +18,18 @@ size_t common_prefix(std::string_view a, std::string_view b) {
   return i;
 }
 
+// Reports token k, whose walk accepted all of t (ok) or failed at byte `depth`; a failed one takes
+// every following token that shares its first depth + 1 bytes with it (sorted order keeps them
+// right after it). Returns the next token to walk.
+template <class At, class F>
+size_t report(const TokenVocab& v, size_t n, At& at, F& f, size_t k, std::string_view t, bool ok, size_t depth,
+              bool escaped) {
+  f(k++, ok, escaped);
+  if (ok) return k;
+  while (k < n && common_prefix(t, v.sorted_bytes(size_t(at(k)))) > depth) f(k++, false, escaped);
+  return k;
+}
+
 // Walks tokens vocab.sorted()[at(k)], k < n (ascending), through m, rolling back only to the
 // common prefix of consecutive tokens and skipping every token that shares a failing prefix.
 // f(k, ok, escaped): ok when all bytes were accepted; otherwise escaped tells whether a stack
@@ -43,17 +55,7 @@ void walk(Matcher& m, const TokenVocab& v, size_t n, At at, F f) {
       esc.push_back(esc.back() || m.escaped());
     }
     prev = t;
-    if (ok) {
-      f(k++, true, false);
-      continue;
-    }
-    const bool e = esc[depth];
-    f(k++, false, e);
-    // Sorted order keeps every token with the same first depth+1 bytes right after this one.
-    while (k < n) {
-      if (common_prefix(t, v.sorted_bytes(size_t(at(k)))) <= depth) break;
-      f(k++, false, e);
-    }
+    k = report(v, n, at, f, k, t, ok, depth, !ok && esc[depth]);
   }
   m.rollback(depth);
 }
@@ -116,16 +118,7 @@ void walk_dfa(Matcher& m, const TokenVocab& v, const uint8_t* cls, size_t ncls, 
       esc[depth + 1] = esc[depth] | uint8_t(x & 1);
     }
     prev = t;
-    if (ok) {
-      f(k++, true, false);
-      continue;
-    }
-    const bool e = esc[depth];
-    f(k++, false, e);
-    while (k < n) {
-      if (common_prefix(t, v.sorted_bytes(size_t(at(k)))) <= depth) break;
-      f(k++, false, e);
-    }
+    k = report(v, n, at, f, k, t, ok, depth, !ok && esc[depth]);
   }
   m.rollback(md);
 }

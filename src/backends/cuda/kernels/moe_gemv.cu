@@ -61,15 +61,16 @@ __global__ void __launch_bounds__(kWarps * 32)
   __syncthreads();
   const int e = expert;
   if (e < 0) return;
-  const int r_first = int(blockIdx.x) * kRowsPerBlock + (tid >> 5) * kRows;
-  if (r_first < N && (tid & 7) == 0) {  // the first two 256-column pieces of this warp's rows, into
+  const int warp = tid >> 5, lane = tid & 31;
+  const int r0 = int(blockIdx.x) * kRowsPerBlock + warp * kRows;  // this warp's first row
+  if (r0 < N && (lane & 7) == 0) {  // the first two 256-column pieces of this warp's rows, into
     // L2 while the assignments are gathered and staged (one lane per 128-byte line)
-    const T* p = W + (size_t(e) * N + size_t(r_first)) * K + (tid & 31) * 8;
+    const T* p = W + (size_t(e) * N + size_t(r0)) * K + lane * 8;
 #pragma unroll
     for (int r = 0; r < kRows; ++r)
 #pragma unroll
       for (int u = 0; u < 2; ++u)
-        if (r_first + r < N && (tid & 31) * 8 + u * 256 < K)
+        if (r0 + r < N && lane * 8 + u * 256 < K)
           asm volatile("prefetch.global.L2 [%0];" ::"l"(p + size_t(r) * K + u * 256));
   }
   // The order within the list does not matter: each output depends on its own assignment only.
@@ -77,8 +78,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   for (int i = 0; i < kPer; ++i)
     if (mine[i] == e) list[atomicAdd(&cnt, 1)] = tid + i * kWarps * 32;
   __syncthreads();
-  const int total = cnt, warp = tid >> 5, lane = tid & 31;
-  const int r0 = int(blockIdx.x) * kRowsPerBlock + warp * kRows;
+  const int total = cnt;
   const T* w = W + (size_t(e) * N + size_t(min(r0, N - 1))) * K;
   const int vecs = K / 8;
   for (int c0 = 0; c0 < total; c0 += kChunk) {
