@@ -24,25 +24,9 @@ using namespace lite_llama::cuda;
 
 // Median milliseconds of `reps` timed runs after two warm-ups.
 double time_ms(const std::function<void()>& fn, int reps) {
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
   fn();
   fn();
-  std::vector<float> ms;
-  for (int i = 0; i < reps; ++i) {
-    CK(cudaEventRecord(a));
-    fn();
-    CK(cudaEventRecord(b));
-    CK(cudaEventSynchronize(b));
-    float t = 0;
-    CK(cudaEventElapsedTime(&t, a, b));
-    ms.push_back(t);
-  }
-  std::sort(ms.begin(), ms.end());
-  CK(cudaEventDestroy(a));
-  CK(cudaEventDestroy(b));
-  return ms[ms.size() / 2];
+  return median_ms(nullptr, reps, fn);
 }
 
 // Sequences of `ctx` keys in a pool of contiguous slots, one request row each.

@@ -23,20 +23,17 @@ inline void* dev_alloc(size_t bytes) {
   return p;
 }
 
-// Bytes read + written per second (GB/s) of a device-to-device copy of `bytes`, the median of
-// `reps` timed copies on `s` after one warm-up.
-inline double copy_bandwidth_gbs(size_t bytes, cudaStream_t s, int reps = 5) {
-  void* a = dev_alloc(bytes);
-  void* b = dev_alloc(bytes);
-  CK(cudaMemset(a, 1, bytes));
+// Median milliseconds of `reps` runs of fn() on stream s, each between two events (warm-ups are
+// the caller's).
+template <class F>
+double median_ms(cudaStream_t s, int reps, F&& fn) {
   cudaEvent_t e0, e1;
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
-  CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s));
   std::vector<float> ms;
   for (int i = 0; i < reps; ++i) {
     CK(cudaEventRecord(e0, s));
-    CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s));
+    fn();
     CK(cudaEventRecord(e1, s));
     CK(cudaEventSynchronize(e1));
     float t = 0;
@@ -46,7 +43,18 @@ inline double copy_bandwidth_gbs(size_t bytes, cudaStream_t s, int reps = 5) {
   std::sort(ms.begin(), ms.end());
   CK(cudaEventDestroy(e0));
   CK(cudaEventDestroy(e1));
+  return ms[ms.size() / 2];
+}
+
+// Bytes read + written per second (GB/s) of a device-to-device copy of `bytes`, the median of
+// `reps` timed copies on `s` after one warm-up.
+inline double copy_bandwidth_gbs(size_t bytes, cudaStream_t s, int reps = 5) {
+  void* a = dev_alloc(bytes);
+  void* b = dev_alloc(bytes);
+  CK(cudaMemset(a, 1, bytes));
+  CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s));
+  const double ms = median_ms(s, reps, [&] { CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s)); });
   CK(cudaFree(a));
   CK(cudaFree(b));
-  return 2.0 * double(bytes) / double(ms[ms.size() / 2]) / 1e6;
+  return 2.0 * double(bytes) / ms / 1e6;
 }

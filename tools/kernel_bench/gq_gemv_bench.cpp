@@ -33,26 +33,11 @@ double time_us(cudaStream_t s, const std::function<void(int)>& fn, int calls, in
   for (int i = 0; i < calls; ++i) fn(i);
   CK(cudaStreamEndCapture(s, &graph));
   CK(cudaGraphInstantiate(&exec, graph, 0));
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
   CK(cudaGraphLaunch(exec, s));
-  std::vector<float> ms;
-  for (int r = 0; r < reps; ++r) {
-    CK(cudaEventRecord(a, s));
-    CK(cudaGraphLaunch(exec, s));
-    CK(cudaEventRecord(b, s));
-    CK(cudaEventSynchronize(b));
-    float t = 0;
-    CK(cudaEventElapsedTime(&t, a, b));
-    ms.push_back(t);
-  }
-  std::sort(ms.begin(), ms.end());
-  CK(cudaEventDestroy(a));
-  CK(cudaEventDestroy(b));
+  const double ms = median_ms(s, reps, [&] { CK(cudaGraphLaunch(exec, s)); });
   CK(cudaGraphExecDestroy(exec));
   CK(cudaGraphDestroy(graph));
-  return ms[ms.size() / 2] * 1e3 / calls;
+  return ms * 1e3 / calls;
 }
 
 size_t gq_row_bytes(int kind, int group, int K) {
