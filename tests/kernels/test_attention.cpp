@@ -154,6 +154,25 @@ TEST_P(CudaAttention, PrefillPastEightK) {
     }
 }
 
+TEST_P(CudaAttention, ShortChunkAfterLongPrefix) {
+  // The next turn of a cached chat: one short chunk whose query tiles fill few blocks, so its keys
+  // are split over blocks and merged (prefill_splits), alone and after decodes in the same call.
+  // Split ranges are whole 64-key tiles, so probes at every tile edge catch a key lost or repeated.
+  std::mt19937 rng(412);
+  for (int d : {64, 128})
+    for (const auto& h : {kHeads[0], kHeads[2], kHeads[5], kHeads[6]}) {
+      for (int q : {1, 5, 47, 65})
+        for (int prefix : {300, 4000, 9001}) {
+          check(rng, {{q, q + prefix}}, 0, h[0], h[1], d);
+          check(rng, {{q, q + prefix}}, 0, h[0], h[1], d, AttnFill::ExactProbes);
+          if (HasFatalFailure()) return;
+        }
+      check(rng, {{1, 70}, {1, 5000}, {47, 4047}, {3, 10003}}, 2, h[0], h[1], d, AttnFill::ExactProbes);
+      check(rng, {{1, 70}, {1, 5000}, {47, 4047}, {3, 10003}}, 2, h[0], h[1], d);
+      if (HasFatalFailure()) return;
+    }
+}
+
 TEST_P(CudaAttention, MixedDecodeAndPrefill) {
   // Decodes first, then prefill chunks, in one call (the engine's continuous batching).
   std::mt19937 rng(407);

@@ -3,6 +3,7 @@
 // large bf16 cuBLASLt GEMM). One JSON object per line on stdout.
 //   attention-bench [--quick]
 //   attention-bench --prefill D TOKENS | --decode D BATCH CONTEXT   (one case, e.g. under ncu)
+//   attention-bench --chunk D TOKENS PREFIX [SPLITS]   (a short chunk after a cached prefix: splits vs one)
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -35,6 +36,7 @@ struct Pool {
   int32_t *q_start, *q_len, *seq_len, *req_idx, *table;
   float* partial = nullptr;
   AttnArgs args{};
+  // Each sequence: q_len_each new queries at the end of ctx keys.
   Pool(int B, int q_len_each, int ctx, int Hq, int Hkv, int D, int sms) {
     const size_t T = size_t(B) * q_len_each, slots = size_t(B) * ctx;
     q = dev_alloc(T * Hq * D * 2);
@@ -75,8 +77,20 @@ int main(int argc, char** argv) {
   if (argc >= 4 && std::strcmp(argv[1], "--prefill") == 0) {
     const int D = std::atoi(argv[2]), L = std::atoi(argv[3]);
     Pool p(1, L, L, 32, 8, D, sms);
-    const double ms = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, nullptr)); }, 1);
+    const double ms = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, 1, nullptr, nullptr)); }, 1);
     std::printf("prefill D %d tokens %d: %.3f ms\n", D, L, ms);
+    return 0;
+  }
+  if (argc >= 5 && std::strcmp(argv[1], "--chunk") == 0) {
+    const int D = std::atoi(argv[2]), L = std::atoi(argv[3]), P = std::atoi(argv[4]);
+    Pool p(1, L, P + L, 32, 8, D, sms);
+    const int splits = argc >= 6 ? std::atoi(argv[5]) : prefill_splits(p.args, L, sms, workspace_rows_per_head(D, sms));
+    const double one = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, 1, nullptr, nullptr)); }, 20);
+    const double split = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, splits, p.partial, nullptr)); }, 20);
+    const double bytes = 2.0 * double(P + L) * 8 * D * 2;
+    std::printf("{\"kernel\": \"prefill_chunk\", \"D\": %d, \"tokens\": %d, \"prefix\": %d, \"splits\": %d, "
+                "\"us_one_split\": %.1f, \"us_split\": %.1f, \"kv_GB/s_split\": %.1f}\n",
+                D, L, P, splits, one * 1e3, split * 1e3, bytes / split / 1e6);
     return 0;
   }
   if (argc >= 5 && std::strcmp(argv[1], "--decode") == 0) {
@@ -113,13 +127,26 @@ int main(int argc, char** argv) {
   for (int D : {64, 128})
     for (int L : prefill_lens) {
       Pool p(1, L, L, Hq, Hkv, D, sms);
-      const double ms = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, nullptr)); }, quick ? 3 : 5);
+      const double ms = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, 1, nullptr, nullptr)); }, quick ? 3 : 5);
       const double flops = 4.0 * D * Hq * (double(L) * (L + 1) / 2);
       const double tf = flops / ms / 1e9;
       std::printf("{\"kernel\": \"prefill\", \"D\": %d, \"Hq\": %d, \"Hkv\": %d, \"tokens\": %d, \"ms\": %.3f, "
                   "\"TFLOP/s\": %.1f, \"of_gemm_peak\": %.3f}\n",
                   D, Hq, Hkv, L, ms, tf, tf / gemm_tflops);
     }
+  // The next turn of a cached chat: a short chunk after a long prefix, keys split over blocks.
+  for (int D : {64, 128})
+    for (int P : quick ? std::vector<int>{4096} : std::vector<int>{4096, 16384, 32768})
+      for (int L : {48, 256}) {
+        Pool p(1, L, P + L, Hq, Hkv, D, sms);
+        const int splits = prefill_splits(p.args, L, sms, workspace_rows_per_head(D, sms));
+        const double one = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, 1, nullptr, nullptr)); }, 10);
+        const double ms = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, splits, p.partial, nullptr)); }, 10);
+        const double gbs = 2.0 * double(P + L) * Hkv * D * 2 / ms / 1e6;
+        std::printf("{\"kernel\": \"prefill_chunk\", \"D\": %d, \"tokens\": %d, \"prefix\": %d, \"splits\": %d, "
+                    "\"us\": %.1f, \"us_unsplit\": %.1f, \"kv_GB/s\": %.1f, \"of_copy\": %.3f}\n",
+                    D, L, P, splits, ms * 1e3, one * 1e3, gbs, gbs / copy_gbs);
+      }
   const std::vector<int> ctxs = quick ? std::vector<int>{8192} : std::vector<int>{8192, 16384, 32768};
   for (int D : {64, 128})
     for (int ctx : ctxs)

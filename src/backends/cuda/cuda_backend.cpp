@@ -190,7 +190,9 @@ class CudaBackend final : public ops::Backend {
       a.num_seqs = m.num_seqs - nd;
       a.max_q_len = m.max_q_len;
       ProfileScope ps(prof_, "attention prefill", stream());
-      LL_CUDA(attention_prefill(act(), a, stream()));
+      // The decode's merge above has read the workspace before this (same stream).
+      const int splits = prefill_splits(a, m.num_tokens, dev_.sm_count(), workspace_rows_per_head(head_dim, dev_.sm_count()));
+      LL_CUDA(attention_prefill(act(), a, splits, static_cast<float*>(m.workspace), stream()));
     }
     finite_(nd == m.num_seqs ? "attention (decode)" : "attention (prefill)", out);
   }

@@ -163,7 +163,12 @@ struct AttnArgs {
   float scale;
 };
 // Causal attention of packed variable-length queries (prefill chunks), tensor cores (mma.sync).
-cudaError_t attention_prefill(Act act, const AttnArgs& a, cudaStream_t s);
+// splits > 1 cuts each query tile's keys over that many blocks and merges them: `partial` holds
+// num_tokens * Hq * splits * (D + 2) floats (num_tokens: rows of q, decode rows included).
+cudaError_t attention_prefill(Act act, const AttnArgs& a, int splits, float* partial, cudaStream_t s);
+// Key splits for a prefill call whose query tiles fill less than half of the GPU: about one wave
+// of blocks, >= 256 keys a split, num_tokens * splits <= max_rows.
+int prefill_splits(const AttnArgs& a, int num_tokens, int num_sms, int max_rows);
 // Flash-decoding for q_len == 1 sequences: split-KV partitions then a log-sum-exp merge.
 // `partial` holds num_seqs * Hq * splits * (D + 2) floats. min_keys: the floor of keys a split,
 // the same for both calls. decode_splits sizes the grid (<= 64 splits, about one wave of blocks) for up to max_seq_len keys
@@ -172,6 +177,9 @@ cudaError_t attention_prefill(Act act, const AttnArgs& a, cudaStream_t s);
 int decode_splits(int num_seqs, int Hkv, int head_dim, int max_seq_len, int num_sms, int min_keys);
 // Bytes of `partial` that any batch of up to max_seqs decodes needs (decode_splits' worst case).
 size_t decode_workspace_bytes(int max_seqs, int num_heads, int head_dim, int num_sms);
+// Rows (token x split) a head that decode_workspace_bytes holds for any max_seqs >= 1: the bound
+// for prefill_splits.
+int workspace_rows_per_head(int head_dim, int num_sms);
 cudaError_t attention_decode(Act act, const AttnArgs& a, int splits, int min_keys, float* partial,
                              cudaStream_t s);
 

@@ -15,8 +15,6 @@ namespace {
 
 using namespace attn;
 
-constexpr int kMaxSplits = 64;
-
 // Keys per split of a sequence: spread over all `splits`, but at least `min_keys` (0: no floor),
 // so short sequences use fewer, fuller splits. The merge derives the same count.
 __device__ __forceinline__ int keys_per_split(int seq_len, int splits, int min_keys) {
@@ -129,34 +127,16 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, int splits
   }
 }
 
-// One block of D threads per (query head, sequence). The used splits' weights exp2(m_s - M) are
-// computed once, one thread per split, so each output dimension is a single weighted sum.
+// One block of D threads per (query head, sequence).
 template <typename T, int D>
 __global__ void __launch_bounds__(D) merge_kernel(AttnArgs a, int splits, int min_keys,
                                                   const float* __restrict__ partial) {
-  static_assert(D >= kMaxSplits, "one thread per split");
   pdl_trigger();  // the output projection's GEMV (PDL) may start fetching its weights
-  __shared__ float w[kMaxSplits], red[32];
-  const int b = blockIdx.y, h = blockIdx.x, t = threadIdx.x;
+  const int b = blockIdx.y, h = blockIdx.x;
   const int seq_len = a.b_seq_len[b];
   const int used = used_splits(seq_len, keys_per_split(seq_len, splits, min_keys));
-  const float* p = partial + (size_t(b) * a.Hq + h) * splits * (D + 2);
-  // Every load is issued before any is used: one round trip to L2, not one per split.
-  float v[kMaxSplits];
-#pragma unroll
-  for (int s = 0; s < kMaxSplits; ++s) v[s] = s < used ? p[s * (D + 2) + t] : 0.f;
-  const float m = t < used ? p[t * (D + 2) + D] : -INFINITY;
-  const float l = t < used ? p[t * (D + 2) + D + 1] : 0.f;
-  const float M = block_max(m, red);
-  const float wt = m != -INFINITY ? exp2f(m - M) : 0.f;
-  const float L = block_sum(l * wt, red);
-  if (t < kMaxSplits) w[t] = wt;
-  __syncthreads();
-  float A = 0.f;
-#pragma unroll
-  for (int s = 0; s < kMaxSplits; ++s) A = fmaf(w[s], v[s], A);  // w is 0 past `used`
-  T* out = static_cast<T*>(a.out) + (size_t(a.b_q_start[b]) * a.Hq + h) * D;
-  out[t] = from_f<T>(L > 0.f ? A / L : 0.f);
+  merge_partials<T, D>(partial + (size_t(b) * a.Hq + h) * splits * (D + 2), used,
+                       static_cast<T*>(a.out) + (size_t(a.b_q_start[b]) * a.Hq + h) * D);
 }
 
 template <typename T, int D, int S>
@@ -199,6 +179,8 @@ size_t decode_workspace_bytes(int max_seqs, int num_heads, int head_dim, int num
   const size_t rows = size_t(2 * max_seqs + 4 * blocks_per_sm(head_dim) * num_sms) * size_t(num_heads);
   return rows * size_t(head_dim + 2) * sizeof(float);
 }
+
+int workspace_rows_per_head(int head_dim, int num_sms) { return 4 * blocks_per_sm(head_dim) * num_sms; }
 
 cudaError_t attention_decode(Act act, const AttnArgs& a, int splits, int min_keys, float* partial,
                              cudaStream_t s) {

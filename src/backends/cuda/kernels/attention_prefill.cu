@@ -1,8 +1,10 @@
 // Causal flash attention (FlashAttention-2 style, mma.sync) over packed variable-length prefill
 // chunks. K/V are read from the token-level pool through the request's slot table, so a chunk
-// attends to its whole prefix without any contiguous copy. Grid: (query tile, KV head, sequence);
-// a block's 128 rows are (token, head) pairs of one KV head's group, 32 per warp, and every warp
-// runs over the same pipelined K/V tiles (attention_tile.cuh).
+// attends to its whole prefix without any contiguous copy. Grid: (query tile x key split, KV head,
+// sequence); a block's 128 rows are (token, head) pairs of one KV head's group, 32 per warp, and
+// every warp runs over the same pipelined K/V tiles (attention_tile.cuh). A short chunk after a
+// long prefix (the next turn of a cached chat) has too few query tiles to fill the GPU, so its
+// keys are split over blocks that write (O, max, sum) partials, merged as flash-decoding does.
 #include "backends/cuda/kernels/attention_tile.cuh"
 #include "backends/cuda/launchers.h"
 
@@ -25,8 +27,18 @@ struct Cfg {
   static constexpr size_t kSmem = size_t(kRows) * ld<D>() * 2 + KvPipe<__half, D, kStages>::smem_bytes();
 };
 
-template <typename T, int D>
-__global__ void __launch_bounds__(kThreads) prefill_kernel(AttnArgs a) {
+// Blocks of the kernel an SM holds (shared memory bound: 56 / 103 KiB a block).
+constexpr int blocks_per_sm(int D) { return D <= 64 ? 4 : 2; }
+static_assert((Cfg<64>::kSmem + 1024) * blocks_per_sm(64) <= 228 * 1024 &&
+              (Cfg<128>::kSmem + 1024) * blocks_per_sm(128) <= 228 * 1024);
+
+// splits > 1: the keys [0, key_end) of a block's query tile are cut into `splits` ranges of whole
+// tiles; the block of split s writes its rows' partials to partial[((q row) * Hq + head) * splits
+// + s] (zeros and max -inf where its range is empty), for merge_kernel.
+// kSplit is a template flag so that the unsplit kernel (long prompts) keeps its registers (D 128
+// sits at 255).
+template <typename T, int D, bool kSplit>
+__global__ void __launch_bounds__(kThreads) prefill_kernel(AttnArgs a, int splits_arg, float* __restrict__ partial) {
   using C = Cfg<D>;
   constexpr int MT = C::kMT;
   extern __shared__ __align__(16) uint8_t smem[];
@@ -34,28 +46,40 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(AttnArgs a) {
   uint8_t* pipe_smem = smem + size_t(C::kRows) * ld<D>() * 2;
 
   const int G = a.Hq / a.Hkv, tokens = C::kRows / G;
-  const int b = blockIdx.z, kvh = blockIdx.y;
-  const int q_tile = gridDim.x - 1 - blockIdx.x;  // the longest (last) tiles start first
+  const int splits = kSplit ? splits_arg : 1;
+  const int b = blockIdx.z, kvh = blockIdx.y, split = kSplit ? blockIdx.x % splits : 0;
+  const int q_tile = gridDim.x / splits - 1 - blockIdx.x / splits;  // the longest (last) tiles start first
   const int q_len = a.b_q_len[b], tq0 = q_tile * tokens;
   if (tq0 >= q_len) return;
   const int ntok = min(tokens, q_len - tq0), nrows = ntok * G;
   const int prefix = a.b_seq_len[b] - q_len;  // keys before the chunk's first query
   const int key_end = prefix + tq0 + ntok;     // causal: no key past the last query
-  const int mask_from = prefix + tq0;          // keys below are visible to every row
+  // This split's keys [beg, end); positions below count from beg.
+  const int per = ((key_end + kBN - 1) / kBN + splits - 1) / splits * kBN;
+  const int beg = split * per, end = min(key_end, beg + per);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const size_t q_row0 = size_t(a.b_q_start[b] + tq0) * a.Hq + size_t(kvh) * G;
+  if (kSplit && beg >= end) {  // an empty range: a neutral partial for the merge
+    for (int i = threadIdx.x; i < nrows * (D + 2); i += kThreads) {
+      const int r = i / (D + 2), c = i % (D + 2);
+      partial[((q_row0 + size_t(r / G) * a.Hq + r % G) * splits + split) * (D + 2) + c] = c == D ? -INFINITY : 0.f;
+    }
+    return;
+  }
+  const int n = end - beg;
+  const int mask_from = min(prefix + tq0, end) - beg;  // keys below are visible to every row
   KvPipe<T, D, C::kStages> pipe{reinterpret_cast<T*>(pipe_smem),
                                 reinterpret_cast<int32_t*>(pipe_smem + C::kStages * 2 * kBN * ld<D>() * 2),
-                                a.req_to_slot + size_t(a.b_req_idx[b]) * a.req_stride,
+                                a.req_to_slot + size_t(a.b_req_idx[b]) * a.req_stride + beg,
                                 static_cast<const T*>(a.k_pool),
                                 static_cast<const T*>(a.v_pool),
                                 a.Hkv,
                                 kvh,
-                                key_end,
-                                (key_end + kBN - 1) / kBN};
+                                n,
+                                (n + kBN - 1) / kBN};
 
   // Q rows (the group's heads are adjacent in q), zeros past the chunk, in the pipeline's first
   // commit group.
-  const size_t q_row0 = size_t(a.b_q_start[b] + tq0) * a.Hq + size_t(kvh) * G;
   const T* qb = static_cast<const T*>(a.q);
   for (int i = threadIdx.x; i < C::kRows * (D / 8); i += kThreads) {
     const int r = i / (D / 8), c = i % (D / 8);
@@ -74,7 +98,7 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(AttnArgs a) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int r = warp * 16 * MT + mt * 16 + g + 8 * h;
-      lim[mt][h] = r < nrows ? prefix + tq0 + r / G + 1 : key_end;
+      lim[mt][h] = (r < nrows ? min(prefix + tq0 + r / G + 1, end) : end) - beg;
     }
   WarpAttn<T, D, MT> w;
   w.init();
@@ -88,10 +112,25 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(AttnArgs a) {
                                          scale_log2);
   }
 
-  // Normalise and write this lane's rows.
   w.reduce_l();
-  T* out = static_cast<T*>(a.out);
   const int t = lane & 3;
+  if constexpr (kSplit) {  // this split's unnormalised rows, maxima and sums
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = warp * 16 * MT + mt * 16 + g + 8 * h;
+        if (r >= nrows) continue;
+        float* prow = partial + ((q_row0 + size_t(r / G) * a.Hq + r % G) * splits + split) * (D + 2);
+#pragma unroll
+        for (int nd = 0; nd < D / 8; ++nd)
+          *reinterpret_cast<float2*>(prow + nd * 8 + 2 * t) = make_float2(w.o[mt][nd][2 * h], w.o[mt][nd][2 * h + 1]);
+        if (t == 0) prow[D] = w.m[mt][h], prow[D + 1] = w.l[mt][h];
+      }
+    return;
+  }
+  // Normalise and write this lane's rows.
+  T* out = static_cast<T*>(a.out);
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -107,27 +146,53 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(AttnArgs a) {
     }
 }
 
+// One block of D threads per (query token, head, sequence): the token's split partials, merged.
 template <typename T, int D>
-cudaError_t launch(const AttnArgs& a, cudaStream_t s) {
+__global__ void __launch_bounds__(D) merge_kernel(AttnArgs a, int splits, const float* __restrict__ partial) {
+  const int b = blockIdx.z, h = blockIdx.y, tq = blockIdx.x;
+  if (tq >= a.b_q_len[b]) return;
+  const size_t row = size_t(a.b_q_start[b] + tq) * a.Hq + h;
+  merge_partials<T, D>(partial + row * splits * (D + 2), splits, static_cast<T*>(a.out) + row * D);
+}
+
+template <typename T, int D>
+cudaError_t launch(const AttnArgs& a, int splits, float* partial, cudaStream_t s) {
   using C = Cfg<D>;
   const int G = a.Hq / a.Hkv;
   if (G < 1 || G > C::kRows || a.Hq % a.Hkv != 0) return cudaErrorInvalidValue;
   // Per device and cheap: set on every launch rather than cached in a static.
-  cudaError_t e = cudaFuncSetAttribute(prefill_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmem));
+  auto* kernel = splits > 1 ? prefill_kernel<T, D, true> : prefill_kernel<T, D, false>;
+  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmem));
   if (e != cudaSuccess) return e;
-  const dim3 grid(ceil_div(a.max_q_len, C::kRows / G), a.Hkv, a.num_seqs);
-  prefill_kernel<T, D><<<grid, kThreads, C::kSmem, s>>>(a);
+  const dim3 grid(ceil_div(a.max_q_len, C::kRows / G) * splits, a.Hkv, a.num_seqs);
+  kernel<<<grid, kThreads, C::kSmem, s>>>(a, splits, partial);
+  if (splits > 1) merge_kernel<T, D><<<dim3(a.max_q_len, a.Hq, a.num_seqs), D, 0, s>>>(a, splits, partial);
   return cudaGetLastError();
 }
 
 }  // namespace
 
-cudaError_t attention_prefill(Act act, const AttnArgs& a, cudaStream_t s) {
+int prefill_splits(const AttnArgs& a, int num_tokens, int num_sms, int max_rows) {
+  const int G = a.Hq / a.Hkv;
+  const int rows = a.D <= 64 ? Cfg<64>::kRows : Cfg<128>::kRows;
+  if (G < 1 || G > rows || a.num_seqs == 0) return 1;
+  const long blocks = long(ceil_div(a.max_q_len, rows / G)) * a.Hkv * a.num_seqs;
+  const int wave = blocks_per_sm(a.D) * num_sms;
+  if (2 * blocks > wave) return 1;  // half a wave or more without splitting
+  // About one wave, at least 4 tiles of keys a split, partials within max_rows (token, split)
+  // pairs a head.
+  long splits = std::min<long>(wave / blocks, a.max_seq_len / (4 * kBN));
+  splits = std::min<long>({splits, max_rows / std::max(1, num_tokens), kMaxSplits});
+  return int(std::max<long>(1, splits));
+}
+
+cudaError_t attention_prefill(Act act, const AttnArgs& a, int splits, float* partial, cudaStream_t s) {
   if (a.num_seqs == 0 || a.max_q_len == 0) return cudaSuccess;
+  if (splits < 1 || splits > kMaxSplits || (splits > 1 && partial == nullptr)) return cudaErrorInvalidValue;
   const bool bf = act == Act::BF16;
   switch (a.D) {
-    case 64: return bf ? launch<__nv_bfloat16, 64>(a, s) : launch<__half, 64>(a, s);
-    case 128: return bf ? launch<__nv_bfloat16, 128>(a, s) : launch<__half, 128>(a, s);
+    case 64: return bf ? launch<__nv_bfloat16, 64>(a, splits, partial, s) : launch<__half, 64>(a, splits, partial, s);
+    case 128: return bf ? launch<__nv_bfloat16, 128>(a, splits, partial, s) : launch<__half, 128>(a, splits, partial, s);
     default: return cudaErrorInvalidValue;
   }
 }

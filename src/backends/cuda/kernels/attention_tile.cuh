@@ -232,4 +232,32 @@ struct WarpAttn {
   }
 };
 
+constexpr int kMaxSplits = 64;  // key splits of one row (decode, short prefill chunks)
+
+// Merges one row's split partials p[s * (D + 2) + (0..D-1 | D | D + 1)] = (unnormalised O,
+// log2-scaled maximum, sum) for s < used into out[0..D) with their log-sum-exp weights; one block
+// of D threads. The weights exp2(m_s - M) are computed once, one thread per split, so each output
+// dimension is a single weighted sum.
+template <typename T, int D>
+__device__ __forceinline__ void merge_partials(const float* __restrict__ p, int used, T* __restrict__ out) {
+  static_assert(D >= kMaxSplits, "one thread per split");
+  __shared__ float w[kMaxSplits], red[32];
+  const int t = threadIdx.x;
+  // Every load is issued before any is used: one round trip to L2, not one per split.
+  float v[kMaxSplits];
+#pragma unroll
+  for (int s = 0; s < kMaxSplits; ++s) v[s] = s < used ? p[s * (D + 2) + t] : 0.f;
+  const float m = t < used ? p[t * (D + 2) + D] : -INFINITY;
+  const float l = t < used ? p[t * (D + 2) + D + 1] : 0.f;
+  const float M = block_max(m, red);
+  const float wt = m != -INFINITY ? exp2f(m - M) : 0.f;
+  const float L = block_sum(l * wt, red);
+  if (t < kMaxSplits) w[t] = wt;
+  __syncthreads();
+  float A = 0.f;
+#pragma unroll
+  for (int s = 0; s < kMaxSplits; ++s) A = fmaf(w[s], v[s], A);  // w is 0 past `used`
+  out[t] = from_f<T>(L > 0.f ? A / L : 0.f);
+}
+
 }  // namespace lite_llama::cuda::attn
