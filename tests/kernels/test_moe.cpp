@@ -53,7 +53,8 @@ Experts dequantized(ops::Backend& be, const ops::MoeExperts& dev) {
     std::vector<uint8_t> bytes(size_t(rows) * rb);
     be.copy_to_host(bytes.data(), t.data, bytes.size());
     std::vector<float> v(size_t(rows * K));
-    for (int64_t r = 0; r < rows; ++r) dequantize_row_gq(kInt8Rows, bytes.data() + size_t(r) * rb, &v[size_t(r * K)], K);
+    for (int64_t r = 0; r < rows; ++r)
+      dequantize_row_gq(kInt8Rows, bytes.data() + size_t(r) * rb, &v[size_t(r * K)], K);
     return v;
   };
   const std::vector<float> gu = read(dev.stacked_gate_up, E * 2 * F, H), d = read(dev.stacked_down, E * H, F);

@@ -43,7 +43,7 @@ void WeightPrep::check_not_prequantized(const std::vector<Tensor>& parts) const 
 }
 
 Tensor WeightPrep::experts_matrix(const std::vector<Tensor>& parts, int64_t N, int64_t K, std::vector<Buffer>& keep) {
-  check_not_prequantized(parts);
+  if (int8_experts()) check_not_prequantized(parts);  // int4 / fp8 do not apply to experts
   return experts_matrix(upload_16bit(parts, N, K, keep), keep);
 }
 

@@ -176,7 +176,8 @@ cudaError_t experts_typed(const MoeArgs& a, cudaStream_t s) {
     if (cudaError_t e = moe::gemv<T, WT, T>(wgu, F2, a.hidden, x, false, a.top_k, a.t_expert, n, a.experts, gu, s);
         e != cudaSuccess)
       return e;
-    if (cudaError_t e = moe::gemv<T, WT, float>(wd, a.hidden, a.ffn, gu, true, a.top_k, a.t_expert, n, a.experts, w.y, s);
+    if (cudaError_t e =
+            moe::gemv<T, WT, float>(wd, a.hidden, a.ffn, gu, true, a.top_k, a.t_expert, n, a.experts, w.y, s);
         e != cudaSuccess)
       return e;
   } else {
