@@ -31,8 +31,8 @@ __global__ void __launch_bounds__(kThreads)
   const int s1 = min(s0 + kTileM, start[e + 1]);
   const int n0 = int(blockIdx.y) * kTileN;
   __shared__ __align__(16) T As[kStages][kTileM][kLd];
-  // 16-bit weights: a ring of kStages tiles. Int8: the ring holds codes (Bq) and one 16-bit tile
-  // (Bs[0]) the dequantised stage.
+  // 16-bit weights: a ring of kStages tiles. Int8: the ring holds the codes (Bq), and Bs[0] the
+  // stage being multiplied, dequantised.
   __shared__ __align__(16) T Bs[kQ ? 1 : kStages][kTileN][kLd];
   __shared__ __align__(16) uint8_t Bq[kQ ? kStages : 1][kQ ? kTileN : 1][kQ ? kBK : 16];
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
