@@ -100,8 +100,9 @@ inline std::unique_ptr<ops::Backend> make_gpu(const std::string& dtype, const Cu
   return make_backend(gpu_options(dtype, tuning));
 }
 // A GPU backend with the weights quantised at load (--quantize mode).
-inline std::unique_ptr<ops::Backend> make_gpu_quantized(const std::string& dtype, const std::string& mode) {
-  BackendOptions o = gpu_options(dtype);
+inline std::unique_ptr<ops::Backend> make_gpu_quantized(const std::string& dtype, const std::string& mode,
+                                                        const CudaTuning& tuning = {}) {
+  BackendOptions o = gpu_options(dtype, tuning);
   o.quantize = parse_quant_mode(mode);
   return make_backend(o);
 }

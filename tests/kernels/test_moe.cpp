@@ -4,8 +4,12 @@
 // every token (stacked 16-bit weights; the sort-free grouped GEMV and the expert-sorted
 // tensor-core GEMM; the weighted combine in ascending expert order) for decode-sized and prefill-sized token
 // counts, fp32 and 16-bit outputs; dummy experts drawn as ops.h specifies; and the whole layer
-// captured in a CUDA graph and replayed on new routes.
+// captured in a CUDA graph and replayed on new routes. Under --quantize int8 the experts are int8
+// rows with a scale per row: both paths against the reference on the weights read back from the
+// device and dequantised on the host (so only the 16-bit rounding separates them).
 #include "backends/cpu/ref_ops.h"
+#include "core/error.h"
+#include "core/gq.h"
 #include "kernels/cuda_test_util.h"
 
 using namespace lite_llama;
@@ -34,6 +38,88 @@ Experts make_experts(std::mt19937& rng, DType act, int E, int64_t H, int64_t F) 
     x.host.down.push_back(host_f32(x.down[size_t(e)], {H, F}));
   }
   return x;
+}
+
+const GqFormat kInt8Rows{GqKind::Int8, 0};  // --quantize int8: per channel
+
+// Device experts in the per-channel int8 layout, read back and dequantised by core/gq.h's
+// reference: the weights the kernels compute with.
+Experts dequantized(ops::Backend& be, const ops::MoeExperts& dev) {
+  const int E = dev.num_experts;
+  const int64_t H = dev.hidden, F = dev.ffn;
+  Experts x;
+  auto read = [&](const Tensor& t, int64_t rows, int64_t K) {
+    const size_t rb = kInt8Rows.row_bytes(K);
+    std::vector<uint8_t> bytes(size_t(rows) * rb);
+    be.copy_to_host(bytes.data(), t.data, bytes.size());
+    std::vector<float> v(size_t(rows * K));
+    for (int64_t r = 0; r < rows; ++r)
+      dequantize_row_gq(kInt8Rows, bytes.data() + size_t(r) * rb, &v[size_t(r * K)], K);
+    return v;
+  };
+  const std::vector<float> gu = read(dev.stacked_gate_up, E * 2 * F, H), d = read(dev.stacked_down, E * H, F);
+  const size_t fh = size_t(F * H);
+  for (int e = 0; e < E; ++e) {
+    x.gate.emplace_back(gu.begin() + long(2 * e * fh), gu.begin() + long((2 * e + 1) * fh));
+    x.up.emplace_back(gu.begin() + long((2 * e + 1) * fh), gu.begin() + long((2 * e + 2) * fh));
+    x.down.emplace_back(d.begin() + long(e * fh), d.begin() + long((e + 1) * fh));
+  }
+  x.host.num_experts = E, x.host.hidden = H, x.host.ffn = F;
+  for (int e = 0; e < E; ++e) {
+    x.host.gate.push_back(host_f32(x.gate[size_t(e)], {F, H}));
+    x.host.up.push_back(host_f32(x.up[size_t(e)], {F, H}));
+    x.host.down.push_back(host_f32(x.down[size_t(e)], {H, F}));
+  }
+  return x;
+}
+
+// Largest |quantised - original| over the experts' weights, in steps of their row's absmax / 127
+// (round to nearest: 0.5, a little more where the fp16 scale rounded down).
+double max_int8_error(const std::vector<std::vector<float>>& want, const std::vector<std::vector<float>>& got,
+                      int64_t K) {
+  double worst = 0;
+  for (size_t e = 0; e < want.size(); ++e)
+    for (size_t r = 0; r < want[e].size() / size_t(K); ++r) {
+      const float* w = &want[e][r * size_t(K)];
+      const float* g = &got[e][r * size_t(K)];
+      float amax = 0;
+      for (int64_t c = 0; c < K; ++c) amax = std::max(amax, std::fabs(w[c]));
+      for (int64_t c = 0; c < K; ++c) worst = std::max(worst, double(std::fabs(g[c] - w[c])) * 127.0 / amax);
+    }
+  return worst;
+}
+
+// be's moe_experts on `dev` against cpu::ref::moe_experts on `ref` (the same weights), every
+// token routed to k distinct experts: decode steps, more assignments per expert than a GEMV chunk
+// or a GEMM tile holds, and 1,200 assignments (past the GEMV's limit); fp32 and 16-bit outputs.
+void expect_experts_match(ops::Backend& be, const ops::MoeExperts& dev, const ops::MoeExperts& ref, int k,
+                          std::mt19937& rng, DType act, const std::string& what) {
+  const int E = ref.num_experts;
+  const int64_t H = ref.hidden;
+  for (int T : {1, 4, 37, 300, 400}) {
+    std::vector<float> x = rand_act(rng, size_t(T) * size_t(H), act);
+    std::vector<int32_t> ex(size_t(T * k));
+    std::vector<float> wt(size_t(T * k));
+    for (int t = 0; t < T; ++t) {
+      const std::vector<int32_t> d = distinct(rng, E, k);  // k different experts, any order
+      for (int j = 0; j < k; ++j) ex[size_t(t * k + j)] = d[size_t(j)], wt[size_t(t * k + j)] = 0.2f + 0.3f * float(j);
+    }
+    std::vector<float> want(size_t(T) * size_t(H));
+    cpu::ref::moe_experts(x.data(), T, ref, ex.data(), wt.data(), k, want.data());
+    DevTensor dx = dev_from(be, x, act, {T, H});
+    DevInts dex = dev_ints(be, ex);
+    Buffer dwt = be.alloc(wt.size() * 4);
+    be.copy_to_device(dwt.data(), wt.data(), wt.size() * 4);
+    Buffer ws = be.alloc(be.moe_workspace_bytes(T, k, dev));
+    for (DType out_t : {DType::F32, act}) {
+      DevTensor out = dev_alloc(be, out_t, {T, H});
+      poison(be, out.t);
+      be.moe_experts(dx.t, dev, dex.ptr(), dwt.as<float>(), k, ws.data(), out.t);
+      // The gate|up products and the SwiGLU output are rounded to 16 bits on the device.
+      EXPECT_TRUE(close_rows(to_host(be, out.t), want, size_t(H), act_tol(act)))
+          << T << " tokens, H " << H << " F " << ref.ffn << what;
+    }
+  }
 }
 
 TEST_P(CudaMoe, RouterTopKMatchesReference) {
@@ -76,33 +162,84 @@ TEST_P(CudaMoe, ExpertsMatchReference) {
     Experts w = make_experts(rng, act, E, H, F);
     const ops::MoeExperts dev = be->prepare_experts(w.host, 0, be == gpu.get() ? keep : gemm_keep);
     settle(*be);
-    // Decode steps, more assignments per expert than a GEMV chunk or a GEMM tile holds, and
-    // 1,200 assignments (past the GEMV's limit).
-    for (int T : {1, 4, 37, 300, 400}) {
-      std::vector<float> x = rand_act(rng, size_t(T) * size_t(H), act);
-      std::vector<int32_t> ex(size_t(T * k));
-      std::vector<float> wt(size_t(T * k));
-      for (int t = 0; t < T; ++t) {
-        const std::vector<int32_t> d = distinct(rng, E, k);  // k different experts, any order
-        for (int j = 0; j < k; ++j) ex[size_t(t * k + j)] = d[size_t(j)], wt[size_t(t * k + j)] = 0.2f + 0.3f * float(j);
-      }
-      std::vector<float> want(size_t(T) * size_t(H));
-      cpu::ref::moe_experts(x.data(), T, w.host, ex.data(), wt.data(), k, want.data());
-      DevTensor dx = dev_from(*be, x, act, {T, H});
-      DevInts dex = dev_ints(*be, ex);
-      Buffer dwt = be->alloc(wt.size() * 4);
-      be->copy_to_device(dwt.data(), wt.data(), wt.size() * 4);
-      Buffer ws = be->alloc(be->moe_workspace_bytes(T, k, dev));
-      for (DType out_t : {DType::F32, act}) {
-        DevTensor out = dev_alloc(*be, out_t, {T, H});
-        poison(*be, out.t);
-        be->moe_experts(dx.t, dev, dex.ptr(), dwt.as<float>(), k, ws.data(), out.t);
-        // The gate|up products and the SwiGLU output are rounded to 16 bits on the device.
-        EXPECT_TRUE(close_rows(to_host(*be, out.t), want, size_t(H), act_tol(act)))
-            << T << " tokens, H " << H << " F " << F << (be == gemm_gpu.get() ? " (GEMM forced)" : "");
-      }
-    }
+    expect_experts_match(*be, dev, w.host, k, rng, act, be == gemm_gpu.get() ? " (GEMM forced)" : "");
   }
+}
+
+// --quantize int8: the experts stacked as int8 rows with an fp16 scale per row (the dense int8
+// layout, quantised on the device by its quantiser), through the GEMV and the forced GEMM. H and F
+// multiples of 32 (the layout's), the GEMM's N tiles not: 544 rows of down (K 96, 3 k-tiles),
+// 192 rows of gate|up (K 544: 17 k-tiles, past the 3-stage ring; 2 of the GEMV's 512-column
+// steps for the first lanes).
+TEST_P(CudaMoe, Int8ExpertsMatchReferenceOnTheirWeights) {
+  std::mt19937 rng(15);
+  const int E = 12, k = 3;
+  CudaTuning all_gemm;
+  all_gemm.moe_gemv_max_assign = 0;
+  std::unique_ptr<ops::Backend> q = make_gpu_quantized(GetParam(), "int8");
+  std::unique_ptr<ops::Backend> q_gemm = make_gpu_quantized(GetParam(), "int8", all_gemm);
+  std::vector<Buffer> q_keep, gemm_keep;  // freed before their backends
+  const DType int8_rows = gq_dtype(kInt8Rows);
+  for (const auto& [H, F] : {std::pair<int64_t, int64_t>{96, 32}, std::pair<int64_t, int64_t>{544, 96}})
+  for (ops::Backend* be : {q.get(), q_gemm.get()}) {
+    Experts w = make_experts(rng, act, E, H, F);
+    const ops::MoeExperts dev = be->prepare_experts(w.host, 0, be == q.get() ? q_keep : gemm_keep);
+    settle(*be);
+    ASSERT_EQ(dev.stacked_gate_up.dtype, int8_rows);
+    ASSERT_EQ(dev.stacked_down.dtype, int8_rows);
+    EXPECT_EQ(dev.stacked_gate_up.nbytes(), size_t(E * 2 * F) * size_t(H + 16));
+    const Experts d = dequantized(*be, dev);
+    // Really quantised (not the 16-bit values), to the nearest step of each row's own scale.
+    EXPECT_LE(max_int8_error(w.gate, d.gate, H), 0.51);
+    EXPECT_LE(max_int8_error(w.up, d.up, H), 0.51);
+    EXPECT_LE(max_int8_error(w.down, d.down, F), 0.51);
+    EXPECT_NE(w.down[0], d.down[0]);
+    expect_experts_match(*be, dev, d.host, k, rng, act, be == q_gemm.get() ? " int8 (GEMM forced)" : " int8");
+  }
+}
+
+// Dummy experts under --quantize int8: the draws of ops.h quantised like loaded ones.
+TEST_P(CudaMoe, Int8DummyExpertsMatchReferenceOnTheirWeights) {
+  const int E = 6, k = 2;
+  const int64_t H = 64, F = 32;
+  ops::MoeExperts shape;
+  shape.num_experts = E, shape.hidden = H, shape.ffn = F;
+  for (int e = 0; e < E; ++e) {
+    shape.gate.push_back(Tensor(nullptr, DType::BF16, {F, H}));
+    shape.up.push_back(Tensor(nullptr, DType::BF16, {F, H}));
+    shape.down.push_back(Tensor(nullptr, DType::BF16, {H, F}));
+  }
+  std::unique_ptr<ops::Backend> q = make_gpu_quantized(GetParam(), "int8");
+  std::vector<Buffer> q_keep;
+  const ops::MoeExperts g = q->prepare_experts(shape, 77, q_keep);
+  settle(*q);
+  ASSERT_EQ(g.stacked_gate_up.dtype, gq_dtype(kInt8Rows));
+  const Experts d = dequantized(*q, g);
+  // The CPU backend's dummy experts are the unquantised draws (bf16; fp16 runs round them).
+  const ops::MoeExperts c = cpu->prepare_experts(shape, 77, keep);
+  std::vector<std::vector<float>> cg;
+  for (int e = 0; e < E; ++e) cg.push_back(to_host(*cpu, c.gate[size_t(e)]));
+  EXPECT_LE(max_int8_error(cg, d.gate, H), 0.6);
+  std::mt19937 rng(16);
+  expect_experts_match(*q, g, d.host, k, rng, act, " int8 dummy");
+}
+
+// --quantize int4 / fp8 quantise the dense weights only: the experts stay 16-bit (a warning).
+// int8 needs H and F multiples of 32, as the dense int8 layout does.
+TEST_P(CudaMoe, QuantizeModesForExperts) {
+  std::mt19937 rng(17);
+  for (const char* mode : {"int4", "fp8"}) {
+    std::unique_ptr<ops::Backend> q = make_gpu_quantized(GetParam(), mode);
+    std::vector<Buffer> q_keep;
+    Experts w = make_experts(rng, act, 4, 64, 32);
+    const ops::MoeExperts dev = q->prepare_experts(w.host, 0, q_keep);
+    EXPECT_EQ(dev.stacked_gate_up.dtype, act) << mode;
+    EXPECT_EQ(dev.stacked_down.dtype, act) << mode;
+  }
+  std::unique_ptr<ops::Backend> q = make_gpu_quantized(GetParam(), "int8");
+  std::vector<Buffer> q_keep;
+  Experts w = make_experts(rng, act, 4, 96, 40);
+  EXPECT_THROW(q->prepare_experts(w.host, 0, q_keep), Error);
 }
 
 // Dummy experts: projection p is one [E * rows, cols] draw of seed + p (ops.h), so the CPU

@@ -7,6 +7,18 @@
 
 namespace lite_llama::cuda {
 
+namespace {
+
+// w with the [E * 2F, H] and [E * H, F] device matrices g and d as its stacked experts.
+ops::MoeExperts stacked(ops::MoeExperts w, const Tensor& g, const Tensor& d) {
+  const int64_t E = w.num_experts, H = w.hidden, F = w.ffn;
+  w.stacked_gate_up = Tensor(g.data, g.dtype, {E, 2 * F, H}, Device::CUDA);
+  w.stacked_down = Tensor(d.data, d.dtype, {E, H, F}, Device::CUDA);
+  return w;
+}
+
+}  // namespace
+
 ops::MoeExperts stack_experts(CudaDevice& dev, WeightPrep& prep, const ops::MoeExperts& host, uint64_t seed,
                               std::vector<Buffer>& keep) {
   const int E = host.num_experts;
@@ -14,6 +26,8 @@ ops::MoeExperts stack_experts(CudaDevice& dev, WeightPrep& prep, const ops::MoeE
   LL_CHECK(E >= 1 && E <= kMoeMaxExperts, "mixture of experts on CUDA: {} experts (at most {})", E, kMoeMaxExperts);
   LL_CHECK(H % 8 == 0 && F % 8 == 0, "mixture of experts on CUDA: hidden {} and expert size {} must be multiples of 8",
            H, F);
+  LL_CHECK(prep.mode() != QuantMode::Int8 || (H % 32 == 0 && F % 32 == 0),
+           "--quantize int8 on CUDA: MoE hidden {} and expert size {} must be multiples of 32", H, F);
   ops::MoeExperts w;
   w.num_experts = E, w.hidden = H, w.ffn = F;
   const size_t es = 2, expert_gu = size_t(2 * F * H) * es, half = size_t(F * H) * es;
@@ -28,19 +42,19 @@ ops::MoeExperts stack_experts(CudaDevice& dev, WeightPrep& prep, const ops::MoeE
       dev.synchronize();
     }
     Buffer down = prep.random_16bit(E * H, F, seed + 2, 1.0f / std::sqrt(float(F)));
-    w.stacked_gate_up = Tensor(gu.data(), dev.act_dtype(), {E, 2 * F, H}, Device::CUDA);
-    w.stacked_down = Tensor(down.data(), dev.act_dtype(), {E, H, F}, Device::CUDA);
+    const Tensor g16(gu.data(), dev.act_dtype(), {int64_t(E) * 2 * F, H}, Device::CUDA);
+    const Tensor d16(down.data(), dev.act_dtype(), {int64_t(E) * H, F}, Device::CUDA);
     keep.push_back(std::move(gu));
+    const Tensor g = prep.experts_matrix(g16, keep);
     keep.push_back(std::move(down));
-    return w;
+    const Tensor d = prep.experts_matrix(d16, keep);
+    return stacked(w, g, d);
   }
   std::vector<Tensor> gu;
   for (int e = 0; e < E; ++e) gu.push_back(host.gate[size_t(e)]), gu.push_back(host.up[size_t(e)]);
-  const Tensor g = prep.matrix_16bit(gu, int64_t(E) * 2 * F, H, keep);
-  const Tensor d = prep.matrix_16bit(host.down, int64_t(E) * H, F, keep);
-  w.stacked_gate_up = Tensor(g.data, g.dtype, {E, 2 * F, H}, Device::CUDA);
-  w.stacked_down = Tensor(d.data, d.dtype, {E, H, F}, Device::CUDA);
-  return w;
+  const Tensor g = prep.experts_matrix(gu, int64_t(E) * 2 * F, H, keep);
+  const Tensor d = prep.experts_matrix(host.down, int64_t(E) * H, F, keep);
+  return stacked(w, g, d);
 }
 
 size_t experts_workspace_bytes(int max_tokens, int top_k, const ops::MoeExperts& w) {
@@ -53,7 +67,11 @@ void run_experts(CudaDevice& dev, const Tensor& x, const ops::MoeExperts& w, con
   MoeArgs a;
   a.act = dev.act();
   a.tokens = int(x.rows()), a.top_k = top_k, a.experts = w.num_experts, a.hidden = int(w.hidden), a.ffn = int(w.ffn);
+  const std::optional<GqFormat> f = gq_format(w.stacked_gate_up.dtype);
+  LL_CHECK(w.stacked_down.dtype == w.stacked_gate_up.dtype && (!f || (f->kind == GqKind::Int8 && f->group == 0)),
+           "moe_experts: experts of type {} (16-bit or per-channel int8 on CUDA)", dtype_name(w.stacked_gate_up.dtype));
   a.x = x.data, a.w_gate_up = w.stacked_gate_up.data, a.w_down = w.stacked_down.data;
+  a.int8_weights = f.has_value();
   a.t_expert = t_expert, a.t_weight = t_weight;
   a.out = out.data, a.out_f32 = out.dtype == DType::F32;
   a.workspace = workspace;

@@ -1,6 +1,8 @@
 // Mixture-of-experts weights and dispatch on CUDA (kernels/moe.cu): the experts of a layer
-// stacked into one [E, 2F, H] gate|up and one [E, H, F] down matrix in the activation type (the
-// grouped GEMV indexes them by expert; --quantize does not apply to them yet).
+// stacked into one [E, 2F, H] gate|up and one [E, H, F] down matrix (the grouped GEMV and GEMM
+// index them by expert), in the activation type, or under --quantize int8 as int8 rows with one
+// fp16 scale per row and expert: the dense int8 format (core/gq.h, per channel) and quantiser,
+// half the bytes. --quantize int4 / fp8 leave the experts 16-bit (WeightPrep::experts_matrix).
 #pragma once
 #include <vector>
 

@@ -5,16 +5,14 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "core/half.h"
+#include "core/log.h"
 #include "core/quant.h"
 
 namespace lite_llama::cuda {
 
 Tensor WeightPrep::matrix(const std::vector<Tensor>& parts, int64_t N, int64_t K, bool embedding,
                           std::vector<Buffer>& keep) {
-  const bool prequantized = std::any_of(parts.begin(), parts.end(), [](const Tensor& p) { return is_gq(p.dtype); });
-  LL_CHECK(!(prequantized && mode_ != QuantMode::Auto && mode_ != QuantMode::None),
-           "--quantize {}: the checkpoint is already quantised ({}); leave --quantize out",
-           quant_mode_name(mode_), dtype_name(parts[0].dtype));
+  check_not_prequantized(parts);
   if (auto f = explicit_format(K, embedding)) {
     // Upload as 16-bit, quantise on the device (fast, and no host copy of the model).
     Tensor t = upload_16bit(parts, N, K, keep);
@@ -35,6 +33,32 @@ Tensor WeightPrep::matrix(const std::vector<Tensor>& parts, int64_t N, int64_t K
       return gq_matrix(std::move(b), *f, N, K, keep);
     }
   return upload_16bit(parts, N, K, keep);
+}
+
+void WeightPrep::check_not_prequantized(const std::vector<Tensor>& parts) const {
+  const bool prequantized = std::any_of(parts.begin(), parts.end(), [](const Tensor& p) { return is_gq(p.dtype); });
+  LL_CHECK(!(prequantized && mode_ != QuantMode::Auto && mode_ != QuantMode::None),
+           "--quantize {}: the checkpoint is already quantised ({}); leave --quantize out",
+           quant_mode_name(mode_), dtype_name(parts[0].dtype));
+}
+
+Tensor WeightPrep::experts_matrix(const std::vector<Tensor>& parts, int64_t N, int64_t K, std::vector<Buffer>& keep) {
+  if (int8_experts()) check_not_prequantized(parts);  // int4 / fp8 do not apply to experts
+  return experts_matrix(upload_16bit(parts, N, K, keep), keep);
+}
+
+Tensor WeightPrep::experts_matrix(const Tensor& t, std::vector<Buffer>& keep) {
+  return int8_experts() ? quantize_on_device(t, GqFormat{GqKind::Int8, 0}, keep) : t;
+}
+
+// Only int8 has grouped expert kernels; other --quantize kinds still apply to the dense weights.
+bool WeightPrep::int8_experts() {
+  if ((mode_ == QuantMode::Int4 || mode_ == QuantMode::Fp8) && !warned_experts_) {
+    LL_WARN("MoE experts support --quantize none|int8 on CUDA: --quantize {} keeps them 16-bit",
+            quant_mode_name(mode_));
+    warned_experts_ = true;
+  }
+  return mode_ == QuantMode::Int8;
 }
 
 Tensor WeightPrep::bias(const Tensor& bias, std::vector<Buffer>& keep) {

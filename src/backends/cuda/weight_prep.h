@@ -23,14 +23,18 @@ class WeightPrep {
   Tensor bias(const Tensor& bias, std::vector<Buffer>& keep);
   // Random 16-bit weights (--load-format dummy), quantised under an explicit --quantize.
   Tensor random(int64_t rows, int64_t cols, uint64_t seed, float scale, bool embedding, std::vector<Buffer>& keep);
-  // The same in the activation type whatever --quantize says (the MoE kernels' expert weights).
-  Tensor matrix_16bit(const std::vector<Tensor>& parts, int64_t N, int64_t K, std::vector<Buffer>& keep) {
-    return upload_16bit(parts, N, K, keep);
-  }
+  // The MoE kernels' expert weights: the activation type, or per-channel int8 GQ rows (the dense
+  // int8 format and quantiser) under --quantize int8; int4 and fp8 leave them 16-bit (a warning).
+  Tensor experts_matrix(const std::vector<Tensor>& parts, int64_t N, int64_t K, std::vector<Buffer>& keep);
+  // The same for a 16-bit device matrix owned by the last buffer in keep (dummy experts).
+  Tensor experts_matrix(const Tensor& t, std::vector<Buffer>& keep);
   Buffer random_16bit(int64_t rows, int64_t cols, uint64_t seed, float scale);
+  QuantMode mode() const { return mode_; }
 
  private:
+  void check_not_prequantized(const std::vector<Tensor>& parts) const;
   std::optional<GqFormat> explicit_format(int64_t K, bool embedding) const;
+  bool int8_experts();
   void upload_rows(const Tensor& host, uint8_t* dst);
   template <typename Convert>
   void upload_rows(const Tensor& host, uint8_t* dst, size_t out_rb, Convert&& convert);
@@ -42,6 +46,7 @@ class WeightPrep {
   CudaDevice& dev_;
   CudaLinear& linear_;
   const QuantMode mode_;
+  bool warned_experts_ = false;
 };
 
 }  // namespace lite_llama::cuda

@@ -161,32 +161,34 @@ Workspace carve(void* base, int tokens, int top_k, int experts, int hidden, int 
   return w;
 }
 
-template <typename T>
+// WT: T (16-bit experts) or uint8_t (int8 rows, moe_internal.cuh).
+template <typename T, typename WT>
 cudaError_t experts_typed(const MoeArgs& a, cudaStream_t s) {
   const int n = a.tokens * a.top_k, F2 = 2 * a.ffn;
   const Workspace w = carve(a.workspace, a.tokens, a.top_k, a.experts, a.hidden, a.ffn);
   const T* x = static_cast<const T*>(a.x);
-  const T* wgu = static_cast<const T*>(a.w_gate_up);
-  const T* wd = static_cast<const T*>(a.w_down);
+  const WT* wgu = static_cast<const WT*>(a.w_gate_up);
+  const WT* wd = static_cast<const WT*>(a.w_down);
   T* gu = static_cast<T*>(w.gate_up);
   const int32_t* slot_of = nullptr;
   const int gemv_max = std::min(a.gemv_max_assign < 0 ? 4 * a.experts : a.gemv_max_assign, moe::kGemvMaxAssign);
   if (n <= gemv_max) {
-    if (cudaError_t e = moe::gemv<T, T>(wgu, F2, a.hidden, x, false, a.top_k, a.t_expert, n, a.experts, gu, s);
+    if (cudaError_t e = moe::gemv<T, WT, T>(wgu, F2, a.hidden, x, false, a.top_k, a.t_expert, n, a.experts, gu, s);
         e != cudaSuccess)
       return e;
-    if (cudaError_t e = moe::gemv<T, float>(wd, a.hidden, a.ffn, gu, true, a.top_k, a.t_expert, n, a.experts, w.y, s);
+    if (cudaError_t e =
+            moe::gemv<T, WT, float>(wd, a.hidden, a.ffn, gu, true, a.top_k, a.t_expert, n, a.experts, w.y, s);
         e != cudaSuccess)
       return e;
   } else {
     moe_sort_kernel<<<1, 1024, 0, s>>>(a.t_expert, n, a.experts, w.start, w.order, w.slot_of, w.tiles, w.n_tiles);
     const int tiles = moe::max_tiles(n, a.experts);
-    if (cudaError_t e = moe::gemm<T, T>(wgu, F2, a.hidden, x, w.order, a.top_k, w.tiles, w.n_tiles, w.start, tiles,
+    if (cudaError_t e = moe::gemm<T, WT, T>(wgu, F2, a.hidden, x, w.order, a.top_k, w.tiles, w.n_tiles, w.start, tiles,
                                         gu, s);
         e != cudaSuccess)
       return e;
     if (cudaError_t e = swiglu(a.act, gu, w.h, n, a.ffn, s, nullptr); e != cudaSuccess) return e;
-    if (cudaError_t e = moe::gemm<T, float>(wd, a.hidden, a.ffn, static_cast<const T*>(w.h), nullptr, a.top_k,
+    if (cudaError_t e = moe::gemm<T, WT, float>(wd, a.hidden, a.ffn, static_cast<const T*>(w.h), nullptr, a.top_k,
                                             w.tiles, w.n_tiles, w.start, tiles, w.y, s);
         e != cudaSuccess)
       return e;
@@ -221,10 +223,12 @@ cudaError_t moe_route(Act act, const void* logits, int tokens, int experts, int 
 
 cudaError_t moe_experts(const MoeArgs& a, cudaStream_t s) {
   if (a.experts < 1 || a.experts > kMoeMaxExperts || a.top_k < 1 || a.top_k > kMoeMaxTopK || a.hidden % 8 != 0 ||
-      a.ffn % 8 != 0)
+      a.ffn % 8 != 0 || (a.int8_weights && (a.hidden % 32 != 0 || a.ffn % 32 != 0)))
     return cudaErrorInvalidValue;
   if (a.tokens == 0) return cudaSuccess;
-  return a.act == Act::BF16 ? experts_typed<__nv_bfloat16>(a, s) : experts_typed<__half>(a, s);
+  if (a.int8_weights)
+    return a.act == Act::BF16 ? experts_typed<__nv_bfloat16, uint8_t>(a, s) : experts_typed<__half, uint8_t>(a, s);
+  return a.act == Act::BF16 ? experts_typed<__nv_bfloat16, __nv_bfloat16>(a, s) : experts_typed<__half, __half>(a, s);
 }
 
 size_t moe_workspace_bytes(int tokens, int top_k, int experts, int hidden, int ffn) {

@@ -2,6 +2,8 @@
 // y-th expert present in t_expert, gathers that expert's assignments, stages up to kChunk of
 // their activations in shared memory and applies its kRowsPerBlock rows x to them, so a step
 // reads each active expert's rows once per kChunk assignments and inactive experts not at all.
+// Weights are 16-bit or int8 with a scale per row (--quantize int8), the latter dequantised in
+// registers; the activations and the fp32 accumulation are the same for both.
 #include <algorithm>
 
 #include "backends/cuda/common.cuh"
@@ -19,9 +21,11 @@ constexpr int kFewAssign = 16;
 constexpr int kChunk = 8;  // assignments per pass over the rows
 constexpr int kPresentWords = kMoeMaxExperts / 32;
 
-template <typename T, typename O, bool kSwiglu, int kRows>
+// WT: 16-bit rows, or int8 rows dequantised in registers (moe_internal.cuh); a lane reads 16
+// bytes of each of its rows per step either way (8 or 16 weights).
+template <typename T, typename WT, typename O, bool kSwiglu, int kRows>
 __global__ void __launch_bounds__(kWarps * 32)
-    gemv_kernel(const T* __restrict__ W, int N, int K, const T* __restrict__ in, int top_k,
+    gemv_kernel(const WT* __restrict__ W, int N, int K, const T* __restrict__ in, int top_k,
                 const int32_t* __restrict__ t_expert, int n, O* __restrict__ out) {
   constexpr int kRowsPerBlock = kWarps * kRows;
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -63,15 +67,17 @@ __global__ void __launch_bounds__(kWarps * 32)
   if (e < 0) return;
   const int warp = tid >> 5, lane = tid & 31;
   const int r0 = int(blockIdx.x) * kRowsPerBlock + warp * kRows;  // this warp's first row
-  if (r0 < N && (lane & 7) == 0) {  // the first two 256-column pieces of this warp's rows, into
-    // L2 while the assignments are gathered and staged (one lane per 128-byte line)
-    const T* p = W + (size_t(e) * N + size_t(r0)) * K + lane * 8;
+  constexpr int kCols = kLoadCols<WT>;
+  const size_t rb = row_bytes<WT>(K), code_bytes = size_t(K) * sizeof(WT);
+  const uint8_t* w = reinterpret_cast<const uint8_t*>(W) + (size_t(e) * N + size_t(min(r0, N - 1))) * rb;
+  if (r0 < N && (lane & 7) == 0) {  // the first two 512-byte pieces of this warp's rows, into L2
+    // while the assignments are gathered and staged (one lane per 128-byte line)
 #pragma unroll
     for (int r = 0; r < kRows; ++r)
 #pragma unroll
       for (int u = 0; u < 2; ++u)
-        if (r0 + r < N && lane * 8 + u * 256 < K)
-          asm volatile("prefetch.global.L2 [%0];" ::"l"(p + size_t(r) * K + u * 256));
+        if (r0 + r < N && size_t(lane * 16 + u * 512) < code_bytes)
+          asm volatile("prefetch.global.L2 [%0];" ::"l"(w + size_t(r) * rb + lane * 16 + u * 512));
   }
   // The order within the list does not matter: each output depends on its own assignment only.
 #pragma unroll
@@ -79,7 +85,11 @@ __global__ void __launch_bounds__(kWarps * 32)
     if (mine[i] == e) list[atomicAdd(&cnt, 1)] = tid + i * kWarps * 32;
   __syncthreads();
   const int total = cnt;
-  const T* w = W + (size_t(e) * N + size_t(min(r0, N - 1))) * K;
+  float2 params[kRows] = {};  // int8 rows: (s, m - 1152 s), read once
+  if constexpr (kInt8Rows<WT>)
+#pragma unroll
+    for (int r = 0; r < kRows; ++r)
+      if (r0 + r < N) params[r] = int8_row_params(w + size_t(r) * rb, K);
   const int vecs = K / 8;
   for (int c0 = 0; c0 < total; c0 += kChunk) {
     const int m = min(kChunk, total - c0);
@@ -103,24 +113,31 @@ __global__ void __launch_bounds__(kWarps * 32)
     if (r0 < N) {
       float acc[kRows][kChunk] = {};
 #pragma unroll 2
-      for (int kk = lane * 8; kk < K; kk += 32 * 8) {
-        float wv[kRows][8];
+      for (int kk = lane * kCols; kk < K; kk += 32 * kCols) {
+        uint4 q[kRows];
 #pragma unroll
-        for (int r = 0; r < kRows; ++r) {
-          if (r0 + r < N) unpack8<T>(ld_stream(w + size_t(r) * K + kk), wv[r]);
-          else
+        for (int r = 0; r < kRows; ++r)
+          q[r] = r0 + r < N ? ld_stream(w + size_t(r) * rb + size_t(kk) * sizeof(WT)) : make_uint4(0, 0, 0, 0);
 #pragma unroll
-            for (int i = 0; i < 8; ++i) wv[r][i] = 0.f;
-        }
+        for (int h = 0; h < kCols / 8; ++h) {
+          float wv[kRows][8];
 #pragma unroll
-        for (int t = 0; t < kChunk; ++t) {
-          if (t >= m) break;
-          float xv[8];
-          unpack8<T>(*reinterpret_cast<const uint4*>(xs + size_t(t) * K + kk), xv);
+          for (int r = 0; r < kRows; ++r) {
+            if (r0 + r < N) dequant8<T, WT>(q[r], h, params[r], wv[r]);
+            else
 #pragma unroll
-          for (int r = 0; r < kRows; ++r)
+              for (int i = 0; i < 8; ++i) wv[r][i] = 0.f;
+          }
 #pragma unroll
-            for (int i = 0; i < 8; ++i) acc[r][t] += wv[r][i] * xv[i];
+          for (int t = 0; t < kChunk; ++t) {
+            if (t >= m) break;
+            float xv[8];
+            unpack8<T>(*reinterpret_cast<const uint4*>(xs + size_t(t) * K + kk + 8 * h), xv);
+#pragma unroll
+            for (int r = 0; r < kRows; ++r)
+#pragma unroll
+              for (int i = 0; i < 8; ++i) acc[r][t] += wv[r][i] * xv[i];
+          }
         }
       }
 #pragma unroll
@@ -140,10 +157,10 @@ __global__ void __launch_bounds__(kWarps * 32)
 
 }  // namespace
 
-template <typename T, typename O>
-cudaError_t gemv(const T* W, int N, int K, const T* in, bool swiglu, int top_k, const int32_t* t_expert, int n,
+template <typename T, typename WT, typename O>
+cudaError_t gemv(const WT* W, int N, int K, const T* in, bool swiglu, int top_k, const int32_t* t_expert, int n,
                  int experts, O* out, cudaStream_t s) {
-  if (n > kGemvMaxAssign || K % 8 != 0) return cudaErrorInvalidValue;
+  if (n > kGemvMaxAssign || K % (kInt8Rows<WT> ? 32 : 8) != 0) return cudaErrorInvalidValue;
   const size_t smem = size_t(std::min(kChunk, n)) * size_t(K) * sizeof(T);  // a block stages <= n rows
   auto launch = [&](auto kernel, int rows_per_block) {
     if (smem > 48 * 1024)
@@ -155,17 +172,23 @@ cudaError_t gemv(const T* W, int N, int K, const T* in, bool swiglu, int top_k, 
     return cudaGetLastError();
   };
   if (n <= kFewAssign)
-    return swiglu ? launch(gemv_kernel<T, O, true, 2>, kWarps * 2) : launch(gemv_kernel<T, O, false, 2>, kWarps * 2);
-  return swiglu ? launch(gemv_kernel<T, O, true, 4>, kWarps * 4) : launch(gemv_kernel<T, O, false, 4>, kWarps * 4);
+    return swiglu ? launch(gemv_kernel<T, WT, O, true, 2>, kWarps * 2)
+                  : launch(gemv_kernel<T, WT, O, false, 2>, kWarps * 2);
+  return swiglu ? launch(gemv_kernel<T, WT, O, true, 4>, kWarps * 4)
+                : launch(gemv_kernel<T, WT, O, false, 4>, kWarps * 4);
 }
 
-#define LL_MOE_GEMV(T, O)                                                                                       \
-  template cudaError_t gemv<T, O>(const T*, int, int, const T*, bool, int, const int32_t*, int, int, O*, \
-                                  cudaStream_t);
-LL_MOE_GEMV(__half, __half)
-LL_MOE_GEMV(__half, float)
-LL_MOE_GEMV(__nv_bfloat16, __nv_bfloat16)
-LL_MOE_GEMV(__nv_bfloat16, float)
+#define LL_MOE_GEMV(T, WT, O)                                                                                 \
+  template cudaError_t gemv<T, WT, O>(const WT*, int, int, const T*, bool, int, const int32_t*, int, int, O*, \
+                                      cudaStream_t);
+LL_MOE_GEMV(__half, __half, __half)
+LL_MOE_GEMV(__half, __half, float)
+LL_MOE_GEMV(__nv_bfloat16, __nv_bfloat16, __nv_bfloat16)
+LL_MOE_GEMV(__nv_bfloat16, __nv_bfloat16, float)
+LL_MOE_GEMV(__half, uint8_t, __half)
+LL_MOE_GEMV(__half, uint8_t, float)
+LL_MOE_GEMV(__nv_bfloat16, uint8_t, __nv_bfloat16)
+LL_MOE_GEMV(__nv_bfloat16, uint8_t, float)
 #undef LL_MOE_GEMV
 
 }  // namespace lite_llama::cuda::moe
