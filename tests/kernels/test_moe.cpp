@@ -219,7 +219,9 @@ TEST_P(CudaMoe, Int8DummyExpertsMatchReferenceOnTheirWeights) {
   const ops::MoeExperts c = cpu->prepare_experts(shape, 77, keep);
   std::vector<std::vector<float>> cg;
   for (int e = 0; e < E; ++e) cg.push_back(to_host(*cpu, c.gate[size_t(e)]));
-  EXPECT_LE(max_int8_error(cg, d.gate, H), 0.6);
+  // Half a step, plus the draws' own difference: the device draws in the activation type, the
+  // CPU in the shape's bf16 (up to 2^-9 of amax apart with fp16 activations: 0.25 step).
+  EXPECT_LE(max_int8_error(cg, d.gate, H), 0.5 + 127.0 / 512 + 0.02);
   std::mt19937 rng(16);
   expect_experts_match(*q, g, d.host, k, rng, act, " int8 dummy");
 }
