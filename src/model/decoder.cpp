@@ -158,6 +158,7 @@ StepShape Decoder::stage(const ForwardBatch& b) {
   for (int i = 0; i < s.num_seqs; ++i) {
     s.max_q_len = std::max(s.max_q_len, b.b_q_len[size_t(i)]);
     s.max_seq_len = std::max(s.max_seq_len, b.b_seq_len[size_t(i)]);
+    if (i >= s.num_decode_seqs) s.max_prefill_seq_len = std::max(s.max_prefill_seq_len, b.b_seq_len[size_t(i)]);
   }
   int32_t* h = meta_host_.data();
   auto put = [&](size_t off, const std::vector<int32_t>& v) {
@@ -174,7 +175,12 @@ StepShape Decoder::stage(const ForwardBatch& b) {
       h[m_ids_ + size_t(t)] = int32_t(id >= 0 && id < vocab_rows_ ? id : vocab_rows_);
     }
   }
-  be_.copy_to_device(meta_.data(), h, meta_host_.size() * sizeof(int32_t));
+  // Only the entries this step uses (the arrays are sized for the largest step: one copy of all
+  // of them moved 4 * max_tokens ints a step from pageable memory, ~130 KB at 8,192 tokens).
+  int32_t* d = meta_.as<int32_t>();
+  for (size_t off : {m_ids_, m_pos_, m_slots_, m_treq_})
+    be_.copy_to_device(d + off, h + off, size_t(s.num_tokens) * sizeof(int32_t));
+  be_.copy_to_device(d + m_qstart_, h + m_qstart_, (meta_host_.size() - m_qstart_) * sizeof(int32_t));
   return s;
 }
 
@@ -192,7 +198,8 @@ void Decoder::write_table(int32_t req_row, int32_t start_pos, const int32_t* slo
       h[i] = req_row, h[chunk + i] = start_pos + i0 + i, h[2 * chunk + i] = slots[i0 + i];
     }
     // Stream order keeps a chunk's upload after the previous chunk's kernel.
-    be_.copy_to_device(d, h, table_host_.size() * sizeof(int32_t));
+    for (int part = 0; part < 3; ++part)
+      be_.copy_to_device(d + part * chunk, h + part * chunk, size_t(c) * sizeof(int32_t));
     be_.write_slot_table(kv_->req_to_slot(), kv_->req_stride(), d, d + chunk, d + 2 * chunk, c);
   }
 }
@@ -212,6 +219,7 @@ Tensor Decoder::run(const StepShape& s) {
   // depends on the batch size only, as in the captured graphs, so eager and graph runs give
   // bit-identical results.
   am.max_seq_len = kv_->max_ctx();
+  am.max_prefill_seq_len = s.max_prefill_seq_len;
   am.b_q_start = md + m_qstart_;
   am.b_q_len = md + m_qlen_;
   am.b_seq_len = md + m_seqlen_;

@@ -20,6 +20,7 @@ struct StepShape {
   int num_decode_seqs = 0;
   int max_q_len = 0;
   int max_seq_len = 0;
+  int max_prefill_seq_len = 0;  // the longest sequence with q_len > 1 (0: none)
 };
 
 class Decoder {

@@ -64,6 +64,9 @@ struct AttnMeta {
   int num_decode_seqs = 0;
   int max_q_len = 0;    // host-side bounds, for launch shapes
   int max_seq_len = 0;
+  // The prefill sequences' longest length this step (0: max_seq_len): how many keys a short
+  // chunk's split attention may spread over blocks.
+  int max_prefill_seq_len = 0;
   const int32_t* b_q_start = nullptr;  // [B]
   const int32_t* b_q_len = nullptr;    // [B]
   const int32_t* b_seq_len = nullptr;  // [B]

@@ -155,7 +155,7 @@ std::vector<int32_t> run_argmax(ops::Backend& gpu, ops::Backend& cpu, std::vecto
 TEST_P(CudaMisc, ArgmaxTiesAndLimit) {
   std::mt19937 rng(305);
   const float inf = std::numeric_limits<float>::infinity();
-  for (int64_t V : {1000, 32000, 151936})
+  for (int64_t V : {1000, 1001, 32000, 151936})  // 1001: rows not 16-byte aligned (scalar loads)
     for (int rows : {1, 4, 33})
       for (int limit : {int(V), int(V) - 37}) {
         SCOPED_TRACE(::testing::Message() << "V " << V << " rows " << rows << " limit " << limit);

@@ -189,6 +189,7 @@ class CudaBackend final : public ops::Backend {
       a.b_req_idx = m.b_req_idx + nd;
       a.num_seqs = m.num_seqs - nd;
       a.max_q_len = m.max_q_len;
+      if (m.max_prefill_seq_len > 0) a.max_seq_len = std::min(a.max_seq_len, m.max_prefill_seq_len);
       ProfileScope ps(prof_, "attention prefill", stream());
       // The decode's merge above has read the workspace before this (same stream).
       const int splits = prefill_splits(a, m.num_tokens, dev_.sm_count(), workspace_rows_per_head(head_dim, dev_.sm_count()));
