@@ -105,23 +105,30 @@ TEST(CudaTensorParallel, AllReducePeerKernelAndNccl) {
   }
 }
 
-// The fused all-reduce + residual add + RMSNorm (the peer kernel's own channel, or NCCL and the
-// separate norm with the kernel off), interleaved with plain all-reduces as a forward does.
+// The fused all-reduce + residual add + RMSNorm (the peer kernel's low-latency or staged channel,
+// or NCCL and the separate norm with the kernel off), three calls in a row on new partial sums
+// (a call that read the previous call's data would be off), each after a plain all-reduce, as a
+// forward interleaves them.
 void check_all_reduce_norm(int n, int peer_kib) {
   BackendOptions o = gpu_options("bf16");
   o.cuda.peer_all_reduce_max_kib = peer_kib;
   auto be = make_backends(o, n);
-  for (auto [rows, H] : std::vector<std::pair<int64_t, int64_t>>{{1, 4096}, {5, 2048}, {64, 4096}, {1, 8192}, {300, 1024}}) {
+  constexpr int kCalls = 3;
+  // 64 x 4096 fills the low-latency channel (1 MiB); 300 x 1024 and 80 x 4096 take the staged one.
+  for (auto [rows, H] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 4096}, {5, 2048}, {64, 4096}, {1, 8192}, {300, 1024}, {80, 4096}}) {
     std::mt19937 rng(uint32_t(rows * 7 + H));
     const std::vector<float> res0 = randn(rng, size_t(rows * H), 2.0f), w = randn(rng, size_t(H), 1.0f);
-    std::vector<std::vector<float>> x(static_cast<size_t>(n));
-    for (auto& v : x) v = randn(rng, size_t(rows * H), 1.0f);
+    std::vector<std::vector<std::vector<float>>> x(kCalls, std::vector<std::vector<float>>(static_cast<size_t>(n)));
+    for (auto& call : x)
+      for (auto& v : call) v = randn(rng, size_t(rows * H), 1.0f);
     std::vector<float> res = res0, want(res.size());
-    for (int64_t i = 0; i < rows * H; ++i) {
-      float sum = 0;
-      for (int r = 0; r < n; ++r) sum += x[size_t(r)][size_t(i)];
-      res[size_t(i)] += sum;
-    }
+    for (int k = 0; k < kCalls; ++k)
+      for (int64_t i = 0; i < rows * H; ++i) {
+        float sum = 0;
+        for (int r = 0; r < n; ++r) sum += x[size_t(k)][size_t(r)][size_t(i)];
+        res[size_t(i)] += sum;
+      }
     for (int64_t t = 0; t < rows; ++t) {
       double ss = 0;
       for (int64_t j = 0; j < H; ++j) ss += double(res[size_t(t * H + j)]) * res[size_t(t * H + j)];
@@ -131,16 +138,22 @@ void check_all_reduce_norm(int n, int peer_kib) {
     std::vector<std::vector<float>> got_res(static_cast<size_t>(n)), got_out(static_cast<size_t>(n));
     on_ranks(be, [&](int r, ops::Backend& b) {
       std::vector<Buffer> keep;
-      Buffer dx = b.alloc(size_t(rows * H) * 4), dr = b.alloc(size_t(rows * H) * 4), dout = b.alloc(size_t(rows * H) * 2);
+      Buffer dr = b.alloc(size_t(rows * H) * 4), dout = b.alloc(size_t(rows * H) * 2);
       Buffer dw = b.alloc(size_t(H) * 4), dy = b.alloc(64);
-      b.copy_to_device(dx.data(), x[size_t(r)].data(), size_t(rows * H) * 4);
+      std::vector<Buffer> dx;
+      for (int k = 0; k < kCalls; ++k) {
+        dx.push_back(b.alloc(size_t(rows * H) * 4));
+        b.copy_to_device(dx.back().data(), x[size_t(k)][size_t(r)].data(), size_t(rows * H) * 4);
+      }
       b.copy_to_device(dr.data(), res0.data(), size_t(rows * H) * 4);
       b.copy_to_device(dw.data(), w.data(), size_t(H) * 4);
-      b.all_reduce(Tensor(dy.data(), DType::F32, {16}, Device::CUDA));  // the other channel in between
-      b.all_reduce_add_rms_norm(Tensor(dr.data(), DType::F32, {rows, H}, Device::CUDA),
-                                Tensor(dx.data(), DType::F32, {rows, H}, Device::CUDA),
-                                Tensor(dw.data(), DType::F32, {H}, Device::CUDA), 1e-5f,
-                                Tensor(dout.data(), DType::BF16, {rows, H}, Device::CUDA));
+      for (int k = 0; k < kCalls; ++k) {
+        b.all_reduce(Tensor(dy.data(), DType::F32, {16}, Device::CUDA));  // the other channel in between
+        b.all_reduce_add_rms_norm(Tensor(dr.data(), DType::F32, {rows, H}, Device::CUDA),
+                                  Tensor(dx[size_t(k)].data(), DType::F32, {rows, H}, Device::CUDA),
+                                  Tensor(dw.data(), DType::F32, {H}, Device::CUDA), 1e-5f,
+                                  Tensor(dout.data(), DType::BF16, {rows, H}, Device::CUDA));
+      }
       got_res[size_t(r)].resize(size_t(rows * H));
       b.copy_to_host(got_res[size_t(r)].data(), dr.data(), size_t(rows * H) * 4);
       std::vector<uint16_t> o16(static_cast<size_t>(rows * H));

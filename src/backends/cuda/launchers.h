@@ -61,6 +61,19 @@ cudaError_t peer_all_reduce(const PeerArArgs& a, int elem_kind, cudaStream_t s);
 // rms_norm(residual) * w. Uses staging and signals of its own (not peer_all_reduce's). n <= 8192.
 cudaError_t peer_all_reduce_add_rms_norm(const PeerArArgs& a, Act act, int rows, int n, float* residual,
                                          const float* w, float eps, void* out, cudaStream_t s);
+// The same for small messages over the low-latency channel: each rank pushes its rows straight
+// into every peer's receive buffer, two values and the call number in each 16-byte store, and
+// polls its own buffer: one one-way NVLink trip, no flags or fences apart from the data.
+// recv[r]: rank r's buffer of 2 x size x cap_lines 16-byte lines; counter: this rank's calls per
+// block (kPeerArBlocks). rows * n / 2 <= cap_lines, n % 2 == 0, n <= 8192.
+struct PeerLLArgs {
+  int rank = 0, size = 1;
+  int64_t cap_lines = 0;
+  void* recv[kPeerArMaxRanks] = {};
+  uint32_t* counter = nullptr;
+};
+cudaError_t peer_ll_all_reduce_add_rms_norm(const PeerLLArgs& a, Act act, const float* x, int rows, int n,
+                                            float* residual, const float* w, float eps, void* out, cudaStream_t s);
 
 // out[t, n] = sum_k x[t, k] * w[n, k] (+ bias[n]) for T <= 8 tokens; out is act or f32.
 // pdl: the one-token kernel is launched with programmatic dependent launch (sm_90+, pdl.cuh).

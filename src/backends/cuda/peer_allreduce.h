@@ -34,8 +34,10 @@ class PeerAllReduce {
  private:
   PeerAllReduce() = default;
   PeerArArgs args_, norm_args_;  // two channels: their blocks own different units
+  PeerLLArgs ll_args_;            // the fused norm's low-latency channel for small messages
   size_t max_bytes_ = 0;
   void* own_ = nullptr;  // this rank's allocation: signal, then the two staging buffers
+  void* own_ll_ = nullptr;  // its low-latency receive buffers, then their call counters
 };
 
 }  // namespace lite_llama::cuda
