@@ -4,6 +4,8 @@
 #include <array>
 #include <string_view>
 
+#include "core/byte_set.h"
+
 namespace lite_llama {
 namespace {
 
@@ -21,7 +23,10 @@ class PatternIndex {
     pats_.emplace_back(kOpen);
     pats_.emplace_back(kClose);
     for (int i = 0; i < int(pats_.size()); ++i)
-      if (!pats_[size_t(i)].empty()) by_byte_[uint8_t(pats_[size_t(i)][0])].push_back(i);
+      if (!pats_[size_t(i)].empty()) {
+        by_byte_[uint8_t(pats_[size_t(i)][0])].push_back(i);
+        starts_.add(uint8_t(pats_[size_t(i)][0]));
+      }
     for (auto& v : by_byte_)
       std::stable_sort(v.begin(), v.end(),
                        [&](int a, int b) { return pats_[size_t(a)].size() > pats_[size_t(b)].size(); });
@@ -34,9 +39,12 @@ class PatternIndex {
     return -1;
   }
   const std::string& pattern(int i) const { return pats_[size_t(i)]; }
+  // The first position >= pos where a pattern may start, or s.size().
+  size_t next(std::string_view s, size_t pos) const { return starts_.find(s, pos); }
 
  private:
   std::vector<std::string> pats_;
+  ByteSet starts_;
   std::array<std::vector<int>, 256> by_byte_;
 };
 
@@ -45,7 +53,7 @@ bool protect(const PatternIndex& idx, std::string& s, std::vector<std::string>& 
   std::string out;
   bool any = false;
   size_t copied = 0;
-  for (size_t i = 0; i < s.size();) {
+  for (size_t i = idx.next(s, 0); i < s.size(); i = idx.next(s, i)) {
     const int k = idx.at(s, i);
     if (k < 0) {
       ++i;
@@ -67,11 +75,13 @@ bool protect(const PatternIndex& idx, std::string& s, std::vector<std::string>& 
   return true;
 }
 
-}  // namespace
+bool has_pattern(const PatternIndex& idx, std::string_view s) {
+  for (size_t i = idx.next(s, 0); i < s.size(); i = idx.next(s, i + 1))
+    if (idx.at(s, i) >= 0) return true;
+  return false;
+}
 
-ChatPlaceholders protect_contents(const std::vector<std::string>& control_texts,
-                                  const std::vector<ChatMessage>& msgs) {
-  const PatternIndex idx(control_texts);
+ChatPlaceholders protect_with(const PatternIndex& idx, const std::vector<ChatMessage>& msgs) {
   ChatPlaceholders p;
   p.messages = msgs;
   for (ChatMessage& m : p.messages) {
@@ -79,6 +89,13 @@ ChatPlaceholders protect_contents(const std::vector<std::string>& control_texts,
     protect(idx, m.reasoning_content, p.originals);
   }
   return p;
+}
+
+}  // namespace
+
+ChatPlaceholders protect_contents(const std::vector<std::string>& control_texts,
+                                  const std::vector<ChatMessage>& msgs) {
+  return protect_with(PatternIndex(control_texts), msgs);
 }
 
 std::string restore_placeholders(const std::string& rendered, const ChatPlaceholders& p,
@@ -114,8 +131,15 @@ std::vector<int32_t> tokenize_chat_prompt(const Tokenizer& tok, const std::vecto
                                           std::string* text) {
   std::string local;
   std::string& t = text ? *text : local;
-  const ChatPlaceholders p = allow_special_in_content ? ChatPlaceholders{}
-                                                      : protect_contents(tok.control_texts(), msgs);
+  ChatPlaceholders p;
+  if (!allow_special_in_content) {
+    // Most chats have no special-token text in their contents: then no copy of the messages.
+    const PatternIndex idx(tok.control_texts());
+    bool any = false;
+    for (const ChatMessage& m : msgs)
+      any = any || has_pattern(idx, m.content) || has_pattern(idx, m.reasoning_content);
+    if (any) p = protect_with(idx, msgs);
+  }
   if (p.originals.empty()) {
     t = render(msgs);
     return tok.encode(t, false, true);

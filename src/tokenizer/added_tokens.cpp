@@ -41,7 +41,9 @@ AddedTokenMatcher::AddedTokenMatcher(std::vector<const AddedToken*> tokens,
     for (const AddedToken* t : tokens_) patterns_.push_back(t->content);
   }
   for (int i = 0; i < static_cast<int>(patterns_.size()); ++i) {
-    if (!patterns_[i].empty()) by_first_byte_[static_cast<uint8_t>(patterns_[i][0])].push_back(i);
+    if (patterns_[i].empty()) continue;
+    by_first_byte_[static_cast<uint8_t>(patterns_[i][0])].push_back(i);
+    starts_.add(static_cast<uint8_t>(patterns_[i][0]));
   }
   for (auto& v : by_first_byte_) {
     // Longest first; among equal patterns the first given wins (HF's order: specials first).
@@ -64,8 +66,8 @@ void AddedTokenMatcher::split(std::string_view text, bool parse_special,
                               std::span<const ByteRange> plain) const {
   out.clear();
   size_t seg_start = 0;  // end of the previous match
-  for (size_t i = 0; i < text.size();) {
-    const int k = empty() ? -1 : longest_at(text, i);
+  for (size_t i = starts_.find(text, 0); i < text.size(); i = starts_.find(text, i)) {
+    const int k = longest_at(text, i);
     if (k < 0) {
       ++i;
       continue;

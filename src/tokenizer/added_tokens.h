@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/byte_set.h"
+
 namespace lite_llama {
 
 struct ByteRange;
@@ -52,6 +54,7 @@ class AddedTokenMatcher {
   std::vector<const AddedToken*> tokens_;
   std::vector<std::string> patterns_;
   std::array<std::vector<int>, 256> by_first_byte_;  // pattern indices, longest first
+  ByteSet starts_;  // the patterns' first bytes
 };
 
 }  // namespace lite_llama

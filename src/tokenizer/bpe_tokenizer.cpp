@@ -39,6 +39,7 @@ BpeTokenizer::BpeTokenizer(BpeVocab v)
                      : unicode::symbols_to_bytes(text);
     if (is_parsed_special(types_[id]) && !text.empty()) {
       specials_by_byte_[static_cast<uint8_t>(text[0])].push_back(id);
+      special_starts_.add(static_cast<uint8_t>(text[0]));
     }
   }
   for (auto& ids : specials_by_byte_) {
@@ -94,7 +95,7 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_specia
   // Leftmost-longest scan, like HF's added-vocabulary matcher: the text between two special
   // tokens is pre-tokenised on its own, so no piece spans a special token.
   size_t seg = 0;
-  for (size_t i = 0; i < text.size();) {
+  for (size_t i = special_starts_.find(text, 0); i < text.size(); i = special_starts_.find(text, i)) {
     const int32_t id = match_special(text, i);
     if (id < 0 || (types_[id] == TokenType::Control && !plain.empty() &&
                    overlaps_any(plain, i, i + bpe_.token(id).size()))) {

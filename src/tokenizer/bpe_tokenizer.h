@@ -5,6 +5,7 @@
 #include <array>
 #include <memory>
 
+#include "core/byte_set.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/gap_cache.h"
 #include "tokenizer/pretokenizer.h"
@@ -68,6 +69,7 @@ class BpeTokenizer final : public Tokenizer {
   std::vector<std::string> bytes_;  // token_bytes, precomputed: decode is on the hot path
   // Control and user-defined tokens by first byte, longest first.
   std::array<std::vector<int32_t>, 256> specials_by_byte_;
+  ByteSet special_starts_;  // their first bytes
   int32_t bos_, eos_, eot_, pad_;
   bool add_bos_;
   std::string chat_template_;
