@@ -6,6 +6,8 @@
 #include <cstring>
 #include <string>
 
+#include "core/utf8.h"
+
 namespace lite_llama::server {
 namespace {
 
@@ -24,26 +26,6 @@ uint64_t special_bytes(uint64_t w) {
 }
 
 bool in(unsigned char c, unsigned lo, unsigned hi) { return c >= lo && c <= hi; }
-
-// Length of the well-formed UTF-8 character at p (Unicode's table 3-7, which nlohmann checks
-// too), or 0.
-int utf8_length(const unsigned char* p, const unsigned char* end) {
-  const unsigned char c = p[0];
-  int n = 0;
-  unsigned lo = 0x80, hi = 0xBF;  // the second byte's range
-  if (in(c, 0xC2, 0xDF)) n = 2;
-  else if (c == 0xE0) n = 3, lo = 0xA0;
-  else if (in(c, 0xE1, 0xEC) || in(c, 0xEE, 0xEF)) n = 3;
-  else if (c == 0xED) n = 3, hi = 0x9F;
-  else if (c == 0xF0) n = 4, lo = 0x90;
-  else if (in(c, 0xF1, 0xF3)) n = 4;
-  else if (c == 0xF4) n = 4, hi = 0x8F;
-  else return 0;
-  if (end - p < n || !in(p[1], lo, hi)) return 0;
-  for (int i = 2; i < n; ++i)
-    if (!in(p[i], 0x80, 0xBF)) return 0;
-  return n;
-}
 
 void append_utf8(std::string& out, uint32_t cp) {
   if (cp < 0x80) {
@@ -168,7 +150,7 @@ class Parser {
         continue;
       }
       if (c >= 0x80) {
-        const int n = utf8_length(p_, end_);
+        const int n = utf8_char_length(p_, end_);
         if (n == 0) return false;
         p_ += n;
         continue;

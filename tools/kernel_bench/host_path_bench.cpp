@@ -1,8 +1,10 @@
 // The server's host work before a request's first step, on the CPU: parse_openai_request and
 // prompt_tokens on one saved request body, repeated; prints each stage's median, p10 and p90.
-//   host-path-bench --model FILE --body FILE [--ctx N] [--iters N] [--stage parse|prompt|both]
+//   host-path-bench --model PATH --body FILE [--ctx N] [--iters N] [--stage parse|prompt|both]
+//                   [--load-format dummy]
 // A body of a long cached chat (bench/multiturn_bench.py's requests) shows what a turn costs
 // once its history is in the KV cache. --stage runs one stage alone, for perf record.
+// tests/gpu/dummy_llama.sh's directory with --load-format dummy is the GPU probe's model.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -39,7 +41,7 @@ void report(const char* name, std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model, body_path, stage = "both";
+  std::string model, body_path, stage = "both", load_format = "auto";
   int ctx = 8192, iters = 2000;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
@@ -48,6 +50,7 @@ int main(int argc, char** argv) {
     else if (a == "--ctx") ctx = std::atoi(argv[i + 1]);
     else if (a == "--iters") iters = std::atoi(argv[i + 1]);
     else if (a == "--stage") stage = argv[i + 1];
+    else if (a == "--load-format") load_format = argv[i + 1];
     else {
       std::fprintf(stderr, "unknown option %s\n", argv[i]);
       return 2;
@@ -66,6 +69,8 @@ int main(int argc, char** argv) {
   EngineOptions o;
   o.model = model;
   o.ctx = ctx;
+  o.load_format = load_format;
+  o.kv_tokens = ctx;
   o.backend.device = DeviceKind::Cpu;
   o.backend.threads = 1;
   auto eng = Engine::create(o);
