@@ -42,23 +42,14 @@ AddedTokenMatcher::AddedTokenMatcher(std::vector<const AddedToken*> tokens,
   }
   for (int i = 0; i < static_cast<int>(patterns_.size()); ++i) {
     if (patterns_[i].empty()) continue;
-    by_first_byte_[static_cast<uint8_t>(patterns_[i][0])].push_back(i);
-    starts_.add(static_cast<uint8_t>(patterns_[i][0]));
-  }
-  for (auto& v : by_first_byte_) {
     // Longest first; among equal patterns the first given wins (HF's order: specials first).
-    std::stable_sort(v.begin(), v.end(), [&](int a, int b) {
-      return patterns_[a].size() > patterns_[b].size();
-    });
+    trie_.add(patterns_[i], i);
+    starts_.add(static_cast<uint8_t>(patterns_[i][0]));
   }
 }
 
 int AddedTokenMatcher::longest_at(std::string_view text, size_t pos) const {
-  const std::string_view rest = text.substr(pos);
-  for (int i : by_first_byte_[static_cast<uint8_t>(text[pos])]) {
-    if (rest.starts_with(patterns_[i])) return i;
-  }
-  return -1;
+  return trie_.longest_at(text, pos);
 }
 
 void AddedTokenMatcher::split(std::string_view text, bool parse_special,
