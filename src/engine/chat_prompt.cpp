@@ -1,8 +1,10 @@
 #include "engine/chat_prompt.h"
 
 #include <algorithm>
-#include <array>
 #include <string_view>
+
+#include "core/byte_set.h"
+#include "core/string_trie.h"
 
 namespace lite_llama {
 namespace {
@@ -13,31 +15,36 @@ namespace {
 constexpr std::string_view kOpen = "\xEF\xA3\xBF";   // U+F8FF
 constexpr std::string_view kClose = "\xEF\xA3\xBE";  // U+F8FE
 
-// The patterns by first byte, longest first, so that "<|im_start|>" wins over a prefix of it.
+// The control texts (the tokenizer's trie) and the two placeholder marks, which count after
+// them: the longest match wins, so "<|im_start|>" over a prefix of it.
 class PatternIndex {
  public:
-  explicit PatternIndex(const std::vector<std::string>& control_texts) {
-    pats_ = control_texts;
-    pats_.emplace_back(kOpen);
-    pats_.emplace_back(kClose);
-    for (int i = 0; i < int(pats_.size()); ++i)
-      if (!pats_[size_t(i)].empty()) by_byte_[uint8_t(pats_[size_t(i)][0])].push_back(i);
-    for (auto& v : by_byte_)
-      std::stable_sort(v.begin(), v.end(),
-                       [&](int a, int b) { return pats_[size_t(a)].size() > pats_[size_t(b)].size(); });
+  PatternIndex(const std::vector<std::string>& texts, const StringTrie& trie, ByteSet starts)
+      : texts_(texts), trie_(trie), starts_(starts) {
+    starts_.add(uint8_t(kOpen[0]));
+    starts_.add(uint8_t(kClose[0]));
   }
   // Index of the longest pattern at s[pos], or -1.
   int at(std::string_view s, size_t pos) const {
+    const int k = trie_.longest_at(s, pos);
+    const size_t len = k >= 0 ? texts_[size_t(k)].size() : 0;
     const std::string_view rest = s.substr(pos);
-    for (int i : by_byte_[uint8_t(s[pos])])
-      if (rest.starts_with(pats_[size_t(i)])) return i;
-    return -1;
+    const int n = int(texts_.size());
+    if (kOpen.size() > len && rest.starts_with(kOpen)) return n;
+    if (kClose.size() > len && rest.starts_with(kClose)) return n + 1;
+    return k;
   }
-  const std::string& pattern(int i) const { return pats_[size_t(i)]; }
+  std::string_view pattern(int i) const {
+    const int n = int(texts_.size());
+    return i < n ? std::string_view(texts_[size_t(i)]) : i == n ? kOpen : kClose;
+  }
+  // The first position >= pos where a pattern may start, or s.size().
+  size_t next(std::string_view s, size_t pos) const { return starts_.find(s, pos); }
 
  private:
-  std::vector<std::string> pats_;
-  std::array<std::vector<int>, 256> by_byte_;
+  const std::vector<std::string>& texts_;
+  const StringTrie& trie_;
+  ByteSet starts_;
 };
 
 // Replaces every pattern in s by a placeholder; returns whether any was found.
@@ -45,7 +52,7 @@ bool protect(const PatternIndex& idx, std::string& s, std::vector<std::string>& 
   std::string out;
   bool any = false;
   size_t copied = 0;
-  for (size_t i = 0; i < s.size();) {
+  for (size_t i = idx.next(s, 0); i < s.size(); i = idx.next(s, i)) {
     const int k = idx.at(s, i);
     if (k < 0) {
       ++i;
@@ -57,7 +64,7 @@ bool protect(const PatternIndex& idx, std::string& s, std::vector<std::string>& 
     out += kOpen;
     out += std::to_string(originals.size());
     out += kClose;
-    originals.push_back(idx.pattern(k));
+    originals.emplace_back(idx.pattern(k));
     i += idx.pattern(k).size();
     copied = i;
   }
@@ -67,11 +74,13 @@ bool protect(const PatternIndex& idx, std::string& s, std::vector<std::string>& 
   return true;
 }
 
-}  // namespace
+bool has_pattern(const PatternIndex& idx, std::string_view s) {
+  for (size_t i = idx.next(s, 0); i < s.size(); i = idx.next(s, i + 1))
+    if (idx.at(s, i) >= 0) return true;
+  return false;
+}
 
-ChatPlaceholders protect_contents(const std::vector<std::string>& control_texts,
-                                  const std::vector<ChatMessage>& msgs) {
-  const PatternIndex idx(control_texts);
+ChatPlaceholders protect_with(const PatternIndex& idx, const std::vector<ChatMessage>& msgs) {
   ChatPlaceholders p;
   p.messages = msgs;
   for (ChatMessage& m : p.messages) {
@@ -79,6 +88,19 @@ ChatPlaceholders protect_contents(const std::vector<std::string>& control_texts,
     protect(idx, m.reasoning_content, p.originals);
   }
   return p;
+}
+
+}  // namespace
+
+ChatPlaceholders protect_contents(const std::vector<std::string>& control_texts,
+                                  const std::vector<ChatMessage>& msgs) {
+  StringTrie trie;
+  ByteSet starts;
+  for (size_t i = 0; i < control_texts.size(); ++i) {
+    trie.add(control_texts[i], int(i));
+    if (!control_texts[i].empty()) starts.add(uint8_t(control_texts[i][0]));
+  }
+  return protect_with(PatternIndex(control_texts, trie, starts), msgs);
 }
 
 std::string restore_placeholders(const std::string& rendered, const ChatPlaceholders& p,
@@ -114,8 +136,15 @@ std::vector<int32_t> tokenize_chat_prompt(const Tokenizer& tok, const std::vecto
                                           std::string* text) {
   std::string local;
   std::string& t = text ? *text : local;
-  const ChatPlaceholders p = allow_special_in_content ? ChatPlaceholders{}
-                                                      : protect_contents(tok.control_texts(), msgs);
+  ChatPlaceholders p;
+  if (!allow_special_in_content) {
+    // Most chats have no special-token text in their contents: then no copy of the messages.
+    const PatternIndex idx(tok.control_texts(), tok.control_trie(), tok.control_starts());
+    bool any = false;
+    for (const ChatMessage& m : msgs)
+      any = any || has_pattern(idx, m.content) || has_pattern(idx, m.reasoning_content);
+    if (any) p = protect_with(idx, msgs);
+  }
   if (p.originals.empty()) {
     t = render(msgs);
     return tok.encode(t, false, true);

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "server/fast_json.h"
 #include "server/structured_output.h"
 #include "server/tools.h"
 
@@ -306,12 +307,18 @@ void parse_sampling(const json& body, OpenAIRequest& r, const RequestLimits& lim
 
 OpenAIRequest parse_openai_request(std::string_view body, Endpoint endpoint,
                                    const RequestLimits& lim) {
-  check_nesting(body, 32);
+  constexpr int kMaxDepth = 32;
   json j;
-  try {
-    j = json::parse(body);
-  } catch (const json::exception& e) {
-    bad("", fmt::format("the request body is not valid JSON: {}", e.what()), "invalid_json");
+  if (std::optional<json> fast = parse_json_fast(body, kMaxDepth)) {
+    j = std::move(*fast);
+  } else {
+    // Invalid JSON and the rare cases the fast parser leaves: nlohmann's errors, as before.
+    check_nesting(body, kMaxDepth);
+    try {
+      j = json::parse(body);
+    } catch (const json::exception& e) {
+      bad("", fmt::format("the request body is not valid JSON: {}", e.what()), "invalid_json");
+    }
   }
   if (!j.is_object()) bad("", "the request body must be a JSON object");
   OpenAIRequest r;

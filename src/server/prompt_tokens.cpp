@@ -75,17 +75,27 @@ std::vector<int32_t> prompt_tokens(const Engine& eng, const OpenAIRequest& r,
       // Special tokens written in the prompt act as such, as with HF tokenizers and vLLM.
       return eng.tokenize(r.prompt_text, /*add_special=*/true, /*parse_special=*/true);
     }
-    // The contents alone bound the rendered prompt from below.
-    std::string contents;
-    for (const ChatMessage& m : r.messages) {
-      contents += m.content;
-      contents += '\n';
-      contents += m.reasoning_content;
+    // The contents alone bound the rendered prompt from below. Under ctx * kFirstBytesPerToken
+    // bytes the check tokenizes nothing, so they are not even joined.
+    size_t n_contents = 0;
+    for (const ChatMessage& m : r.messages) n_contents += m.content.size() + 1 + m.reasoning_content.size();
+    if (n_contents > size_t(std::max<int64_t>(limits.ctx, 1)) * kFirstBytesPerToken) {
+      std::string contents;
+      contents.reserve(n_contents);
+      for (const ChatMessage& m : r.messages) {
+        contents += m.content;
+        contents += '\n';
+        contents += m.reasoning_content;
+      }
+      refuse_if_longer_than_context(eng, contents, policy.allow_special_in_content, limits, param);
     }
-    refuse_if_longer_than_context(eng, contents, policy.allow_special_in_content, limits, param);
-    std::vector<ChatMessage> msgs = r.messages;
+    std::vector<ChatMessage> with_tools;
     std::string kwargs = r.template_kwargs_json;
-    if (!r.tools_json.empty()) add_tools(eng, r, msgs, kwargs);
+    if (!r.tools_json.empty()) {
+      with_tools = r.messages;
+      add_tools(eng, r, with_tools, kwargs);
+    }
+    const std::vector<ChatMessage>& msgs = r.tools_json.empty() ? r.messages : with_tools;
     std::string text;
     std::vector<int32_t> ids = eng.tokenize_chat(msgs, r.add_generation_prompt, kwargs,
                                                  policy.allow_special_in_content, info ? &text : nullptr);

@@ -16,10 +16,11 @@ ChatTemplate::ChatTemplate(ChatTemplate&&) noexcept = default;
 ChatTemplate& ChatTemplate::operator=(ChatTemplate&&) noexcept = default;
 
 template <typename J>
-static std::string render_json(const jinja::Body& body, const J& context) {
+static std::string render_json(const jinja::Body& body, J&& context) {
   if (!context.is_object() && !context.is_null())
     fail("chat template: the context must be a JSON object");
-  jinja::Value ctx = context.is_null() ? jinja::Value::make_dict({}) : jinja::from_json(context);
+  jinja::Value ctx = context.is_null() ? jinja::Value::make_dict({})
+                                       : jinja::from_json(std::forward<J>(context));
   return jinja::render(body, *ctx.dict);
 }
 
@@ -28,6 +29,9 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& context) const {
 }
 std::string ChatTemplate::render(const nlohmann::json& context) const {
   return render_json(*body_, context);
+}
+std::string ChatTemplate::render(nlohmann::ordered_json&& context) const {
+  return render_json(*body_, std::move(context));
 }
 
 std::string apply_chat_template(const ChatTemplate& t, const std::vector<ChatMessage>& msgs,
@@ -68,7 +72,7 @@ std::string apply_chat_template(const ChatTemplate& t, const std::vector<ChatMes
     if (!extra.is_object()) fail("apply_chat_template: extra must be a JSON object");
     for (auto it = extra.begin(); it != extra.end(); ++it) ctx[it.key()] = it.value();
   }
-  return t.render(ctx);
+  return t.render(std::move(ctx));
 }
 
 }  // namespace lite_llama

@@ -31,6 +31,7 @@ class ChatTemplate {
   // |items), and nlohmann::json sorts object keys.
   std::string render(const nlohmann::ordered_json& context) const;
   std::string render(const nlohmann::json& context) const;
+  std::string render(nlohmann::ordered_json&& context) const;  // moves its strings, no copy
 
   const std::string& source() const { return source_; }
 

@@ -130,6 +130,12 @@ class Evaluator {
     if (e.name == "or") return truthy(l) ? l : eval(*e.b, sc);
     Value r = eval(*e.b, sc);
     line_ = e.line;
+    // str + str in place: a chain like '<|im_start|>' + role + content + '<|im_end|>' then
+    // copies a long content once or twice instead of once per '+'.
+    if (e.name == "+" && l.is_string() && r.is_string()) {
+      l.s += r.s;
+      return l;
+    }
     return binary_op(e.name, l, r);
   }
 
@@ -184,9 +190,14 @@ class Renderer : private Evaluator {
       case Stmt::Kind::kText:
         out += s.text;
         return Flow::kNormal;
-      case Stmt::Kind::kOutput:
-        out += to_str(eval(*s.expr, sc));
+      case Stmt::Kind::kOutput: {
+        const Value v = eval(*s.expr, sc);
+        if (v.is_string())
+          out += v.s;  // to_str would copy it first
+        else
+          out += to_str(v);
         return Flow::kNormal;
+      }
       case Stmt::Kind::kIf:
         for (const auto& [cond, body] : s.branches)
           if (truthy(eval(*cond, sc))) return exec_body(body, sc, out);

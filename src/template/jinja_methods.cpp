@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "template/jinja_builtins.h"
 
 namespace lite_llama::jinja {
@@ -26,14 +27,38 @@ const std::string& need_str(const Value& v, const char* what) {
   return v.s;
 }
 
+// The code point of the well-formed UTF-8 character at s[k]; len gets its length.
+static char32_t code_point_at(std::string_view s, size_t k, int& len) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  len = utf8_char_length(p + k, p + s.size());
+  char32_t cp = len == 1 ? p[k] : p[k] & (0x7F >> len);
+  for (int m = 1; m < len; ++m) cp = (cp << 6) | (p[k + m] & 0x3F);
+  return cp;
+}
+
 std::string py_strip(const std::string& s, const Value& chars, bool left, bool right) {
-  std::u32string cps = utf8_decode(s);
   std::u32string set;
   bool ws = chars.is_none() || chars.is_undefined();
   if (!ws) set = utf8_decode(need_str(chars, "strip arg"));
   auto strip_me = [&](char32_t c) {
     return ws ? is_unicode_space(c) : set.find(c) != std::u32string::npos;
   };
+  if (is_valid_utf8(s)) {
+    // Only the ends are decoded: a long message content is trimmed on every request.
+    size_t b = 0, e = s.size();
+    int len = 0;
+    if (left)
+      while (b < e && strip_me(code_point_at(s, b, len))) b += size_t(len);
+    if (right)
+      while (e > b) {
+        size_t k = e - 1;
+        while (k > b && (uint8_t(s[k]) & 0xC0) == 0x80) --k;
+        if (!strip_me(code_point_at(s, k, len))) break;
+        e = k;
+      }
+    return s.substr(b, e - b);
+  }
+  std::u32string cps = utf8_decode(s);
   size_t b = 0, e = cps.size();
   if (left)
     while (b < e && strip_me(cps[b])) ++b;

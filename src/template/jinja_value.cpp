@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <type_traits>
 
 #include "core/error.h"
 
@@ -96,8 +97,9 @@ void Dict::set(const std::string& key, Value v) {
 // Deeper JSON than any chat needs is refused: conversion, printing and tojson all recurse.
 constexpr int kMaxJsonDepth = 256;
 
+// J may be const (strings copied) or not (strings moved out of j).
 template <typename J>
-static Value convert_json(const J& j, int depth = 0) {
+static Value convert_json(J& j, int depth = 0) {
   if (depth > kMaxJsonDepth) fail("context JSON is nested deeper than {} levels", kMaxJsonDepth);
   switch (j.type()) {
     case nlohmann::json::value_t::null:
@@ -111,11 +113,14 @@ static Value convert_json(const J& j, int depth = 0) {
     case nlohmann::json::value_t::number_float:
       return Value::number(j.template get<double>());
     case nlohmann::json::value_t::string:
-      return Value::string(j.template get<std::string>());
+      if constexpr (std::is_const_v<J>)
+        return Value::string(j.template get<std::string>());
+      else
+        return Value::string(std::move(j.template get_ref<std::string&>()));
     case nlohmann::json::value_t::array: {
       ValueList items;
       items.reserve(j.size());
-      for (const auto& e : j) items.push_back(convert_json(e, depth + 1));
+      for (auto& e : j) items.push_back(convert_json(e, depth + 1));
       return Value::make_list(std::move(items));
     }
     case nlohmann::json::value_t::object: {
@@ -132,6 +137,7 @@ static Value convert_json(const J& j, int depth = 0) {
 
 Value from_json(const nlohmann::ordered_json& j) { return convert_json(j); }
 Value from_json(const nlohmann::json& j) { return convert_json(j); }
+Value from_json(nlohmann::ordered_json&& j) { return convert_json(j); }
 
 bool truthy(const Value& v) {
   switch (v.kind) {

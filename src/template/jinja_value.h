@@ -85,6 +85,7 @@ struct Dict {
 
 Value from_json(const nlohmann::ordered_json& j);
 Value from_json(const nlohmann::json& j);
+Value from_json(nlohmann::ordered_json&& j);  // moves its strings out
 
 bool truthy(const Value& v);
 std::string type_name(const Value& v);  // Python's type names, for error messages

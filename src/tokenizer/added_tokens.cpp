@@ -41,22 +41,15 @@ AddedTokenMatcher::AddedTokenMatcher(std::vector<const AddedToken*> tokens,
     for (const AddedToken* t : tokens_) patterns_.push_back(t->content);
   }
   for (int i = 0; i < static_cast<int>(patterns_.size()); ++i) {
-    if (!patterns_[i].empty()) by_first_byte_[static_cast<uint8_t>(patterns_[i][0])].push_back(i);
-  }
-  for (auto& v : by_first_byte_) {
+    if (patterns_[i].empty()) continue;
     // Longest first; among equal patterns the first given wins (HF's order: specials first).
-    std::stable_sort(v.begin(), v.end(), [&](int a, int b) {
-      return patterns_[a].size() > patterns_[b].size();
-    });
+    trie_.add(patterns_[i], i);
+    starts_.add(static_cast<uint8_t>(patterns_[i][0]));
   }
 }
 
 int AddedTokenMatcher::longest_at(std::string_view text, size_t pos) const {
-  const std::string_view rest = text.substr(pos);
-  for (int i : by_first_byte_[static_cast<uint8_t>(text[pos])]) {
-    if (rest.starts_with(patterns_[i])) return i;
-  }
-  return -1;
+  return trie_.longest_at(text, pos);
 }
 
 void AddedTokenMatcher::split(std::string_view text, bool parse_special,
@@ -64,8 +57,8 @@ void AddedTokenMatcher::split(std::string_view text, bool parse_special,
                               std::span<const ByteRange> plain) const {
   out.clear();
   size_t seg_start = 0;  // end of the previous match
-  for (size_t i = 0; i < text.size();) {
-    const int k = empty() ? -1 : longest_at(text, i);
+  for (size_t i = starts_.find(text, 0); i < text.size(); i = starts_.find(text, i)) {
+    const int k = longest_at(text, i);
     if (k < 0) {
       ++i;
       continue;

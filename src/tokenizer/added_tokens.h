@@ -2,12 +2,14 @@
 // before normalisation and pre-tokenisation, the way HF's AddedVocabulary finds them
 // (leftmost-longest, then the single_word, lstrip and rstrip flags).
 #pragma once
-#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "core/byte_set.h"
+#include "core/string_trie.h"
 
 namespace lite_llama {
 
@@ -51,7 +53,8 @@ class AddedTokenMatcher {
 
   std::vector<const AddedToken*> tokens_;
   std::vector<std::string> patterns_;
-  std::array<std::vector<int>, 256> by_first_byte_;  // pattern indices, longest first
+  StringTrie trie_;  // the patterns (values: their indices)
+  ByteSet starts_;  // the patterns' first bytes
 };
 
 }  // namespace lite_llama

@@ -38,16 +38,11 @@ BpeTokenizer::BpeTokenizer(BpeVocab v)
                      ? text
                      : unicode::symbols_to_bytes(text);
     if (is_parsed_special(types_[id]) && !text.empty()) {
-      specials_by_byte_[static_cast<uint8_t>(text[0])].push_back(id);
+      // The longest match wins ("<|im_start|>" over a token that is its prefix); among
+      // equal texts the lowest id, the first added.
+      specials_.add(text, id);
+      special_starts_.add(static_cast<uint8_t>(text[0]));
     }
-  }
-  for (auto& ids : specials_by_byte_) {
-    // Longest first so that "<|im_start|>" wins over a shorter token that is its prefix;
-    // ties by id keep the order deterministic.
-    std::sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) {
-      const size_t la = bpe_.token(a).size(), lb = bpe_.token(b).size();
-      return la != lb ? la > lb : a < b;
-    });
   }
 }
 
@@ -57,12 +52,7 @@ void BpeTokenizer::check_id(int32_t id) const {
 }
 
 int32_t BpeTokenizer::match_special(std::string_view text, size_t pos) const {
-  const auto& cands = specials_by_byte_[static_cast<uint8_t>(text[pos])];
-  const std::string_view rest = text.substr(pos);
-  for (int32_t id : cands) {
-    if (rest.starts_with(bpe_.token(id))) return id;
-  }
-  return -1;
+  return specials_.longest_at(text, pos);
 }
 
 void BpeTokenizer::encode_plain(std::string_view text, std::vector<int32_t>& out) const {
@@ -94,7 +84,7 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_specia
   // Leftmost-longest scan, like HF's added-vocabulary matcher: the text between two special
   // tokens is pre-tokenised on its own, so no piece spans a special token.
   size_t seg = 0;
-  for (size_t i = 0; i < text.size();) {
+  for (size_t i = special_starts_.find(text, 0); i < text.size(); i = special_starts_.find(text, i)) {
     const int32_t id = match_special(text, i);
     if (id < 0 || (types_[id] == TokenType::Control && !plain.empty() &&
                    overlaps_any(plain, i, i + bpe_.token(id).size()))) {

@@ -2,9 +2,10 @@
 // splitting, then pre-tokenizer regexes, then BPE per piece. Built from a BpeVocab so that
 // GGUF metadata and (later) tokenizer.json share one implementation.
 #pragma once
-#include <array>
 #include <memory>
 
+#include "core/byte_set.h"
+#include "core/string_trie.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/gap_cache.h"
 #include "tokenizer/pretokenizer.h"
@@ -66,8 +67,8 @@ class BpeTokenizer final : public Tokenizer {
   std::unique_ptr<PreTokenizer> pre_;
   std::vector<TokenType> types_;
   std::vector<std::string> bytes_;  // token_bytes, precomputed: decode is on the hot path
-  // Control and user-defined tokens by first byte, longest first.
-  std::array<std::vector<int32_t>, 256> specials_by_byte_;
+  StringTrie specials_;      // control and user-defined tokens (values: ids)
+  ByteSet special_starts_;  // their first bytes
   int32_t bos_, eos_, eot_, pad_;
   bool add_bos_;
   std::string chat_template_;

@@ -1,11 +1,39 @@
 #include "tokenizer/gap_cache.h"
 
-#include <functional>
+#include <algorithm>
+#include <cstring>
+
+#include "core/hash_random.h"
 
 namespace lite_llama {
 namespace {
 
-size_t key(std::string_view gap, bool flag) { return std::hash<std::string_view>{}(gap) ^ size_t(flag); }
+// Four independent multiply-xorshift lanes over 32-byte blocks: ~4x std::hash's speed, whose
+// 8-byte steps depend on each other (~3 us for a 23 KB chat history, on every request).
+uint64_t hash_text(std::string_view s) {
+  constexpr uint64_t kMul = 0x9E3779B97F4A7C15ULL;
+  uint64_t h[4] = {s.size(), 0x243F6A8885A308D3ULL, 0x13198A2E03707344ULL, 0xA4093822299F31D0ULL};
+  auto mix = [](uint64_t x, uint64_t w) {
+    x = (x ^ w) * kMul;
+    return x ^ (x >> 29);
+  };
+  const char* p = s.data();
+  size_t i = 0;
+  for (; i + 32 <= s.size(); i += 32)
+    for (int k = 0; k < 4; ++k) {
+      uint64_t w;
+      std::memcpy(&w, p + i + 8 * k, 8);
+      h[k] = mix(h[k], w);
+    }
+  for (int k = 0; i < s.size(); i += 8, ++k) {
+    uint64_t w = 0;
+    std::memcpy(&w, p + i, std::min<size_t>(8, s.size() - i));
+    h[k] = mix(h[k], w);
+  }
+  return splitmix64(h[0] ^ splitmix64(h[1] ^ splitmix64(h[2] ^ splitmix64(h[3]))));
+}
+
+size_t key(std::string_view gap, bool flag) { return size_t(hash_text(gap)) ^ size_t(flag); }
 
 }  // namespace
 

@@ -68,12 +68,30 @@ bool overlaps_any(std::span<const ByteRange> ranges, size_t begin, size_t end) {
   return it != ranges.end() && it->begin < end;
 }
 
-const std::vector<std::string>& Tokenizer::control_texts() const {
+void Tokenizer::find_controls() const {
   std::call_once(control_once_, [&] {
     for (int32_t id = 0; id < vocab_size(); ++id)
-      if (is_control(id) && !token_text(id).empty()) control_texts_.push_back(token_text(id));
+      if (is_control(id) && !token_text(id).empty()) {
+        control_trie_.add(token_text(id), int(control_texts_.size()));
+        control_starts_.add(uint8_t(token_text(id)[0]));
+        control_texts_.push_back(token_text(id));
+      }
   });
+}
+
+const std::vector<std::string>& Tokenizer::control_texts() const {
+  find_controls();
   return control_texts_;
+}
+
+const StringTrie& Tokenizer::control_trie() const {
+  find_controls();
+  return control_trie_;
+}
+
+const ByteSet& Tokenizer::control_starts() const {
+  find_controls();
+  return control_starts_;
 }
 
 std::string Tokenizer::bos_token() const { return bos_id() >= 0 ? token_text(bos_id()) : ""; }

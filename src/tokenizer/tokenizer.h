@@ -11,6 +11,9 @@
 #include <string_view>
 #include <vector>
 
+#include "core/byte_set.h"
+#include "core/string_trie.h"
+
 namespace lite_llama {
 
 namespace gguf {
@@ -57,6 +60,9 @@ class Tokenizer {
                                       std::span<const ByteRange> plain) const = 0;
   // The texts of the control tokens (what `plain` ranges keep from matching).
   const std::vector<std::string>& control_texts() const;
+  // The same in a trie (values: their indices in control_texts()) and their first bytes.
+  const StringTrie& control_trie() const;
+  const ByteSet& control_starts() const;
   // Concatenated bytes of the tokens (may end in the middle of a UTF-8 character).
   virtual std::string decode(const std::vector<int32_t>& ids, bool skip_special = false) const = 0;
   // Raw bytes one token stands for (byte-level symbols already mapped back to bytes).
@@ -88,7 +94,10 @@ class Tokenizer {
 
  private:
   mutable std::once_flag control_once_;
+  void find_controls() const;
   mutable std::vector<std::string> control_texts_;
+  mutable StringTrie control_trie_;
+  mutable ByteSet control_starts_;
 };
 
 // Turns a stream of token ids into text without ever emitting half a UTF-8 character:

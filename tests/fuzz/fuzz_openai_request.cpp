@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "server/chat_output.h"
+#include "server/fast_json.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/sse.h"
@@ -58,6 +59,14 @@ void exercise(std::string_view body, Endpoint ep, const RequestLimits& lim) {
     }
 }
 
+// Where the fast JSON parser answers, nlohmann reads the same value (dump tells 1 from 1.0).
+void same_json(std::string_view body) {
+  const std::optional<nlohmann::json> fast = parse_json_fast(body, 32);
+  if (!fast) return;
+  const nlohmann::json ref = nlohmann::json::parse(body, nullptr, false);
+  check(!ref.is_discarded() && *fast == ref && fast->dump() == ref.dump());
+}
+
 // The answer splitter in every format, the body as the model's output, cut in two.
 void split_answer(std::string_view text) {
   for (ToolFormat f : {ToolFormat::Hermes, ToolFormat::Llama3Json, ToolFormat::Mistral}) {
@@ -78,6 +87,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   lim.ctx = 2048;
   lim.vocab_size = 49152;
   lim.model_name = "m";
+  same_json(body);
   exercise(body, Endpoint::Completions, lim);
   exercise(body, Endpoint::Chat, lim);
   split_answer(body);

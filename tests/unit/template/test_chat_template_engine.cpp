@@ -183,3 +183,14 @@ TEST(ChatTemplateEngine, TemplateIsReusable) {
 }
 
 }  // namespace
+
+TEST(ChatTemplateEngine, StripDecodesOnlyTheEnds) {
+  // U+3000 and U+00A0 are whitespace to Python; U+00E9 is not.
+  const ordered_json ctx = {{"s", " \t\xE3\x80\x80\xC3\xA9 a\xC2\xA0" "b \xC2\xA0\n"}, {"w", " \xE3\x80\x80 "}};
+  EXPECT_EQ(render("[{{ s | trim }}]", ctx), "[\xC3\xA9 a\xC2\xA0" "b]");
+  EXPECT_EQ(render("[{{ s.lstrip() }}]", ctx), "[\xC3\xA9 a\xC2\xA0" "b \xC2\xA0\n]");
+  EXPECT_EQ(render("[{{ s.rstrip() }}]", ctx), "[ \t\xE3\x80\x80\xC3\xA9 a\xC2\xA0" "b]");
+  EXPECT_EQ(render("[{{ s.strip(' \t\xE3\x80\x80\n') }}]", ctx), "[\xC3\xA9 a\xC2\xA0" "b \xC2\xA0]");
+  EXPECT_EQ(render("[{{ w | trim }}][{{ w.rstrip() }}]", ctx), "[][]");
+  EXPECT_EQ(render("[{{ '' | trim }}]"), "[]");
+}
