@@ -263,8 +263,7 @@ Tensor Decoder::run(const StepShape& s) {
       be_.moe_experts(h, lw.experts, route_expert, route_weight, k, moe_.as<uint8_t>() + moe_ws_offset_, down);
     } else {
       be_.linear(h, lw.gate_up, gu);
-      be_.swiglu(gu, mlp);
-      be_.linear(mlp, lw.down, down);
+      be_.swiglu_linear(gu, lw.down, mlp, down);
     }
   }
   // Only the rows whose logits are wanted go through the final norm and the LM head.

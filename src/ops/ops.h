@@ -148,6 +148,12 @@ class Backend {
                            const float* t_weight, int top_k, void* workspace, Tensor out) = 0;
   // gate_up[T, 2F] = [gate | up] -> out[T, F] = silu(gate) * up
   virtual void swiglu(const Tensor& gate_up, Tensor out) = 0;
+  // out = linear(swiglu(gate_up), w); `mlp` [T, F] is scratch the backend may use for the
+  // intermediate (the CUDA backend's one-token GEMV computes it on the fly instead).
+  virtual void swiglu_linear(const Tensor& gate_up, const Linear& w, Tensor mlp, Tensor out) {
+    swiglu(gate_up, mlp);
+    linear(mlp, w, out);
+  }
   // out[i, :] = x[rows[i], :]
   virtual void gather_rows(const Tensor& x, const int32_t* rows, int n, Tensor out) = 0;
   // out[r] = argmax of logits row r over columns [0, limit) (lowest index on ties); `out` is

@@ -120,6 +120,45 @@ TEST_P(CudaLinear, GemvAndCublasShapes) {
     }
 }
 
+// swiglu_linear: one token of 16-bit weights takes the GEMV that computes the SwiGLU of its input
+// row itself; it must equal swiglu then linear on the device bit for bit (same formula and
+// rounding), and the CPU's within the usual tolerance. K % 64 != 0 and two tokens take the two
+// ops instead.
+TEST_P(CudaLinear, SwigluFusedIntoOneTokenGemv) {
+  std::mt19937 rng(111);
+  int idx = 0;
+  for (int64_t K : {64, 96, 2048, 8192})
+    for (int64_t N : {8, 1000, 2048}) {
+      const bool bias = idx++ % 2 == 0;
+      Layer L;
+      build_layer(L, *gpu, *cpu, keep, rng, K, split_rows(N), {DType::BF16}, bias, act);
+      if (HasFatalFailure()) return;
+      for (int64_t T : {1, 2})
+        for (DType out_t : {act, DType::F32}) {
+          SCOPED_TRACE(::testing::Message() << "K " << K << " N " << N << " T " << T << " bias " << bias
+                                            << " out " << dtype_name(out_t));
+          std::vector<float> gu = rand_act(rng, size_t(T * 2 * K), act, 2.0f);
+          std::vector<float> mlp_h(size_t(T * K)), want(size_t(T * N), NAN);
+          cpu->swiglu(host_f32(gu, {T, 2 * K}), host_f32(mlp_h, {T, K}));
+          for (float& v : mlp_h) v = round_to(act, v);  // the device keeps the SwiGLU output in act
+          cpu->linear(host_f32(mlp_h, {T, K}), L.cpu_lin, host_f32(want, {T, N}));
+          DevTensor dgu = dev_from(*gpu, gu, act, {T, 2 * K});
+          DevTensor mlp = dev_alloc(*gpu, act, {T, K}), mlp2 = dev_alloc(*gpu, act, {T, K});
+          DevTensor fused = dev_alloc(*gpu, out_t, {T, N}), apart = dev_alloc(*gpu, out_t, {T, N});
+          poison(*gpu, fused.t);
+          poison(*gpu, apart.t);
+          gpu->swiglu_linear(dgu.t, L.gpu_lin, mlp.t, fused.t);
+          gpu->swiglu(dgu.t, mlp2.t);
+          gpu->linear(mlp2.t, L.gpu_lin, apart.t);
+          const std::vector<float> got = to_host(*gpu, fused.t);
+          EXPECT_EQ(got, to_host(*gpu, apart.t));
+          // The device's __expf may round a few SwiGLU outputs the other way: the 16-bit tolerance.
+          EXPECT_TRUE(close_rows(got, want, size_t(N), act_tol(act), "token"));
+        }
+      keep.clear();
+    }
+}
+
 // The backend's GEMV serves 1 token by default (cuBLASLt was faster at 2 on the H100); its
 // multi-token kernels stay reachable through CudaTuning::gemv_max_tokens and are checked here.
 TEST_P(CudaLinear, GemvUpTo8TokensWhenSwitchedOn) {

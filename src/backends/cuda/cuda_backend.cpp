@@ -197,6 +197,14 @@ class CudaBackend final : public ops::Backend {
     }
     finite_(nd == m.num_seqs ? "attention (decode)" : "attention (prefill)", out);
   }
+  void swiglu_linear(const Tensor& gate_up, const ops::Linear& w, Tensor mlp, Tensor out) override {
+    if (!linear_.swiglu_fits(gate_up, w)) return ops::Backend::swiglu_linear(gate_up, w, mlp, out);
+    {
+      ProfileScope ps(prof_, "gemm", stream());
+      linear_.run_swiglu(gate_up, w, out);
+    }
+    finite_("linear (swiglu fused)", out);
+  }
   void swiglu(const Tensor& gate_up, Tensor out) override {
     ProfileScope ps(prof_, "activation", stream());
     void* xq = linear_.quantize_x_for(out, swiglu_quantizes_x(int(out.rows()), int(out.cols())));

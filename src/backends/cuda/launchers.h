@@ -79,6 +79,12 @@ cudaError_t peer_ll_all_reduce_add_rms_norm(const PeerLLArgs& a, Act act, const 
 // pdl: the one-token kernel is launched with programmatic dependent launch (sm_90+, pdl.cuh).
 cudaError_t gemv(Act act, const void* x, const void* w, const void* bias, void* out, bool out_f32,
                  int T, int N, int K, int ldo, cudaStream_t s, bool pdl = false);
+// The same for one token whose input is swiglu(gate_up) (gate_up: [1, 2K] act), computed and
+// rounded to act as cuda::swiglu does, so the result equals swiglu then gemv bit for bit.
+// K % 64 == 0.
+bool gemv_swiglu_fits(int K);
+cudaError_t gemv_swiglu(Act act, const void* gate_up, const void* w, const void* bias, void* out, bool out_f32,
+                        int N, int K, cudaStream_t s, bool pdl = false);
 
 // Quantised weights in the GQ layout (core/gq.h). kind: 0 int8, 1 int4, 2 fp8 (GqKind order);
 // group 0 = one (scale, offset) pair per row; row_bytes = the row stride.

@@ -47,6 +47,18 @@ void CudaLinear::run(const Tensor& x, const ops::Linear& w, Tensor out) {
   }
 }
 
+bool CudaLinear::swiglu_fits(const Tensor& gate_up, const ops::Linear& w) const {
+  const int64_t K = gate_up.cols() / 2;
+  return gate_up.rows() == 1 && !is_gq(w.parts[0].dtype) && w.parts.size() == 1 && w.in_features == K &&
+         tuning_.gemv_max_tokens >= 1 && gemv_swiglu_fits(int(K));
+}
+
+void CudaLinear::run_swiglu(const Tensor& gate_up, const ops::Linear& w, Tensor out) {
+  xq_of_ = nullptr;  // no int8 form of the SwiGLU output exists for this step
+  LL_CUDA(gemv_swiglu(dev_.act(), gate_up.data, w.parts[0].data, w.bias.data, out.data, out.dtype == DType::F32,
+                      int(w.out_features), int(gate_up.cols() / 2), dev_.stream(), pdl_ && tuning_.pdl_gemv));
+}
+
 // Quantised weights: a GEMV that dequantises in registers for decode batches, a tensor-core
 // GEMM that does the same up to kGqMmaMaxTokens; above that (long prefills), tiles of rows
 // dequantised into an L2-sized scratch, each one cuBLASLt GEMM into its columns.

@@ -16,6 +16,10 @@ class CudaLinear {
   CudaLinear(CudaDevice& dev, const CudaTuning& tuning);
 
   void run(const Tensor& x, const ops::Linear& w, Tensor out);
+  // out = linear(swiglu(gate_up), w) in one GEMV for one token of 16-bit weights (the decode
+  // step's down projection), where swiglu_fits; elsewhere the caller runs both ops.
+  bool swiglu_fits(const Tensor& gate_up, const ops::Linear& w) const;
+  void run_swiglu(const Tensor& gate_up, const ops::Linear& w, Tensor out);
 
   // A GQ weight of format f was prepared: allocates the scratch buffers its kernels use (at load,
   // never inside a step).

@@ -74,7 +74,9 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__
 // every SM many resident warps, which a warp-per-row layout cannot.
 constexpr int kRows1 = 4;
 
-template <typename T, typename OutT>
+// kSwiglu: x is [gate (K) | up (K)] and the input is silu(gate) * up rounded to T (swiglu_kernel's
+// formula), recomputed by every block from the L2-resident row: no separate SwiGLU launch.
+template <typename T, typename OutT, bool kSwiglu = false>
 __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict__ x, const T* __restrict__ w,
                                                             const T* __restrict__ bias, OutT* __restrict__ out,
                                                             int N, int K) {
@@ -109,7 +111,16 @@ __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict_
       const int c = u ? c1 : c0;
       if (c >= c_end) break;
       float xf[8];
-      unpack8<T>(*reinterpret_cast<const uint4*>(x + size_t(c) * 8), xf);
+      if constexpr (kSwiglu) {
+        float gf[8], uf[8];
+        unpack8<T>(*reinterpret_cast<const uint4*>(x + size_t(c) * 8), gf);
+        unpack8<T>(*reinterpret_cast<const uint4*>(x + size_t(K) + size_t(c) * 8), uf);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) gf[j] = gf[j] / (1.0f + __expf(-gf[j])) * uf[j];
+        unpack8<T>(pack8<T>(gf), xf);
+      } else {
+        unpack8<T>(*reinterpret_cast<const uint4*>(x + size_t(c) * 8), xf);
+      }
 #pragma unroll
       for (int r = 0; r < kRows1; ++r) {
         float wf[8];
@@ -166,6 +177,22 @@ cudaError_t launch(const void* x, const void* w, const void* bias, void* out, in
 }
 
 }  // namespace
+
+bool gemv_swiglu_fits(int K) { return K > 0 && K % (kWarps * 8) == 0; }
+
+cudaError_t gemv_swiglu(Act act, const void* gate_up, const void* w, const void* bias, void* out, bool out_f32,
+                        int N, int K, cudaStream_t s, bool pdl) {
+  if (!gemv_swiglu_fits(K)) return cudaErrorInvalidValue;
+  auto go = [&](auto t, auto o) {
+    using T = decltype(t);
+    using O = decltype(o);
+    return launch_pdl(pdl, gemv1_kernel<T, O, true>, dim3(ceil_div(N, kRows1)), dim3(kWarps * 32), 0, s,
+                      static_cast<const T*>(gate_up), static_cast<const T*>(w), static_cast<const T*>(bias),
+                      static_cast<O*>(out), N, K);
+  };
+  if (act == Act::BF16) return out_f32 ? go(__nv_bfloat16{}, float{}) : go(__nv_bfloat16{}, __nv_bfloat16{});
+  return out_f32 ? go(__half{}, float{}) : go(__half{}, __half{});
+}
 
 cudaError_t gemv(Act act, const void* x, const void* w, const void* bias, void* out, bool out_f32,
                  int T, int N, int K, int ldo, cudaStream_t s, bool pdl) {
