@@ -122,12 +122,12 @@ TEST_P(CudaLinear, GemvAndCublasShapes) {
 
 // swiglu_linear: one token of 16-bit weights takes the GEMV that computes the SwiGLU of its input
 // row itself; it must equal swiglu then linear on the device bit for bit (same formula and
-// rounding), and the CPU's within the usual tolerance. K % 64 != 0 and two tokens take the two
-// ops instead.
+// rounding), and the CPU's within the usual tolerance. K % 64 != 0, K > 8192 and two tokens take
+// the two ops instead.
 TEST_P(CudaLinear, SwigluFusedIntoOneTokenGemv) {
   std::mt19937 rng(111);
   int idx = 0;
-  for (int64_t K : {64, 96, 2048, 8192})
+  for (int64_t K : {64, 96, 2048, 8192, 8256})
     for (int64_t N : {8, 1000, 2048}) {
       const bool bias = idx++ % 2 == 0;
       Layer L;

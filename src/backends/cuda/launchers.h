@@ -81,7 +81,8 @@ cudaError_t gemv(Act act, const void* x, const void* w, const void* bias, void* 
                  int T, int N, int K, int ldo, cudaStream_t s, bool pdl = false);
 // The same for one token whose input is swiglu(gate_up) (gate_up: [1, 2K] act), computed and
 // rounded to act as cuda::swiglu does, so the result equals swiglu then gemv bit for bit.
-// K % 64 == 0.
+// gemv_swiglu_fits(K): K % 64 == 0 and K <= 8192 (above, the recomputation costs more than the
+// launch it saves).
 bool gemv_swiglu_fits(int K);
 cudaError_t gemv_swiglu(Act act, const void* gate_up, const void* w, const void* bias, void* out, bool out_f32,
                         int N, int K, cudaStream_t s, bool pdl = false);
