@@ -14,7 +14,7 @@ As a control, HF's own bf16 forward is compared with its fp32 forward in the sam
 models of these depths are sensitive to rounding, and the control says how much agreement bf16
 arithmetic itself allows.
 
-usage: [PARITY_TP=2,4] [PARITY_MAX_SEQS=N (prefill chunk, default 64)] model_parity.py BUILD_BIN [OUT_JSON] [MODEL ...]
+usage: [PARITY_TP=2,4 | PARITY_QUANTIZE=int8] [PARITY_MAX_SEQS=N (prefill chunk, default 64)] model_parity.py BUILD_BIN [OUT_JSON] [MODEL ...]
 """
 import gc, json, os, subprocess, sys, tempfile, time
 
@@ -40,6 +40,11 @@ if os.environ.get("PARITY_TP"):
     SETTINGS = [(f"tp {n}{name}", (["--tp", str(n)] if n > 1 else []) + flags, {})
                 for name, flags in (("", []), (", --dtype bf16", ["--dtype", "bf16"]))
                 for n in [1] + [int(t) for t in os.environ["PARITY_TP"].split(",")]]
+# PARITY_QUANTIZE=int8: the default and that --quantize mode only (quantised weights, MoE experts
+# included).
+if os.environ.get("PARITY_QUANTIZE"):
+    q = os.environ["PARITY_QUANTIZE"]
+    SETTINGS = [("default", [], {}), (f"--quantize {q}", ["--quantize", q], {})]
 DECODE_TAIL = 16
 
 
