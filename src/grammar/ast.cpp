@@ -2,7 +2,11 @@
 
 #include <algorithm>
 
+#include "core/utf8.h"
+
 namespace lite_llama::grammar {
+
+void append_utf8(std::string& out, uint32_t cp) { ::lite_llama::append_utf8(out, cp); }
 
 ExprPtr Expr::chars(std::vector<CodeRange> r) {
   auto e = make(Kind::Chars);
@@ -73,24 +77,6 @@ uint32_t decode_utf8(const std::string& s, size_t& i) {
   }
   i += size_t(n) + 1;
   return cp;
-}
-
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += char(cp);
-  } else if (cp < 0x800) {
-    out += char(0xC0 | (cp >> 6));
-    out += char(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += char(0xE0 | (cp >> 12));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  } else {
-    out += char(0xF0 | (cp >> 18));
-    out += char(0x80 | ((cp >> 12) & 0x3F));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  }
 }
 
 }  // namespace lite_llama::grammar

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+
 namespace lite_llama::grammar {
 
 // Inclusive code point range.
@@ -46,6 +47,6 @@ struct RuleDef {
 std::vector<CodeRange> normalize_ranges(std::vector<CodeRange> r, bool negate);
 // Decodes one UTF-8 code point at s[i], advancing i; invalid bytes decode as themselves.
 uint32_t decode_utf8(const std::string& s, size_t& i);
-void append_utf8(std::string& out, uint32_t cp);
+void append_utf8(std::string& out, uint32_t cp);  // core/utf8.h's
 
 }  // namespace lite_llama::grammar

@@ -8,10 +8,11 @@
 #include <string>
 #include <string_view>
 
+
 namespace lite_llama::unicode {
 
 // Appends the UTF-8 encoding of a code point (no validation beyond the 21-bit range).
-void append_utf8(std::string& out, uint32_t cp);
+void append_utf8(std::string& out, uint32_t cp);  // core/utf8.h's
 
 // Length in bytes of the sequence that `lead` starts (1-4), or 0 when `lead` cannot start one
 // (a continuation byte, 0xC0/0xC1 overlong leads, or 0xF5..0xFF).
