@@ -24,6 +24,16 @@ struct Experts {
   ops::MoeExperts host;                            // views of them (F32)
 };
 
+// x.host: views of x's weight vectors as the CPU backend's host experts.
+void wrap_host(Experts& x, int E, int64_t H, int64_t F) {
+  x.host.num_experts = E, x.host.hidden = H, x.host.ffn = F;
+  for (int e = 0; e < E; ++e) {
+    x.host.gate.push_back(host_f32(x.gate[size_t(e)], {F, H}));
+    x.host.up.push_back(host_f32(x.up[size_t(e)], {F, H}));
+    x.host.down.push_back(host_f32(x.down[size_t(e)], {H, F}));
+  }
+}
+
 Experts make_experts(std::mt19937& rng, DType act, int E, int64_t H, int64_t F) {
   Experts x;
   for (int e = 0; e < E; ++e) {
@@ -31,12 +41,7 @@ Experts make_experts(std::mt19937& rng, DType act, int E, int64_t H, int64_t F) 
     x.up.push_back(rand_act(rng, size_t(F * H), act, 1.0f / std::sqrt(float(H))));
     x.down.push_back(rand_act(rng, size_t(H * F), act, 1.0f / std::sqrt(float(F))));
   }
-  x.host.num_experts = E, x.host.hidden = H, x.host.ffn = F;
-  for (int e = 0; e < E; ++e) {
-    x.host.gate.push_back(host_f32(x.gate[size_t(e)], {F, H}));
-    x.host.up.push_back(host_f32(x.up[size_t(e)], {F, H}));
-    x.host.down.push_back(host_f32(x.down[size_t(e)], {H, F}));
-  }
+  wrap_host(x, E, H, F);
   return x;
 }
 
@@ -64,12 +69,7 @@ Experts dequantized(ops::Backend& be, const ops::MoeExperts& dev) {
     x.up.emplace_back(gu.begin() + long((2 * e + 1) * fh), gu.begin() + long((2 * e + 2) * fh));
     x.down.emplace_back(d.begin() + long(e * fh), d.begin() + long((e + 1) * fh));
   }
-  x.host.num_experts = E, x.host.hidden = H, x.host.ffn = F;
-  for (int e = 0; e < E; ++e) {
-    x.host.gate.push_back(host_f32(x.gate[size_t(e)], {F, H}));
-    x.host.up.push_back(host_f32(x.up[size_t(e)], {F, H}));
-    x.host.down.push_back(host_f32(x.down[size_t(e)], {H, F}));
-  }
+  wrap_host(x, E, H, F);
   return x;
 }
 
