@@ -24,6 +24,18 @@ struct Experts {
   ops::MoeExperts host;                            // views of them (F32)
 };
 
+// Experts with no data (bf16 shapes): backends draw dummy weights for them (ops.h).
+ops::MoeExperts dummy_shape(int E, int64_t H, int64_t F) {
+  ops::MoeExperts shape;
+  shape.num_experts = E, shape.hidden = H, shape.ffn = F;
+  for (int e = 0; e < E; ++e) {
+    shape.gate.push_back(Tensor(nullptr, DType::BF16, {F, H}));
+    shape.up.push_back(Tensor(nullptr, DType::BF16, {F, H}));
+    shape.down.push_back(Tensor(nullptr, DType::BF16, {H, F}));
+  }
+  return shape;
+}
+
 // x.host: views of x's weight vectors as the CPU backend's host experts.
 void wrap_host(Experts& x, int E, int64_t H, int64_t F) {
   x.host.num_experts = E, x.host.hidden = H, x.host.ffn = F;
@@ -202,13 +214,7 @@ TEST_P(CudaMoe, Int8ExpertsMatchReferenceOnTheirWeights) {
 TEST_P(CudaMoe, Int8DummyExpertsMatchReferenceOnTheirWeights) {
   const int E = 6, k = 2;
   const int64_t H = 64, F = 32;
-  ops::MoeExperts shape;
-  shape.num_experts = E, shape.hidden = H, shape.ffn = F;
-  for (int e = 0; e < E; ++e) {
-    shape.gate.push_back(Tensor(nullptr, DType::BF16, {F, H}));
-    shape.up.push_back(Tensor(nullptr, DType::BF16, {F, H}));
-    shape.down.push_back(Tensor(nullptr, DType::BF16, {H, F}));
-  }
+  const ops::MoeExperts shape = dummy_shape(E, H, F);
   std::unique_ptr<ops::Backend> q = make_gpu_quantized(GetParam(), "int8");
   std::vector<Buffer> q_keep;
   const ops::MoeExperts g = q->prepare_experts(shape, 77, q_keep);
@@ -249,13 +255,7 @@ TEST_P(CudaMoe, QuantizeModesForExperts) {
 TEST_P(CudaMoe, DummyExpertsEqualTheCpuBackends) {
   const int E = 6, k = 2, T = 5;
   const int64_t H = 64, F = 32;
-  ops::MoeExperts shape;
-  shape.num_experts = E, shape.hidden = H, shape.ffn = F;
-  for (int e = 0; e < E; ++e) {
-    shape.gate.push_back(Tensor(nullptr, DType::BF16, {F, H}));
-    shape.up.push_back(Tensor(nullptr, DType::BF16, {F, H}));
-    shape.down.push_back(Tensor(nullptr, DType::BF16, {H, F}));
-  }
+  const ops::MoeExperts shape = dummy_shape(E, H, F);
   const ops::MoeExperts g = gpu->prepare_experts(shape, 77, keep);
   const ops::MoeExperts c = cpu->prepare_experts(shape, 77, keep);
   settle(*gpu);

@@ -67,6 +67,22 @@ struct Pool {
   }
 };
 
+// One short chunk of L queries after P cached keys (Hq 32, Hkv 8): the key-split prefill
+// (`splits`, 0: prefill_splits' choice) beside the unsplit kernel, one JSON line; copy_gbs 0
+// leaves out the ratio to the copy bandwidth.
+void chunk_case(int D, int L, int P, int splits, int sms, int reps, double copy_gbs) {
+  Pool p(1, L, P + L, 32, 8, D, sms);
+  if (splits <= 0) splits = prefill_splits(p.args, L, sms, workspace_rows_per_head(D, sms));
+  const double one = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, 1, nullptr, nullptr)); }, reps);
+  const double ms = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, splits, p.partial, nullptr)); }, reps);
+  const double gbs = 2.0 * double(P + L) * 8 * D * 2 / ms / 1e6;
+  std::printf("{\"kernel\": \"prefill_chunk\", \"D\": %d, \"tokens\": %d, \"prefix\": %d, \"splits\": %d, "
+              "\"us\": %.1f, \"us_unsplit\": %.1f, \"kv_GB/s\": %.1f",
+              D, L, P, splits, ms * 1e3, one * 1e3, gbs);
+  if (copy_gbs > 0) std::printf(", \"of_copy\": %.3f", gbs / copy_gbs);
+  std::printf("}\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -82,15 +98,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc >= 5 && std::strcmp(argv[1], "--chunk") == 0) {
-    const int D = std::atoi(argv[2]), L = std::atoi(argv[3]), P = std::atoi(argv[4]);
-    Pool p(1, L, P + L, 32, 8, D, sms);
-    const int splits = argc >= 6 ? std::atoi(argv[5]) : prefill_splits(p.args, L, sms, workspace_rows_per_head(D, sms));
-    const double one = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, 1, nullptr, nullptr)); }, 20);
-    const double split = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, splits, p.partial, nullptr)); }, 20);
-    const double bytes = 2.0 * double(P + L) * 8 * D * 2;
-    std::printf("{\"kernel\": \"prefill_chunk\", \"D\": %d, \"tokens\": %d, \"prefix\": %d, \"splits\": %d, "
-                "\"us_one_split\": %.1f, \"us_split\": %.1f, \"kv_GB/s_split\": %.1f}\n",
-                D, L, P, splits, one * 1e3, split * 1e3, bytes / split / 1e6);
+    chunk_case(std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]), argc >= 6 ? std::atoi(argv[5]) : 0, sms,
+               20, 0);
     return 0;
   }
   if (argc >= 5 && std::strcmp(argv[1], "--decode") == 0) {
@@ -137,16 +146,7 @@ int main(int argc, char** argv) {
   // The next turn of a cached chat: a short chunk after a long prefix, keys split over blocks.
   for (int D : {64, 128})
     for (int P : quick ? std::vector<int>{4096} : std::vector<int>{4096, 16384, 32768})
-      for (int L : {48, 256}) {
-        Pool p(1, L, P + L, Hq, Hkv, D, sms);
-        const int splits = prefill_splits(p.args, L, sms, workspace_rows_per_head(D, sms));
-        const double one = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, 1, nullptr, nullptr)); }, 10);
-        const double ms = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, splits, p.partial, nullptr)); }, 10);
-        const double gbs = 2.0 * double(P + L) * Hkv * D * 2 / ms / 1e6;
-        std::printf("{\"kernel\": \"prefill_chunk\", \"D\": %d, \"tokens\": %d, \"prefix\": %d, \"splits\": %d, "
-                    "\"us\": %.1f, \"us_unsplit\": %.1f, \"kv_GB/s\": %.1f, \"of_copy\": %.3f}\n",
-                    D, L, P, splits, ms * 1e3, one * 1e3, gbs, gbs / copy_gbs);
-      }
+      for (int L : {48, 256}) chunk_case(D, L, P, 0, sms, 10, copy_gbs);
   const std::vector<int> ctxs = quick ? std::vector<int>{8192} : std::vector<int>{8192, 16384, 32768};
   for (int D : {64, 128})
     for (int ctx : ctxs)
