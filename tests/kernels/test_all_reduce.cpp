@@ -182,6 +182,80 @@ TEST(CudaTensorParallel, AllReduceAddRmsNorm) {
   }
 }
 
+// Row-parallel projections of one token push their partial sums from the GEMV into the fused
+// all-reduce + norm's low-latency channel (CudaTuning::tp_gemv_push): the O projection's plain
+// GEMV and the down projection's SwiGLU GEMV, each announced with next_linear_feeds_reduce(),
+// alternated with unannounced calls (the norm kernel sends) on the same counters, six calls in a
+// row on new data. Against the host sum and norm, and bit for bit against the push turned off.
+std::vector<std::vector<float>> run_row_parallel(int n, bool push, std::vector<std::vector<float>>* res_out) {
+  CudaTuning t;
+  t.tp_gemv_push = push;
+  auto be = make_backends(gpu_options("bf16", t), n);
+  constexpr int H = 4096, K = 1024, kCalls = 6;
+  std::vector<std::vector<float>> outs(static_cast<size_t>(n)), res(static_cast<size_t>(n));
+  on_ranks(be, [&](int r, ops::Backend& b) {
+    std::mt19937 rng(uint32_t(77 + r));
+    DevTensor w = dev_from(b, rand_act(rng, size_t(H) * K, DType::BF16, 0.05f), DType::BF16, {H, K});
+    ops::Linear lin;
+    lin.parts = {w.t}, lin.in_features = K, lin.out_features = H;
+    std::mt19937 shared(5);  // the residual and norm weight are the same on every rank
+    DevTensor resid = dev_from(b, randn(shared, H, 2.0f), DType::F32, {1, H});
+    std::vector<float> nw = randn(shared, H, 1.0f);
+    for (float& v : nw) v = 1.0f + 0.1f * v;
+    DevTensor norm_w = dev_from(b, nw, DType::F32, {H});
+    DevTensor y = dev_alloc(b, DType::F32, {1, H}), h = dev_alloc(b, DType::BF16, {1, H});
+    DevTensor mlp = dev_alloc(b, DType::BF16, {1, K});
+    for (int k = 0; k < kCalls; ++k) {
+      const bool swiglu = k % 2 == 1;
+      DevTensor x = dev_from(b, rand_act(rng, size_t(swiglu ? 2 * K : K), DType::BF16), DType::BF16,
+                             {1, swiglu ? 2 * K : K});
+      if (k != 2) b.next_linear_feeds_reduce();  // call 2 is sent by the norm kernel
+      if (swiglu)
+        b.swiglu_linear(x.t, lin, mlp.t, y.t);
+      else
+        b.linear(x.t, lin, y.t);
+      b.all_reduce_add_rms_norm(resid.t, y.t, norm_w.t, 1e-5f, h.t);
+      std::vector<float> got = to_host(b, h.t);
+      outs[size_t(r)].insert(outs[size_t(r)].end(), got.begin(), got.end());
+      if (k == 0 && res_out) {  // the host reference of the first call: W x summed over the ranks
+        std::vector<float> wx = to_host(b, y.t);
+        res[size_t(r)] = wx;
+      }
+    }
+  });
+  if (res_out) *res_out = res;
+  return outs;
+}
+
+TEST(CudaTensorParallel, RowParallelGemvPushesIntoNorm) {
+  LL_REQUIRE_GPUS(2);
+  for (int n : {2, std::min(gpus(), 4)}) {
+    std::vector<std::vector<float>> partial;
+    const auto on = run_row_parallel(n, true, &partial);
+    const auto off = run_row_parallel(n, false, nullptr);
+    for (int r = 0; r < n; ++r) {
+      EXPECT_EQ(on[size_t(r)], off[size_t(r)]) << n << " ranks, rank " << r << ": pushed and sent differ";
+      EXPECT_EQ(on[size_t(r)], on[0]) << "ranks must hold the same bits";
+    }
+    // First call against the host: residual + sum of the ranks' partial sums, normalised.
+    constexpr int H = 4096;
+    std::mt19937 shared(5);
+    std::vector<float> res = randn(shared, H, 2.0f), nw = randn(shared, H, 1.0f);
+    double ss = 0;
+    for (int j = 0; j < H; ++j) {
+      for (int r = 0; r < n; ++r) res[size_t(j)] += partial[size_t(r)][size_t(j)];
+      ss += double(res[size_t(j)]) * res[size_t(j)];
+    }
+    const double inv = 1.0 / std::sqrt(ss / H + 1e-5);
+    double err = 0;
+    for (int j = 0; j < H; ++j) {
+      const double want = res[size_t(j)] * inv * (1.0f + 0.1f * nw[size_t(j)]);
+      err = std::max(err, std::fabs(on[0][size_t(j)] - want) / (1 + std::fabs(want)));
+    }
+    EXPECT_LE(err, 1e-2) << n << " ranks";
+  }
+}
+
 TEST(CudaTensorParallel, AllGatherColumns) {
   LL_REQUIRE_GPUS(2);
   const int n = std::min(gpus(), 4);
