@@ -63,10 +63,6 @@ struct CudaTuning {
   // one process with peer access; ~2x faster than NCCL's ring at decode sizes), larger ones NCCL;
   // 0: NCCL for all.
   int peer_all_reduce_max_kib = 4096;
-  // Tensor parallelism at one token: the O / down GEMV sends its partial sums straight into the
-  // peer kernel's low-latency channel (16-bit weights), instead of the all-reduce + norm kernel
-  // sending them after the GEMV has finished.
-  bool tp_gemv_push = true;
   // Mixture of experts: steps of up to this many token-expert assignments run the sort-free
   // grouped GEMV, larger ones the expert-sorted tensor-core GEMM (-1: 4 per expert for 16-bit
   // experts, 1 for int8 ones, at most 1,024; 0: always the GEMM). H100, Qwen3-30B-A3B: the GEMV is 1.29x / 1.36x / 1.02x faster at

@@ -251,7 +251,6 @@ Tensor Decoder::run(const StepShape& s) {
                        cfg_.qk_norm ? &lw.k_norm : nullptr, eps, md + m_pos_, md + m_slots_, rope_,
                        Hq, Hkv, D, kv_->layer(l), q);
     be_.attention(q, kv_->layer(l), am, Hq, Hkv, D, scale, attn);
-    be_.next_linear_feeds_reduce();
     be_.linear(attn, lw.o, o);
     be_.all_reduce_add_rms_norm(x, o, lw.ffn_norm, eps, h);
     if (lw.moe) {
@@ -264,8 +263,6 @@ Tensor Decoder::run(const StepShape& s) {
       be_.moe_experts(h, lw.experts, route_expert, route_weight, k, moe_.as<uint8_t>() + moe_ws_offset_, down);
     } else {
       be_.linear(h, lw.gate_up, gu);
-      // The last layer's down output goes through gather_rows before its all-reduce.
-      if (l + 1 < int(cfg_.num_layers)) be_.next_linear_feeds_reduce();
       be_.swiglu_linear(gu, lw.down, mlp, down);
     }
   }

@@ -192,10 +192,6 @@ class Backend {
     all_reduce(x);
     add_rms_norm(residual, x, w, eps, out);
   }
-  // The next linear or swiglu_linear writes the x of the all_reduce_add_rms_norm that directly
-  // follows it (a row-parallel projection): a backend may start that reduction inside the
-  // projection. The decoder says so only where that call comes next, with that tensor.
-  virtual void next_linear_feeds_reduce() {}
   // The vocab-parallel LM head's logits: out[i, r * cols + j] = rank r's local[i, j] for j < cols,
   // cut at out.cols() (F32; local [rows, >= cols] of the same shape on every rank). `workspace`
   // holds all_gather_workspace_bytes(local) bytes.

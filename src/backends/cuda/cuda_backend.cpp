@@ -140,10 +140,9 @@ class CudaBackend final : public ops::Backend {
     finite_("add_rms_norm", out);
   }
   void linear(const Tensor& x, const ops::Linear& w, Tensor out) override {
-    const PeerLLArgs* push = take_push(linear_.pushes(x, w, out), out);
     {
       ProfileScope ps(prof_, "gemm", stream());
-      linear_.run(x, w, out, push);
+      linear_.run(x, w, out);
     }
     finite_("linear", out);
   }
@@ -200,10 +199,9 @@ class CudaBackend final : public ops::Backend {
   }
   void swiglu_linear(const Tensor& gate_up, const ops::Linear& w, Tensor mlp, Tensor out) override {
     if (!linear_.swiglu_fits(gate_up, w)) return ops::Backend::swiglu_linear(gate_up, w, mlp, out);
-    const PeerLLArgs* push = take_push(out.dtype == DType::F32 && gemv_pushes(1, int(out.cols()), int(w.in_features), true), out);
     {
       ProfileScope ps(prof_, "gemm", stream());
-      linear_.run_swiglu(gate_up, w, out, push);
+      linear_.run_swiglu(gate_up, w, out);
     }
     finite_("linear (swiglu fused)", out);
   }
@@ -259,18 +257,14 @@ class CudaBackend final : public ops::Backend {
   }
   void all_reduce_add_rms_norm(Tensor residual, Tensor x, const Tensor& w, float eps, Tensor out) override {
     const int rows = int(x.rows()), n = int(x.cols());
-    const bool pushed = pushed_out_ != nullptr;
-    LL_CHECK(!pushed || pushed_out_ == x.data, "all-reduce + norm: a projection pushed another tensor's rows");
-    pushed_out_ = nullptr;
-    if (!pushed && (!peer_ || residual.dtype != DType::F32 || x.dtype != DType::F32 || !peer_->takes_norm(rows, n) ||
-                    linear_.quantize_x_for(out, norm_quantizes_x(rows, n)) != nullptr)) {
+    if (!peer_ || residual.dtype != DType::F32 || x.dtype != DType::F32 || !peer_->takes_norm(rows, n) ||
+        linear_.quantize_x_for(out, norm_quantizes_x(rows, n)) != nullptr) {
       ops::Backend::all_reduce_add_rms_norm(residual, x, w, eps, out);
       return;
     }
     {
       ProfileScope ps(prof_, "all-reduce+norm", stream());
-      peer_->run_add_rms_norm(x.data, rows, n, residual.ptr<float>(), w.ptr<float>(), eps, act(), out.data, stream(),
-                              pushed);
+      peer_->run_add_rms_norm(x.data, rows, n, residual.ptr<float>(), w.ptr<float>(), eps, act(), out.data, stream());
     }
     finite_("add_rms_norm (residual)", residual);
     finite_("add_rms_norm", out);
@@ -293,8 +287,6 @@ class CudaBackend final : public ops::Backend {
     }
   }
 
-  void next_linear_feeds_reduce() override { push_next_ = true; }
-
   bool supports_graphs() const override { return true; }
   int capture_graph(const std::function<void()>& fn) override { return graphs_.capture(fn); }
   void replay_graph(int id) override { graphs_.replay(id); }
@@ -306,21 +298,6 @@ class CudaBackend final : public ops::Backend {
 
   std::shared_ptr<NcclComm> comm_;  // tensor parallelism (null: one device)
   std::shared_ptr<PeerAllReduce> peer_;  // small all-reduces over peer memory (null: NCCL only)
-  // Row-parallel GEMVs push their rows into the fused all-reduce + norm's low-latency channel:
-  // push_next_ is the decoder's word that the next projection feeds it, pushed_out_ the output
-  // that was pushed (the next all_reduce_add_rms_norm's x).
-  bool push_next_ = false;
-  const void* pushed_out_ = nullptr;
-  // The channel the next projection pushes `out` into where it can (and the norm after it will
-  // take the low-latency channel); null otherwise. Consumes the decoder's word either way.
-  const PeerLLArgs* take_push(bool gemv_can, const Tensor& out) {
-    const bool want = push_next_;
-    push_next_ = false;
-    if (!want || !gemv_can || !peer_ || !tuning_.tp_gemv_push || linear_.has_int_weights()) return nullptr;
-    const PeerLLArgs* ll = peer_->ll_push_args(int(out.rows()), int(out.cols()));
-    if (ll) pushed_out_ = out.data;
-    return ll;
-  }
   const CudaTuning tuning_;
   CudaDevice dev_;
   CudaLinear linear_;

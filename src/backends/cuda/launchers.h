@@ -72,26 +72,20 @@ struct PeerLLArgs {
   void* recv[kPeerArMaxRanks] = {};
   uint32_t* counter = nullptr;
 };
-// pushed: the GEMV that wrote x already sent its rows (gemv(..., push)); only the receiving half runs.
 cudaError_t peer_ll_all_reduce_add_rms_norm(const PeerLLArgs& a, Act act, const float* x, int rows, int n,
-                                            float* residual, const float* w, float eps, void* out, cudaStream_t s,
-                                            bool pushed = false);
+                                            float* residual, const float* w, float eps, void* out, cudaStream_t s);
 
 // out[t, n] = sum_k x[t, k] * w[n, k] (+ bias[n]) for T <= 8 tokens; out is act or f32.
 // pdl: the one-token kernel is launched with programmatic dependent launch (sm_90+, pdl.cuh).
-// push (a row-parallel projection under tensor parallelism): the one-token kernel also sends its
-// output row over the low-latency channel, as peer_ll_all_reduce_add_rms_norm's first half
-// would; that call then runs with pushed = true. Needs gemv_pushes(T, N, K, out_f32).
 cudaError_t gemv(Act act, const void* x, const void* w, const void* bias, void* out, bool out_f32,
-                 int T, int N, int K, int ldo, cudaStream_t s, bool pdl = false, const PeerLLArgs* push = nullptr);
-bool gemv_pushes(int T, int N, int K, bool out_f32);
+                 int T, int N, int K, int ldo, cudaStream_t s, bool pdl = false);
 // The same for one token whose input is swiglu(gate_up) (gate_up: [1, 2K] act), computed and
 // rounded to act as cuda::swiglu does, so the result equals swiglu then gemv bit for bit.
 // gemv_swiglu_fits(K): K % 64 == 0 and K <= 8192 (above, the recomputation costs more than the
 // launch it saves).
 bool gemv_swiglu_fits(int K);
 cudaError_t gemv_swiglu(Act act, const void* gate_up, const void* w, const void* bias, void* out, bool out_f32,
-                        int N, int K, cudaStream_t s, bool pdl = false, const PeerLLArgs* push = nullptr);
+                        int N, int K, cudaStream_t s, bool pdl = false);
 
 // Quantised weights in the GQ layout (core/gq.h). kind: 0 int8, 1 int4, 2 fp8 (GqKind order);
 // group 0 = one (scale, offset) pair per row; row_bytes = the row stride.

@@ -20,13 +20,7 @@ GqArgs gq_args(const Tensor& w, bool pdl) {
 CudaLinear::CudaLinear(CudaDevice& dev, const CudaTuning& tuning)
     : dev_(dev), tuning_(tuning), pdl_(tuning.pdl && dev.props().major >= 9), gemm_(kGemmWorkspace) {}
 
-bool CudaLinear::pushes(const Tensor& x, const ops::Linear& w, const Tensor& out) const {
-  return !is_gq(w.parts[0].dtype) && w.parts.size() == 1 && tuning_.gemv_max_tokens >= 1 && x.cols() % 8 == 0 &&
-         gemv_pushes(int(x.rows()), int(w.out_features), int(x.cols()), out.dtype == DType::F32);
-}
-
-void CudaLinear::run(const Tensor& x, const ops::Linear& w, Tensor out, const PeerLLArgs* push) {
-  LL_CHECK(!push || pushes(x, w, out), "linear: this projection cannot push its rows to the peers");
+void CudaLinear::run(const Tensor& x, const ops::Linear& w, Tensor out) {
   const int T = int(x.rows()), K = int(x.cols()), N = int(w.out_features);
   if (T == 0) return;
   const bool f32 = out.dtype == DType::F32;
@@ -43,7 +37,7 @@ void CudaLinear::run(const Tensor& x, const ops::Linear& w, Tensor out, const Pe
   // is the limit (8 FLOP per weight byte at 8 tokens), so tensor cores (cuBLASLt) win.
   const int gemv_max = std::clamp(tuning_.gemv_max_tokens, 0, 8);
   if (T <= gemv_max && K % 8 == 0) {
-    LL_CUDA(gemv(act, x.data, w.parts[0].data, bias, out.data, f32, T, N, K, N, s, pdl_ && tuning_.pdl_gemv, push));
+    LL_CUDA(gemv(act, x.data, w.parts[0].data, bias, out.data, f32, T, N, K, N, s, pdl_ && tuning_.pdl_gemv));
   } else if (f32 && bias) {
     // cuBLASLt wants the bias in the output type; ours is 16-bit, so add it separately.
     gemm_.run(act, x.data, w.parts[0].data, nullptr, out.data, true, T, N, K, s);
@@ -59,10 +53,10 @@ bool CudaLinear::swiglu_fits(const Tensor& gate_up, const ops::Linear& w) const 
          tuning_.gemv_max_tokens >= 1 && gemv_swiglu_fits(int(K));
 }
 
-void CudaLinear::run_swiglu(const Tensor& gate_up, const ops::Linear& w, Tensor out, const PeerLLArgs* push) {
+void CudaLinear::run_swiglu(const Tensor& gate_up, const ops::Linear& w, Tensor out) {
   xq_of_ = nullptr;  // no int8 form of the SwiGLU output exists for this step
   LL_CUDA(gemv_swiglu(dev_.act(), gate_up.data, w.parts[0].data, w.bias.data, out.data, out.dtype == DType::F32,
-                      int(w.out_features), int(gate_up.cols() / 2), dev_.stream(), pdl_ && tuning_.pdl_gemv, push));
+                      int(w.out_features), int(gate_up.cols() / 2), dev_.stream(), pdl_ && tuning_.pdl_gemv));
 }
 
 // Quantised weights: a GEMV that dequantises in registers for decode batches, a tensor-core

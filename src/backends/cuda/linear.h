@@ -5,7 +5,6 @@
 #include <algorithm>
 #include "backends/cuda/device.h"
 #include "backends/cuda/gemm.h"
-#include "backends/cuda/launchers.h"
 #include "core/gq.h"
 #include "lite_llama/backend_options.h"
 #include "ops/ops.h"
@@ -16,14 +15,11 @@ class CudaLinear {
  public:
   CudaLinear(CudaDevice& dev, const CudaTuning& tuning);
 
-  // push: also send the output over that low-latency channel (tensor parallelism's row-parallel
-  // projections; gemv in launchers.h), only where pushes() says the GEMV runs.
-  void run(const Tensor& x, const ops::Linear& w, Tensor out, const PeerLLArgs* push = nullptr);
-  bool pushes(const Tensor& x, const ops::Linear& w, const Tensor& out) const;
+  void run(const Tensor& x, const ops::Linear& w, Tensor out);
   // out = linear(swiglu(gate_up), w) in one GEMV for one token of 16-bit weights (the decode
   // step's down projection), where swiglu_fits; elsewhere the caller runs both ops.
   bool swiglu_fits(const Tensor& gate_up, const ops::Linear& w) const;
-  void run_swiglu(const Tensor& gate_up, const ops::Linear& w, Tensor out, const PeerLLArgs* push = nullptr);
+  void run_swiglu(const Tensor& gate_up, const ops::Linear& w, Tensor out);
 
   // A GQ weight of format f was prepared: allocates the scratch buffers its kernels use (at load,
   // never inside a step).
@@ -37,8 +33,6 @@ class CudaLinear {
   // which tensor it describes; every other op that writes activations calls forget_xq().
   void* quantize_x_for(const Tensor& out, bool shape_ok);
   void forget_xq() { xq_of_ = nullptr; }
-  // Some weights are int8 / int4 GQ: norms may then quantise their output for the dp4a GEMV.
-  bool has_int_weights() const { return int_weights_; }
 
  private:
   void run_gq(const Tensor& x, const ops::Linear& w, Tensor out, int T, int N, int K, bool f32);

@@ -79,18 +79,13 @@ bool PeerAllReduce::takes_norm(int rows, int n) const {
   return n % 4 == 0 && n <= 16 * kPeerArThreads && size_t(rows) * size_t(n) * 4 <= max_bytes_;
 }
 
-const PeerLLArgs* PeerAllReduce::ll_push_args(int rows, int n) const {
-  return takes_norm(rows, n) && int64_t(rows) * n / 2 <= ll_args_.cap_lines ? &ll_args_ : nullptr;
-}
-
 void PeerAllReduce::run_add_rms_norm(void* x, int rows, int n, float* residual, const float* w, float eps, Act act,
-                                     void* out, cudaStream_t s, bool pushed) {
+                                     void* out, cudaStream_t s) {
   if (int64_t(rows) * n / 2 <= ll_args_.cap_lines) {
     LL_CUDA(peer_ll_all_reduce_add_rms_norm(ll_args_, act, static_cast<const float*>(x), rows, n, residual, w, eps,
-                                            out, s, pushed));
+                                            out, s));
     return;
   }
-  LL_CHECK(!pushed, "all-reduce + norm: rows pushed to a channel that does not take them");
   PeerArArgs a = norm_args_;
   a.x = x;
   a.units = int64_t(rows) * n / 4;

@@ -28,11 +28,8 @@ class PeerAllReduce {
   // The fused all-reduce + residual add + RMSNorm: fp32 x and residual [rows, n], n % 4 == 0,
   // n <= 8192, rows * n * 4 <= max_bytes.
   bool takes_norm(int rows, int n) const;
-  // The low-latency channel a row-parallel GEMV may push rows [rows, n] into (null where that
-  // call of run_add_rms_norm would take the staged channel); the call then passes pushed = true.
-  const PeerLLArgs* ll_push_args(int rows, int n) const;
   void run_add_rms_norm(void* x, int rows, int n, float* residual, const float* w, float eps, Act act, void* out,
-                        cudaStream_t s, bool pushed = false);
+                        cudaStream_t s);
 
  private:
   PeerAllReduce() = default;

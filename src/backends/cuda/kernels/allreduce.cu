@@ -9,7 +9,6 @@
 // kernel is replayed from CUDA graphs as it is.
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/launchers.h"
-#include "backends/cuda/kernels/peer_ll.cuh"
 
 namespace lite_llama::cuda {
 namespace {
@@ -135,17 +134,33 @@ __global__ void __launch_bounds__(kPeerArThreads)
   if (threadIdx.x == 0) me->counter[b] = flag;
 }
 
-// Low-latency channel (peer_ll.cuh). Receive buffers alternate by call parity: a rank writes
-// call k + 2 only after its peers took call k + 1 from it, so they have finished reading call k's
-// parity.
+// Low-latency channel (NCCL's "LL" protocol): a 16-byte line carries two fp32 values, each
+// beside a copy of the call number, written with one 16-byte store; a reader knows the line
+// arrived when both copies match (stores are at least 8-byte atomic over NVLink). Receive buffers
+// alternate by call parity: a rank writes call k + 2 only after its peers took call k + 1 from
+// it, so they have finished reading call k's parity.
+__device__ __forceinline__ void st_line(uint4* p, float a, float b, uint32_t flag) {
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(__float_as_uint(a)), "r"(flag),
+               "r"(__float_as_uint(b)), "r"(flag)
+               : "memory");
+}
+
+__device__ __forceinline__ float2 ld_line(const uint4* p, uint32_t flag) {
+  uint4 v;
+  do {
+    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p)
+                 : "memory");
+  } while (v.y != flag || v.w != flag);
+  return make_float2(__uint_as_float(v.x), __uint_as_float(v.z));
+}
+
 // Block b owns the rows r with r % gridDim.x == b, as peer_all_reduce_norm_kernel; a thread owns
 // lines i = threadIdx.x + c * kPeerArThreads of a row (values 2i, 2i + 1). The sum is taken in
-// rank order on every rank, so all ranks hold the same bits. pushed: the projection that wrote x
-// has already sent its rows to the peers (gemv.cu), so only the receiving half runs.
+// rank order on every rank, so all ranks hold the same bits.
 template <typename T>
 __global__ void __launch_bounds__(kPeerArThreads)
     peer_ll_norm_kernel(PeerLLArgs a, const float* __restrict__ x, int rows, int n, float* __restrict__ residual,
-                        const float* __restrict__ w, float eps, T* __restrict__ out, bool pushed) {
+                        const float* __restrict__ w, float eps, T* __restrict__ out) {
   __shared__ float red[32];
   constexpr int kLines = 8192 / 2 / kPeerArThreads;  // lines a thread owns at most
   const int b = blockIdx.x;
@@ -161,7 +176,7 @@ __global__ void __launch_bounds__(kPeerArThreads)
       if (i < lines) v[c] = reinterpret_cast<const float2*>(x + size_t(r) * n)[i];
     }
     const int64_t at = int64_t(r) * lines;
-    for (int p = 0; p < a.size && !pushed; ++p) {
+    for (int p = 0; p < a.size; ++p) {
       if (p == a.rank) continue;
       uint4* dst = static_cast<uint4*>(a.recv[p]) + par + int64_t(a.rank) * slab + at;
 #pragma unroll
@@ -211,17 +226,16 @@ __global__ void __launch_bounds__(kPeerArThreads)
 }  // namespace
 
 cudaError_t peer_ll_all_reduce_add_rms_norm(const PeerLLArgs& a, Act act, const float* x, int rows, int n,
-                                            float* residual, const float* w, float eps, void* out, cudaStream_t s,
-                                            bool pushed) {
+                                            float* residual, const float* w, float eps, void* out, cudaStream_t s) {
   if (rows == 0) return cudaSuccess;
   if (a.size < 1 || a.size > kPeerArMaxRanks || n % 2 != 0 || n > 8192 || int64_t(rows) * n / 2 > a.cap_lines)
     return cudaErrorInvalidValue;
   if (act == Act::BF16)
     peer_ll_norm_kernel<__nv_bfloat16><<<kPeerArBlocks, kPeerArThreads, 0, s>>>(
-        a, x, rows, n, residual, w, eps, static_cast<__nv_bfloat16*>(out), pushed);
+        a, x, rows, n, residual, w, eps, static_cast<__nv_bfloat16*>(out));
   else
     peer_ll_norm_kernel<__half><<<kPeerArBlocks, kPeerArThreads, 0, s>>>(a, x, rows, n, residual, w, eps,
-                                                                          static_cast<__half*>(out), pushed);
+                                                                          static_cast<__half*>(out));
   return cudaGetLastError();
 }
 

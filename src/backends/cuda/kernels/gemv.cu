@@ -4,7 +4,6 @@
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/launchers.h"
 #include "backends/cuda/pdl.cuh"
-#include "backends/cuda/kernels/peer_ll.cuh"
 
 namespace lite_llama::cuda {
 namespace {
@@ -77,13 +76,10 @@ constexpr int kRows1 = 4;
 
 // kSwiglu: x is [gate (K) | up (K)] and the input is silu(gate) * up rounded to T (swiglu_kernel's
 // formula), recomputed by every block from the L2-resident row: no separate SwiGLU launch.
-// kPush: the fp32 output (a row-parallel projection's partial sums) also goes to every peer's
-// low-latency receive buffer as lines of two values (N % 4 == 0: a block's 4 rows are 2 lines),
-// so the all-reduce + norm after it finds the peers' rows already there or on their way.
-template <typename T, typename OutT, bool kSwiglu = false, bool kPush = false>
+template <typename T, typename OutT, bool kSwiglu = false>
 __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict__ x, const T* __restrict__ w,
                                                             const T* __restrict__ bias, OutT* __restrict__ out,
-                                                            int N, int K, PeerLLArgs push) {
+                                                            int N, int K) {
   __shared__ float part[kWarps][kRows1];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int row0 = blockIdx.x * kRows1;
@@ -147,20 +143,12 @@ __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict_
     for (int i = 0; i < kWarps; ++i) v += part[i][r];
     if (bias) v += to_f(bias[row0 + r]);
     out[row0 + r] = from_f<OutT>(v);
-    if constexpr (kPush) {
-      const float next = __shfl_down_sync(0xfu, v, 1, kRows1);
-      if (r % 2 == 0) {
-        const uint32_t flag = ll_flag(push, 0);
-        for (int p = 0; p < push.size; ++p)
-          if (p != push.rank) st_line(ll_dst(push, p, push.rank, flag, (row0 + r) / 2), v, next, flag);
-      }
-    }
   }
 }
 
 template <typename T, typename OutT>
 cudaError_t launch(const void* x, const void* w, const void* bias, void* out, int T_, int N, int K,
-                   int ldo, cudaStream_t s, bool pdl, const PeerLLArgs* push) {
+                   int ldo, cudaStream_t s, bool pdl) {
   auto* xp = static_cast<const T*>(x);
   auto* wp = static_cast<const T*>(w);
   auto* bp = static_cast<const T*>(bias);
@@ -168,12 +156,10 @@ cudaError_t launch(const void* x, const void* w, const void* bias, void* out, in
   const dim3 block(kWarps * 32);
   // One token: 2 rows x 4 chunks in flight per lane; more tokens: 4 rows share each x load.
   if (T_ == 1 && K % (kWarps * 8) == 0) {
-    if constexpr (sizeof(OutT) == 4)
-      if (push)
-        return launch_pdl(pdl, gemv1_kernel<T, OutT, false, true>, dim3(ceil_div(N, kRows1)), block, 0, s, xp, wp,
-                          bp, op, N, K, *push);
-    return launch_pdl(pdl, gemv1_kernel<T, OutT>, dim3(ceil_div(N, kRows1)), block, 0, s, xp, wp, bp, op, N, K,
-                      PeerLLArgs{});
+    if (pdl)
+      return launch_pdl(true, gemv1_kernel<T, OutT>, dim3(ceil_div(N, kRows1)), block, 0, s, xp, wp, bp, op, N, K);
+    gemv1_kernel<T, OutT><<<ceil_div(N, kRows1), block, 0, s>>>(xp, wp, bp, op, N, K);
+    return cudaGetLastError();
   }
   if (T_ == 1) {
     gemv_kernel<T, 1, 2, 4, OutT><<<ceil_div(N, kWarps * 2), block, 0, s>>>(xp, wp, bp, op, N, K, ldo);
@@ -196,33 +182,28 @@ cudaError_t launch(const void* x, const void* w, const void* bias, void* out, in
 // decode: Llama-3.2-1B's K 8192 +2.0%, Llama-3.1-8B's 14336 -1.0%, against the two kernels).
 bool gemv_swiglu_fits(int K) { return K > 0 && K <= 8192 && K % (kWarps * 8) == 0; }
 
-bool gemv_pushes(int T, int N, int K, bool out_f32) {
-  return T == 1 && out_f32 && N % kRows1 == 0 && K % (kWarps * 8) == 0;
-}
-
 cudaError_t gemv_swiglu(Act act, const void* gate_up, const void* w, const void* bias, void* out, bool out_f32,
-                        int N, int K, cudaStream_t s, bool pdl, const PeerLLArgs* push) {
-  if (!gemv_swiglu_fits(K) || (push && !gemv_pushes(1, N, K, out_f32))) return cudaErrorInvalidValue;
+                        int N, int K, cudaStream_t s, bool pdl) {
+  if (!gemv_swiglu_fits(K)) return cudaErrorInvalidValue;
   auto go = [&](auto t, auto o) {
     using T = decltype(t);
     using O = decltype(o);
-    auto* k = push ? gemv1_kernel<T, O, true, sizeof(O) == 4> : gemv1_kernel<T, O, true>;
-    return launch_pdl(pdl, k, dim3(ceil_div(N, kRows1)), dim3(kWarps * 32), 0, s, static_cast<const T*>(gate_up),
-                      static_cast<const T*>(w), static_cast<const T*>(bias), static_cast<O*>(out), N, K,
-                      push ? *push : PeerLLArgs{});
+    return launch_pdl(pdl, gemv1_kernel<T, O, true>, dim3(ceil_div(N, kRows1)), dim3(kWarps * 32), 0, s,
+                      static_cast<const T*>(gate_up), static_cast<const T*>(w), static_cast<const T*>(bias),
+                      static_cast<O*>(out), N, K);
   };
   if (act == Act::BF16) return out_f32 ? go(__nv_bfloat16{}, float{}) : go(__nv_bfloat16{}, __nv_bfloat16{});
   return out_f32 ? go(__half{}, float{}) : go(__half{}, __half{});
 }
 
 cudaError_t gemv(Act act, const void* x, const void* w, const void* bias, void* out, bool out_f32,
-                 int T, int N, int K, int ldo, cudaStream_t s, bool pdl, const PeerLLArgs* push) {
-  if (K % 8 != 0 || T < 1 || T > 8 || (push && !gemv_pushes(T, N, K, out_f32))) return cudaErrorInvalidValue;
+                 int T, int N, int K, int ldo, cudaStream_t s, bool pdl) {
+  if (K % 8 != 0 || T < 1 || T > 8) return cudaErrorInvalidValue;
   if (act == Act::BF16)
-    return out_f32 ? launch<__nv_bfloat16, float>(x, w, bias, out, T, N, K, ldo, s, pdl, push)
-                   : launch<__nv_bfloat16, __nv_bfloat16>(x, w, bias, out, T, N, K, ldo, s, pdl, nullptr);
-  return out_f32 ? launch<__half, float>(x, w, bias, out, T, N, K, ldo, s, pdl, push)
-                 : launch<__half, __half>(x, w, bias, out, T, N, K, ldo, s, pdl, nullptr);
+    return out_f32 ? launch<__nv_bfloat16, float>(x, w, bias, out, T, N, K, ldo, s, pdl)
+                   : launch<__nv_bfloat16, __nv_bfloat16>(x, w, bias, out, T, N, K, ldo, s, pdl);
+  return out_f32 ? launch<__half, float>(x, w, bias, out, T, N, K, ldo, s, pdl)
+                 : launch<__half, __half>(x, w, bias, out, T, N, K, ldo, s, pdl);
 }
 
 }  // namespace lite_llama::cuda
