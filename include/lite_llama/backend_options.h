@@ -52,6 +52,9 @@ struct CudaTuning {
   // fp8_gemm_min_tokens tokens (-1 = the built-in default).
   bool fp8_gemm = true;
   int fp8_gemm_min_tokens = -1;
+  // The one-token down projection computes its SwiGLU input itself (one launch fewer, but every
+  // block recomputes the K inputs) up to this K; 0: never.
+  int swiglu_gemv_max_k = 8192;
   // Programmatic dependent launch where the GPU has it (sm_90+) for the quantised kernels, and
   // for the 16-bit one-token GEMV when pdl_gemv is also set.
   bool pdl = true;

@@ -29,6 +29,7 @@ void apply_env_tuning(BackendOptions& o) {
   env_int("LITE_LLAMA_GQ_DP4A_MAX", c.gq_dp4a_max_tokens);
   env_int("LITE_LLAMA_PEER_ALLREDUCE_KIB", c.peer_all_reduce_max_kib);
   c.peer_all_reduce_max_kib = std::max(0, c.peer_all_reduce_max_kib);
+  env_int("LITE_LLAMA_SWIGLU_GEMV_MAX_K", c.swiglu_gemv_max_k);
   env_int("LITE_LLAMA_MOE_GEMV_MAX", c.moe_gemv_max_assign);
   if (env("LITE_LLAMA_FP32_RESIDUAL")) c.fp32_residual = !env_is("LITE_LLAMA_FP32_RESIDUAL", "0");
   if (env("LITE_LLAMA_FP8_GEMM")) c.fp8_gemm = !env_is("LITE_LLAMA_FP8_GEMM", "0");

@@ -50,7 +50,7 @@ void CudaLinear::run(const Tensor& x, const ops::Linear& w, Tensor out) {
 bool CudaLinear::swiglu_fits(const Tensor& gate_up, const ops::Linear& w) const {
   const int64_t K = gate_up.cols() / 2;
   return gate_up.rows() == 1 && !is_gq(w.parts[0].dtype) && w.parts.size() == 1 && w.in_features == K &&
-         tuning_.gemv_max_tokens >= 1 && gemv_swiglu_fits(int(K));
+         tuning_.gemv_max_tokens >= 1 && K <= tuning_.swiglu_gemv_max_k && gemv_swiglu_fits(int(K));
 }
 
 void CudaLinear::run_swiglu(const Tensor& gate_up, const ops::Linear& w, Tensor out) {

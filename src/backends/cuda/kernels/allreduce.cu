@@ -9,6 +9,7 @@
 // kernel is replayed from CUDA graphs as it is.
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/launchers.h"
+#include "backends/cuda/pdl.cuh"
 
 namespace lite_llama::cuda {
 namespace {
@@ -93,6 +94,7 @@ __global__ void __launch_bounds__(kPeerArThreads)
     peer_all_reduce_norm_kernel(PeerArArgs a, int rows, int n, float* __restrict__ residual,
                                 const float* __restrict__ w, float eps, T* __restrict__ out) {
   __shared__ float red[32];
+  pdl_trigger();  // as in peer_ll_norm_kernel
   const int b = blockIdx.x;
   PeerArSignal* me = a.signal[a.rank];
   const uint32_t flag = me->counter[b] + 1;
@@ -163,6 +165,8 @@ __global__ void __launch_bounds__(kPeerArThreads)
                         const float* __restrict__ w, float eps, T* __restrict__ out) {
   __shared__ float red[32];
   constexpr int kLines = 8192 / 2 / kPeerArThreads;  // lines a thread owns at most
+  // The next projection's GEMV (PDL) may start fetching its weights while this waits for peers.
+  pdl_trigger();
   const int b = blockIdx.x;
   const uint32_t flag = a.counter[b] + 1;
   const int lines = n / 2;
