@@ -1,6 +1,7 @@
 #include "backends/cuda/device_sampler.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "backends/cuda/cuda_check.h"
 
@@ -31,12 +32,25 @@ bool DeviceSampler::sample(const Tensor& logits, int rows, int limit, const std:
   return true;
 }
 
+DeviceSampler::~DeviceSampler() {
+  if (masks_host_) cudaFreeHost(masks_host_);
+  if (masks_ready_) cudaEventDestroy(masks_ready_);
+  if (copy_stream_) cudaStreamDestroy(copy_stream_);
+}
+
 void DeviceSampler::reserve_constraints(int max_rows, int words, int max_bias) {
   mask_rows_cap_ = max_rows;
   mask_words_cap_ = words;
   bias_cap_ = max_bias;
-  masks_ = dev_.alloc(size_t(std::max(1, max_rows)) * size_t(std::max(1, words)) * sizeof(uint32_t));
+  const size_t mask_bytes = size_t(std::max(1, max_rows)) * size_t(std::max(1, words)) * sizeof(uint32_t);
+  masks_ = dev_.alloc(mask_bytes);
   bias_ = dev_.alloc(size_t(std::max(1, max_bias)) * sizeof(ops::LogitBias));
+  if (masks_host_) cudaFreeHost(masks_host_);
+  LL_CUDA(cudaMallocHost(&masks_host_, mask_bytes));
+  if (!copy_stream_) {
+    LL_CUDA(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
+    LL_CUDA(cudaEventCreateWithFlags(&masks_ready_, cudaEventDisableTiming));
+  }
 }
 
 bool DeviceSampler::constrain(const Tensor& logits, int rows, const uint32_t* masks, int words,
@@ -44,9 +58,14 @@ bool DeviceSampler::constrain(const Tensor& logits, int rows, const uint32_t* ma
   if (rows > mask_rows_cap_ || words > mask_words_cap_ || int(bias.size()) > bias_cap_) return false;
   cudaStream_t s = dev_.stream();
   const bool with_masks = masks && words > 0;
-  if (with_masks)
-    LL_CUDA(cudaMemcpyAsync(masks_.data(), masks, size_t(rows) * size_t(words) * sizeof(uint32_t),
-                            cudaMemcpyHostToDevice, s));
+  if (with_masks) {
+    // The previous step's copy and mask kernel are done: its tokens were read back after them.
+    const size_t bytes = size_t(rows) * size_t(words) * sizeof(uint32_t);
+    std::memcpy(masks_host_, masks, bytes);
+    LL_CUDA(cudaMemcpyAsync(masks_.data(), masks_host_, bytes, cudaMemcpyHostToDevice, copy_stream_));
+    LL_CUDA(cudaEventRecord(masks_ready_, copy_stream_));
+    LL_CUDA(cudaStreamWaitEvent(s, masks_ready_, 0));
+  }
   if (!bias.empty())
     LL_CUDA(cudaMemcpyAsync(bias_.data(), bias.data(), bias.size() * sizeof(ops::LogitBias),
                             cudaMemcpyHostToDevice, s));

@@ -11,11 +11,16 @@ namespace lite_llama::cuda {
 class DeviceSampler {
  public:
   explicit DeviceSampler(CudaDevice& dev) : dev_(dev) {}
+  ~DeviceSampler();
+  DeviceSampler(const DeviceSampler&) = delete;
+  DeviceSampler& operator=(const DeviceSampler&) = delete;
   void reserve(int max_rows, int max_penalties);
   // False (nothing launched) when the step exceeds what was reserved.
   bool sample(const Tensor& logits, int rows, int limit, const std::vector<ops::SampleRow>& params,
               const std::vector<int32_t>& pen_tokens, const std::vector<int32_t>& pen_counts, int32_t* out);
   // Grammar masks and logit biases (Backend::constrain_logits): uploaded, then one kernel each.
+  // The masks (64 rows of a 128k vocabulary: 1 MiB) go through pinned memory on a copy stream of
+  // their own, so their transfer overlaps the forward still running on the op stream.
   void reserve_constraints(int max_rows, int words, int max_bias);
   bool constrain(const Tensor& logits, int rows, const uint32_t* masks, int words,
                  const std::vector<ops::LogitBias>& bias);
@@ -26,6 +31,9 @@ class DeviceSampler {
   int rows_cap_ = 0, pen_cap_ = 0;
   Buffer masks_, bias_;
   int mask_rows_cap_ = 0, mask_words_cap_ = 0, bias_cap_ = 0;
+  uint32_t* masks_host_ = nullptr;  // pinned staging of masks_
+  cudaStream_t copy_stream_ = nullptr;
+  cudaEvent_t masks_ready_ = nullptr;
 };
 
 }  // namespace lite_llama::cuda
