@@ -56,9 +56,10 @@ struct CudaTuning {
   // block recomputes the K inputs) up to this K; 0: never.
   int swiglu_gemv_max_k = 8192;
   // Programmatic dependent launch where the GPU has it (sm_90+) for the quantised kernels, and
-  // for the 16-bit one-token GEMV when pdl_gemv is also set.
+  // for the 16-bit one-token GEMV when pdl_gemv is also set (H100, batch 1: 0.6-1.8% faster on
+  // Llama-3.2-1B/3B, Qwen2.5-3B, Qwen3-4B; docs/benchmarks/gpu.md).
   bool pdl = true;
-  bool pdl_gemv = false;
+  bool pdl_gemv = true;
   // The residual stream in fp32 (the fused add + RMSNorm reads and writes fp32 and hands 16-bit
   // normalised activations on), as the fp32 reference and llama.cpp keep it; false: 16-bit.
   bool fp32_residual = true;

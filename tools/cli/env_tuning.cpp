@@ -34,7 +34,7 @@ void apply_env_tuning(BackendOptions& o) {
   if (env("LITE_LLAMA_FP32_RESIDUAL")) c.fp32_residual = !env_is("LITE_LLAMA_FP32_RESIDUAL", "0");
   if (env("LITE_LLAMA_FP8_GEMM")) c.fp8_gemm = !env_is("LITE_LLAMA_FP8_GEMM", "0");
   if (env("LITE_LLAMA_PDL")) c.pdl = !env_is("LITE_LLAMA_PDL", "0");
-  if (env("LITE_LLAMA_PDL_GEMV")) c.pdl_gemv = env_is("LITE_LLAMA_PDL_GEMV", "1");
+  if (env("LITE_LLAMA_PDL_GEMV")) c.pdl_gemv = !env_is("LITE_LLAMA_PDL_GEMV", "0");
   if (env("LITE_LLAMA_CHECK_FINITE")) c.check_finite = env_is("LITE_LLAMA_CHECK_FINITE", "1");
   if (env("LITE_LLAMA_CPU_Q8")) o.cpu.q8_activations = true;
   if (const char* e = env("LITE_LLAMA_CPU_ISA")) o.cpu.isa = parse_cpu_isa(e);
