@@ -69,8 +69,9 @@ struct CudaTuning {
   int peer_all_reduce_max_kib = 4096;
   // Mixture of experts: steps of up to this many token-expert assignments run the sort-free
   // grouped GEMV, larger ones the expert-sorted tensor-core GEMM (-1: 4 per expert for 16-bit
-  // experts, 1 for int8 ones, at most 1,024; 0: always the GEMM). H100, Qwen3-30B-A3B: the GEMV is 1.29x / 1.36x / 1.02x faster at
-  // batch 1 / 8 / 64, the GEMM 3.9x at a 128-token prefill (1,024 assignments).
+  // experts, 1 for int8 / int4 ones, at most 1,024; 0: always the GEMM). H100, Qwen3-30B-A3B:
+  // the GEMV is 1.29x / 1.36x / 1.02x faster at batch 1 / 8 / 64, the GEMM 3.9x at a 128-token
+  // prefill (1,024 assignments).
   int moe_gemv_max_assign = -1;
   // Debugging: every op's output is copied back and checked for NaN / inf (eager steps only).
   bool check_finite = false;

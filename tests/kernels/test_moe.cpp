@@ -4,9 +4,11 @@
 // every token (stacked 16-bit weights; the sort-free grouped GEMV and the expert-sorted
 // tensor-core GEMM; the weighted combine in ascending expert order) for decode-sized and prefill-sized token
 // counts, fp32 and 16-bit outputs; dummy experts drawn as ops.h specifies; and the whole layer
-// captured in a CUDA graph and replayed on new routes. Under --quantize int8 the experts are int8
-// rows with a scale per row: both paths against the reference on the weights read back from the
-// device and dequantised on the host (so only the 16-bit rounding separates them).
+// captured in a CUDA graph and replayed on new routes. Quantised experts (--quantize int8: int8
+// rows with a scale per row; --quantize int4: int4 in groups of 128 or 32; GGUF Q4_0 / Q4_1 /
+// Q8_0 blocks repacked; int8 in groups of 16 as Q6_K gives): both paths against the reference on
+// the weights read back from the device and dequantised on the host, or on the file's blocks (so
+// only the 16-bit rounding separates them).
 #include "backends/cpu/ref_ops.h"
 #include "core/error.h"
 #include "core/gq.h"
@@ -59,19 +61,19 @@ Experts make_experts(std::mt19937& rng, DType act, int E, int64_t H, int64_t F) 
 
 const GqFormat kInt8Rows{GqKind::Int8, 0};  // --quantize int8: per channel
 
-// Device experts in the per-channel int8 layout, read back and dequantised by core/gq.h's
+// Device experts in GQ layouts (each matrix its own), read back and dequantised by core/gq.h's
 // reference: the weights the kernels compute with.
 Experts dequantized(ops::Backend& be, const ops::MoeExperts& dev) {
   const int E = dev.num_experts;
   const int64_t H = dev.hidden, F = dev.ffn;
   Experts x;
   auto read = [&](const Tensor& t, int64_t rows, int64_t K) {
-    const size_t rb = kInt8Rows.row_bytes(K);
+    const GqFormat f = gq_format(t.dtype).value();
+    const size_t rb = f.row_bytes(K);
     std::vector<uint8_t> bytes(size_t(rows) * rb);
     be.copy_to_host(bytes.data(), t.data, bytes.size());
     std::vector<float> v(size_t(rows * K));
-    for (int64_t r = 0; r < rows; ++r)
-      dequantize_row_gq(kInt8Rows, bytes.data() + size_t(r) * rb, &v[size_t(r * K)], K);
+    for (int64_t r = 0; r < rows; ++r) dequantize_row_gq(f, bytes.data() + size_t(r) * rb, &v[size_t(r * K)], K);
     return v;
   };
   const std::vector<float> gu = read(dev.stacked_gate_up, E * 2 * F, H), d = read(dev.stacked_down, E * H, F);
@@ -101,14 +103,81 @@ double max_int8_error(const std::vector<std::vector<float>>& want, const std::ve
   return worst;
 }
 
-// be's moe_experts on `dev` against cpu::ref::moe_experts on `ref` (the same weights), every
-// token routed to k distinct experts: decode steps, more assignments per expert than a GEMV chunk
-// or a GEMM tile holds, and 1,200 assignments (past the GEMV's limit); fp32 and 16-bit outputs.
+// Largest |quantised - original| over the experts' weights, as a fraction of their row's max|w|.
+double max_row_error(const std::vector<std::vector<float>>& want, const std::vector<std::vector<float>>& got,
+                     int64_t K) {
+  double worst = 0;
+  for (size_t e = 0; e < want.size(); ++e)
+    for (size_t r = 0; r < want[e].size() / size_t(K); ++r) {
+      const float* w = &want[e][r * size_t(K)];
+      const float* g = &got[e][r * size_t(K)];
+      double amax = 0, err = 0;
+      for (int64_t c = 0; c < K; ++c)
+        amax = std::max(amax, double(std::fabs(w[c]))), err = std::max(err, double(std::fabs(g[c] - w[c])));
+      worst = std::max(worst, err / amax);
+    }
+  return worst;
+}
+
+const std::vector<int> kTokenCounts = {1, 4, 37, 300, 400};
+// Around the default GEMV / GEMM threshold of quantised experts (1 assignment an expert: 12 of
+// 12 experts x top 3 is 4 tokens, 5 tokens take the GEMM), and past it.
+const std::vector<int> kQuantTokenCounts = {1, 4, 5, 37, 300, 400};
+
+// Backends of one --quantize mode on the three paths: the default threshold, the GEMV for every
+// step it takes (up to 1,024 assignments) and the GEMM for every step. keep[i] holds be[i]'s
+// weights (declared after be: freed first).
+struct Paths {
+  std::unique_ptr<ops::Backend> be[3];
+  std::vector<Buffer> keep[3];
+  const char* name[3] = {"", " (GEMV forced)", " (GEMM forced)"};
+};
+Paths paths(const std::string& dtype, const std::string& mode) {
+  Paths p;
+  for (int i = 0; i < 3; ++i) {
+    CudaTuning t;
+    t.moe_gemv_max_assign = i == 0 ? -1 : i == 1 ? 1024 : 0;
+    p.be[i] = make_gpu_quantized(dtype, mode, t);
+  }
+  return p;
+}
+
+// Experts as a file stores them: gate (j = 2e) and up (j = 2e + 1) of type gate_up[j % size],
+// down of down[e % size], quantised from random values by the engine's reference quantisers
+// (GGUF blocks, or GQ rows as GPTQ-style checkpoints load).
+struct FileExperts {
+  std::vector<std::vector<uint8_t>> bytes;
+  ops::MoeExperts host;
+};
+FileExperts file_experts(std::mt19937& rng, int E, int64_t H, int64_t F, const std::vector<DType>& gate_up,
+                         const std::vector<DType>& down) {
+  FileExperts x;
+  x.host.num_experts = E, x.host.hidden = H, x.host.ffn = F;
+  auto part = [&](DType t, int64_t rows, int64_t K) {
+    const std::vector<float> v = randn(rng, size_t(rows * K), 1.0f / std::sqrt(float(K)));
+    const size_t rb = row_bytes(t, K);
+    std::vector<uint8_t>& b = x.bytes.emplace_back(rb * size_t(rows));
+    for (int64_t r = 0; r < rows; ++r) quantize_row(t, v.data() + r * K, b.data() + size_t(r) * rb, K);
+    return Tensor(b.data(), t, {rows, K});  // the buffer stays where it is when x.bytes grows
+  };
+  for (int e = 0; e < E; ++e) {
+    x.host.gate.push_back(part(gate_up[size_t(2 * e) % gate_up.size()], F, H));
+    x.host.up.push_back(part(gate_up[size_t(2 * e + 1) % gate_up.size()], F, H));
+    x.host.down.push_back(part(down[size_t(e) % down.size()], H, F));
+  }
+  return x;
+}
+
+// be's moe_experts on `dev` against cpu::ref::moe_experts on `ref` (the same weights), or with
+// `ref_be` (a CPU backend) its moe_experts on `ref` (prepared by it); every token routed to k distinct
+// experts: decode steps, more assignments per expert than a GEMV chunk or a GEMM tile holds, and
+// 1,200 assignments (past the GEMV's limit); fp32 and 16-bit outputs.
 void expect_experts_match(ops::Backend& be, const ops::MoeExperts& dev, const ops::MoeExperts& ref, int k,
-                          std::mt19937& rng, DType act, const std::string& what) {
+                          std::mt19937& rng, DType act, const std::string& what,
+                          const std::vector<int>& token_counts = kTokenCounts, ops::Backend* ref_be = nullptr) {
   const int E = ref.num_experts;
   const int64_t H = ref.hidden;
-  for (int T : {1, 4, 37, 300, 400}) {
+  for (int T : token_counts) {
     std::vector<float> x = rand_act(rng, size_t(T) * size_t(H), act);
     std::vector<int32_t> ex(size_t(T * k));
     std::vector<float> wt(size_t(T * k));
@@ -117,7 +186,12 @@ void expect_experts_match(ops::Backend& be, const ops::MoeExperts& dev, const op
       for (int j = 0; j < k; ++j) ex[size_t(t * k + j)] = d[size_t(j)], wt[size_t(t * k + j)] = 0.2f + 0.3f * float(j);
     }
     std::vector<float> want(size_t(T) * size_t(H));
-    cpu::ref::moe_experts(x.data(), T, ref, ex.data(), wt.data(), k, want.data());
+    if (ref_be) {
+      Buffer cws = ref_be->alloc(ref_be->moe_workspace_bytes(T, k, ref));
+      ref_be->moe_experts(host_f32(x, {T, H}), ref, ex.data(), wt.data(), k, cws.data(), host_f32(want, {T, H}));
+    } else {
+      cpu::ref::moe_experts(x.data(), T, ref, ex.data(), wt.data(), k, want.data());
+    }
     DevTensor dx = dev_from(be, x, act, {T, H});
     DevInts dex = dev_ints(be, ex);
     Buffer dwt = be.alloc(wt.size() * 4);
@@ -232,22 +306,135 @@ TEST_P(CudaMoe, Int8DummyExpertsMatchReferenceOnTheirWeights) {
   expect_experts_match(*q, g, d.host, k, rng, act, " int8 dummy");
 }
 
-// --quantize int4 / fp8 quantise the dense weights only: the experts stay 16-bit (a warning).
-// int8 needs H and F multiples of 32, as the dense int8 layout does.
+// --quantize int4: the experts stacked as int4 rows of the dense int4 format (groups of 128
+// where K allows, else 64 or 32), quantised on the device by its quantiser; on the three paths.
+// Groups of 128 for both matrices (K 256, 128); of 32 (K 544: 17 k-tiles, past the GEMM's ring;
+// K 96); 128 for gate|up with 32 for down.
+TEST_P(CudaMoe, Int4ExpertsMatchReferenceOnTheirWeights) {
+  std::mt19937 rng(18);
+  const int E = 12, k = 3;
+  Paths p = paths(GetParam(), "int4");
+  struct Shape {
+    int64_t H, F;
+    int group_gu, group_d;
+  };
+  for (const Shape sh : {Shape{256, 128, 128, 128}, Shape{544, 96, 32, 32}, Shape{384, 160, 128, 32}})
+    for (int i = 0; i < 3; ++i) {
+      const GqFormat fgu{GqKind::Int4, sh.group_gu}, fd{GqKind::Int4, sh.group_d};
+      Experts w = make_experts(rng, act, E, sh.H, sh.F);
+      const ops::MoeExperts dev = p.be[i]->prepare_experts(w.host, 0, p.keep[i]);
+      settle(*p.be[i]);
+      ASSERT_EQ(dev.stacked_gate_up.dtype, gq_dtype(fgu));
+      ASSERT_EQ(dev.stacked_down.dtype, gq_dtype(fd));
+      EXPECT_EQ(dev.stacked_gate_up.nbytes(), size_t(E * 2 * sh.F) * fgu.row_bytes(sh.H));
+      EXPECT_EQ(dev.stacked_down.nbytes(), size_t(E * sh.H) * fd.row_bytes(sh.F));
+      const Experts d = dequantized(*p.be[i], dev);
+      // Really 4-bit, within what the int4 quantiser's clipping search moves a weight (30% of its
+      // row's max|w|, as test_gq.cpp's QuantiseOnDevice bounds it).
+      EXPECT_LE(max_row_error(w.gate, d.gate, sh.H), 0.3);
+      EXPECT_LE(max_row_error(w.up, d.up, sh.H), 0.3);
+      EXPECT_LE(max_row_error(w.down, d.down, sh.F), 0.3);
+      EXPECT_GT(max_row_error(w.down, d.down, sh.F), 0.01);
+      expect_experts_match(*p.be[i], dev, d.host, k, rng, act, std::string(" int4") + p.name[i], kQuantTokenCounts);
+      p.keep[i].clear();
+    }
+}
+
+// Dummy experts under --quantize int4: the draws of ops.h quantised like loaded ones (gate|up in
+// groups of 128, down of 64). Default threshold: 6 assignments, 3 tokens on the GEMV.
+TEST_P(CudaMoe, Int4DummyExpertsMatchReferenceOnTheirWeights) {
+  const int E = 6, k = 2;
+  const int64_t H = 128, F = 64;
+  const ops::MoeExperts shape = dummy_shape(E, H, F);
+  std::unique_ptr<ops::Backend> q = make_gpu_quantized(GetParam(), "int4");
+  std::vector<Buffer> q_keep;
+  const ops::MoeExperts g = q->prepare_experts(shape, 77, q_keep);
+  settle(*q);
+  ASSERT_EQ(g.stacked_gate_up.dtype, DType::GQ4_G128);
+  ASSERT_EQ(g.stacked_down.dtype, DType::GQ4_G64);
+  const Experts d = dequantized(*q, g);
+  // The CPU's draws (bf16) 4-bit rounded as above; the device's fp16 draws differ from them by
+  // 2^-9 of max|w| at most.
+  const ops::MoeExperts c = cpu->prepare_experts(shape, 77, keep);
+  std::vector<std::vector<float>> cg;
+  for (int e = 0; e < E; ++e) cg.push_back(to_host(*cpu, c.gate[size_t(e)]));
+  EXPECT_LE(max_row_error(cg, d.gate, H), 0.3);
+  std::mt19937 rng(21);
+  expect_experts_match(*q, g, d.host, k, rng, act, " int4 dummy", {1, 3, 4, 37});
+}
+
+// GGUF experts keep their blocks under the default --quantize auto: Q4_0 / Q4_1 repacked as int4
+// in groups of 32, Q8_0 as int8 in groups of 32, the smallest common format where a matrix mixes
+// types (one Q8_0 part makes it int8); on the three paths, against the CPU backend on the file's
+// blocks. --quantize none dequantises them to 16 bits as before.
+TEST_P(CudaMoe, GgufExpertsStayQuantized) {
+  std::mt19937 rng(19);
+  const int E = 8, k = 2;
+  const int64_t H = 256, F = 96;
+  Paths p = paths(GetParam(), "auto");
+  struct Layer {
+    std::vector<DType> gate_up, down;
+    DType want_gate_up, want_down;
+  };
+  for (const Layer& L : {Layer{{DType::Q4_0, DType::Q4_1}, {DType::Q8_0}, DType::GQ4_G32, DType::GQ8_G32},
+                         Layer{{DType::Q4_1, DType::Q8_0}, {DType::Q4_0, DType::Q4_1}, DType::GQ8_G32,
+                               DType::GQ4_G32}}) {
+    const FileExperts x = file_experts(rng, E, H, F, L.gate_up, L.down);
+    const ops::MoeExperts c = cpu->prepare_experts(x.host, 0, keep);
+    for (int i = 0; i < 3; ++i) {
+      const ops::MoeExperts dev = p.be[i]->prepare_experts(x.host, 0, p.keep[i]);
+      settle(*p.be[i]);
+      ASSERT_EQ(dev.stacked_gate_up.dtype, L.want_gate_up);
+      ASSERT_EQ(dev.stacked_down.dtype, L.want_down);
+      expect_experts_match(*p.be[i], dev, c, k, rng, act, std::string(" GGUF") + p.name[i],
+                           {1, 4, 5, 37, 300}, cpu.get());
+      p.keep[i].clear();
+    }
+  }
+  std::unique_ptr<ops::Backend> none = make_gpu_quantized(GetParam(), "none");
+  std::vector<Buffer> none_keep;
+  const FileExperts x = file_experts(rng, 2, 64, 32, {DType::Q4_0}, {DType::Q8_0});
+  const ops::MoeExperts dev = none->prepare_experts(x.host, 0, none_keep);
+  EXPECT_EQ(dev.stacked_gate_up.dtype, act);
+  EXPECT_EQ(dev.stacked_down.dtype, act);
+}
+
+// Experts already in GQ layouts keep them: int8 in groups of 16 (what GGUF Q6_K repacks to) for
+// gate|up, int4 in groups of 64 for down; on the three paths against the reference on the rows.
+TEST_P(CudaMoe, GqFileExpertsKeepTheirGroups) {
+  std::mt19937 rng(20);
+  const int E = 8, k = 2;
+  const int64_t H = 160, F = 128;
+  Paths p = paths(GetParam(), "auto");
+  const FileExperts x = file_experts(rng, E, H, F, {DType::GQ8_G16}, {DType::GQ4_G64});
+  for (int i = 0; i < 3; ++i) {
+    const ops::MoeExperts dev = p.be[i]->prepare_experts(x.host, 0, p.keep[i]);
+    settle(*p.be[i]);
+    ASSERT_EQ(dev.stacked_gate_up.dtype, DType::GQ8_G16);
+    ASSERT_EQ(dev.stacked_down.dtype, DType::GQ4_G64);
+    expect_experts_match(*p.be[i], dev, x.host, k, rng, act, std::string(" GQ file") + p.name[i], {1, 4, 5, 37, 300});
+    p.keep[i].clear();
+  }
+}
+
+// --quantize fp8 quantises the dense weights only: the experts stay 16-bit (a warning). int8 and
+// int4 need H and F multiples of 32, as the dense layouts do.
 TEST_P(CudaMoe, QuantizeModesForExperts) {
   std::mt19937 rng(17);
-  for (const char* mode : {"int4", "fp8"}) {
-    std::unique_ptr<ops::Backend> q = make_gpu_quantized(GetParam(), mode);
+  {
+    std::unique_ptr<ops::Backend> q = make_gpu_quantized(GetParam(), "fp8");
     std::vector<Buffer> q_keep;
     Experts w = make_experts(rng, act, 4, 64, 32);
     const ops::MoeExperts dev = q->prepare_experts(w.host, 0, q_keep);
-    EXPECT_EQ(dev.stacked_gate_up.dtype, act) << mode;
-    EXPECT_EQ(dev.stacked_down.dtype, act) << mode;
+    EXPECT_EQ(dev.stacked_gate_up.dtype, act);
+    EXPECT_EQ(dev.stacked_down.dtype, act);
   }
-  std::unique_ptr<ops::Backend> q = make_gpu_quantized(GetParam(), "int8");
-  std::vector<Buffer> q_keep;
-  Experts w = make_experts(rng, act, 4, 96, 40);
-  EXPECT_THROW(q->prepare_experts(w.host, 0, q_keep), Error);
+  for (const char* mode : {"int8", "int4"}) {
+    std::unique_ptr<ops::Backend> q = make_gpu_quantized(GetParam(), mode);
+    std::vector<Buffer> q_keep;
+    Experts w = make_experts(rng, act, 4, 96, 40);
+    EXPECT_THROW(q->prepare_experts(w.host, 0, q_keep), Error) << mode;
+  }
 }
 
 // Dummy experts: projection p is one [E * rows, cols] draw of seed + p (ops.h), so the CPU

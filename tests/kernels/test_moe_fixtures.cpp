@@ -1,6 +1,6 @@
 // Mixture-of-experts models end to end on CUDA against HF transformers: the tiny random
 // Qwen3-MoE checkpoint of tests/fixtures/models/ whose head dim the CUDA attention runs (64: the
-// GGUF with Q4_K experts, dequantised to 16 bits at load) with the fp32 logits transformers
+// GGUF with Q4_K experts, kept on the GPU as int4 in groups of 32) with the fp32 logits transformers
 // computed from the same file, and the dense qwen3 fixture beside it as the control for what
 // 16-bit activations alone cost. Every position is scored through packed prefill and through
 // decode steps, in fp16 and bf16. (The other MoE fixtures have head dims 16 and 32; the real

@@ -34,17 +34,23 @@ constexpr int kMoeMaxExperts = 256;
 constexpr int kMoeMaxTopK = 16;
 cudaError_t moe_route(Act act, const void* logits, int tokens, int experts, int top_k, bool norm_topk_prob,
                       int32_t* t_expert, float* t_weight, cudaStream_t s);
+// One stacked expert matrix: rows of the act type (kind -1), or GQ rows (core/gq.h) of GqArgs
+// kind 0 (int8) or 1 (int4) with `group` weights per (s, m) pair (0: one per row; else a power of
+// two, at least 16 for int8 and 32 for int4; rows of a multiple of 32 weights).
+struct MoeWeights {
+  const void* data = nullptr;
+  int kind = -1;
+  int group = 0;
+};
 // Experts: weights stacked [experts, 2 * ffn, hidden] (gate rows, then up rows) and
-// [experts, hidden, ffn] in the act type, or (int8_weights) as rows of the per-channel int8 GQ
-// layout (core/gq.h; hidden and ffn multiples of 32); x [tokens, hidden] act; out [tokens, hidden]
-// fp32 or act. The workspace pointers carve moe_workspace_bytes(tokens, top_k, ...) bytes.
+// [experts, hidden, ffn], each in its own format (MoeWeights); x [tokens, hidden] act; out
+// [tokens, hidden] fp32 or act. The workspace pointers carve moe_workspace_bytes(tokens, top_k,
+// ...) bytes.
 struct MoeArgs {
   Act act = Act::BF16;
   int tokens = 0, top_k = 0, experts = 0, hidden = 0, ffn = 0;
   const void* x = nullptr;
-  const void* w_gate_up = nullptr;
-  const void* w_down = nullptr;
-  bool int8_weights = false;
+  MoeWeights gate_up, down;
   const int32_t* t_expert = nullptr;
   const float* t_weight = nullptr;
   void* out = nullptr;

@@ -17,6 +17,18 @@ ops::MoeExperts stacked(ops::MoeExperts w, const Tensor& g, const Tensor& d) {
   return w;
 }
 
+// The kernels' view of a stacked matrix: rows of the activation type, or int8 / int4 GQ rows.
+MoeWeights weights_of(const Tensor& t, DType act) {
+  MoeWeights m;
+  m.data = t.data;
+  const std::optional<GqFormat> f = gq_format(t.dtype);
+  LL_CHECK(f ? f->kind != GqKind::Fp8 : t.dtype == act,
+           "moe_experts: experts of type {} (the activation type, or int8 / int4 GQ rows on CUDA)",
+           dtype_name(t.dtype));
+  if (f) m.kind = int(f->kind), m.group = f->group;
+  return m;
+}
+
 }  // namespace
 
 ops::MoeExperts stack_experts(CudaDevice& dev, WeightPrep& prep, const ops::MoeExperts& host, uint64_t seed,
@@ -26,8 +38,9 @@ ops::MoeExperts stack_experts(CudaDevice& dev, WeightPrep& prep, const ops::MoeE
   LL_CHECK(E >= 1 && E <= kMoeMaxExperts, "mixture of experts on CUDA: {} experts (at most {})", E, kMoeMaxExperts);
   LL_CHECK(H % 8 == 0 && F % 8 == 0, "mixture of experts on CUDA: hidden {} and expert size {} must be multiples of 8",
            H, F);
-  LL_CHECK(prep.mode() != QuantMode::Int8 || (H % 32 == 0 && F % 32 == 0),
-           "--quantize int8 on CUDA: MoE hidden {} and expert size {} must be multiples of 32", H, F);
+  LL_CHECK((prep.mode() != QuantMode::Int8 && prep.mode() != QuantMode::Int4) || (H % 32 == 0 && F % 32 == 0),
+           "--quantize {} on CUDA: MoE hidden {} and expert size {} must be multiples of 32",
+           quant_mode_name(prep.mode()), H, F);
   ops::MoeExperts w;
   w.num_experts = E, w.hidden = H, w.ffn = F;
   const size_t es = 2, expert_gu = size_t(2 * F * H) * es, half = size_t(F * H) * es;
@@ -67,11 +80,9 @@ void run_experts(CudaDevice& dev, const Tensor& x, const ops::MoeExperts& w, con
   MoeArgs a;
   a.act = dev.act();
   a.tokens = int(x.rows()), a.top_k = top_k, a.experts = w.num_experts, a.hidden = int(w.hidden), a.ffn = int(w.ffn);
-  const std::optional<GqFormat> f = gq_format(w.stacked_gate_up.dtype);
-  LL_CHECK(w.stacked_down.dtype == w.stacked_gate_up.dtype && (!f || (f->kind == GqKind::Int8 && f->group == 0)),
-           "moe_experts: experts of type {} (16-bit or per-channel int8 on CUDA)", dtype_name(w.stacked_gate_up.dtype));
-  a.x = x.data, a.w_gate_up = w.stacked_gate_up.data, a.w_down = w.stacked_down.data;
-  a.int8_weights = f.has_value();
+  a.x = x.data;
+  a.gate_up = weights_of(w.stacked_gate_up, dev.act_dtype());
+  a.down = weights_of(w.stacked_down, dev.act_dtype());
   a.t_expert = t_expert, a.t_weight = t_weight;
   a.out = out.data, a.out_f32 = out.dtype == DType::F32;
   a.workspace = workspace;

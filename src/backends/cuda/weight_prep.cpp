@@ -18,21 +18,31 @@ Tensor WeightPrep::matrix(const std::vector<Tensor>& parts, int64_t N, int64_t K
     Tensor t = upload_16bit(parts, N, K, keep);
     return quantize_on_device(t, *f, keep);
   }
+  if (auto f = file_format(parts, K)) return upload_gq(parts, *f, N, K, keep, true);
+  return upload_16bit(parts, N, K, keep);
+}
+
+// The one GQ format that holds every part exactly (GGUF blocks, GQ checkpoints), where the
+// checkpoint's quantisation is kept (no --quantize).
+std::optional<GqFormat> WeightPrep::file_format(const std::vector<Tensor>& parts, int64_t K) const {
+  if (mode_ != QuantMode::Auto) return std::nullopt;
   std::vector<DType> types;
   for (const Tensor& p : parts) types.push_back(p.dtype);
-  if (mode_ == QuantMode::Auto)
-    if (auto f = gq_common_format(types); f && gq_row_ok(*f, K)) {
-      Buffer b = alloc_gq(*f, N, K);
-      size_t off = 0;
-      for (const Tensor& p : parts) {
-        const GqFormat target = *f;
-        upload_rows(p, b.as<uint8_t>() + off, target.row_bytes(K),
-                    [&](const void* src, void* dst) { to_gq_row(p.dtype, src, target, dst, K); });
-        off += target.row_bytes(K) * size_t(p.rows());
-      }
-      return gq_matrix(std::move(b), *f, N, K, keep);
-    }
-  return upload_16bit(parts, N, K, keep);
+  const std::optional<GqFormat> f = gq_common_format(types);
+  return f && gq_row_ok(*f, K) ? f : std::nullopt;
+}
+
+// Every part repacked into format f (file_format), fused into one [N, K] matrix.
+Tensor WeightPrep::upload_gq(const std::vector<Tensor>& parts, GqFormat f, int64_t N, int64_t K,
+                             std::vector<Buffer>& keep, bool for_linear) {
+  Buffer b = alloc_gq(f, N, K);
+  size_t off = 0;
+  for (const Tensor& p : parts) {
+    upload_rows(p, b.as<uint8_t>() + off, f.row_bytes(K),
+                [&](const void* src, void* dst) { to_gq_row(p.dtype, src, f, dst, K); });
+    off += f.row_bytes(K) * size_t(p.rows());
+  }
+  return gq_matrix(std::move(b), f, N, K, keep, for_linear);
 }
 
 void WeightPrep::check_not_prequantized(const std::vector<Tensor>& parts) const {
@@ -43,22 +53,26 @@ void WeightPrep::check_not_prequantized(const std::vector<Tensor>& parts) const 
 }
 
 Tensor WeightPrep::experts_matrix(const std::vector<Tensor>& parts, int64_t N, int64_t K, std::vector<Buffer>& keep) {
-  if (int8_experts()) check_not_prequantized(parts);  // int4 / fp8 do not apply to experts
+  if (experts_format(K)) check_not_prequantized(parts);  // fp8 does not apply to experts
+  // The file's own int8 / int4 blocks stay as they are (the expert kernels have no fp8).
+  if (const auto f = file_format(parts, K); f && f->kind != GqKind::Fp8)
+    return upload_gq(parts, *f, N, K, keep, false);
   return experts_matrix(upload_16bit(parts, N, K, keep), keep);
 }
 
 Tensor WeightPrep::experts_matrix(const Tensor& t, std::vector<Buffer>& keep) {
-  return int8_experts() ? quantize_on_device(t, GqFormat{GqKind::Int8, 0}, keep) : t;
+  const std::optional<GqFormat> f = experts_format(t.cols());
+  return f ? quantize_on_device(t, *f, keep, false) : t;
 }
 
-// Only int8 has grouped expert kernels; other --quantize kinds still apply to the dense weights.
-bool WeightPrep::int8_experts() {
-  if ((mode_ == QuantMode::Int4 || mode_ == QuantMode::Fp8) && !warned_experts_) {
-    LL_WARN("MoE experts support --quantize none|int8 on CUDA: --quantize {} keeps them 16-bit",
-            quant_mode_name(mode_));
+// --quantize int8 / int4: the dense weights' format for rows of K (int8 per channel, int4 in
+// groups of 128 where K allows); fp8 has no expert kernels and keeps them 16-bit (a warning).
+std::optional<GqFormat> WeightPrep::experts_format(int64_t K) {
+  if (mode_ == QuantMode::Fp8 && !warned_experts_) {
+    LL_WARN("MoE experts support --quantize none|int8|int4 on CUDA: --quantize fp8 keeps them 16-bit");
     warned_experts_ = true;
   }
-  return mode_ == QuantMode::Int8;
+  return mode_ == QuantMode::Int8 || mode_ == QuantMode::Int4 ? explicit_format(K, false) : std::nullopt;
 }
 
 Tensor WeightPrep::bias(const Tensor& bias, std::vector<Buffer>& keep) {
@@ -154,7 +168,7 @@ Tensor WeightPrep::upload_16bit(const std::vector<Tensor>& parts, int64_t N, int
 }
 
 // 16-bit device matrix `t` (owned by the last buffer in keep, or by the caller) -> format f.
-Tensor WeightPrep::quantize_on_device(const Tensor& t, GqFormat f, std::vector<Buffer>& keep) {
+Tensor WeightPrep::quantize_on_device(const Tensor& t, GqFormat f, std::vector<Buffer>& keep, bool for_linear) {
   const int64_t N = t.rows(), K = t.cols();
   LL_CHECK(gq_row_ok(f, K), "--quantize {}: rows of {} weights do not fit its groups", quant_mode_name(mode_), K);
   Buffer b = alloc_gq(f, N, K);
@@ -162,16 +176,18 @@ Tensor WeightPrep::quantize_on_device(const Tensor& t, GqFormat f, std::vector<B
                       dev_.stream()));
   dev_.synchronize();
   if (!keep.empty() && keep.back().data() == t.data) keep.pop_back();  // the 16-bit copy
-  return gq_matrix(std::move(b), f, N, K, keep);
+  return gq_matrix(std::move(b), f, N, K, keep, for_linear);
 }
 
 Buffer WeightPrep::alloc_gq(GqFormat f, int64_t N, int64_t K) {
   return dev_.alloc(f.row_bytes(K) * size_t(N) + (linear_.fp8_row_scales(f, K) ? size_t(N) * sizeof(float) : 0));
 }
 
-// A GQ matrix in `b` (from alloc_gq), kept alive by `keep`.
-Tensor WeightPrep::gq_matrix(Buffer b, GqFormat f, int64_t N, int64_t K, std::vector<Buffer>& keep) {
-  linear_.add_gq_weight(f);
+// A GQ matrix in `b` (from alloc_gq), kept alive by `keep`. for_linear: CudaLinear will run it
+// (its dequantise and int8-activation scratch); the MoE experts' kernels need neither.
+Tensor WeightPrep::gq_matrix(Buffer b, GqFormat f, int64_t N, int64_t K, std::vector<Buffer>& keep,
+                             bool for_linear) {
+  if (for_linear) linear_.add_gq_weight(f);
   Tensor q(b.data(), gq_dtype(f), {N, K}, Device::CUDA);
   if (linear_.fp8_row_scales(f, K)) {
     auto* scales = reinterpret_cast<float*>(b.as<uint8_t>() + f.row_bytes(K) * size_t(N));

@@ -23,8 +23,9 @@ class WeightPrep {
   Tensor bias(const Tensor& bias, std::vector<Buffer>& keep);
   // Random 16-bit weights (--load-format dummy), quantised under an explicit --quantize.
   Tensor random(int64_t rows, int64_t cols, uint64_t seed, float scale, bool embedding, std::vector<Buffer>& keep);
-  // The MoE kernels' expert weights: the activation type, or per-channel int8 GQ rows (the dense
-  // int8 format and quantiser) under --quantize int8; int4 and fp8 leave them 16-bit (a warning).
+  // The MoE kernels' expert weights: under --quantize int8 / int4 GQ rows of the dense weights'
+  // format and quantiser; from GGUF (or int GQ) files their own blocks repacked as matrix() does;
+  // else the activation type (fp8 too: no expert kernels, a warning).
   Tensor experts_matrix(const std::vector<Tensor>& parts, int64_t N, int64_t K, std::vector<Buffer>& keep);
   // The same for a 16-bit device matrix owned by the last buffer in keep (dummy experts).
   Tensor experts_matrix(const Tensor& t, std::vector<Buffer>& keep);
@@ -34,14 +35,17 @@ class WeightPrep {
  private:
   void check_not_prequantized(const std::vector<Tensor>& parts) const;
   std::optional<GqFormat> explicit_format(int64_t K, bool embedding) const;
-  bool int8_experts();
+  std::optional<GqFormat> file_format(const std::vector<Tensor>& parts, int64_t K) const;
+  std::optional<GqFormat> experts_format(int64_t K);
   void upload_rows(const Tensor& host, uint8_t* dst);
   template <typename Convert>
   void upload_rows(const Tensor& host, uint8_t* dst, size_t out_rb, Convert&& convert);
   Tensor upload_16bit(const std::vector<Tensor>& parts, int64_t N, int64_t K, std::vector<Buffer>& keep);
-  Tensor quantize_on_device(const Tensor& t, GqFormat f, std::vector<Buffer>& keep);
+  Tensor upload_gq(const std::vector<Tensor>& parts, GqFormat f, int64_t N, int64_t K, std::vector<Buffer>& keep,
+                   bool for_linear);
+  Tensor quantize_on_device(const Tensor& t, GqFormat f, std::vector<Buffer>& keep, bool for_linear = true);
   Buffer alloc_gq(GqFormat f, int64_t N, int64_t K);
-  Tensor gq_matrix(Buffer b, GqFormat f, int64_t N, int64_t K, std::vector<Buffer>& keep);
+  Tensor gq_matrix(Buffer b, GqFormat f, int64_t N, int64_t K, std::vector<Buffer>& keep, bool for_linear);
 
   CudaDevice& dev_;
   CudaLinear& linear_;

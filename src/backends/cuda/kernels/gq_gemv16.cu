@@ -25,66 +25,6 @@ constexpr int kWarps = 8, kThreads = kWarps * 32;
 template <int KIND>
 constexpr int kVals = KIND == kInt4 ? 32 : 16;  // weights per 16-byte chunk of codes
 
-// Pair p (k 2p, 2p + 1) of a chunk as fp16 1024 + code bits (int4 nibbles; int8 bytes hold
-// code + 128): the 0x6400 exponent trick, no int -> float conversion.
-// (bf16 int4: 0x4300 | q, the bf16 128 + q.)
-template <int KIND, uint32_t kExp = 0x64006400u>
-__device__ __forceinline__ uint32_t code_bits(const uint4& q, int p) {
-  const uint32_t v[4] = {q.x, q.y, q.z, q.w};
-  if constexpr (KIND == kInt4) return ((v[p >> 2] >> (4 * (p & 3))) & 0x000F000Fu) | kExp;
-  else return __byte_perm(v[p >> 1], 0x64646464u, (p & 1) ? 0x4342 : 0x4140);
-}
-
-// The group's (s, m) prepared for the pair math of act type T and KIND (see dequant_pair).
-struct Params {
-  uint32_t s2, m2;  // 16-bit pairs (fp16 paths, bf16 int4)
-  float s, mo;      // fp32 (bf16 int8)
-};
-template <typename T, int KIND>
-__device__ __forceinline__ Params prep_params(uint32_t sm_bits) {
-  Params p{};
-  const __half2 sm = as_half2(sm_bits);
-  if constexpr (std::is_same_v<T, __half>) {
-    const __half2 s2 = __low2half2(sm), m2 = __high2half2(sm);
-    memcpy(&p.s2, &s2, 4), memcpy(&p.m2, &m2, 4);
-  } else {
-    const float2 f = __half22float2(sm);
-    if constexpr (KIND == kInt4) {
-      // Centred in bf16, as gq_mma.cu: w = (q - 8) s + (m + 8 s), so rounding s and the centre
-      // to bf16 errs like rounding the weight itself.
-      const __nv_bfloat162 s2 = __float2bfloat162_rn(f.x), m2 = __float2bfloat162_rn(fmaf(8.f, f.x, f.y));
-      memcpy(&p.s2, &s2, 4), memcpy(&p.m2, &m2, 4);
-    } else {
-      p.s = f.x, p.mo = fmaf(-1152.f, f.x, f.y);  // 1024 (exponent) + 128 (code bias) folded in
-    }
-  }
-  return p;
-}
-
-// One weight pair as the 16-bit A-fragment register of type T. fp16: the code is recovered
-// exactly (hsub2) and s * q + m rounded once (hfma2). bf16 int4: 0x4300 | q is the bf16 128 + q;
-// bf16 int8 (a byte does not fit a bf16 mantissa): fp32 math, one rounding.
-template <typename T, int KIND>
-__device__ __forceinline__ uint32_t dequant_pair(const uint4& q, int p, const Params& pr) {
-  constexpr bool kBfInt4 = std::is_same_v<T, __nv_bfloat16> && KIND == kInt4;
-  const uint32_t bits = code_bits<KIND, kBfInt4 ? 0x43004300u : 0x64006400u>(q, p);
-  uint32_t r;
-  if constexpr (std::is_same_v<T, __half>) {
-    const __half2 w = __hfma2(__hsub2(as_half2(bits), __float2half2_rn(KIND == kInt4 ? 1024.f : 1152.f)),
-                              as_half2(pr.s2), as_half2(pr.m2));
-    memcpy(&r, &w, 4);
-  } else if constexpr (KIND == kInt4) {
-    __nv_bfloat162 h, s2, m2;
-    memcpy(&h, &bits, 4), memcpy(&s2, &pr.s2, 4), memcpy(&m2, &pr.m2, 4);
-    const __nv_bfloat162 w = __hfma2(__hsub2(h, __float2bfloat162_rn(136.f)), s2, m2);
-    memcpy(&r, &w, 4);
-  } else {
-    const float2 c = __half22float2(as_half2(bits));
-    r = pack2<__nv_bfloat16>(fmaf(c.x, pr.s, pr.mo), fmaf(c.y, pr.s, pr.mo));
-  }
-  return r;
-}
-
 // A block of 8 warps: 8 / wpr row groups of 16 rows, the wpr warps of a group splitting its
 // chunks (small matrices still fill the GPU). Per iteration a lane issues its 2 x U 16-byte code
 // loads (rows g, g + 8; chunks cb + t + 4 wpr u) before any math. Control flow stays warp-uniform

@@ -5,10 +5,12 @@
 // weighted combine in ascending expert order, as transformers sums them.
 #include <algorithm>
 #include <climits>
+#include <type_traits>
 
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/kernels/moe_internal.cuh"
 #include "backends/cuda/launchers.h"
+#include "core/gq.h"
 
 namespace lite_llama::cuda {
 namespace {
@@ -161,39 +163,79 @@ Workspace carve(void* base, int tokens, int top_k, int experts, int hidden, int 
   return w;
 }
 
-// WT: T (16-bit experts) or uint8_t (int8 rows, moe_internal.cuh).
-template <typename T, typename WT>
+// Calls f with std::integral_constant<int, KIND> for a MoeWeights::kind (checked already).
+template <typename F>
+cudaError_t by_kind(int kind, F&& f) {
+  if (kind == kInt8) return f(std::integral_constant<int, kInt8>{});
+  if (kind == kInt4) return f(std::integral_constant<int, kInt4>{});
+  return f(std::integral_constant<int, moe::k16Bit>{});
+}
+
+// How the kernels read a stacked matrix with rows of K weights.
+moe::Rows rows_of(const MoeWeights& w, int K) {
+  if (w.kind == moe::k16Bit) return {static_cast<const uint8_t*>(w.data), size_t(K) * 2, 31};
+  const GqFormat f{GqKind(w.kind), w.group};
+  return {static_cast<const uint8_t*>(w.data), f.row_bytes(K), group_shift(w.group)};
+}
+
+// Whether the kernels take a matrix of this format with rows of K weights: 16-bit (K % 8 == 0),
+// or int8 / int4 GQ rows whose groups hold whole 16-byte loads of codes (K % 32 == 0).
+bool weights_ok(const MoeWeights& w, int K) {
+  if (w.kind == moe::k16Bit) return K % 8 == 0;
+  if (w.kind != kInt8 && w.kind != kInt4) return false;
+  const int gshift = group_shift(w.group);
+  return K % 32 == 0 && gshift >= 0 && (w.group == 0 || (w.group >= (w.kind == kInt4 ? 32 : 16) && K % w.group == 0));
+}
+
+template <typename T>
 cudaError_t experts_typed(const MoeArgs& a, cudaStream_t s) {
   const int n = a.tokens * a.top_k, F2 = 2 * a.ffn;
   const Workspace w = carve(a.workspace, a.tokens, a.top_k, a.experts, a.hidden, a.ffn);
   const T* x = static_cast<const T*>(a.x);
-  const WT* wgu = static_cast<const WT*>(a.w_gate_up);
-  const WT* wd = static_cast<const WT*>(a.w_down);
+  const moe::Rows wgu = rows_of(a.gate_up, a.hidden), wd = rows_of(a.down, a.ffn);
   T* gu = static_cast<T*>(w.gate_up);
   const int32_t* slot_of = nullptr;
-  // Default: 4 assignments an expert for 16-bit rows; 1 for int8, whose GEMV pays a dequantise
-  // per weight that the GEMM's shared-memory tiles amortise (H100, Qwen3-30B-A3B int8: GEMM
-  // 24.5 ms against GEMV 40.7 ms at batch 64, GEMV 10.4 against 12.2 ms at batch 8).
-  const int per_expert = moe::kInt8Rows<WT> ? 1 : 4;
+  // Default: 4 assignments an expert for 16-bit rows; 1 for quantised ones, whose GEMV pays a
+  // dequantise per weight that the GEMM's shared-memory tiles amortise (H100, Qwen3-30B-A3B int8:
+  // GEMM 24.5 ms against GEMV 40.7 ms at batch 64, GEMV 10.4 against 12.2 ms at batch 8; int4 and
+  // grouped int8 take int8's threshold, not measured).
+  const bool quantized = a.gate_up.kind != moe::k16Bit || a.down.kind != moe::k16Bit;
+  const int per_expert = quantized ? 1 : 4;
   const int gemv_max = std::min(a.gemv_max_assign < 0 ? per_expert * a.experts : a.gemv_max_assign, moe::kGemvMaxAssign);
   if (n <= gemv_max) {
-    if (cudaError_t e = moe::gemv<T, WT, T>(wgu, F2, a.hidden, x, false, a.top_k, a.t_expert, n, a.experts, gu, s);
+    if (cudaError_t e = by_kind(a.gate_up.kind,
+                                [&](auto k) {
+                                  return moe::gemv<T, decltype(k)::value, T>(wgu, F2, a.hidden, x, false, a.top_k,
+                                                                             a.t_expert, n, a.experts, gu, s);
+                                });
         e != cudaSuccess)
       return e;
-    if (cudaError_t e =
-            moe::gemv<T, WT, float>(wd, a.hidden, a.ffn, gu, true, a.top_k, a.t_expert, n, a.experts, w.y, s);
+    if (cudaError_t e = by_kind(a.down.kind,
+                                [&](auto k) {
+                                  return moe::gemv<T, decltype(k)::value, float>(wd, a.hidden, a.ffn, gu, true,
+                                                                                 a.top_k, a.t_expert, n, a.experts,
+                                                                                 w.y, s);
+                                });
         e != cudaSuccess)
       return e;
   } else {
     moe_sort_kernel<<<1, 1024, 0, s>>>(a.t_expert, n, a.experts, w.start, w.order, w.slot_of, w.tiles, w.n_tiles);
     const int tiles = moe::max_tiles(n, a.experts);
-    if (cudaError_t e = moe::gemm<T, WT, T>(wgu, F2, a.hidden, x, w.order, a.top_k, w.tiles, w.n_tiles, w.start, tiles,
-                                        gu, s);
+    if (cudaError_t e = by_kind(a.gate_up.kind,
+                                [&](auto k) {
+                                  return moe::gemm<T, decltype(k)::value, T>(wgu, F2, a.hidden, x, w.order, a.top_k,
+                                                                             w.tiles, w.n_tiles, w.start, tiles, gu,
+                                                                             s);
+                                });
         e != cudaSuccess)
       return e;
     if (cudaError_t e = swiglu(a.act, gu, w.h, n, a.ffn, s, nullptr); e != cudaSuccess) return e;
-    if (cudaError_t e = moe::gemm<T, WT, float>(wd, a.hidden, a.ffn, static_cast<const T*>(w.h), nullptr, a.top_k,
-                                            w.tiles, w.n_tiles, w.start, tiles, w.y, s);
+    if (cudaError_t e = by_kind(a.down.kind,
+                                [&](auto k) {
+                                  return moe::gemm<T, decltype(k)::value, float>(
+                                      wd, a.hidden, a.ffn, static_cast<const T*>(w.h), nullptr, a.top_k, w.tiles,
+                                      w.n_tiles, w.start, tiles, w.y, s);
+                                });
         e != cudaSuccess)
       return e;
     slot_of = w.slot_of;
@@ -227,12 +269,10 @@ cudaError_t moe_route(Act act, const void* logits, int tokens, int experts, int 
 
 cudaError_t moe_experts(const MoeArgs& a, cudaStream_t s) {
   if (a.experts < 1 || a.experts > kMoeMaxExperts || a.top_k < 1 || a.top_k > kMoeMaxTopK || a.hidden % 8 != 0 ||
-      a.ffn % 8 != 0 || (a.int8_weights && (a.hidden % 32 != 0 || a.ffn % 32 != 0)))
+      a.ffn % 8 != 0 || !weights_ok(a.gate_up, a.hidden) || !weights_ok(a.down, a.ffn))
     return cudaErrorInvalidValue;
   if (a.tokens == 0) return cudaSuccess;
-  if (a.int8_weights)
-    return a.act == Act::BF16 ? experts_typed<__nv_bfloat16, uint8_t>(a, s) : experts_typed<__half, uint8_t>(a, s);
-  return a.act == Act::BF16 ? experts_typed<__nv_bfloat16, __nv_bfloat16>(a, s) : experts_typed<__half, __half>(a, s);
+  return a.act == Act::BF16 ? experts_typed<__nv_bfloat16>(a, s) : experts_typed<__half>(a, s);
 }
 
 size_t moe_workspace_bytes(int tokens, int top_k, int experts, int hidden, int ffn) {

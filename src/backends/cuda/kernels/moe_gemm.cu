@@ -4,10 +4,11 @@
 // rows through a 3-stage cp.async ring and multiplies them with mma.sync m16n8k16 (fp32
 // accumulators). Four warps, each 32 slots x 32 rows.
 //
-// Int8 expert rows (--quantize int8) are dequantised in shared memory before the mma: their codes
-// come through the same ring (half the bytes), and after each stage lands every thread turns the
-// 16 codes it copied into 16-bit weights of one tile buffer (row scale applied, as gq_mma.cu
-// dequantises dense rows), which the warps' ldmatrix then reads as in the 16-bit case.
+// GQ expert rows (int8 / int4, moe_internal.cuh) are dequantised in shared memory before the
+// mma: their codes come through the same ring (a half or a quarter of the bytes) with each
+// thread's (s, m) word, and after each stage lands every thread turns 16 codes into 16-bit
+// weights of one tile buffer (gq_common.cuh's dequant_pair, the dense kernels' rounding), which
+// the warps' ldmatrix then reads as in the 16-bit case.
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/kernels/moe_internal.cuh"
 #include "backends/cuda/mma.cuh"
@@ -19,28 +20,39 @@ constexpr int kBK = 32, kStages = 3;
 constexpr int kLd = kBK + 8;  // padded row: ldmatrix rows 80 bytes apart hit distinct banks
 constexpr int kThreads = 128;
 
-template <typename T, typename WT, typename O>
+// Static shared memory (bytes): As 3 x 64 x 40 x 2 = 15,360; 16-bit Bs the same (30,720 in all);
+// GQ: Bs one tile (5,120), codes Bq 3 x 64 x 32 (int8, 6,144) or 3 x 64 x 16 (int4, 3,072) and
+// the (s, m) words Bp 3 x 128 x 4 (1,536): 28,160 / 25,088 in all.
+template <typename T, int KIND, typename O>
 __global__ void __launch_bounds__(kThreads)
-    gemm_kernel(const WT* __restrict__ W, int N, int K, const T* __restrict__ in, const int32_t* __restrict__ order,
-                int top_k, const int32_t* __restrict__ tiles, const int32_t* __restrict__ n_tiles,
+    gemm_kernel(Rows W, int N, int K, const T* __restrict__ in, const int32_t* __restrict__ order, int top_k,
+                const int32_t* __restrict__ tiles, const int32_t* __restrict__ n_tiles,
                 const int32_t* __restrict__ start, O* __restrict__ out) {
-  constexpr bool kQ = kInt8Rows<WT>;
+  constexpr bool kQ = KIND != k16Bit;
+  // GQ: a stage's codes are kTileN rows of kCodeRow bytes (kBK weights), copied in 16-byte pieces
+  // by the first kPieces threads; thread tid dequantises weights 16 (tid % 2) .. + 15 of row
+  // tid / 2 of the tile, whose codes are the kThreadBytes at tid kThreadBytes.
+  constexpr int kCodeRow = kQ ? int(code_bytes<KIND>(kBK)) : 16;
+  constexpr int kPieces = kTileN * kCodeRow / 16, kThreadBytes = kCodeRow / 2;
+  static_assert(!kQ || (kPieces <= kThreads && kTileN * 2 == kThreads), "one thread per 16 weights of a stage");
   const int tile = blockIdx.x;
   if (tile >= *n_tiles) return;
   const int e = tiles[2 * tile], s0 = tiles[2 * tile + 1];
   const int s1 = min(s0 + kTileM, start[e + 1]);
   const int n0 = int(blockIdx.y) * kTileN;
   __shared__ __align__(16) T As[kStages][kTileM][kLd];
-  // 16-bit weights: a ring of kStages tiles. Int8: the ring holds the codes (Bq), and Bs[0] the
-  // stage being multiplied, dequantised.
+  // 16-bit weights: a ring of kStages tiles. GQ: the ring holds the codes (Bq) and (s, m) words
+  // (Bp), and Bs[0] the stage being multiplied, dequantised.
   __shared__ __align__(16) T Bs[kQ ? 1 : kStages][kTileN][kLd];
-  __shared__ __align__(16) uint8_t Bq[kQ ? kStages : 1][kQ ? kTileN : 1][kQ ? kBK : 16];
+  __shared__ __align__(16) uint8_t Bq[kQ ? kStages : 1][kQ ? kTileN * kCodeRow : 16];
+  __shared__ uint32_t Bp[kQ ? kStages : 1][kQ ? kThreads : 1];
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
 
-  // Each thread copies two 16-byte pieces of A per stage (64 rows x 4 pieces), and of B two
-  // (16-bit: 64 rows x 4 pieces) or one (int8: 64 rows x 2 pieces, row tid / 2, codes
-  // 16 (tid % 2) ..).
-  const size_t rb = row_bytes<WT>(K);
+  // Each thread copies two 16-byte pieces of A per stage (64 rows x 4 pieces); of 16-bit B two
+  // (the same places), of GQ B at most one piece of codes (row tid / (kCodeRow / 16)) and the
+  // (s, m) word of its own 16 weights.
+  const size_t rb = W.row_bytes;
+  auto row_ptr = [&](int r, bool ok) { return W.data + (size_t(e) * N + size_t(ok ? n0 + r : 0)) * rb; };
   const T* a_src[2];
   const uint8_t* b_src[2];
   bool a_ok[2], b_ok[2];
@@ -53,13 +65,13 @@ __global__ void __launch_bounds__(kThreads)
     a_ok[i] = slot < s1;
     const int src_row = a_ok[i] ? (order ? order[slot] / top_k : slot) : 0;
     a_src[i] = in + size_t(src_row) * K + c;
-    const int br = kQ ? tid >> 1 : r, bc = kQ ? (tid & 1) * 16 : c;  // int8: i = 0 only
-    b_ok[i] = n0 + br < N;
-    b_src[i] = reinterpret_cast<const uint8_t*>(W) + (size_t(e) * N + size_t(b_ok[i] ? n0 + br : 0)) * rb +
-               size_t(bc) * sizeof(WT);
+    const int br = kQ ? tid / (kCodeRow / 16) : r, bc = kQ ? 16 * (tid % (kCodeRow / 16)) : c * 2;
+    b_ok[i] = n0 + br < N && (!kQ || tid < kPieces);
+    b_src[i] = row_ptr(br, b_ok[i]) + bc;  // GQ: i = 0 only
   }
-  float2 params = {};  // int8: this thread's B row's (s, m - 1152 s)
-  if constexpr (kQ) params = int8_row_params(b_src[0] - (tid & 1) * 16, K);
+  const bool p_ok = kQ && n0 + (tid >> 1) < N;
+  const uint32_t* p_src = reinterpret_cast<const uint32_t*>(row_ptr(tid >> 1, p_ok) + code_bytes<KIND>(K));
+  const int p_k = 16 * (tid & 1);  // the thread's first weight in a k-tile
   const int ktiles = (K + kBK - 1) / kBK;
   auto load = [&](int stage, int kt) {
     const int k0 = kt * kBK;
@@ -67,11 +79,11 @@ __global__ void __launch_bounds__(kThreads)
     for (int i = 0; i < 2; ++i) {
       const bool in_k = k0 + col_of[i] < K;
       cp_async16(&As[stage][row_of[i]][col_of[i]], a_src[i] + k0, a_ok[i] && in_k);
-      if constexpr (kQ) {
-        if (i == 0) cp_async16(&Bq[stage][tid >> 1][(tid & 1) * 16], b_src[0] + k0, b_ok[0]);
-      } else {
-        cp_async16(&Bs[stage][row_of[i]][col_of[i]], b_src[i] + size_t(k0) * sizeof(WT), b_ok[i] && in_k);
-      }
+      if constexpr (!kQ) cp_async16(&Bs[stage][row_of[i]][col_of[i]], b_src[i] + size_t(k0) * 2, b_ok[i] && in_k);
+    }
+    if constexpr (kQ) {  // K % kBK == 0: no k tail
+      if (tid < kPieces) cp_async16(&Bq[stage][16 * tid], b_src[0] + code_bytes<KIND>(k0), b_ok[0]);
+      cp_async4(&Bp[stage][tid], p_src + ((k0 + p_k) >> W.gshift), p_ok);
     }
   };
 #pragma unroll
@@ -88,14 +100,22 @@ __global__ void __launch_bounds__(kThreads)
     if (kt + kStages - 1 < ktiles) load((kt + kStages - 1) % kStages, kt + kStages - 1);
     cp_async_commit();
     const int st = kt % kStages;
-    if constexpr (kQ) {  // this thread's 16 codes -> 16-bit weights (K % kBK == 0: no tail)
-      const uint4 q = *reinterpret_cast<const uint4*>(&Bq[st][tid >> 1][(tid & 1) * 16]);
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float f[8];
-        dequant8<T, WT>(q, h, params, f);
-        *reinterpret_cast<uint4*>(&Bs[0][tid >> 1][(tid & 1) * 16 + 8 * h]) = pack8<T>(f);
+    if constexpr (kQ) {  // this thread's 16 codes -> 16-bit weights
+      const uint8_t* src = &Bq[st][kThreadBytes * tid];
+      uint4 q;
+      if constexpr (kThreadBytes == 16) {
+        q = *reinterpret_cast<const uint4*>(src);
+      } else {  // int4: two words, pairs 0-7 (code_bits reads words p / 4)
+        const uint2 h = *reinterpret_cast<const uint2*>(src);
+        q = make_uint4(h.x, h.y, 0u, 0u);
       }
+      const Params p = prep_params<T, KIND>(Bp[st][tid]);
+      uint32_t w[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) w[j] = dequant_pair<T, KIND>(q, j, p);
+      uint4* dst = reinterpret_cast<uint4*>(&Bs[0][tid >> 1][p_k]);
+      dst[0] = make_uint4(w[0], w[1], w[2], w[3]);
+      dst[1] = make_uint4(w[4], w[5], w[6], w[7]);
       __syncthreads();
     }
     const int bst = kQ ? 0 : st;
@@ -137,27 +157,29 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-template <typename T, typename WT, typename O>
-cudaError_t gemm(const WT* W, int N, int K, const T* in, const int32_t* order, int top_k, const int32_t* tiles,
+template <typename T, int KIND, typename O>
+cudaError_t gemm(const Rows& W, int N, int K, const T* in, const int32_t* order, int top_k, const int32_t* tiles,
                  const int32_t* n_tiles, const int32_t* start, int grid_tiles, O* out, cudaStream_t s) {
-  if (K % (kInt8Rows<WT> ? kBK : 8) != 0 || ceil_div(N, kTileN) > 65535) return cudaErrorInvalidValue;
+  if (K % (KIND == k16Bit ? 8 : kBK) != 0 || ceil_div(N, kTileN) > 65535) return cudaErrorInvalidValue;
   if (grid_tiles == 0) return cudaSuccess;
-  gemm_kernel<T, WT, O><<<dim3(unsigned(grid_tiles), ceil_div(N, kTileN)), kThreads, 0, s>>>(W, N, K, in, order, top_k,
-                                                                                          tiles, n_tiles, start, out);
+  gemm_kernel<T, KIND, O><<<dim3(unsigned(grid_tiles), ceil_div(N, kTileN)), kThreads, 0, s>>>(
+      W, N, K, in, order, top_k, tiles, n_tiles, start, out);
   return cudaGetLastError();
 }
 
-#define LL_MOE_GEMM(T, WT, O)                                                                                 \
-  template cudaError_t gemm<T, WT, O>(const WT*, int, int, const T*, const int32_t*, int, const int32_t*, \
-                                      const int32_t*, const int32_t*, int, O*, cudaStream_t);
-LL_MOE_GEMM(__half, __half, __half)
-LL_MOE_GEMM(__half, __half, float)
-LL_MOE_GEMM(__nv_bfloat16, __nv_bfloat16, __nv_bfloat16)
-LL_MOE_GEMM(__nv_bfloat16, __nv_bfloat16, float)
-LL_MOE_GEMM(__half, uint8_t, __half)
-LL_MOE_GEMM(__half, uint8_t, float)
-LL_MOE_GEMM(__nv_bfloat16, uint8_t, __nv_bfloat16)
-LL_MOE_GEMM(__nv_bfloat16, uint8_t, float)
+#define LL_MOE_GEMM(T, KIND, O)                                                                          \
+  template cudaError_t gemm<T, KIND, O>(const Rows&, int, int, const T*, const int32_t*, int, const int32_t*, \
+                                        const int32_t*, const int32_t*, int, O*, cudaStream_t);
+#define LL_MOE_GEMM_KINDS(T)    \
+  LL_MOE_GEMM(T, k16Bit, T)     \
+  LL_MOE_GEMM(T, k16Bit, float) \
+  LL_MOE_GEMM(T, kInt8, T)      \
+  LL_MOE_GEMM(T, kInt8, float)  \
+  LL_MOE_GEMM(T, kInt4, T)      \
+  LL_MOE_GEMM(T, kInt4, float)
+LL_MOE_GEMM_KINDS(__half)
+LL_MOE_GEMM_KINDS(__nv_bfloat16)
+#undef LL_MOE_GEMM_KINDS
 #undef LL_MOE_GEMM
 
 }  // namespace lite_llama::cuda::moe

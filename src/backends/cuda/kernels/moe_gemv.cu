@@ -2,8 +2,8 @@
 // y-th expert present in t_expert, gathers that expert's assignments, stages up to kChunk of
 // their activations in shared memory and applies its kRowsPerBlock rows x to them, so a step
 // reads each active expert's rows once per kChunk assignments and inactive experts not at all.
-// Weights are 16-bit or int8 with a scale per row (--quantize int8), the latter dequantised in
-// registers; the activations and the fp32 accumulation are the same for both.
+// Weights are 16-bit or GQ int8 / int4 rows (moe_internal.cuh), the latter dequantised in
+// registers; the activations and the fp32 accumulation are the same for all.
 #include <algorithm>
 
 #include "backends/cuda/common.cuh"
@@ -21,11 +21,13 @@ constexpr int kFewAssign = 16;
 constexpr int kChunk = 8;  // assignments per pass over the rows
 constexpr int kPresentWords = kMoeMaxExperts / 32;
 
-// WT: 16-bit rows, or int8 rows dequantised in registers (moe_internal.cuh); a lane reads 16
-// bytes of each of its rows per step either way (8 or 16 weights).
-template <typename T, typename WT, typename O, bool kSwiglu, int kRows>
-__global__ void __launch_bounds__(kWarps * 32)
-    gemv_kernel(const WT* __restrict__ W, int N, int K, const T* __restrict__ in, int top_k,
+// A lane reads 16 bytes of codes of each of its rows per step whatever the KIND (8, 16 or 32
+// weights), and for GQ rows the (s, m) word of their group.
+// Two blocks an SM: without the bound ptxas (CUDA 13) spilled a few registers in the
+// 2-row variants while using fewer than 128.
+template <typename T, int KIND, typename O, bool kSwiglu, int kRows>
+__global__ void __launch_bounds__(kWarps * 32, 2)
+    gemv_kernel(Rows W, int N, int K, const T* __restrict__ in, int top_k,
                 const int32_t* __restrict__ t_expert, int n, O* __restrict__ out) {
   constexpr int kRowsPerBlock = kWarps * kRows;
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -67,16 +69,16 @@ __global__ void __launch_bounds__(kWarps * 32)
   if (e < 0) return;
   const int warp = tid >> 5, lane = tid & 31;
   const int r0 = int(blockIdx.x) * kRowsPerBlock + warp * kRows;  // this warp's first row
-  constexpr int kCols = kLoadCols<WT>;
-  const size_t rb = row_bytes<WT>(K), code_bytes = size_t(K) * sizeof(WT);
-  const uint8_t* w = reinterpret_cast<const uint8_t*>(W) + (size_t(e) * N + size_t(min(r0, N - 1))) * rb;
+  constexpr int kCols = kLoadCols<KIND>;
+  const size_t rb = W.row_bytes, cb = code_bytes<KIND>(K);
+  const uint8_t* w = W.data + (size_t(e) * N + size_t(min(r0, N - 1))) * rb;
   if (r0 < N && (lane & 7) == 0) {  // the first two 512-byte pieces of this warp's rows, into L2
     // while the assignments are gathered and staged (one lane per 128-byte line)
 #pragma unroll
     for (int r = 0; r < kRows; ++r)
 #pragma unroll
       for (int u = 0; u < 2; ++u)
-        if (r0 + r < N && size_t(lane * 16 + u * 512) < code_bytes)
+        if (r0 + r < N && size_t(lane * 16 + u * 512) < cb)
           asm volatile("prefetch.global.L2 [%0];" ::"l"(w + size_t(r) * rb + lane * 16 + u * 512));
   }
   // The order within the list does not matter: each output depends on its own assignment only.
@@ -85,11 +87,6 @@ __global__ void __launch_bounds__(kWarps * 32)
     if (mine[i] == e) list[atomicAdd(&cnt, 1)] = tid + i * kWarps * 32;
   __syncthreads();
   const int total = cnt;
-  float2 params[kRows] = {};  // int8 rows: (s, m - 1152 s), read once
-  if constexpr (kInt8Rows<WT>)
-#pragma unroll
-    for (int r = 0; r < kRows; ++r)
-      if (r0 + r < N) params[r] = int8_row_params(w + size_t(r) * rb, K);
   const int vecs = K / 8;
   for (int c0 = 0; c0 < total; c0 += kChunk) {
     const int m = min(kChunk, total - c0);
@@ -114,20 +111,23 @@ __global__ void __launch_bounds__(kWarps * 32)
       float acc[kRows][kChunk] = {};
 #pragma unroll 2
       for (int kk = lane * kCols; kk < K; kk += 32 * kCols) {
+        // Rows past N read zero codes and params: weight 0, and their sums are not written.
         uint4 q[kRows];
+        Params p[kRows] = {};
 #pragma unroll
-        for (int r = 0; r < kRows; ++r)
-          q[r] = r0 + r < N ? ld_stream(w + size_t(r) * rb + size_t(kk) * sizeof(WT)) : make_uint4(0, 0, 0, 0);
+        for (int r = 0; r < kRows; ++r) {
+          const bool ok = r0 + r < N;
+          const uint8_t* row = w + size_t(r) * rb;
+          q[r] = ok ? ld_stream(row + code_bytes<KIND>(kk)) : make_uint4(0, 0, 0, 0);
+          if constexpr (KIND != k16Bit)
+            p[r] = prep_params<T, KIND>(
+                ok ? __ldg(reinterpret_cast<const uint32_t*>(row + cb) + (kk >> W.gshift)) : 0u);
+        }
 #pragma unroll
         for (int h = 0; h < kCols / 8; ++h) {
           float wv[kRows][8];
 #pragma unroll
-          for (int r = 0; r < kRows; ++r) {
-            if (r0 + r < N) dequant8<T, WT>(q[r], h, params[r], wv[r]);
-            else
-#pragma unroll
-              for (int i = 0; i < 8; ++i) wv[r][i] = 0.f;
-          }
+          for (int r = 0; r < kRows; ++r) dequant8<T, KIND>(q[r], h, p[r], wv[r]);
 #pragma unroll
           for (int t = 0; t < kChunk; ++t) {
             if (t >= m) break;
@@ -157,10 +157,10 @@ __global__ void __launch_bounds__(kWarps * 32)
 
 }  // namespace
 
-template <typename T, typename WT, typename O>
-cudaError_t gemv(const WT* W, int N, int K, const T* in, bool swiglu, int top_k, const int32_t* t_expert, int n,
+template <typename T, int KIND, typename O>
+cudaError_t gemv(const Rows& W, int N, int K, const T* in, bool swiglu, int top_k, const int32_t* t_expert, int n,
                  int experts, O* out, cudaStream_t s) {
-  if (n > kGemvMaxAssign || K % (kInt8Rows<WT> ? 32 : 8) != 0) return cudaErrorInvalidValue;
+  if (n > kGemvMaxAssign || K % (KIND == k16Bit ? 8 : 32) != 0) return cudaErrorInvalidValue;
   const size_t smem = size_t(std::min(kChunk, n)) * size_t(K) * sizeof(T);  // a block stages <= n rows
   auto launch = [&](auto kernel, int rows_per_block) {
     if (smem > 48 * 1024)
@@ -172,23 +172,26 @@ cudaError_t gemv(const WT* W, int N, int K, const T* in, bool swiglu, int top_k,
     return cudaGetLastError();
   };
   if (n <= kFewAssign)
-    return swiglu ? launch(gemv_kernel<T, WT, O, true, 2>, kWarps * 2)
-                  : launch(gemv_kernel<T, WT, O, false, 2>, kWarps * 2);
-  return swiglu ? launch(gemv_kernel<T, WT, O, true, 4>, kWarps * 4)
-                : launch(gemv_kernel<T, WT, O, false, 4>, kWarps * 4);
+    return swiglu ? launch(gemv_kernel<T, KIND, O, true, 2>, kWarps * 2)
+                  : launch(gemv_kernel<T, KIND, O, false, 2>, kWarps * 2);
+  return swiglu ? launch(gemv_kernel<T, KIND, O, true, 4>, kWarps * 4)
+                : launch(gemv_kernel<T, KIND, O, false, 4>, kWarps * 4);
 }
 
-#define LL_MOE_GEMV(T, WT, O)                                                                                 \
-  template cudaError_t gemv<T, WT, O>(const WT*, int, int, const T*, bool, int, const int32_t*, int, int, O*, \
-                                      cudaStream_t);
-LL_MOE_GEMV(__half, __half, __half)
-LL_MOE_GEMV(__half, __half, float)
-LL_MOE_GEMV(__nv_bfloat16, __nv_bfloat16, __nv_bfloat16)
-LL_MOE_GEMV(__nv_bfloat16, __nv_bfloat16, float)
-LL_MOE_GEMV(__half, uint8_t, __half)
-LL_MOE_GEMV(__half, uint8_t, float)
-LL_MOE_GEMV(__nv_bfloat16, uint8_t, __nv_bfloat16)
-LL_MOE_GEMV(__nv_bfloat16, uint8_t, float)
+// The gate|up product writes T, the down product (SwiGLU input) fp32 partials for the combine.
+#define LL_MOE_GEMV(T, KIND, O) \
+  template cudaError_t gemv<T, KIND, O>(const Rows&, int, int, const T*, bool, int, const int32_t*, int, int, O*, \
+                                        cudaStream_t);
+#define LL_MOE_GEMV_KINDS(T)       \
+  LL_MOE_GEMV(T, k16Bit, T)        \
+  LL_MOE_GEMV(T, k16Bit, float)    \
+  LL_MOE_GEMV(T, kInt8, T)         \
+  LL_MOE_GEMV(T, kInt8, float)     \
+  LL_MOE_GEMV(T, kInt4, T)         \
+  LL_MOE_GEMV(T, kInt4, float)
+LL_MOE_GEMV_KINDS(__half)
+LL_MOE_GEMV_KINDS(__nv_bfloat16)
+#undef LL_MOE_GEMV_KINDS
 #undef LL_MOE_GEMV
 
 }  // namespace lite_llama::cuda::moe

@@ -4,48 +4,46 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <type_traits>
 
 #include "backends/cuda/common.cuh"
+#include "backends/cuda/kernels/gq_common.cuh"
 
 namespace lite_llama::cuda::moe {
 
-// Expert weight rows: WT = T, 16-bit rows of K; or WT = uint8_t, the rows of the dense
-// --quantize int8 layout (core/gq.h, per channel): K bytes (int8 code + 128), then the row's fp16
-// (scale s, offset m) padded to 16 bytes, weight = s code + m. Both are read 16 bytes at a time.
-template <typename WT>
-constexpr bool kInt8Rows = std::is_same_v<WT, uint8_t>;
-template <typename WT>
-__host__ __device__ constexpr size_t row_bytes(int K) {
-  return kInt8Rows<WT> ? size_t(K) + 16 : size_t(K) * sizeof(WT);
-}
-// Weights per 16-byte load.
-template <typename WT>
-constexpr int kLoadCols = 16 / int(sizeof(WT));
+// Expert weight kinds: k16Bit rows of the activation type T, or the GQ kinds kInt8 / kInt4
+// (gq_common.cuh) in the dense layout of core/gq.h: the row's codes (int8: code + 128, one byte a
+// weight; int4: the nibble order of gq.h, 8 weights a 32-bit word), then one fp16 (s, m) pair per
+// group of weights, padded to 16 bytes; weight = s code + m.
+constexpr int k16Bit = -1;
 
-// An int8 row's (s, m - 1152 s): the 0x6400 exponent trick turns a code byte b into the fp16
-// 1024 + b, and (1024 + b) s + m - 1152 s = s (b - 128) + m.
-__device__ __forceinline__ float2 int8_row_params(const uint8_t* row, int K) {
-  const float2 sm = __half22float2(*reinterpret_cast<const __half2*>(row + K));
-  return make_float2(sm.x, fmaf(-1152.f, sm.x, sm.y));
+// A stacked expert matrix [E, N, K]: expert e's row r starts at data + (e N + r) row_bytes. A GQ
+// row's (s, m) of weight k is the 32-bit word k >> gshift after its codes (gshift 31: one per
+// row; groups are powers of two, at least one 16-byte load of codes: 16 int8 or 32 int4 weights).
+struct Rows {
+  const uint8_t* data;
+  size_t row_bytes;
+  int gshift;
+};
+// Weights per 16 bytes of a row's codes.
+template <int KIND>
+constexpr int kLoadCols = KIND == kInt4 ? 32 : KIND == kInt8 ? 16 : 8;
+// Bytes of codes in a row of K weights (16-bit: the whole row).
+template <int KIND>
+__host__ __device__ constexpr size_t code_bytes(int K) {
+  return size_t(K) * 16 / kLoadCols<KIND>;
 }
-// Weights 8 h .. 8 h + 7 of a 16-byte load of WT: 16-bit values as they are, int8 codes through
-// the row's params p (int8_row_params).
-template <typename T, typename WT>
-__device__ __forceinline__ void dequant8(const uint4& q, int h, float2 p, float* f) {
-  if constexpr (kInt8Rows<WT>) {
-    const uint32_t v[2] = {h ? q.z : q.x, h ? q.w : q.y};
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      uint32_t bits = __byte_perm(v[j >> 1], 0x64646464u, (j & 1) ? 0x4342 : 0x4140);
-      __half2 hv;
-      memcpy(&hv, &bits, 4);
-      const float2 c = __half22float2(hv);
-      f[2 * j] = fmaf(c.x, p.x, p.y), f[2 * j + 1] = fmaf(c.y, p.x, p.y);
-    }
-  } else {
+
+// Weights 8 h .. 8 h + 7 of a 16-byte load q of codes: 16-bit values as they are, GQ codes as
+// the dense GEMV dequantises them (gq_common.cuh: rounded to T once), p their group's params.
+template <typename T, int KIND>
+__device__ __forceinline__ void dequant8(const uint4& q, int h, const Params& p, float* f) {
+  if constexpr (KIND == k16Bit) {
     (void)h, (void)p;
     unpack8<T>(q, f);
+  } else {
+    const uint4 w = make_uint4(dequant_pair<T, KIND>(q, 4 * h, p), dequant_pair<T, KIND>(q, 4 * h + 1, p),
+                               dequant_pair<T, KIND>(q, 4 * h + 2, p), dequant_pair<T, KIND>(q, 4 * h + 3, p));
+    unpack8<T>(w, f);
   }
 }
 
@@ -61,17 +59,17 @@ inline int max_tiles(int n, int experts) { return (n + kTileM - 1) / kTileM + (n
 // out[a, r] = W[e(a), r, :] . x(a) for every assignment a < n (e(a) = t_expert[a]):
 // x(a) = in[a / top_k] (hidden states, K wide) when !swiglu, else silu(g) * u of gate_up row a
 // ([g(K) | u(K)]), rounded to T as the dense SwiGLU rounds it. T: __half or __nv_bfloat16;
-// WT: T or uint8_t (int8 rows, see above; K % 32 == 0); O: T or float.
-template <typename T, typename WT, typename O>
-cudaError_t gemv(const WT* W, int N, int K, const T* in, bool swiglu, int top_k, const int32_t* t_expert, int n,
+// KIND: see above (GQ rows: K % 32 == 0); O: T or float.
+template <typename T, int KIND, typename O>
+cudaError_t gemv(const Rows& W, int N, int K, const T* in, bool swiglu, int top_k, const int32_t* t_expert, int n,
                  int experts, O* out, cudaStream_t s);
 
 // out[slot, r] = W[e, r, :] . x(slot) over the sorted slots, one block per (tile, kTileN rows):
 // tiles[2 i] = expert, tiles[2 i + 1] = first slot of tile i, its slots end at
 // min(first + kTileM, start[e + 1]); *n_tiles tiles exist (the grid has max_tiles of them).
-// x(slot) = in[order[slot] / top_k] with `order`, else in[slot]. K % 8 == 0 (int8 rows: 32).
-template <typename T, typename WT, typename O>
-cudaError_t gemm(const WT* W, int N, int K, const T* in, const int32_t* order, int top_k, const int32_t* tiles,
+// x(slot) = in[order[slot] / top_k] with `order`, else in[slot]. K % 8 == 0 (GQ rows: 32).
+template <typename T, int KIND, typename O>
+cudaError_t gemm(const Rows& W, int N, int K, const T* in, const int32_t* order, int top_k, const int32_t* tiles,
                  const int32_t* n_tiles, const int32_t* start, int grid_tiles, O* out, cudaStream_t s);
 
 }  // namespace lite_llama::cuda::moe
