@@ -1,10 +1,7 @@
 #include "backends/cpu/cpu_backend.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -43,22 +40,6 @@ void norm_heads(float* x, int heads, int d, const float* w, float eps) {
   }
 }
 
-// Large buffers (the KV pool) on 2 MiB boundaries with transparent huge pages asked for (THP is
-// often in madvise mode): a decode step streams every cached K/V row of every layer, which ran
-// ~20% faster in 2 MiB pages (SmolLM2-135M at 2k keys, Zen 4: ~1 ms of an 19-20 ms step). Pages
-// still become resident as slots fill, 2 MiB at a time.
-Buffer big_host_buffer(size_t bytes) {
-  constexpr size_t kHuge = size_t(2) << 20;
-  if (bytes < 8 * kHuge) return host_buffer(bytes);
-  const size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
-  void* p = std::aligned_alloc(kHuge, rounded);
-  LL_CHECK(p != nullptr, "out of host memory allocating {} bytes", bytes);
-#ifdef MADV_HUGEPAGE
-  madvise(p, rounded, MADV_HUGEPAGE);  // advice only: ignored where THP is off
-#endif
-  return Buffer(p, bytes, Device::CPU, [](void* q) { std::free(q); });
-}
-
 class CpuBackend final : public ops::Backend {
  public:
   CpuBackend(int threads, const CpuTuning& tuning, std::shared_ptr<CpuTpGroup> group, int rank)
@@ -90,7 +71,7 @@ class CpuBackend final : public ops::Backend {
                        q8_activations_ ? ", int8 activations" : "", kv_f16_ ? ", F16 KV" : "");
   }
 
-  Buffer alloc(size_t bytes) override { return big_host_buffer(bytes); }
+  Buffer alloc(size_t bytes) override { return host_buffer(bytes); }
   void copy_to_device(void* dst, const void* src, size_t n) override { std::memcpy(dst, src, n); }
   void copy_to_host(void* dst, const void* src, size_t n) override { std::memcpy(dst, src, n); }
   void synchronize() override {}
