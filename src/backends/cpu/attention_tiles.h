@@ -2,6 +2,10 @@
 // query rows of one KV head's group (query tokens x heads of the group) over a range of keys,
 // in tiles of kKeyTile keys gathered through the slot table, with an online softmax. K and V
 // rows are read once per tile for all rows of the group; scores never leave the stack.
+// A lone query token (decode) takes tile_one_token: the rows of several KV heads, K/V slot rows
+// read whole in address order with prefetches ahead, each row's arithmetic unchanged (a row's
+// result must not depend on the other rows of its item: a cached prompt's last token runs alone,
+// the same token uncached inside a prefill chunk).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -148,11 +152,309 @@ inline void widen_f16(const uint16_t* src, float* dst, int n) {
 #endif
 }
 
+#if LL_VEC > 1
+constexpr int kPrefetchKeys = 32;  // how far ahead K / V rows are prefetched into L2
+
+// Prefetches at key `key`: its V row into L1 for the P V pass, and the K and V rows
+// kPrefetchKeys keys on into L2, each whole and in address order. The hardware prefetcher alone
+// kept DRAM reads from overlapping the arithmetic (2k keys, SmolLM2, one thread: 10 ms -> 6.5 ms
+// a step's attention with these). Always inlined: GCC takes a function of prefetches alone for one
+// without side effects and drops calls to it.
+[[gnu::always_inline]] inline void prefetch_key(const AttnTile& a, const float* vrow_j, int key, int kend) {
+  const int width = a.kv_heads * a.head_dim;
+  if (a.kv_f16) return;
+  for (int off = 0; off < width; off += 16) _mm_prefetch(reinterpret_cast<const char*>(vrow_j + off), _MM_HINT_T0);
+  if (key + kPrefetchKeys < kend) {
+    const int64_t at = a.slots[key + kPrefetchKeys] * a.kv_row_stride + a.kv_offset;
+    const float* kp = static_cast<const float*>(a.k) + at;
+    const float* vp = static_cast<const float*>(a.v) + at;
+    for (int off = 0; off < width; off += 16) _mm_prefetch(reinterpret_cast<const char*>(kp + off), _MM_HINT_T1);
+    for (int off = 0; off < width; off += 16) _mm_prefetch(reinterpret_cast<const char*>(vp + off), _MM_HINT_T1);
+  }
+}
+
+#if LL_VEC == 16
+// vsum (GCC's _mm512_reduce_add_ps: halves, quarters, pairs, then the last two) of 16 vectors
+// x_0..x_15 at once, lane k = vsum(x_k). The halves step pairs x_k with x_k+4 (k = 0-3, 8-11):
+// step1 gives that pair's vector, stored at kSlot[k's pair] for finish16.
+constexpr int kPairKey[8] = {0, 1, 2, 3, 8, 9, 10, 11};
+constexpr int kPairSlot[8] = {0, 2, 1, 3, 4, 6, 5, 7};
+inline simd::V step1(simd::V a, simd::V b) {
+  return simd::vadd(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xee));
+}
+inline simd::V finish16(const float* y) {  // y: the 8 step1 vectors by slot
+  using namespace simd;
+  V z[4], w[2];
+  for (int j = 0; j < 4; ++j) {
+    const V a = vload(y + 16 * j), b = vload(y + 16 * (j + 4));
+    z[j] = vadd(_mm512_shuffle_f32x4(a, b, 0x88), _mm512_shuffle_f32x4(a, b, 0xdd));
+  }
+  for (int j = 0; j < 2; ++j)
+    w[j] = vadd(_mm512_shuffle_ps(z[j], z[j + 2], 0x44), _mm512_shuffle_ps(z[j], z[j + 2], 0xee));
+  return vadd(_mm512_shuffle_ps(w[0], w[1], 0x88), _mm512_shuffle_ps(w[0], w[1], 0xdd));
+}
+inline simd::V vsum16(const float* x) {  // x: 16 vectors by key
+  alignas(64) float y[8 * 16];
+  for (int i = 0; i < 8; ++i)
+    simd::vstore(y + 16 * kPairSlot[i], step1(simd::vload(x + 16 * kPairKey[i]), simd::vload(x + 16 * (kPairKey[i] + 4))));
+  return finish16(y);
+}
+
+// One query token, all rows of the item: per row the two chains of scores() for keys k and k + 4,
+// each added and the two keys' halves summed (step1) into sb[row][slot]. Keys outer, the item's
+// heads inner: K slot rows are read whole, in address order (per-head passes over 256 of every
+// 768 bytes ran at a third of the bandwidth). C: vectors per head row held in registers.
+template <int C>
+void score_pairs(const AttnTile& a, const float* qb, const float* const* krow, const float* const* vrow,
+                 int n, float* sb, int kfirst, int kend) {
+  using namespace simd;
+  const int D = a.head_dim;
+  for (int i = 0; i < 8; ++i) {
+    const int k = kPairKey[i], slot = kPairSlot[i];
+    if (k >= n) {
+      for (int r = 0; r < a.kv_heads * a.group; ++r) vstore(sb + (r * 8 + slot) * 16, vzero());
+      continue;
+    }
+    const bool two = k + 4 < n;
+    prefetch_key(a, vrow[k], kfirst + k, kend);
+    if (two) prefetch_key(a, vrow[k + 4], kfirst + k + 4, kend);
+    for (int h = 0; h < a.kv_heads; ++h) {
+      const float* k0 = krow[k] + h * D;
+      const float* k1 = two ? krow[k + 4] + h * D : k0;
+      V x[C], z[C];
+      for (int c = 0; c < C; ++c) x[c] = vload(k0 + c * 16), z[c] = vload(k1 + c * 16);
+      for (int g = 0; g < a.group; ++g) {
+        const int r = h * a.group + g;
+        const float* qr = qb + int64_t(r) * D;
+        V a0 = vzero(), a1 = vzero(), b0 = vzero(), b1 = vzero();
+        for (int c = 0; c < C; c += 2) {
+          const V q0 = vload(qr + c * 16), q1 = vload(qr + (c + 1) * 16);
+          a0 = vfma(q0, x[c], a0);
+          a1 = vfma(q1, x[c + 1], a1);
+          b0 = vfma(q0, z[c], b0);
+          b1 = vfma(q1, z[c + 1], b1);
+        }
+        vstore(sb + (r * 8 + slot) * 16, step1(vadd(a0, a1), two ? vadd(b0, b1) : vzero()));
+      }
+    }
+  }
+}
+
+// Softmax update of every row over the tile's n keys, each row as attend_tile's per-row loop
+// does it (scores * scale, max, alpha, exp_sum's exp and vsum, l), but stage by stage over the
+// rows so that their latency chains overlap; sums of 16 rows share one vsum16.
+void softmax_rows(const AttnTile& a, int rows, int n, const float* sb, float* p, float* m, float* l,
+                  float* alpha) {
+  using namespace simd;
+  alignas(64) float mx[4 * kKeyTile], sums[16 * 16];
+  for (int r = 0; r < rows; ++r) {
+    const V sc = vmul(finish16(sb + r * 8 * 16), vset1(a.scale));
+    vstore(p + r * kKeyTile, sc);
+    mx[r] = _mm512_mask_reduce_max_ps(__mmask16((1u << n) - 1), sc);
+  }
+  for (int r = 0; r < rows; ++r) {
+    const float m_new = mx[r] > m[r] ? mx[r] : m[r];
+    alpha[r] = m_new == m[r] ? 1.0f : std::exp(m[r] - m_new);
+    mx[r] = m[r] = m_new;
+  }
+  for (int r0 = 0; r0 < rows; r0 += 16) {
+    const int nr = rows - r0 < 16 ? rows - r0 : 16;
+    for (int r = r0; r < r0 + nr; ++r) {
+      float* pr = p + r * kKeyTile;
+      if (n == kKeyTile) {  // exp_sum over one vector
+        const V e = vexp(vsub(vload(pr), vset1(mx[r])));
+        vstore(pr, e);
+        vstore(sums + (r - r0) * 16, vadd(vzero(), e));
+      } else {
+        sums[(r - r0) * 16] = exp_sum(pr, n, mx[r]);
+      }
+    }
+    alignas(64) float tot[16];
+    if (n == kKeyTile) {
+      for (int r = nr; r < 16; ++r) vstore(sums + r * 16, vzero());
+      vstore(tot, vsum16(sums));
+    } else {
+      for (int r = 0; r < nr; ++r) tot[r] = sums[r * 16];
+    }
+    for (int r = r0; r < r0 + nr; ++r) l[r] = l[r] * alpha[r] + tot[r - r0];
+  }
+}
+#endif
+
+// One query token, all rows of the item (AVX2): each row's score vectors (the two chains of
+// scores(), added, lanes not yet summed) for keys j < n into sb[row][j], keys outer, heads inner.
+template <int C>
+void score_vectors(const AttnTile& a, const float* qb, const float* const* krow, const float* const* vrow,
+                   int n, float* sb, int kfirst, int kend) {
+  const int D = a.head_dim, nc = C ? C : D / LL_VEC;
+  using namespace simd;
+  for (int j = 0; j < n; ++j) {
+    prefetch_key(a, vrow[j], kfirst + j, kend);
+    for (int h = 0; h < a.kv_heads; ++h) {
+      const float* kr = krow[j] + h * D;
+      V kv[C ? C : 1];
+      if constexpr (C > 0)
+        for (int c = 0; c < C; ++c) kv[c] = vload(kr + c * LL_VEC);
+      for (int g = 0; g < a.group; ++g) {
+        const int r = h * a.group + g;
+        const float* qr = qb + int64_t(r) * D;
+        V a0 = vzero(), a1 = vzero();
+        for (int c = 0; c < nc; c += 2) {
+          a0 = vfma(vload(qr + c * LL_VEC), C ? kv[c] : vload(kr + c * LL_VEC), a0);
+          a1 = vfma(vload(qr + (c + 1) * LL_VEC), C ? kv[c + 1] : vload(kr + (c + 1) * LL_VEC), a1);
+        }
+        vstore(sb + (int64_t(r) * kKeyTile + j) * LL_VEC, vadd(a0, a1));
+      }
+    }
+  }
+}
+
+// accumulate_row<C> on R rows of one head (o, p rows kKeyTile apart), each V load shared.
+template <int R, int C>
+inline void accumulate_rows(float* o, int D, const float* alpha, const float* p, const float* const* v,
+                            int voff, int nk) {
+  using namespace simd;
+  V a0[R][C], a1[R][C];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) {
+      const V x = vload(o + r * D + c * LL_VEC);
+      a0[r][c] = alpha[r] == 1.0f ? x : vmul(x, vset1(alpha[r]));
+      a1[r][c] = vzero();
+    }
+  int j = 0;
+  for (; j + 2 <= nk; j += 2) {  // one key's R weights live at a time (registers: 2RC + R + 1)
+    V w[R];
+    for (int r = 0; r < R; ++r) w[r] = vset1(p[r * kKeyTile + j]);
+    for (int c = 0; c < C; ++c) {
+      const V x = vload(v[j] + voff + c * LL_VEC);
+      for (int r = 0; r < R; ++r) a0[r][c] = vfma(w[r], x, a0[r][c]);
+    }
+    for (int r = 0; r < R; ++r) w[r] = vset1(p[r * kKeyTile + j + 1]);
+    for (int c = 0; c < C; ++c) {
+      const V x = vload(v[j + 1] + voff + c * LL_VEC);
+      for (int r = 0; r < R; ++r) a1[r][c] = vfma(w[r], x, a1[r][c]);
+    }
+  }
+  if (j < nk)
+    for (int c = 0; c < C; ++c) {
+      const V x0 = vload(v[j] + voff + c * LL_VEC);
+      for (int r = 0; r < R; ++r) a0[r][c] = vfma(vset1(p[r * kKeyTile + j]), x0, a0[r][c]);
+    }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) vstore(o + r * D + c * LL_VEC, vadd(a0[r][c], a1[r][c]));
+}
+
+// accumulate()'s blocks of eight vectors (one chain each) on R rows; D a multiple of 8 vectors.
+template <int R>
+inline void accumulate_rows8(float* o, int D, const float* alpha, const float* p, const float* const* v,
+                             int voff, int nk) {
+  using namespace simd;
+  for (int i = 0; i < D; i += 8 * LL_VEC) {
+    V acc[R][8];
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < 8; ++c) {
+        const V x = vload(o + r * D + i + c * LL_VEC);
+        acc[r][c] = alpha[r] == 1.0f ? x : vmul(x, vset1(alpha[r]));
+      }
+    for (int j = 0; j < nk; ++j)
+      for (int c = 0; c < 8; ++c) {
+        const V x = vload(v[j] + voff + i + c * LL_VEC);
+        for (int r = 0; r < R; ++r) acc[r][c] = vfma(vset1(p[r * kKeyTile + j]), x, acc[r][c]);
+      }
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < 8; ++c) vstore(o + r * D + i + c * LL_VEC, acc[r][c]);
+  }
+}
+
+// accumulate() for `rows` rows of one head: R of them at a time where the registers allow
+// (AVX-512), per row otherwise; every row takes the same path and order as accumulate().
+template <int R>
+inline int accumulate_block(float* o, int D, const float* alpha, const float* p, const float* const* v,
+                            int voff, int nk) {
+  if (D == 4 * LL_VEC) accumulate_rows<R, 4>(o, D, alpha, p, v, voff, nk);
+  else if (D == 2 * LL_VEC) accumulate_rows<R, 2>(o, D, alpha, p, v, voff, nk);
+  else if (D % (8 * LL_VEC) == 0) accumulate_rows8<R>(o, D, alpha, p, v, voff, nk);
+  else return 0;
+  return R;
+}
+
+inline void accumulate_head(float* o, int D, const float* alpha, const float* p, const float* const* v,
+                            int voff, int nk, int rows) {
+  int r = 0;
+#if LL_VEC == 16
+  while (rows - r >= 3) {
+    const int done = accumulate_block<3>(o + r * D, D, alpha + r, p + r * kKeyTile, v, voff, nk);
+    if (!done) break;
+    r += done;
+  }
+  if (rows - r == 2) r += accumulate_block<2>(o + r * D, D, alpha + r, p + r * kKeyTile, v, voff, nk);
+#endif
+  const float* vh[kKeyTile];
+  for (int j = 0; j < nk; ++j) vh[j] = v[j] + voff;
+  for (; r < rows; ++r) accumulate(o + int64_t(r) * D, alpha[r], p + r * kKeyTile, vh, nk, D);
+}
+
+// One key tile for the rows of one query token (all share n visible keys): scores, each row's
+// softmax update, then P V per head, every row with the operations of attend_tile's per-row loop.
+void tile_one_token(const AttnTile& a, const float* qb, const float* const* krow, const float* const* vrow,
+                    int n, float* m, float* l, float* o, float* sb, float* p, int kfirst, int kend) {
+  using namespace simd;
+  const int D = a.head_dim, rows = a.kv_heads * a.group;
+  float alpha[4 * kKeyTile];  // rows <= 4 * kKeyTile (attend_tile checks)
+#if LL_VEC == 16
+  switch (D / LL_VEC) {
+    case 2: score_pairs<2>(a, qb, krow, vrow, n, sb, kfirst, kend); break;
+    case 4: score_pairs<4>(a, qb, krow, vrow, n, sb, kfirst, kend); break;
+    case 6: score_pairs<6>(a, qb, krow, vrow, n, sb, kfirst, kend); break;
+    case 8: score_pairs<8>(a, qb, krow, vrow, n, sb, kfirst, kend); break;
+    default: score_pairs<16>(a, qb, krow, vrow, n, sb, kfirst, kend);  // D = 256; others: generic path
+  }
+  softmax_rows(a, rows, n, sb, p, m, l, alpha);
+#else
+  switch (D / LL_VEC) {
+    case 2: score_vectors<2>(a, qb, krow, vrow, n, sb, kfirst, kend); break;
+    case 4: score_vectors<4>(a, qb, krow, vrow, n, sb, kfirst, kend); break;
+    case 8: score_vectors<8>(a, qb, krow, vrow, n, sb, kfirst, kend); break;
+    default: score_vectors<0>(a, qb, krow, vrow, n, sb, kfirst, kend);
+  }
+  for (int r = 0; r < rows; ++r) {
+    const float* s = sb + int64_t(r) * kKeyTile * LL_VEC;
+    float* pr = p + r * kKeyTile;
+    int j = 0;
+    for (; j + 4 <= n; j += 4)
+      vsum4(vload(s + j * LL_VEC), vload(s + (j + 1) * LL_VEC), vload(s + (j + 2) * LL_VEC),
+            vload(s + (j + 3) * LL_VEC), a.scale, pr + j);
+    for (; j < n; ++j) pr[j] = vsum(vload(s + j * LL_VEC)) * a.scale;
+    float mx = -INFINITY;
+    for (j = 0; j < n; ++j) mx = pr[j] > mx ? pr[j] : mx;
+    const float m_new = mx > m[r] ? mx : m[r];
+    alpha[r] = m_new == m[r] ? 1.0f : std::exp(m[r] - m_new);
+    const float sum = exp_sum(pr, n, m_new);
+    l[r] = l[r] * alpha[r] + sum;
+    m[r] = m_new;
+  }
+#endif
+  for (int h = 0; h < a.kv_heads; ++h) {
+    const int r0 = h * a.group;
+    accumulate_head(o + int64_t(r0) * D, D, alpha + r0, p + r0 * kKeyTile, vrow, h * D, n, a.group);
+  }
+}
+#endif
+
 void attend_tile(const AttnTile& a) {
-  const int D = a.head_dim, rows = (a.q1 - a.q0) * a.group;
-  float* m = a.m_out ? a.m_out : a.scratch;
-  float* l = a.l_out ? a.l_out : a.scratch + rows;
-  float* o = a.m_out ? a.o : a.scratch + 2 * rows;  // unnormalised rows [rows][D]
+  const int D = a.head_dim, rpt = a.kv_heads * a.group, rows = (a.q1 - a.q0) * rpt;
+  const int width = a.kv_heads * D;  // floats of a K/V slot row the item reads
+  // Scratch regions on 64-byte boundaries (vector loads and stores that split cache lines cost
+  // about twice as much).
+  auto align = [](float* f) { return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(f) + 63) & ~uintptr_t(63)); };
+  float* const base = align(a.scratch);
+  float* sb = base;                                 // score vectors [rows][kKeyTile][<= 16]
+  float* pw = sb + int64_t(rows) * kKeyTile * 16;   // weights [rows][kKeyTile]
+  float* kw = pw + int64_t(rows) * kKeyTile;        // F16 rows widened [kKeyTile][width], K then V
+  float* vw = kw + int64_t(kKeyTile) * width;
+  float* o = a.m_out ? a.o : align(vw + int64_t(kKeyTile) * width);  // unnormalised rows [rows][D]
+  float* m = a.m_out ? a.m_out : align(vw + int64_t(kKeyTile) * width) + int64_t(rows) * D;
+  float* l = a.l_out ? a.l_out : m + rows;
   for (int r = 0; r < rows; ++r) {
     m[r] = -INFINITY;
     l[r] = 0;
@@ -160,32 +462,51 @@ void attend_tile(const AttnTile& a) {
   }
   const int last_pos = a.first_pos + a.q1 - 1;  // no query of this tile sees keys past it
   const int k_end = a.k1 < last_pos + 1 ? a.k1 : last_pos + 1;
+#if LL_VEC > 1
+  const bool one_token = a.q1 - a.q0 == 1 && D % (2 * LL_VEC) == 0 && rpt <= 4 * kKeyTile &&
+                         (LL_VEC != 16 || D <= 8 * LL_VEC || D == 16 * LL_VEC);
+#else
+  (void)sb, (void)pw;
+#endif
   const float* krow[kKeyTile];
   const float* vrow[kKeyTile];
+  const float* kh[kKeyTile];
+  const float* vh[kKeyTile];
   float p[kKeyTile];
   for (int k0 = a.k0; k0 < k_end; k0 += kKeyTile) {
     const int nk = k_end - k0 < kKeyTile ? k_end - k0 : kKeyTile;
     for (int j = 0; j < nk; ++j) {
       const int64_t at = a.slots[k0 + j] * a.kv_row_stride + a.kv_offset;
       if (a.kv_f16) {  // widened once per tile, read by every row of the group
-        float* kw = a.scratch + int64_t(rows) * (D + 2) + int64_t(j) * D;
-        float* vw = kw + int64_t(kKeyTile) * D;
-        widen_f16(static_cast<const uint16_t*>(a.k) + at, kw, D);
-        widen_f16(static_cast<const uint16_t*>(a.v) + at, vw, D);
-        krow[j] = kw;
-        vrow[j] = vw;
+        widen_f16(static_cast<const uint16_t*>(a.k) + at, kw + int64_t(j) * width, width);
+        widen_f16(static_cast<const uint16_t*>(a.v) + at, vw + int64_t(j) * width, width);
+        krow[j] = kw + int64_t(j) * width;
+        vrow[j] = vw + int64_t(j) * width;
       } else {
         krow[j] = static_cast<const float*>(a.k) + at;
         vrow[j] = static_cast<const float*>(a.v) + at;
       }
     }
+#if LL_VEC > 1
+    if (one_token) {
+      const int visible = a.first_pos + a.q0 + 1 - k0;
+      const float* qb = a.q + int64_t(a.q0) * a.q_row_stride + int64_t(a.head0) * D;
+      tile_one_token(a, qb, krow, vrow, visible < nk ? visible : nk, m, l, o, sb, pw, k0, k_end);
+      continue;
+    }
+#endif
+    int cur = -1;  // KV head (of the item) whose rows kh / vh point at
     for (int r = 0; r < rows; ++r) {
-      const int i = a.q0 + r / a.group, h = a.head0 + r % a.group;
+      const int i = a.q0 + r / rpt, h = a.head0 + r % rpt, hl = (r % rpt) / a.group;
       const float* qv = a.q + int64_t(i) * a.q_row_stride + int64_t(h) * D;
       const int visible = a.first_pos + i + 1 - k0;  // keys k0 .. k0 + visible - 1
       const int n = visible < nk ? visible : nk;
       if (n <= 0) continue;
-      scores(qv, krow, n, D, a.scale, p);
+      if (hl != cur) {
+        for (int j = 0; j < nk; ++j) kh[j] = krow[j] + hl * D, vh[j] = vrow[j] + hl * D;
+        cur = hl;
+      }
+      scores(qv, kh, n, D, a.scale, p);
       float mx = -INFINITY;
       for (int j = 0; j < n; ++j) mx = p[j] > mx ? p[j] : mx;
       const float m_new = mx > m[r] ? mx : m[r];
@@ -194,12 +515,12 @@ void attend_tile(const AttnTile& a) {
       const float sum = exp_sum(p, n, m_new);
       l[r] = l[r] * alpha + sum;
       m[r] = m_new;
-      accumulate(o + int64_t(r) * D, alpha, p, vrow, n, D);
+      accumulate(o + int64_t(r) * D, alpha, p, vh, n, D);
     }
   }
   if (a.m_out) return;  // a partial: the caller merges
   for (int r = 0; r < rows; ++r) {
-    const int i = a.q0 + r / a.group, h = a.head0 + r % a.group;
+    const int i = a.q0 + r / rpt, h = a.head0 + r % rpt;
     float* out = a.o + int64_t(i) * a.q_row_stride + int64_t(h) * D;
     const float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
     for (int d = 0; d < D; ++d) out[d] = o[int64_t(r) * D + d] * inv;

@@ -9,14 +9,16 @@ namespace {
 
 constexpr int kQueryChunk = 16;    // query tokens per prefill item
 constexpr int kMinSplitKeys = 256; // a key range worth a work item of its own
+constexpr int kMaxItemFloats = 512; // K/V floats of a slot row one item reads (one-token items)
 
-// Merges the partials of one (sequence, KV head, query chunk): o = sum_s e^(m_s - M) O_s / L.
-void merge(const AttnItem* parts, int n, const AttnScratch& s, int rows, int D, int group,
-           int q_start, int num_heads, float* out) {
+// Merges the partials of one (sequence, KV heads, query chunk): o = sum_s e^(m_s - M) O_s / L.
+// Rows are ordered (token, query head of the item's heads), rpt of them per token.
+void merge(const AttnItem* parts, int n, const AttnScratch& s, int rows, int D, int rpt,
+           int head0, int q_start, int num_heads, float* out) {
   for (int r = 0; r < rows; ++r) {
     float mx = -INFINITY;
     for (int p = 0; p < n; ++p) mx = std::max(mx, s.partials[size_t(parts[p].partial) + size_t(rows) * D + r]);
-    float* o = out + (int64_t(q_start + parts[0].q0 + r / group) * num_heads + parts[0].g * group + r % group) * D;
+    float* o = out + (int64_t(q_start + parts[0].q0 + r / rpt) * num_heads + head0 + r % rpt) * D;
     std::fill(o, o + D, 0.f);
     float l = 0;
     for (int p = 0; p < n; ++p) {
@@ -32,6 +34,16 @@ void merge(const AttnItem* parts, int n, const AttnScratch& s, int rows, int D, 
   }
 }
 
+// KV heads per one-token item: the most (a divisor of num_kv_heads, slot row parts of at most
+// kMaxItemFloats) that still leaves every thread an item.
+int heads_per_token_item(int num_kv_heads, int D, int group, int threads, int other_items, int token_ranges) {
+  for (int h = num_kv_heads; h > 1; --h)
+    if (num_kv_heads % h == 0 && h * D <= kMaxItemFloats && h * group <= 4 * kAttnKeyTile &&
+        other_items + token_ranges * (num_kv_heads / h) >= threads)
+      return h;
+  return 1;
+}
+
 }  // namespace
 
 void attention_f32(ThreadPool& pool, const Kernels& k, const Tensor& q, const ops::KvLayer& kv,
@@ -44,25 +56,39 @@ void attention_f32(ThreadPool& pool, const Kernels& k, const Tensor& q, const op
   for (int b = 0; b < m.num_seqs; ++b)
     base_items += num_kv_heads * ((m.b_q_len[b] + kQueryChunk - 1) / kQueryChunk);
   const int want = 4 * pool.size();
+  // The splits (and so every row's arithmetic) stay those of one item per KV head; a one-token
+  // chunk's items may then take several heads each.
+  std::vector<int>& splits = s.splits;
+  splits.assign(size_t(m.num_seqs), 1);
+  int other_items = 0, token_ranges = 0;
+  for (int b = 0; b < m.num_seqs; ++b) {
+    const int ql = m.b_q_len[b], sl = m.b_seq_len[b];
+    if (base_items < want) splits[size_t(b)] = std::clamp(want / std::max(1, base_items), 1, std::max(1, sl / kMinSplitKeys));
+    const int per = (sl + splits[size_t(b)] - 1) / splits[size_t(b)], ranges = (sl + per - 1) / std::max(1, per);
+    const int chunks = (ql + kQueryChunk - 1) / kQueryChunk, lone = ql % kQueryChunk == 1;
+    other_items += num_kv_heads * (chunks - lone) * ranges;
+    token_ranges += lone * ranges;
+  }
+  const int hpi = heads_per_token_item(num_kv_heads, D, group, pool.size(), other_items, token_ranges);
   s.items.clear();
   size_t partial_floats = 0;
   for (int b = 0; b < m.num_seqs; ++b) {
     const int ql = m.b_q_len[b], sl = m.b_seq_len[b];
-    int splits = 1;
-    if (base_items < want) splits = std::clamp(want / std::max(1, base_items), 1, std::max(1, sl / kMinSplitKeys));
-    const int per = (sl + splits - 1) / splits;
-    for (int g = 0; g < num_kv_heads; ++g)
-      for (int q0 = 0; q0 < ql; q0 += kQueryChunk) {
-        const int q1 = std::min(ql, q0 + kQueryChunk), rows = (q1 - q0) * group;
+    const int per = (sl + splits[size_t(b)] - 1) / splits[size_t(b)];
+    for (int q0 = 0; q0 < ql; q0 += kQueryChunk) {
+      const int q1 = std::min(ql, q0 + kQueryChunk), heads = q1 - q0 == 1 ? hpi : 1;
+      const int rows = (q1 - q0) * group * heads;
+      for (int g = 0; g < num_kv_heads; g += heads)
         for (int k0 = 0; k0 < sl; k0 += per) {
           AttnItem it{b, g, q0, q1, k0, std::min(sl, k0 + per)};
-          if (splits > 1) {
+          it.heads = heads;
+          if (splits[size_t(b)] > 1) {
             it.partial = int64_t(partial_floats);
             partial_floats += size_t(rows) * (D + 2);
           }
           s.items.push_back(it);
         }
-      }
+    }
   }
   if (s.partials.size() < partial_floats) s.partials.resize(partial_floats);
   // Later query chunks see more keys: take them first, so the threads finish together.
@@ -71,11 +97,11 @@ void attention_f32(ThreadPool& pool, const Kernels& k, const Tensor& q, const op
   std::atomic<size_t> next{0};
   pool.run([&](int, int) {
     thread_local std::vector<float> scratch;
-    if (scratch.size() < attn_scratch_floats(kQueryChunk * group, D))
-      scratch.resize(attn_scratch_floats(kQueryChunk * group, D));
+    const size_t need = attn_scratch_floats(std::max(kQueryChunk, hpi) * group, D, hpi);
+    if (scratch.size() < need) scratch.resize(need);
     for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < s.items.size();) {
       const AttnItem& it = s.items[i];
-      const int rows = (it.q1 - it.q0) * group;
+      const int rows = (it.q1 - it.q0) * group * it.heads;
       AttnTile t{};
       t.q = q.ptr<float>() + int64_t(m.b_q_start[it.b]) * num_heads * D;
       t.o = out.ptr<float>() + int64_t(m.b_q_start[it.b]) * num_heads * D;
@@ -88,6 +114,7 @@ void attention_f32(ThreadPool& pool, const Kernels& k, const Tensor& q, const op
       t.slots = m.req_to_slot + int64_t(m.b_req_idx[it.b]) * m.req_stride;
       t.head_dim = D;
       t.group = group;
+      t.kv_heads = it.heads;
       t.head0 = it.g * group;
       t.q0 = it.q0;
       t.q1 = it.q1;
@@ -114,8 +141,8 @@ void attention_f32(ThreadPool& pool, const Kernels& k, const Tensor& q, const op
     parts.clear();
     for (const AttnItem& o : s.items)
       if (o.partial >= 0 && o.b == it.b && o.g == it.g && o.q0 == it.q0) parts.push_back(o);
-    merge(parts.data(), int(parts.size()), s, (it.q1 - it.q0) * group, D, group,
-          m.b_q_start[it.b], num_heads, out.ptr<float>());
+    merge(parts.data(), int(parts.size()), s, (it.q1 - it.q0) * group * it.heads, D, group * it.heads,
+          it.g * group, m.b_q_start[it.b], num_heads, out.ptr<float>());
   }
 }
 

@@ -15,6 +15,8 @@ namespace lite_llama::cpu {
 // [tokens][q_row_stride], K/V rows at slot * kv_row_stride + kv_offset, slots the sequence's
 // row of the slot table. With m_out set the result is a partial for a later merge: o holds
 // the unnormalised rows [rows][head_dim], m_out / l_out each row's running max and sum.
+// kv_heads > 1 (one query token only): the item covers that many consecutive KV heads, rows
+// ordered by query head, so each slot row's K/V of those heads is read whole and in order.
 struct AttnTile {
   const float* q;
   float* o;
@@ -25,15 +27,18 @@ struct AttnTile {
   int64_t kv_row_stride, kv_offset;
   const int32_t* slots;
   int head_dim, group, head0, q0, q1, first_pos, k0, k1;
+  int kv_heads;
   float scale;
   float* m_out;
   float* l_out;
-  float* scratch;  // attn_scratch_floats(rows, head_dim)
+  float* scratch;  // attn_scratch_floats(rows, head_dim, kv_heads)
 };
 
 constexpr int kAttnKeyTile = 16;  // keys an attention tile gathers at a time
-inline size_t attn_scratch_floats(int rows, int head_dim) {
-  return size_t(rows) * (head_dim + 2) + 2 * size_t(kAttnKeyTile) * head_dim;  // + F16 rows widened
+// Per row: m, l, the output row, one score vector (<= 16 floats) per key and the tile's
+// weights; the F16 rows of a key tile widened; room to align two regions to 64 bytes.
+inline size_t attn_scratch_floats(int rows, int head_dim, int kv_heads) {
+  return size_t(rows) * (head_dim + 2 + 17 * kAttnKeyTile) + 2 * size_t(kAttnKeyTile) * head_dim * kv_heads + 32;
 }
 
 struct Kernels {
