@@ -86,6 +86,9 @@ struct CpuTuning {
   bool kv_f16 = false;
   // Kernel instruction set (tests and measurements force one; Auto is the fastest the CPU has).
   CpuIsaChoice isa = CpuIsaChoice::Auto;
+  // Bind each compute thread to one CPU. Off: no faster on a 2-core Zen 4 VM within run-to-run
+  // noise (docs/benchmarks/cpu.md), and a pinned thread cannot move away from another process.
+  bool pin_threads = false;
 };
 
 struct BackendOptions {

@@ -1,5 +1,6 @@
 #include "core/thread_pool.h"
 
+#include <pthread.h>
 #include <sched.h>
 
 #include "core/error.h"
@@ -24,10 +25,31 @@ int default_thread_count() {
   return n ? int(n) : 1;
 }
 
-ThreadPool::ThreadPool(int num_threads) : num_threads_(num_threads) {
+namespace {
+
+// Binds the calling thread to the index-th CPU (round robin) of the process's affinity set.
+void pin_to(int index) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0 || CPU_COUNT(&set) == 0) return;
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpus[size_t(index) % cpus.size()], &one);
+  pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+}
+
+}  // namespace
+
+ThreadPool::ThreadPool(int num_threads, bool pin) : num_threads_(num_threads), pin_(pin) {
   LL_CHECK(num_threads >= 1 && num_threads <= 1024, "--threads must be in 1..1024, got {}",
            num_threads);
-  for (int i = 1; i < num_threads_; ++i) threads_.emplace_back([this, i] { worker(i); });
+  for (int i = 1; i < num_threads_; ++i)
+    threads_.emplace_back([this, i] {
+      if (pin_) pin_to(i);
+      worker(i);
+    });
 }
 
 ThreadPool::~ThreadPool() {
@@ -41,6 +63,10 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::run(const Job& job) {
+  if (pin_) {
+    thread_local bool pinned = false;
+    if (!pinned) pin_to(0), pinned = true;
+  }
   if (num_threads_ == 1) {
     job(0, 1);
     return;

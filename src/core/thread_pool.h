@@ -22,7 +22,9 @@ class ThreadPool {
   // counter) rather than by thread index.
   using Job = std::function<void(int, int)>;
 
-  explicit ThreadPool(int num_threads);
+  // pin: each thread is bound to one CPU of the process's affinity set (the caller that runs
+  // index 0 at its first job, workers as they start), round robin.
+  explicit ThreadPool(int num_threads, bool pin = false);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -54,6 +56,7 @@ class ThreadPool {
   void worker(int index);
 
   int num_threads_;
+  bool pin_ = false;
   std::vector<std::thread> threads_;
   const Job* job_ = nullptr;
   std::atomic<uint64_t> generation_{0};

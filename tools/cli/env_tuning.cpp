@@ -39,6 +39,7 @@ void apply_env_tuning(BackendOptions& o) {
   if (env("LITE_LLAMA_CPU_Q8")) o.cpu.q8_activations = true;
   if (const char* e = env("LITE_LLAMA_CPU_ISA")) o.cpu.isa = parse_cpu_isa(e);
   if (env("LITE_LLAMA_CPU_KV_F16")) o.cpu.kv_f16 = env_is("LITE_LLAMA_CPU_KV_F16", "1");
+  if (env("LITE_LLAMA_CPU_PIN")) o.cpu.pin_threads = env_is("LITE_LLAMA_CPU_PIN", "1");
 }
 
 }  // namespace lite_llama::cli

@@ -46,7 +46,7 @@ class CpuBackend final : public ops::Backend {
       : q8_activations_(tuning.q8_activations),
         kv_f16_(tuning.kv_f16),
         k_(kernels_for(choose_cpu_isa(tuning.isa))),
-        pool_(threads),
+        pool_(threads, tuning.pin_threads),
         tp_(std::move(group)),
         rank_(rank) {}
 

@@ -2,6 +2,8 @@
 // their work is done, and an idle pool sleeps (a server waiting for requests uses no CPU).
 #include <gtest/gtest.h>
 
+#include <pthread.h>
+#include <sched.h>
 #include <time.h>
 
 #include <atomic>
@@ -64,4 +66,25 @@ TEST(ThreadPool, IdlePoolUsesNoCpu) {
   const double c0 = process_cpu_ms();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_LT(process_cpu_ms() - c0, 30.0);
+}
+
+// CpuTuning::pin_threads: every thread of a pinned pool, the caller included, runs on exactly one
+// CPU of the process's set, and the pool still covers every index once. The caller runs in a
+// thread of its own so that the test process stays unpinned.
+TEST(ThreadPool, PinnedThreadsRunOnOneCpuEach) {
+  std::thread([] {
+    ThreadPool pool(3, true);
+    std::vector<std::atomic<int>> hits(100);
+    std::atomic<int> unpinned{0};
+    pool.run([&](int, int) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      if (pthread_getaffinity_np(pthread_self(), sizeof(set), &set) != 0 || CPU_COUNT(&set) != 1) unpinned++;
+    });
+    pool.parallel_for(100, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) hits[size_t(i)].fetch_add(1);
+    });
+    EXPECT_EQ(unpinned.load(), 0);
+    for (auto& h : hits) EXPECT_EQ(h.load(), 1);
+  }).join();
 }
