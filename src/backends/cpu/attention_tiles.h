@@ -66,31 +66,67 @@ inline void scores(const float* q, const float* const* k, int nk, int n, float s
 }
 
 #if LL_VEC > 1
-// A whole row of C vectors (head_dim 64 on AVX-512: C = 4) in registers, even and odd keys into
-// separate accumulators: 2C independent FMA chains, where one chain per vector would wait on the
-// FMA latency every key.
-template <int C>
-inline void accumulate_row(float* o, float alpha, const float* p, const float* const* v, int nk) {
+// P V for R rows of one head (o, p rows kKeyTile apart), each V load shared: a whole row of C
+// vectors (head_dim 64 on AVX-512: C = 4) in registers, even and odd keys into separate
+// accumulators (2C independent FMA chains, where one chain per vector would wait on the FMA
+// latency every key). accumulate() is the R = 1 case, so every row sums alike.
+template <int R, int C>
+inline void accumulate_rows(float* o, int D, const float* alpha, const float* p, const float* const* v,
+                            int voff, int nk) {
   using namespace simd;
-  V a0[C], a1[C];
-  for (int c = 0; c < C; ++c) {
-    a0[c] = alpha == 1.0f ? vload(o + c * LL_VEC) : vmul(vload(o + c * LL_VEC), vset1(alpha));
-    a1[c] = vzero();
-  }
-  int j = 0;
-  for (; j + 2 <= nk; j += 2) {
-    const V p0 = vset1(p[j]), p1 = vset1(p[j + 1]);
+  V a0[R][C], a1[R][C];
+  for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) {
-      a0[c] = vfma(p0, vload(v[j] + c * LL_VEC), a0[c]);
-      a1[c] = vfma(p1, vload(v[j + 1] + c * LL_VEC), a1[c]);
+      const V x = vload(o + r * D + c * LL_VEC);
+      a0[r][c] = alpha[r] == 1.0f ? x : vmul(x, vset1(alpha[r]));
+      a1[r][c] = vzero();
+    }
+  int j = 0;
+  for (; j + 2 <= nk; j += 2) {  // one key's R weights live at a time (registers: 2RC + R + 1)
+    V w[R];
+    for (int r = 0; r < R; ++r) w[r] = vset1(p[r * kKeyTile + j]);
+    for (int c = 0; c < C; ++c) {
+      const V x = vload(v[j] + voff + c * LL_VEC);
+      for (int r = 0; r < R; ++r) a0[r][c] = vfma(w[r], x, a0[r][c]);
+    }
+    for (int r = 0; r < R; ++r) w[r] = vset1(p[r * kKeyTile + j + 1]);
+    for (int c = 0; c < C; ++c) {
+      const V x = vload(v[j + 1] + voff + c * LL_VEC);
+      for (int r = 0; r < R; ++r) a1[r][c] = vfma(w[r], x, a1[r][c]);
     }
   }
-  if (j < nk) {
-    const V p0 = vset1(p[j]);
-    for (int c = 0; c < C; ++c) a0[c] = vfma(p0, vload(v[j] + c * LL_VEC), a0[c]);
-  }
-  for (int c = 0; c < C; ++c) vstore(o + c * LL_VEC, vadd(a0[c], a1[c]));
+  if (j < nk)
+    for (int c = 0; c < C; ++c) {
+      const V x0 = vload(v[j] + voff + c * LL_VEC);
+      for (int r = 0; r < R; ++r) a0[r][c] = vfma(vset1(p[r * kKeyTile + j]), x0, a0[r][c]);
+    }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) vstore(o + r * D + c * LL_VEC, vadd(a0[r][c], a1[r][c]));
 }
+
+// Blocks of eight vectors (one chain each) of the first D floats of R rows (row stride D; R = 1:
+// any stride), D a multiple of 8 vectors.
+template <int R>
+inline void accumulate_rows8(float* o, int D, const float* alpha, const float* p, const float* const* v,
+                             int voff, int nk) {
+  using namespace simd;
+  for (int i = 0; i < D; i += 8 * LL_VEC) {
+    V acc[R][8];
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < 8; ++c) {
+        const V x = vload(o + r * D + i + c * LL_VEC);
+        acc[r][c] = alpha[r] == 1.0f ? x : vmul(x, vset1(alpha[r]));
+      }
+    for (int j = 0; j < nk; ++j)
+      for (int c = 0; c < 8; ++c) {
+        const V x = vload(v[j] + voff + i + c * LL_VEC);
+        for (int r = 0; r < R; ++r) acc[r][c] = vfma(vset1(p[r * kKeyTile + j]), x, acc[r][c]);
+      }
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < 8; ++c) vstore(o + r * D + i + c * LL_VEC, acc[r][c]);
+  }
+}
+
 #endif
 
 // o[0..n) = o * alpha + sum_j p[j] * v_j[0..n) over nk keys.
@@ -98,17 +134,10 @@ inline void accumulate(float* o, float alpha, const float* p, const float* const
   int i = 0;
 #if LL_VEC > 1
   using namespace simd;
-  if (n == 4 * LL_VEC) return accumulate_row<4>(o, alpha, p, v, nk);
-  if (n == 2 * LL_VEC) return accumulate_row<2>(o, alpha, p, v, nk);
-  for (; i + 8 * LL_VEC <= n; i += 8 * LL_VEC) {  // eight vectors of the row stay in registers
-    V acc[8];
-    for (int c = 0; c < 8; ++c) acc[c] = alpha == 1.0f ? vload(o + i + c * LL_VEC) : vmul(vload(o + i + c * LL_VEC), vset1(alpha));
-    for (int j = 0; j < nk; ++j) {
-      const V pj = vset1(p[j]);
-      for (int c = 0; c < 8; ++c) acc[c] = vfma(pj, vload(v[j] + i + c * LL_VEC), acc[c]);
-    }
-    for (int c = 0; c < 8; ++c) vstore(o + i + c * LL_VEC, acc[c]);
-  }
+  if (n == 4 * LL_VEC) return accumulate_rows<1, 4>(o, n, &alpha, p, v, 0, nk);
+  if (n == 2 * LL_VEC) return accumulate_rows<1, 2>(o, n, &alpha, p, v, 0, nk);
+  i = n - n % (8 * LL_VEC);  // eight vectors of the row stay in registers
+  if (i > 0) accumulate_rows8<1>(o, i, &alpha, p, v, 0, nk);
   for (; i + LL_VEC <= n; i += LL_VEC) {
     V acc = vmul(vload(o + i), vset1(alpha));
     for (int j = 0; j < nk; ++j) acc = vfma(vset1(p[j]), vload(v[j] + i), acc);
@@ -306,63 +335,6 @@ void score_vectors(const AttnTile& a, const float* qb, const float* const* krow,
         vstore(sb + (int64_t(r) * kKeyTile + j) * LL_VEC, vadd(a0, a1));
       }
     }
-  }
-}
-
-// accumulate_row<C> on R rows of one head (o, p rows kKeyTile apart), each V load shared.
-template <int R, int C>
-inline void accumulate_rows(float* o, int D, const float* alpha, const float* p, const float* const* v,
-                            int voff, int nk) {
-  using namespace simd;
-  V a0[R][C], a1[R][C];
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < C; ++c) {
-      const V x = vload(o + r * D + c * LL_VEC);
-      a0[r][c] = alpha[r] == 1.0f ? x : vmul(x, vset1(alpha[r]));
-      a1[r][c] = vzero();
-    }
-  int j = 0;
-  for (; j + 2 <= nk; j += 2) {  // one key's R weights live at a time (registers: 2RC + R + 1)
-    V w[R];
-    for (int r = 0; r < R; ++r) w[r] = vset1(p[r * kKeyTile + j]);
-    for (int c = 0; c < C; ++c) {
-      const V x = vload(v[j] + voff + c * LL_VEC);
-      for (int r = 0; r < R; ++r) a0[r][c] = vfma(w[r], x, a0[r][c]);
-    }
-    for (int r = 0; r < R; ++r) w[r] = vset1(p[r * kKeyTile + j + 1]);
-    for (int c = 0; c < C; ++c) {
-      const V x = vload(v[j + 1] + voff + c * LL_VEC);
-      for (int r = 0; r < R; ++r) a1[r][c] = vfma(w[r], x, a1[r][c]);
-    }
-  }
-  if (j < nk)
-    for (int c = 0; c < C; ++c) {
-      const V x0 = vload(v[j] + voff + c * LL_VEC);
-      for (int r = 0; r < R; ++r) a0[r][c] = vfma(vset1(p[r * kKeyTile + j]), x0, a0[r][c]);
-    }
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < C; ++c) vstore(o + r * D + c * LL_VEC, vadd(a0[r][c], a1[r][c]));
-}
-
-// accumulate()'s blocks of eight vectors (one chain each) on R rows; D a multiple of 8 vectors.
-template <int R>
-inline void accumulate_rows8(float* o, int D, const float* alpha, const float* p, const float* const* v,
-                             int voff, int nk) {
-  using namespace simd;
-  for (int i = 0; i < D; i += 8 * LL_VEC) {
-    V acc[R][8];
-    for (int r = 0; r < R; ++r)
-      for (int c = 0; c < 8; ++c) {
-        const V x = vload(o + r * D + i + c * LL_VEC);
-        acc[r][c] = alpha[r] == 1.0f ? x : vmul(x, vset1(alpha[r]));
-      }
-    for (int j = 0; j < nk; ++j)
-      for (int c = 0; c < 8; ++c) {
-        const V x = vload(v[j] + voff + i + c * LL_VEC);
-        for (int r = 0; r < R; ++r) acc[r][c] = vfma(vset1(p[r * kKeyTile + j]), x, acc[r][c]);
-      }
-    for (int r = 0; r < R; ++r)
-      for (int c = 0; c < 8; ++c) vstore(o + r * D + i + c * LL_VEC, acc[r][c]);
   }
 }
 
