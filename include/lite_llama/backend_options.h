@@ -38,15 +38,18 @@ struct CudaTuning {
   // Largest token count for the quantised tensor-core GEMM; -1 = the per-format default, 0 =
   // dequantised tiles + cuBLASLt from 9 tokens.
   int gq_mma_max_tokens = -1;
-  // Quantised weights at decode: steps of up to gq_dp4a_max_tokens tokens (0-8) run a GEMV with
-  // int8 activations and dp4a (llama.cpp's scheme: fast at one token, but its activation rounding
-  // moves logits by ~1 and greedy text off the fp32 reference's); gq_fp32 keeps 16-bit
-  // activations there too. Other steps of up to 8 tokens keep 16-bit activations on a GEMV that
-  // dequantises into tensor-core fragments (gemv_gq16), longer ones on the tensor-core GEMM, as
-  // prefill does. -1: per format, int4 3 and int8 4 (gemv_gq16 over a layer's four projections
-  // at 4 tokens: int4 5-7% faster than dp4a, int8 3-9% slower; at 3 tokens 11-18% slower; H100,
+  // Quantised weights at decode: steps of up to gq_dp4a_max_tokens tokens (0-8) run an integer
+  // GEMV on activations quantised per block of 32: int16 codes and dp2a by default (each x moves
+  // by at most amax / 65534: as close to the fp32 reference as 16-bit activations), int8 codes
+  // and dp4a with gq_int8_act (llama.cpp's scheme: faster at one token, but its rounding moves
+  // logits by ~1 and greedy text off the fp32 reference's); gq_fp32 keeps 16-bit activations
+  // there too. Other steps of up to 8 tokens keep 16-bit activations on a GEMV that dequantises
+  // into tensor-core fragments (gemv_gq16), longer ones on the tensor-core GEMM, as prefill does.
+  // -1: per format, int4 3 and int8 4 (gemv_gq16 over a layer's four projections against the
+  // int8 GEMV at 4 tokens: int4 5-7% faster, int8 3-9% slower; at 3 tokens 11-18% slower; H100,
   // docs/benchmarks/gpu.md).
   int gq_dp4a_max_tokens = -1;
+  bool gq_int8_act = false;
   bool gq_fp32 = false;
   // FP8 W8A8 through cuBLASLt (compute capability 8.9+) for per-channel fp8 weights, from
   // fp8_gemm_min_tokens tokens (-1 = the built-in default).

@@ -13,7 +13,8 @@ GEMV switches one at a time) this reports:
   - perplexity of bench/texts/english.txt (prefill + a 512-token decode tail) against the CPU's.
 The default setting is also run without CUDA graphs (graphs must equal eager token for token).
 
-usage: default_model_greedy.py BUILD_BIN MODEL_GGUF [OUT_JSON]
+usage: default_model_greedy.py BUILD_BIN MODEL_GGUF [OUT_JSON] [--quick]
+(--quick: the default and the fp16 / fp32-residual settings of each decode path only.)
 """
 import json, os, subprocess, sys
 
@@ -21,15 +22,18 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-BIN, MODEL = sys.argv[1], sys.argv[2]
-OUT = sys.argv[3] if len(sys.argv) > 3 else None
+QUICK = "--quick" in sys.argv
+ARGS = [a for a in sys.argv[1:] if a != "--quick"]
+BIN, MODEL = ARGS[0], ARGS[1]
+OUT = ARGS[2] if len(ARGS) > 2 else None
 TEXT = os.path.join(ROOT, "bench", "texts", "english.txt")
 fx = json.load(open(os.path.join(ROOT, "tests", "fixtures", "greedy", "greedy.json")))
 
 # (name, extra flags, extra environment): the default, then every combination spelled out:
-# activation type, residual stream, the quantised decode path (int8-activation dp4a GEMV,
-# 16-bit activations on the tensor-core GEMM, or 16-bit activations in an fp32 GEMV).
-PATHS = {"dp4a": {"LITE_LLAMA_GQ_DP4A_MAX": "8", "LITE_LLAMA_GQ_FP32": "0"},
+# activation type, residual stream, the quantised decode path (the integer GEMV on int16 or int8
+# activation codes, 16-bit activations on the tensor-core GEMM, or in an fp32 GEMV).
+PATHS = {"int16": {"LITE_LLAMA_GQ_DP4A_MAX": "8", "LITE_LLAMA_GQ_FP32": "0", "LITE_LLAMA_GQ_INT8_ACT": "0"},
+         "int8 dp4a": {"LITE_LLAMA_GQ_DP4A_MAX": "8", "LITE_LLAMA_GQ_FP32": "0", "LITE_LLAMA_GQ_INT8_ACT": "1"},
          "mma": {"LITE_LLAMA_GQ_DP4A_MAX": "0", "LITE_LLAMA_GQ_FP32": "0"},
          "fp32 GEMV": {"LITE_LLAMA_GQ_DP4A_MAX": "8", "LITE_LLAMA_GQ_FP32": "1"}}
 
@@ -42,8 +46,10 @@ def setting(dtype, residual, path, quantize="auto"):
 
 
 SETTINGS = [("default", [], {})] + [setting(d, r, p) for d in ("fp16", "bf16") for r in ("fp32", "16-bit")
-                                    for p in ("dp4a", "mma", "fp32 GEMV")] + \
-           [setting(d, r, "dp4a", "none") for d in ("fp16", "bf16") for r in ("fp32", "16-bit")]
+                                    for p in PATHS] + \
+           [setting(d, r, "int16", "none") for d in ("fp16", "bf16") for r in ("fp32", "16-bit")]
+if QUICK:
+    SETTINGS = [("default", [], {})] + [setting("fp16", "fp32", p) for p in PATHS]
 
 
 def run(cmd, env):

@@ -45,23 +45,25 @@ bool fp8_gemm(DType w, int64_t T) {
   return w == DType::GF8 && T >= kFp8GemmMinTokens && major * 10 + minor >= 89;
 }
 
-// Decode GEMVs of int8 / int4 weights quantise the activations to int8 per block of 32 (scale
-// amax / 127): each x moves by <= half a step, ~0.5% of the block's scale (sd ~0.15% of amax for
-// uniform rounding), so outputs of random-sign products move by ~0.5% relative (rel-L2); the
-// bound leaves 3x room. A wrong code, scale, offset or permutation gives errors of order 1.
+// Decode GEMVs of int8 / int4 weights quantise the activations per block of 32. With int16 codes
+// (the default: scale amax / 32767) each x moves by <= amax / 65534, far inside the 16-bit
+// bound. With int8 codes (CudaTuning::gq_int8_act, scale amax / 127) each x moves by <= half a
+// step, ~0.5% of the block's scale (sd ~0.15% of amax for uniform rounding), so outputs of
+// random-sign products move by ~0.5% relative (rel-L2); the bound leaves 3x room. A wrong code,
+// scale, offset or permutation gives errors of order 1.
 // FP8 W8A8 rounds each activation to e4m3 (3 mantissa bits: <= 6.25% relative, ~2.5% rms), so
 // outputs move by ~2.5% (rel-L2); its exact arithmetic is checked separately (Fp8W8A8...).
-// gq_fp32: the backend keeps 16-bit activations at decode (CudaTuning::gq_fp32 or gq_mma_decode).
-Tol int_path_tol(DType act, int64_t T, DType w, bool gq_fp32) {
+// int8_act: the decode GEMV at T <= 8 runs on int8 activation codes.
+Tol int_path_tol(DType act, int64_t T, DType w, bool int8_act) {
   if (fp8_gemm(w, T)) return Tol{5e-2, 1.5e-1};
-  const bool int_path = T <= 8 && gq_format(w)->kind != GqKind::Fp8 && !gq_fp32;
-  return int_path ? Tol{1.5e-2, 6e-2} : act_tol(act);
+  const bool coarse = T <= 8 && gq_format(w)->kind != GqKind::Fp8 && int8_act;
+  return coarse ? Tol{1.5e-2, 6e-2} : act_tol(act);
 }
 
 // out = x @ W^T on both backends; W given to the GPU as `gpu_lin`, to the CPU as F32 `ref`.
 void check_linear(ops::Backend& gpu, ops::Backend& cpu, const ops::Linear& gpu_lin, std::vector<float>& ref,
                   std::vector<float>* bias, std::mt19937& rng, DType act, std::vector<Buffer>& keep,
-                  bool gq_fp32 = false) {
+                  bool int8_act = false) {
   const int64_t K = gpu_lin.in_features, N = gpu_lin.out_features;
   ops::Linear cl;
   cl.in_features = K, cl.out_features = N;
@@ -76,7 +78,7 @@ void check_linear(ops::Backend& gpu, ops::Backend& cpu, const ops::Linear& gpu_l
     DevTensor out = dev_alloc(gpu, act, {T, N});
     poison(gpu, out.t);
     gpu.linear(dx.t, gpu_lin, out.t);
-    const Tol tol = int_path_tol(act, T, gpu_lin.parts[0].dtype, gq_fp32);
+    const Tol tol = int_path_tol(act, T, gpu_lin.parts[0].dtype, int8_act);
     EXPECT_TRUE(close_rows(to_host(gpu, out.t), want, size_t(N), tol, "token"));
     DevTensor o32 = dev_alloc(gpu, DType::F32, {T, N});
     poison(gpu, o32.t);
@@ -86,27 +88,33 @@ void check_linear(ops::Backend& gpu, ops::Backend& cpu, const ops::Linear& gpu_l
 }
 
 class CudaGq : public CudaVsCpu {};
-void run_prequantised(ops::Backend& gpu, ops::Backend& cpu, DType act, std::vector<Buffer>& keep, bool gq_fp32);
+void run_prequantised(ops::Backend& gpu, ops::Backend& cpu, DType act, std::vector<Buffer>& keep, bool int8_act);
+void run_norm_swiglu_chain(ops::Backend& qgpu, ops::Backend& cpu, DType act, std::vector<Buffer>& keep,
+                           bool int8_act);
 
 }  // namespace
 
 TEST_P(CudaGq, PrequantisedLayoutsGemvAndGemm) {
   // Row blocks already in a GQ layout (as the GPTQ / AWQ loaders produce) are uploaded as they are.
-  // Every decode path: the integer GEMV, the 16-bit GEMV (CudaTuning::gq_fp32; fp8: the fp32
-  // GEMV) and the 16-bit GEMV for every step of up to 8 tokens (gq_dp4a_max_tokens = 0).
-  for (int path : {0, 1, 2}) {
-    SCOPED_TRACE(path == 0 ? "integer GEMV path" : path == 1 ? "16-bit GEMV path" : "16-bit decode path");
+  // Every decode path: the integer GEMV on int16 codes (the default) and on int8 codes
+  // (gq_int8_act), the 16-bit GEMV (CudaTuning::gq_fp32; fp8: the fp32 GEMV) and the 16-bit GEMV
+  // for every step of up to 8 tokens (gq_dp4a_max_tokens = 0).
+  const char* names[] = {"integer GEMV path, int16 codes", "16-bit GEMV path", "16-bit decode path",
+                         "integer GEMV path, int8 codes"};
+  for (int path : {0, 1, 2, 3}) {
+    SCOPED_TRACE(names[path]);
     CudaTuning t;
     t.gq_fp32 = path == 1;
     t.gq_dp4a_max_tokens = path == 2 ? 0 : 8;
+    t.gq_int8_act = path == 3;
     gpu = make_gpu(GetParam(), t);
-    run_prequantised(*gpu, *cpu, act, keep, path != 0);
+    run_prequantised(*gpu, *cpu, act, keep, path == 3);
   }
 }
 
 namespace {
 void run_prequantised(ops::Backend& gpu_be, ops::Backend& cpu_be, DType act, std::vector<Buffer>& keep,
-                      bool gq_fp32) {
+                      bool int8_act) {
   ops::Backend* gpu = &gpu_be;
   ops::Backend* cpu = &cpu_be;
   std::mt19937 rng(301);
@@ -134,7 +142,7 @@ void run_prequantised(ops::Backend& gpu_be, ops::Backend& cpu_be, DType act, std
       ASSERT_EQ(gl.parts[0].dtype, t);
       std::vector<float> ref = dequant_all(t, a.data(), n1, K), rb = dequant_all(t, b.data(), n2, K);
       ref.insert(ref.end(), rb.begin(), rb.end());
-      check_linear(*gpu, *cpu, gl, ref, with_bias ? &bias : nullptr, rng, act, keep, gq_fp32);
+      check_linear(*gpu, *cpu, gl, ref, with_bias ? &bias : nullptr, rng, act, keep, int8_act);
       keep.clear();
     }
 }
@@ -197,6 +205,54 @@ TEST_P(CudaGq, Gemv16BitActivations) {
         keep.clear();
       }
   }
+}
+
+TEST_P(CudaGq, IntegerGemvInt16CodesMatchFp32Reference) {
+  // The default integer decode GEMV (int16 activation codes, dp2a) with fp32 outputs must agree
+  // with the CPU's fp32 product within the fp32 bound (each x moves by <= amax / 65534: rel-L2
+  // ~2e-5), and be at least 20x closer than the int8-code GEMV (rel-L2 ~5e-3) on the same inputs.
+  // A swapped pair, a wrong byte order or a missing offset gives errors of order 1.
+  std::mt19937 rng(309);
+  CudaTuning t16, t8;
+  t16.gq_dp4a_max_tokens = t8.gq_dp4a_max_tokens = 8;
+  t8.gq_int8_act = true;
+  auto g16 = make_gpu(GetParam(), t16), g8 = make_gpu(GetParam(), t8);
+  struct Shape {
+    int64_t K, N;
+  } shapes[] = {{2048, 1000}, {8192, 264}, {576, 1544}};
+  for (DType wt : {DType::GQ4_G32, DType::GQ4_G128, DType::GQ4, DType::GQ8, DType::GQ8_G16, DType::GQ8_G32})
+    for (const Shape& sh : shapes) {
+      const int64_t K = sh.K, N = sh.N;
+      if (!gq_row_ok(*gq_format(wt), K)) continue;
+      SCOPED_TRACE(::testing::Message() << dtype_name(wt) << " K " << K << " N " << N);
+      std::vector<uint8_t> rows = random_rows(rng, wt, N, K);
+      ops::Linear host;
+      host.in_features = K, host.out_features = N;
+      host.parts = {Tensor(rows.data(), wt, {N, K})};
+      const ops::Linear l16 = g16->prepare_linear(host, keep), l8 = g8->prepare_linear(host, keep);
+      settle(*g16), settle(*g8);
+      std::vector<float> ref = dequant_all(wt, rows.data(), N, K);
+      ops::Linear cl;
+      cl.in_features = K, cl.out_features = N;
+      cl.parts = {Tensor(ref.data(), DType::F32, {N, K})};
+      for (int64_t T : {1, 2, 3, 4, 8}) {
+        SCOPED_TRACE(::testing::Message() << "T " << T);
+        std::vector<float> x = rand_act(rng, size_t(T * K), act);
+        std::vector<float> want(size_t(T * N), NAN);
+        cpu->linear(host_f32(x, {T, K}), cl, host_f32(want, {T, N}));
+        DevTensor dx16 = dev_from(*g16, x, act, {T, K}), dx8 = dev_from(*g8, x, act, {T, K});
+        DevTensor o16 = dev_alloc(*g16, DType::F32, {T, N}), o8 = dev_alloc(*g8, DType::F32, {T, N});
+        poison(*g16, o16.t), poison(*g8, o8.t);
+        g16->linear(dx16.t, l16, o16.t);
+        g8->linear(dx8.t, l8, o8.t);
+        const std::vector<float> got16 = to_host(*g16, o16.t), got8 = to_host(*g8, o8.t);
+        EXPECT_TRUE(close_rows(got16, want, size_t(N), f32_tol(), "token"));
+        const double e16 = err_stats(got16.data(), want.data(), want.size()).rel_l2;
+        const double e8 = err_stats(got8.data(), want.data(), want.size()).rel_l2;
+        EXPECT_LT(e16 * 20, e8) << "int16 codes rel-L2 " << e16 << ", int8 codes " << e8;
+      }
+      keep.clear();
+    }
 }
 
 TEST_P(CudaGq, EmbeddingRowsDequantised) {
@@ -356,11 +412,26 @@ TEST_P(CudaGq, GgufKQuantPartsFused) {
   check_linear(*gpu, *cpu, gl, ref, nullptr, rng, act, keep);
 }
 
-TEST_P(CudaGq, NormAndSwigluWriteInt8FormForNextGemv) {
-  // With int8/int4 weights loaded, RMSNorm and SwiGLU also write their output's int8 form and the
-  // next decode GEMV reads it instead of quantising x itself: the chain must equal the CPU's.
+TEST_P(CudaGq, NormAndSwigluWriteIntegerFormForNextGemv) {
+  // With int8/int4 weights loaded, RMSNorm and SwiGLU also write their output's integer form
+  // (int16 codes, or int8 with gq_int8_act) and the next decode GEMV reads it instead of
+  // quantising x itself: the chain must equal the CPU's (int16 codes: within the 16-bit bound).
+  for (bool int8_act : {false, true}) {
+    SCOPED_TRACE(int8_act ? "int8 codes" : "int16 codes");
+    CudaTuning tuning;
+    tuning.gq_int8_act = int8_act;
+    auto qgpu = make_gpu_quantized(GetParam(), "int4", tuning);
+    run_norm_swiglu_chain(*qgpu, *cpu, act, keep, int8_act);
+    keep.clear();  // before the backend that allocated it goes
+  }
+}
+
+namespace {
+void run_norm_swiglu_chain(ops::Backend& qgpu_be, ops::Backend& cpu_be, DType act, std::vector<Buffer>& keep,
+                           bool int8_act) {
+  ops::Backend* qgpu = &qgpu_be;
+  ops::Backend* cpu = &cpu_be;
   std::mt19937 rng(305);
-  auto qgpu = make_gpu_quantized(GetParam(), "int4");
   const int64_t H = 1024, F = 2048;
   std::vector<float> w1 = randn(rng, size_t(F * H), 0.03f), w2 = randn(rng, size_t(H * F), 0.03f);
   ops::Linear h1, h2;
@@ -416,9 +487,14 @@ TEST_P(CudaGq, NormAndSwigluWriteInt8FormForNextGemv) {
     cpu->linear(host_f32(cs, {T, F / 2}), c2h, host_f32(cz, {T, H}));
     qgpu->swiglu(dy.t, ds.t);  // again: prepare_linear ran in between
     qgpu->linear(ds.t, g2h, dz.t);
-    EXPECT_TRUE(close_rows(to_host(*qgpu, dy.t), cy, size_t(F), Tol{1.5e-2, 6e-2}, "token")) << "norm -> gate_up";
-    EXPECT_TRUE(close_rows(to_host(*qgpu, dz.t), cz, size_t(H), Tol{2.5e-2, 1e-1}, "token")) << "swiglu -> down";
+    // int16 codes: one 16-bit rounding of each output, with the 16-bit bound's room (dz's
+    // reference rounds cs as the GPU does, but ds may differ from it by one rounding step).
+    const Tol t1 = int8_act ? Tol{1.5e-2, 6e-2} : act_tol(act);
+    const Tol t2 = int8_act ? Tol{2.5e-2, 1e-1} : Tol{2 * act_tol(act).rel_l2, 2 * act_tol(act).max_rel};
+    EXPECT_TRUE(close_rows(to_host(*qgpu, dy.t), cy, size_t(F), t1, "token")) << "norm -> gate_up";
+    EXPECT_TRUE(close_rows(to_host(*qgpu, dz.t), cz, size_t(H), t2, "token")) << "swiglu -> down";
   }
 }
+}  // namespace
 
 LL_INSTANTIATE_DTYPES(CudaGq);

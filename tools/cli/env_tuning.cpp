@@ -27,6 +27,7 @@ void apply_env_tuning(BackendOptions& o) {
   env_int("LITE_LLAMA_FP8_GEMM_MIN", c.fp8_gemm_min_tokens);
   if (env("LITE_LLAMA_GQ_FP32")) c.gq_fp32 = env_is("LITE_LLAMA_GQ_FP32", "1");
   env_int("LITE_LLAMA_GQ_DP4A_MAX", c.gq_dp4a_max_tokens);
+  if (env("LITE_LLAMA_GQ_INT8_ACT")) c.gq_int8_act = env_is("LITE_LLAMA_GQ_INT8_ACT", "1");
   env_int("LITE_LLAMA_PEER_ALLREDUCE_KIB", c.peer_all_reduce_max_kib);
   c.peer_all_reduce_max_kib = std::max(0, c.peer_all_reduce_max_kib);
   env_int("LITE_LLAMA_SWIGLU_GEMV_MAX_K", c.swiglu_gemv_max_k);

@@ -1,10 +1,11 @@
-// Quantised decode GEMV benchmark: the int8-activation dp4a GEMV, the CUDA-core fp32 GEMV and the
-// 16-bit tensor-core-fragment GEMV (gemv_gq16) on int4 (group 128, as --quantize int4) and int8
-// (per channel) weights, fp16 activations, 1-8 tokens, the linears of Llama-3.2-1B and
-// Llama-3.1-8B. Each case runs as a CUDA graph of back-to-back calls (as the engine's decode
-// step), rotating over enough copies of the matrix that L2 (50 MB on an H100) never holds the one
-// being read. One line per case: us per call, GB/s of weight bytes, new / dp4a; first the
-// device-to-device copy bandwidth of this run.
+// Quantised decode GEMV benchmark: the integer GEMV with int8 activation codes (dp4a) and with
+// int16 codes (dp2a, the default), the CUDA-core fp32 GEMV and the 16-bit tensor-core-fragment
+// GEMV (gemv_gq16) on int4 (group 128, as --quantize int4) and int8 (per channel) weights, fp16
+// activations, 1-8 tokens, the linears of Llama-3.2-1B and Llama-3.1-8B. Each case runs as a CUDA
+// graph of back-to-back calls (as the engine's decode step), rotating over enough copies of the
+// matrix that L2 (50 MB on an H100) never holds the one being read. One line per case: us per
+// call, GB/s of weight bytes, int16 / dp4a and gemv_gq16 / dp4a; first the device-to-device copy
+// bandwidth of this run.
 //   gq-gemv-bench [--quick] [--no-pdl] [--json FILE]
 #include <cuda_runtime.h>
 
@@ -78,7 +79,7 @@ int main(int argc, char** argv) {
   // Copy bandwidth: bytes read + written per second of a 1 GiB device-to-device copy.
   const double copy_gbs = copy_bandwidth_gbs(size_t(1) << 30, s);
   std::printf("copy d2d: %.1f GB/s (read + write)\n", copy_gbs);
-  char buf[512];
+  char buf[1024];
   std::snprintf(buf, sizeof buf, ", \"copy_GBps\": %.1f, \"cases\": [", copy_gbs);
   out += buf;
 
@@ -89,9 +90,9 @@ int main(int argc, char** argv) {
   const size_t kRotateBytes = size_t(prop.l2CacheSize) * 4;  // copies read in turn: L2 misses
   void* scratch = dev_alloc(kGqScratchBytes);
   bool first = true;
-  std::printf("%-3s %-8s %5s %5s %4s %2s | %8s %8s %8s %8s | %7s %7s %7s | %8s %9s\n", "mdl", "linear", "N", "K",
-              "w", "T", "dp4a us", "dp4a+q", "fp32 us", "new us", "dp4aGB/s", "fp32GB/s", "newGB/s", "new/dp4a",
-              "maxreldiff");
+  std::printf("%-3s %-8s %5s %5s %4s %2s | %8s %8s %8s %8s %8s | %7s %7s %7s | %8s %8s %9s %9s\n", "mdl", "linear",
+              "N", "K", "w", "T", "dp4a us", "dp4a+q", "i16 us", "fp32 us", "g16 us", "dp4aGB/s", "i16GB/s",
+              "g16GB/s", "i16/dp4a", "g16/dp4a", "i16reldif", "g16reldif");
   for (int kind : {1, 0}) {  // int4 (group 128), int8 (per channel)
     const int group = kind == 1 ? 128 : 0;
     for (const Shape& sh : shapes) {
@@ -120,13 +121,18 @@ int main(int argc, char** argv) {
       const int calls = std::max(copies, 64 / copies * copies);
       for (int T : tokens) {
         auto w_of = [&](int i) { return ws[size_t(i % copies)]; };
-        // dp4a: the int8 form already in the scratch (written by the norm / SwiGLU in the engine).
-        CK(gemv_gq(Act::F16, q, x, ws[0], nullptr, o, false, T, N, K, N, scratch, false, s));
+        // The integer forms already in the scratch (written by the norm / SwiGLU in the engine).
+        const GqX i8{scratch, false}, i16{scratch, true};
+        CK(gemv_gq(Act::F16, q, x, ws[0], nullptr, o, false, T, N, K, N, i8, false, s));
         const double dp4a = time_us(s, [&](int i) {
-          CK(gemv_gq(Act::F16, q, x, w_of(i), nullptr, o, false, T, N, K, N, scratch, true, s));
+          CK(gemv_gq(Act::F16, q, x, w_of(i), nullptr, o, false, T, N, K, N, i8, true, s));
         }, calls, 7);
         const double dp4a_q = time_us(s, [&](int i) {
-          CK(gemv_gq(Act::F16, q, x, w_of(i), nullptr, o, false, T, N, K, N, scratch, false, s));
+          CK(gemv_gq(Act::F16, q, x, w_of(i), nullptr, o, false, T, N, K, N, i8, false, s));
+        }, calls, 7);
+        CK(gemv_gq(Act::F16, q, x, ws[0], nullptr, o, false, T, N, K, N, i16, false, s));
+        const double w16 = time_us(s, [&](int i) {
+          CK(gemv_gq(Act::F16, q, x, w_of(i), nullptr, o, false, T, N, K, N, i16, true, s));
         }, calls, 7);
         const double f32 = time_us(s, [&](int i) {
           CK(gemv_gq_fp32(Act::F16, q, x, w_of(i), nullptr, o, false, T, N, K, N, s));
@@ -134,30 +140,37 @@ int main(int argc, char** argv) {
         const double g16 = time_us(s, [&](int i) {
           CK(gemv_gq16(Act::F16, q, x, w_of(i), nullptr, o, false, T, N, K, N, s));
         }, calls, 7);
-        // Sanity: the new kernel against the fp32 GEMV (fp32 outputs), max |diff| / max |ref|.
-        CK(gemv_gq_fp32(Act::F16, q, x, ws[0], nullptr, o, true, T, N, K, N, s));
-        CK(gemv_gq16(Act::F16, q, x, ws[0], nullptr, o2, true, T, N, K, N, s));
-        std::vector<float> a(size_t(T) * N), b(a.size());
-        CK(cudaMemcpyAsync(a.data(), o, a.size() * 4, cudaMemcpyDeviceToHost, s));
-        CK(cudaMemcpyAsync(b.data(), o2, b.size() * 4, cudaMemcpyDeviceToHost, s));
-        CK(cudaStreamSynchronize(s));
-        double amax = 0, dmax = 0;
-        for (size_t i = 0; i < a.size(); ++i) {
-          amax = std::max(amax, double(std::fabs(a[i])));
-          dmax = std::max(dmax, double(std::fabs(a[i] - b[i])));
-        }
-        const double rel = amax > 0 ? dmax / amax : dmax;
+        // Sanity: each against the fp32 GEMV (fp32 outputs), max |diff| / max |ref|.
+        auto rel_diff = [&](const std::function<void(void*)>& fn) {
+          CK(gemv_gq_fp32(Act::F16, q, x, ws[0], nullptr, o, true, T, N, K, N, s));
+          fn(o2);
+          std::vector<float> a(size_t(T) * N), b(a.size());
+          CK(cudaMemcpyAsync(a.data(), o, a.size() * 4, cudaMemcpyDeviceToHost, s));
+          CK(cudaMemcpyAsync(b.data(), o2, b.size() * 4, cudaMemcpyDeviceToHost, s));
+          CK(cudaStreamSynchronize(s));
+          double amax = 0, dmax = 0;
+          for (size_t i = 0; i < a.size(); ++i) {
+            amax = std::max(amax, double(std::fabs(a[i])));
+            dmax = std::max(dmax, double(std::fabs(a[i] - b[i])));
+          }
+          return amax > 0 ? dmax / amax : dmax;
+        };
+        const double rel16 = rel_diff([&](void* d) {
+          CK(gemv_gq(Act::F16, q, x, ws[0], nullptr, d, true, T, N, K, N, i16, false, s));
+        });
+        const double relg = rel_diff([&](void* d) { CK(gemv_gq16(Act::F16, q, x, ws[0], nullptr, d, true, T, N, K, N, s)); });
         const double gb = double(wbytes) / 1e3;  // GB/s = bytes / us / 1e3
-        std::printf("%-3s %-8s %5d %5d %4s %2d | %8.2f %8.2f %8.2f %8.2f | %7.0f %7.0f %7.0f | %8.3f %9.2e\n",
-                    sh.model, sh.name, N, K, kind == 1 ? "int4" : "int8", T, dp4a, dp4a_q, f32, g16, gb / dp4a,
-                    gb / f32, gb / g16, g16 / dp4a, rel);
+        std::printf("%-3s %-8s %5d %5d %4s %2d | %8.2f %8.2f %8.2f %8.2f %8.2f | %7.0f %7.0f %7.0f | %8.3f %8.3f %9.2e %9.2e\n",
+                    sh.model, sh.name, N, K, kind == 1 ? "int4" : "int8", T, dp4a, dp4a_q, w16, f32, g16, gb / dp4a,
+                    gb / w16, gb / g16, w16 / dp4a, g16 / dp4a, rel16, relg);
         std::fflush(stdout);
         std::snprintf(buf, sizeof buf,
                       "%s{\"model\": \"%s\", \"linear\": \"%s\", \"N\": %d, \"K\": %d, \"w\": \"%s\", \"T\": %d, "
-                      "\"dp4a_us\": %.3f, \"dp4a_quant_us\": %.3f, \"fp32_us\": %.3f, \"new_us\": %.3f, "
-                      "\"new_GBps\": %.1f, \"new_over_dp4a\": %.4f, \"max_rel_diff\": %.3e}",
-                      first ? "" : ", ", sh.model, sh.name, N, K, kind == 1 ? "int4" : "int8", T, dp4a, dp4a_q, f32,
-                      g16, gb / g16, g16 / dp4a, rel);
+                      "\"dp4a_us\": %.3f, \"dp4a_quant_us\": %.3f, \"int16_us\": %.3f, \"fp32_us\": %.3f, "
+                      "\"gq16_us\": %.3f, \"int16_over_dp4a\": %.4f, \"gq16_over_dp4a\": %.4f, "
+                      "\"int16_max_rel_diff\": %.3e, \"gq16_max_rel_diff\": %.3e}",
+                      first ? "" : ", ", sh.model, sh.name, N, K, kind == 1 ? "int4" : "int8", T, dp4a, dp4a_q, w16,
+                      f32, g16, w16 / dp4a, g16 / dp4a, rel16, relg);
         out += buf;
         first = false;
       }

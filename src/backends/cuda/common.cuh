@@ -110,37 +110,45 @@ __device__ __forceinline__ float block_reduce(float v, float* smem) {
 __device__ __forceinline__ float block_sum(float v, float* smem) { return block_reduce<false>(v, smem); }
 __device__ __forceinline__ float block_max(float v, float* smem) { return block_reduce<true>(v, smem); }
 
-// Decode GEMVs of int8/int4 weights read activations as int8 per block of 32 (gq.cu). Producers
-// (RMSNorm, SwiGLU) write that form next to their 16-bit output: each thread holds 8 consecutive
-// output values (already rounded to the 16-bit type) at element i (i % 8 == 0), 4 neighbouring
-// lanes one block. Writes the 8 codes to xq[i..i+8) and, from the block's first lane, (scale d,
-// sum of x over its first 16, over its last 16, sum of codes) to xs[i / 32]. The 4 lanes of a
-// block must call it together.
-__device__ __forceinline__ void quantize8_to_blocks(const float* v, size_t i, int8_t* __restrict__ xq,
+// Decode GEMVs of int8/int4 weights read activations as integer codes per block of 32 (gq.cu,
+// gq_int.cu): Q = int16_t (scale amax / 32767) or int8_t (amax / 127). Producers (RMSNorm,
+// SwiGLU) write that form next to their 16-bit output: each thread holds 8 consecutive output
+// values (already rounded to the 16-bit type) at element i (i % 8 == 0), 4 neighbouring lanes one
+// block. Writes the 8 codes to xq[i..i+8) and, from the block's first lane, (scale d, sum of x
+// over its first 16, over its last 16, sum of codes) to xs[i / 32]. The 4 lanes of a block must
+// call it together.
+template <typename Q>
+__device__ __forceinline__ void quantize8_to_blocks(const float* v, size_t i, Q* __restrict__ xq,
                                                     float4* __restrict__ xs) {
+  constexpr float kMax = sizeof(Q) == 1 ? 127.f : 32767.f;
   const unsigned mask = __activemask();
   float amax = 0.f, sum = 0.f;
 #pragma unroll
   for (int j = 0; j < 8; ++j) amax = fmaxf(amax, fabsf(v[j])), sum += v[j];
   amax = fmaxf(amax, __shfl_xor_sync(mask, amax, 1));
   amax = fmaxf(amax, __shfl_xor_sync(mask, amax, 2));
-  const float d = amax / 127.f, inv = d > 0.f ? 1.f / d : 0.f;
-  uint32_t lo = 0, hi = 0;
-  int qsum = 0;
+  const float d = amax / kMax, inv = d > 0.f ? 1.f / d : 0.f;
+  uint32_t w[4] = {0, 0, 0, 0};
+  int qsum = 0;  // |sum| <= 32 * 32767: exact as a float too
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
     const int q = __float2int_rn(v[j] * inv);
     qsum += q;
-    const uint32_t b = uint32_t(q) & 0xFFu;
-    if (j < 4) lo |= b << (8 * j);
-    else hi |= b << (8 * (j - 4));
+    if constexpr (sizeof(Q) == 1) w[j / 4] |= (uint32_t(q) & 0xFFu) << (8 * (j % 4));
+    else w[j / 2] |= (uint32_t(q) & 0xFFFFu) << (16 * (j % 2));
   }
-  *reinterpret_cast<uint2*>(xq + i) = make_uint2(lo, hi);
+  if constexpr (sizeof(Q) == 1) *reinterpret_cast<uint2*>(xq + i) = make_uint2(w[0], w[1]);
+  else *reinterpret_cast<uint4*>(xq + i) = make_uint4(w[0], w[1], w[2], w[3]);
   const float pair = sum + __shfl_xor_sync(mask, sum, 1);  // this half (16) of the block
   const float other = __shfl_xor_sync(mask, pair, 2);
   qsum += __shfl_xor_sync(mask, qsum, 1);
   qsum += __shfl_xor_sync(mask, qsum, 2);
   if ((threadIdx.x & 3) == 0) xs[i / 32] = make_float4(d, pair, other, float(qsum));
+}
+// The same into the scratch's codes of either width.
+__device__ __forceinline__ void quantize8_to_blocks(const float* v, size_t i, void* xq, bool wide, float4* xs) {
+  if (wide) quantize8_to_blocks(v, i, static_cast<int16_t*>(xq), xs);
+  else quantize8_to_blocks(v, i, static_cast<int8_t*>(xq), xs);
 }
 
 inline unsigned ceil_div(long a, long b) { return unsigned((a + b - 1) / b); }

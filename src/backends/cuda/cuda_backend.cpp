@@ -127,13 +127,13 @@ class CudaBackend final : public ops::Backend {
   }
   void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor out) override {
     ProfileScope ps(prof_, "norm", stream());
-    void* xq = linear_.quantize_x_for(out, norm_quantizes_x(int(x.rows()), int(x.cols())));
+    const GqX xq = linear_.quantize_x_for(out, norm_quantizes_x(int(x.rows()), int(x.cols())));
     LL_CUDA(cuda::rms_norm(act(), x.dtype == DType::F32, x.data, w.ptr<float>(), eps, out.data, int(x.rows()), int(x.cols()), stream(), xq));
     finite_("rms_norm", out);
   }
   void add_rms_norm(Tensor residual, const Tensor& x, const Tensor& w, float eps, Tensor out) override {
     ProfileScope ps(prof_, "norm", stream());
-    void* xq = linear_.quantize_x_for(out, norm_quantizes_x(int(x.rows()), int(x.cols())));
+    const GqX xq = linear_.quantize_x_for(out, norm_quantizes_x(int(x.rows()), int(x.cols())));
     LL_CUDA(cuda::add_rms_norm(act(), residual.dtype == DType::F32, x.dtype == DType::F32, residual.data, x.data,
                                w.ptr<float>(), eps, out.data, int(x.rows()), int(x.cols()), stream(), xq));
     finite_("add_rms_norm (residual)", residual);
@@ -207,7 +207,7 @@ class CudaBackend final : public ops::Backend {
   }
   void swiglu(const Tensor& gate_up, Tensor out) override {
     ProfileScope ps(prof_, "activation", stream());
-    void* xq = linear_.quantize_x_for(out, swiglu_quantizes_x(int(out.rows()), int(out.cols())));
+    const GqX xq = linear_.quantize_x_for(out, swiglu_quantizes_x(int(out.rows()), int(out.cols())));
     LL_CUDA(cuda::swiglu(act(), gate_up.data, out.data, int(out.rows()), int(out.cols()), stream(), xq));
     finite_("swiglu", out);
   }
@@ -258,7 +258,7 @@ class CudaBackend final : public ops::Backend {
   void all_reduce_add_rms_norm(Tensor residual, Tensor x, const Tensor& w, float eps, Tensor out) override {
     const int rows = int(x.rows()), n = int(x.cols());
     if (!peer_ || residual.dtype != DType::F32 || x.dtype != DType::F32 || !peer_->takes_norm(rows, n) ||
-        linear_.quantize_x_for(out, norm_quantizes_x(rows, n)) != nullptr) {
+        linear_.quantize_x_for(out, norm_quantizes_x(rows, n)).scratch != nullptr) {
       ops::Backend::all_reduce_add_rms_norm(residual, x, w, eps, out);
       return;
     }

@@ -103,15 +103,23 @@ struct GqArgs {
 };
 constexpr int kGqGemvMaxTokens = 8;
 constexpr int kGqMaxK = 65536;  // the integer path's activation scratch holds rows up to this
-constexpr size_t kGqXsOffset = size_t(kGqGemvMaxTokens) * kGqMaxK;  // xq [T, K] int8, then xs
-constexpr size_t kGqScratchBytes = size_t(kGqGemvMaxTokens) * kGqMaxK * 3 / 2;  // xq + (K / 32) x 16 B
+// The integer GEMV's activations: codes [T, K] (int8, or int16 when wide), then per block of 32
+// (scale d, sum of x over its first 16, over its last 16, sum of the codes) at kGqXsOffset.
+constexpr size_t kGqXsOffset = size_t(kGqGemvMaxTokens) * kGqMaxK * 2;
+constexpr size_t kGqScratchBytes = kGqXsOffset + size_t(kGqGemvMaxTokens) * (kGqMaxK / 32) * 16;
+// That scratch and the width of its codes: int16 (d = amax / 32767 per block of 32, dp2a products:
+// activations as precise as fp16's, the default) or int8 (amax / 127, dp4a: llama.cpp's scheme).
+struct GqX {
+  void* scratch = nullptr;
+  bool wide = true;
+};
 // out[t, n] = sum_k x[t, k] * dequant(w)[n, k] (+ bias[n]) for T <= kGqGemvMaxTokens. With
-// `scratch` (kGqScratchBytes), int8 / int4 weights take the integer path: x quantised to int8 per
-// block of 32, dp4a products; without it they keep 16-bit activations (gemv_gq16), and fp8
-// takes the CUDA-core fp32 path (gemv_gq_fp32).
-// x_ready: the scratch already holds x's int8 form (written by the producing norm / SwiGLU).
+// xq.scratch, int8 / int4 weights take the integer path: x quantised per block of 32 (int16 or
+// int8 codes, see GqX), integer dot products; without it they keep 16-bit activations
+// (gemv_gq16), and fp8 takes the CUDA-core fp32 path (gemv_gq_fp32).
+// x_ready: the scratch already holds x's integer form (written by the producing norm / SwiGLU).
 cudaError_t gemv_gq(Act act, const GqArgs& q, const void* x, const void* w, const void* bias, void* out,
-                    bool out_f32, int T, int N, int K, int ldo, void* scratch, bool x_ready, cudaStream_t s);
+                    bool out_f32, int T, int N, int K, int ldo, GqX xq, bool x_ready, cudaStream_t s);
 // The same product with 16-bit activations for int8 / int4 weights (kernels/gq_gemv16.cu): the
 // codes dequantised in registers straight into tensor-core fragments, fp32 accumulation.
 cudaError_t gemv_gq16(Act act, const GqArgs& q, const void* x, const void* w, const void* bias, void* out,
@@ -139,21 +147,21 @@ cudaError_t dequant_gq(Act act, const GqArgs& q, const void* w, const int32_t* r
 // 16-bit src[N, K] -> GQ dst (N rows of q.row_bytes), round to nearest.
 cudaError_t quantize_gq(Act act, const GqArgs& q, const void* src, void* dst, int N, int K, cudaStream_t s);
 
-// With xq_scratch (kGqScratchBytes, layout of gemv_gq's), the output's int8 form is written there
-// too; only where *_quantizes_x(rows, n) holds.
-// The two views of that scratch: int8 codes [T, K], then per-32 (d, sum lo16, sum hi16, code sum).
-inline void gq_x_views(void* scratch, int8_t** xq, float4** xs) {
-  *xq = static_cast<int8_t*>(scratch);
-  *xs = reinterpret_cast<float4*>(*xq + kGqXsOffset);
+// With xq.scratch (kGqScratchBytes, layout of gemv_gq's), the output's integer form is written
+// there too; only where *_quantizes_x(rows, n) holds.
+// The two views of that scratch: the codes [T, K], then per-32 (d, sum lo16, sum hi16, code sum).
+inline void gq_x_views(void* scratch, void** codes, float4** xs) {
+  *codes = scratch;
+  *xs = reinterpret_cast<float4*>(static_cast<uint8_t*>(scratch) + kGqXsOffset);
 }
 bool norm_quantizes_x(int rows, int n);
 // x_f32 / residual_f32: the residual stream (x of rms_norm) is fp32, else of the activation type.
 cudaError_t rms_norm(Act act, bool x_f32, const void* x, const float* w, float eps, void* out, int rows, int n,
-                     cudaStream_t s, void* xq_scratch = nullptr);
+                     cudaStream_t s, GqX xq = {nullptr});
 // residual += x; out = rms_norm(residual) * w
 // x_f32: the added x is fp32 too (the projections writing into an fp32 residual stream).
 cudaError_t add_rms_norm(Act act, bool residual_f32, bool x_f32, void* residual, const void* x, const float* w,
-                         float eps, void* out, int rows, int n, cudaStream_t s, void* xq_scratch = nullptr);
+                         float eps, void* out, int rows, int n, cudaStream_t s, GqX xq = {nullptr});
 
 // qkv[T, (Hq + 2 Hkv) D] -> q_out[T, Hq D] (rotated, optionally head-normed), K/V into the pool.
 struct RopeKvArgs {
@@ -213,7 +221,7 @@ cudaError_t attention_decode(Act act, const AttnArgs& a, int splits, int min_key
 
 bool swiglu_quantizes_x(int T, int F);
 cudaError_t swiglu(Act act, const void* gate_up, void* out, int T, int F, cudaStream_t s,
-                   void* xq_scratch = nullptr);
+                   GqX xq = {nullptr});
 // out[i, :] = table[ids[i], :] (16-bit rows of width n, of type `table_type`); f32_out: converted
 // to fp32 (the residual stream), else copied.
 cudaError_t embedding(Act table_type, const void* table, const int32_t* ids, void* out, int count, int n,

@@ -67,15 +67,15 @@ void CudaLinear::run_gq(const Tensor& x, const ops::Linear& w, Tensor out, int T
   const GqArgs q = gq_args(wt, pdl_);
   const Act act = dev_.act();
   cudaStream_t s = dev_.stream();
-  // int8 / int4 decode steps: the dp4a GEMV (int8 activations) up to dp4a_max() tokens unless
-  // gq_fp32, else the 16-bit one (gemv_gq16). fp8 has neither: its fp32 GEMV is math-bound from 3
+  // int8 / int4 decode steps: the integer GEMV (int16 or int8 activation codes) up to dp4a_max()
+  // tokens unless gq_fp32, else the 16-bit one (gemv_gq16). fp8 has neither: its fp32 GEMV is math-bound from 3
   // tokens, where tiles win.
   const bool fp8 = q.kind == int(GqKind::Fp8);
   if (fp8 ? T <= 2 : T <= kGqGemvMaxTokens) {
     const bool dp4a = !fp8 && !tuning_.gq_fp32 && T <= dp4a_max(q.kind);
     const bool ready = dp4a && xq_of_ == x.data && xq_rows_ == T && xq_cols_ == K;
     LL_CUDA(gemv_gq(act, q, x.data, wt.data, w.bias.data, out.data, f32, T, N, K, N,
-                    dp4a ? gq_scratch_.data() : nullptr, ready, s));
+                    GqX{dp4a ? gq_scratch_.data() : nullptr, !tuning_.gq_int8_act}, ready, s));
     return;
   }
   const int fp8_min = tuning_.fp8_gemm_min_tokens >= 0 ? tuning_.fp8_gemm_min_tokens : kFp8GemmMinTokens;
@@ -138,12 +138,13 @@ bool CudaLinear::fp8_row_scales(GqFormat f, int64_t K) const {
          K % 16 == 0;
 }
 
-void* CudaLinear::quantize_x_for(const Tensor& out, bool shape_ok) {
+GqX CudaLinear::quantize_x_for(const Tensor& out, bool shape_ok) {
   xq_of_ = nullptr;
-  if (!gq_scratch_.data() || tuning_.gq_fp32 || !int_weights_ || !shape_ok || out.rows() > dp4a_max()) return nullptr;
+  if (!gq_scratch_.data() || tuning_.gq_fp32 || !int_weights_ || !shape_ok || out.rows() > dp4a_max())
+    return GqX{nullptr};
   xq_of_ = out.data;
   xq_rows_ = int(out.rows()), xq_cols_ = int(out.cols());
-  return gq_scratch_.data();
+  return GqX{gq_scratch_.data(), !tuning_.gq_int8_act};
 }
 
 }  // namespace lite_llama::cuda

@@ -28,10 +28,10 @@ class CudaLinear {
   // rows (N floats), where the GEMM finds them.
   bool fp8_row_scales(GqFormat f, int64_t K) const;
 
-  // Producers (norms, SwiGLU) also write their output's int8 form into the scratch when a
-  // quantised decode GEMV will read it: returns the scratch to pass (or nullptr) and records
-  // which tensor it describes; every other op that writes activations calls forget_xq().
-  void* quantize_x_for(const Tensor& out, bool shape_ok);
+  // Producers (norms, SwiGLU) also write their output's integer form into the scratch when a
+  // quantised decode GEMV will read it: returns the scratch to pass (scratch nullptr: none) and
+  // records which tensor it describes; every other op that writes activations calls forget_xq().
+  GqX quantize_x_for(const Tensor& out, bool shape_ok);
   void forget_xq() { xq_of_ = nullptr; }
 
  private:
@@ -51,7 +51,7 @@ class CudaLinear {
   const bool pdl_;  // tuning_.pdl on a GPU that has it
   Gemm gemm_;
   Buffer deq_, gq_scratch_;
-  const void* xq_of_ = nullptr;  // the activation whose int8 form gq_scratch_ holds
+  const void* xq_of_ = nullptr;  // the activation whose integer form gq_scratch_ holds
   int xq_rows_ = 0, xq_cols_ = 0;
   bool int_weights_ = false;     // some weights are int8 / int4 GQ (the integer decode path)
 };

@@ -11,8 +11,8 @@ namespace {
 // out[t, i] = silu(g) * u with gate_up[t] = [g(F) | u(F)]; 8 elements per thread when F % 8 == 0.
 // The token is blockIdx.x (up to 2^31 - 1; y and z stop at 65,535), the column block blockIdx.y.
 template <typename T>
-__global__ void swiglu_kernel(const T* __restrict__ gu, T* __restrict__ out, int T_, int F, int8_t* __restrict__ xq,
-                              float4* __restrict__ xs) {
+__global__ void swiglu_kernel(const T* __restrict__ gu, T* __restrict__ out, int T_, int F, void* __restrict__ xq,
+                              bool wide, float4* __restrict__ xs) {
   pdl_trigger();  // the down projection's quantised GEMV may start fetching its weights
   const int t = blockIdx.x;
   const T* g = gu + size_t(t) * 2 * F;
@@ -27,9 +27,9 @@ __global__ void swiglu_kernel(const T* __restrict__ gu, T* __restrict__ out, int
       for (int j = 0; j < 8; ++j) of[j] = gf[j] / (1.0f + __expf(-gf[j])) * uf[j];
       const uint4 packed = pack8<T>(of);
       *reinterpret_cast<uint4*>(o + i) = packed;
-      if (xq) {  // the int8 form for the down projection's quantised GEMV (F % 32 == 0 here)
+      if (xq) {  // the integer form for the down projection's quantised GEMV (F % 32 == 0 here)
         unpack8<T>(packed, of);
-        quantize8_to_blocks(of, size_t(t) * F + i, xq, xs);
+        quantize8_to_blocks(of, size_t(t) * F + i, xq, wide, xs);
       }
     }
   } else {
@@ -91,21 +91,22 @@ __global__ void random_kernel(T* dst, size_t n, uint64_t seed, float scale) {
 
 bool swiglu_quantizes_x(int T, int F) { return T <= kGqGemvMaxTokens && F % 32 == 0 && F <= kGqMaxK; }
 
-cudaError_t swiglu(Act act, const void* gate_up, void* out, int T, int F, cudaStream_t s, void* xq_scratch) {
+cudaError_t swiglu(Act act, const void* gate_up, void* out, int T, int F, cudaStream_t s, GqX gx) {
   if (T == 0) return cudaSuccess;
-  int8_t* xq = nullptr;
+  void* xq = nullptr;
   float4* xs = nullptr;
-  if (xq_scratch) {
+  if (gx.scratch) {
     if (!swiglu_quantizes_x(T, F)) return cudaErrorInvalidValue;
-    gq_x_views(xq_scratch, &xq, &xs);
+    gq_x_views(gx.scratch, &xq, &xs);
   }
+  const bool wide = gx.wide;
   const dim3 grid(T, std::min<unsigned>(ceil_div(F, 256 * 8), 64));
   if (act == Act::BF16)
     swiglu_kernel<<<grid, 256, 0, s>>>(static_cast<const __nv_bfloat16*>(gate_up),
-                                       static_cast<__nv_bfloat16*>(out), T, F, xq, xs);
+                                       static_cast<__nv_bfloat16*>(out), T, F, xq, wide, xs);
   else
     swiglu_kernel<<<grid, 256, 0, s>>>(static_cast<const __half*>(gate_up), static_cast<__half*>(out), T, F,
-                                       xq, xs);
+                                       xq, wide, xs);
   return cudaGetLastError();
 }
 

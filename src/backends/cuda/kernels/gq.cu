@@ -1,6 +1,6 @@
-// Quantised (GQ, see core/gq.h) weights: GEMV for decode batches that dequantises in registers
-// straight from the packed codes, a row dequantiser (prefill GEMM tiles, embedding rows) and the
-// on-device quantiser behind --quantize. Codes become fp16 pairs with the 0x6400 exponent trick
+// Quantised (GQ, see core/gq.h) weights: the fp32-math decode GEMV (fp8's path; the integer one
+// is gq_int.cu) that dequantises in registers straight from the packed codes, a row dequantiser
+// (prefill GEMM tiles, embedding rows) and the on-device quantiser behind --quantize. Codes become fp16 pairs with the 0x6400 exponent trick
 // (no int->float conversions), one fp16 FMA applies scale and offset, math is then fp32.
 #include <cuda_fp8.h>
 
@@ -10,15 +10,11 @@
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/kernels/gq_common.cuh"
 #include "backends/cuda/launchers.h"
-#include "backends/cuda/pdl.cuh"
 
 namespace lite_llama::cuda {
 namespace {
 
-template <int KIND>
-constexpr int kVals = KIND == kInt4 ? 32 : 16;  // weights per 16-byte chunk of codes
-
-// One 16-byte chunk of codes -> kVals<KIND> weights (all in one group: s = low, m = high half).
+// One 16-byte chunk of codes -> kChunkVals<KIND> weights (all in one group: s = low, m = high half).
 template <int KIND>
 __device__ __forceinline__ void dequant_chunk(const uint4& q, uint32_t sm_bits, float* wf) {
   const __half2 sm = as_half2(sm_bits);
@@ -54,41 +50,18 @@ __device__ __forceinline__ void dequant_chunk(const uint4& q, uint32_t sm_bits, 
   }
 }
 
-__host__ __device__ constexpr size_t code_bytes(int kind, int K) {
-  return kind == kInt4 ? size_t(K) / 2 : size_t(K);
-}
-
-// Issues the 16-byte code loads (and group-param loads) of chunks c0 + stride * u for R rows
-// before any math, so a lane keeps R x U streaming loads in flight; out-of-range ones read 0.
-template <int V, int R, int U>
-__device__ __forceinline__ void load_chunks(const uint8_t* __restrict__ w, size_t rb, size_t qb, int gshift,
-                                            int row0, int N, int c0, int stride, int chunks, uint4 (&q)[U][R],
-                                            uint32_t (&sm)[U][R]) {
-#pragma unroll
-  for (int u = 0; u < U; ++u) {
-    const int c = c0 + stride * u;
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const bool ok = c < chunks && row0 + r < N;
-      const uint8_t* row = w + size_t(row0 + r) * rb;
-      q[u][r] = ok ? ld_stream(row + size_t(c) * 16) : make_uint4(0, 0, 0, 0);
-      sm[u][r] = ok ? __ldg(reinterpret_cast<const uint32_t*>(row + qb) + ((c * V) >> gshift)) : 0u;
-    }
-  }
-}
-
 // Each warp computes R rows for NT tokens; per iteration a lane loads U chunks of every row
 // (R * U streaming 16-byte loads in flight), dequantises them once and reuses them for all tokens.
 template <typename T, int KIND, int NT, int R, int U, typename OutT>
 __global__ void __launch_bounds__(256) gemv_gq_kernel(const T* __restrict__ x, const uint8_t* __restrict__ w,
                                                       size_t rb, int gshift, const T* __restrict__ bias,
                                                       OutT* __restrict__ out, int N, int K, int ldo) {
-  constexpr int V = kVals<KIND>;
+  constexpr int V = kChunkVals<KIND>;
   const int lane = threadIdx.x & 31;
   const int row0 = (blockIdx.x * 8 + (threadIdx.x >> 5)) * R;
   if (row0 >= N) return;
   const int chunks = K / V;
-  const size_t qb = code_bytes(KIND, K);
+  const size_t qb = gq_code_bytes(KIND, K);
   float acc[R][NT];
 #pragma unroll
   for (int r = 0; r < R; ++r)
@@ -97,7 +70,7 @@ __global__ void __launch_bounds__(256) gemv_gq_kernel(const T* __restrict__ x, c
   for (int c0 = lane; c0 < chunks; c0 += 32 * U) {
     uint4 q[U][R];
     uint32_t sm[U][R];
-    load_chunks<V, R, U>(w, rb, qb, gshift, row0, N, c0, 32, chunks, q, sm);
+    load_code_chunks<V, R, U>(w, rb, qb, gshift, row0, N, c0, 32, chunks, q, sm);
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int c = c0 + 32 * u;
@@ -156,170 +129,17 @@ cudaError_t launch_gemv(const void* x, const void* w, size_t rb, int gshift, con
   return cudaGetLastError();
 }
 
-// --- Integer path (int8 / int4 weights, T <= 8): activations quantised to int8 per block of 32
-// (scale d, plus the block's two 16-element sums of x for the offsets), then 4-way dp4a dot
-// products on the packed codes: ~0.5 instructions per weight instead of ~4 for the fp32 path,
-// the same scheme as llama.cpp's MMVQ. Per weight group: s * d * sum(code * xq) + m * sum(x).
-
-// One warp per (token, block of 32): xq [T, K] int8, xs [T, K / 32] (d, sum of x over lanes 0-15,
-// over 16-31, sum of the int8 codes).
-template <typename T>
-__global__ void quantize_x_kernel(const T* __restrict__ x, int8_t* __restrict__ xq, float4* __restrict__ xs,
-                                  int T_, int K) {
-  pdl_trigger();
-  const int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
-  const int nb = K / 32;
-  if (warp >= T_ * nb) return;
-  const int t = warp / nb, b = warp % nb;
-  const float v = to_f(x[size_t(t) * K + size_t(b) * 32 + lane]);
-  const float amax = warp_max(fabsf(v));
-  const float d = amax / 127.f;
-  const int q = d > 0.f ? __float2int_rn(v / d) : 0;
-  xq[size_t(t) * K + size_t(b) * 32 + lane] = int8_t(q);
-  const float qsum = warp_sum(float(q));  // exact: |sum| <= 32 * 127
-  float half = v;
-#pragma unroll
-  for (int o = 8; o > 0; o >>= 1) half += __shfl_xor_sync(0xffffffffu, half, o);  // within 16 lanes
-  const float hi = __shfl_sync(0xffffffffu, half, 16);
-  if (lane == 0) xs[size_t(t) * nb + b] = make_float4(d, half, hi, qsum);
-}
-
-// A block of 8 warps computes R x 8 / WPR rows; the WPR warps of a row group split its chunks
-// (small matrices still fill the GPU), each lane issuing all R x U 16-byte loads before any math
-// and reusing each activation load for R rows; then a shared-memory sum over the WPR warps.
-template <int KIND, int NT, int R, int U, typename OutT>
-__global__ void __launch_bounds__(256) gemv_gq_dp4a_kernel(const int8_t* __restrict__ xq, const float4* __restrict__ xs,
-                                                           const uint8_t* __restrict__ w, size_t rb, int gshift,
-                                                           const void* __restrict__ bias, bool bias_bf16,
-                                                           OutT* __restrict__ out, int N, int K, int ldo, int wpr) {
-  constexpr int V = kVals<KIND>;
-  __shared__ float part[8][R][NT];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int row0 = (blockIdx.x * (8 / wpr) + warp / wpr) * R;
-  const int sub = warp % wpr;
-  const int chunks = K / V, nb = K / 32;
-  const size_t qb = code_bytes(KIND, K);
-  float acc[R][NT];
-#pragma unroll
-  for (int r = 0; r < R; ++r)
-#pragma unroll
-    for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
-  const int stride = 32 * wpr;
-  // Launched with PDL (pdl.cuh): the launch overlaps the producer's tail. Fetching the first
-  // weights before this wait kept 137 registers (one block per SM), which cost more than it won.
-  pdl_wait();
-  for (int c0 = sub * 32 + lane; c0 < chunks; c0 += stride * U) {
-    uint4 q[U][R];
-    uint32_t sm[U][R];
-    load_chunks<V, R, U>(w, rb, qb, gshift, row0, N, c0, stride, chunks, q, sm);
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int c = c0 + stride * u;
-      if (c >= chunks) break;
-      const int k0 = c * V;
-      float s[R], m[R];
-#pragma unroll
-      for (int r = 0; r < R; ++r) {
-        const float2 f = __half22float2(as_half2(sm[u][r]));
-        s[r] = f.x, m[r] = f.y;
-      }
-#pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        const float4 bs = __ldg(xs + size_t(t) * nb + (k0 >> 5));
-        if constexpr (KIND == kInt4) {
-          const uint4* xp = reinterpret_cast<const uint4*>(xq + size_t(t) * K + k0);
-          const uint4 a = __ldg(xp), b = __ldg(xp + 1);
-          const uint32_t xw[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-          // Codes of word j: (v & 0x0F0F0F0F) = elements (0, 4, 1, 5), (v >> 4) & .. = (2, 6, 3, 7).
-          uint32_t p0[4], p1[4];
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            p0[j] = __byte_perm(xw[2 * j], xw[2 * j + 1], 0x5140);
-            p1[j] = __byte_perm(xw[2 * j], xw[2 * j + 1], 0x7362);
-          }
-          const float dq = bs.x, sx = bs.y + bs.z;
-          const int qs8 = 8 * __float2int_rn(bs.w);
-#pragma unroll
-          for (int r = 0; r < R; ++r) {
-            const uint32_t v[4] = {q[u][r].x, q[u][r].y, q[u][r].z, q[u][r].w};
-            int isum = 0;
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-              isum = __dp4a(int(v[j] & 0x0F0F0F0Fu), int(p0[j]), isum);
-              isum = __dp4a(int((v[j] >> 4) & 0x0F0F0F0Fu), int(p1[j]), isum);
-            }
-            // Centred codes (q - 8) keep the activation rounding error proportional to |w|, not
-            // to |w - m|: sum (q - 8) xq = isum - 8 sum xq, and m + 8 s multiplies sum x.
-            acc[r][t] += s[r] * (dq * float(isum - qs8)) + (m[r] + 8.f * s[r]) * sx;
-          }
-        } else {
-          const uint4 a = __ldg(reinterpret_cast<const uint4*>(xq + size_t(t) * K + k0));
-          const uint32_t xw[4] = {a.x, a.y, a.z, a.w};
-          const float sx = (k0 & 16) ? bs.z : bs.y;
-#pragma unroll
-          for (int r = 0; r < R; ++r) {
-            const uint32_t v[4] = {q[u][r].x, q[u][r].y, q[u][r].z, q[u][r].w};
-            int isum = 0;
-#pragma unroll
-            for (int j = 0; j < 4; ++j) isum = __dp4a(int(v[j] ^ 0x80808080u), int(xw[j]), isum);  // code + 128 -> code
-            acc[r][t] += s[r] * (bs.x * float(isum)) + m[r] * sx;
-          }
-        }
-      }
-    }
-  }
-#pragma unroll
-  for (int r = 0; r < R; ++r)
-#pragma unroll
-    for (int t = 0; t < NT; ++t) {
-      const float v = warp_sum(acc[r][t]);
-      if (lane == 0) part[warp][r][t] = v;
-    }
-  __syncthreads();
-  if (sub == 0 && lane < R * NT) {
-    const int r = lane / NT, t = lane % NT;
-    if (row0 + r < N) {
-      float v = 0.f;
-      for (int i = 0; i < wpr; ++i) v += part[warp + i][r][t];
-      if (bias)
-        v += bias_bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(bias)[row0 + r])
-                       : __half2float(static_cast<const __half*>(bias)[row0 + r]);
-      out[size_t(t) * ldo + row0 + r] = from_f<OutT>(v);
-    }
-  }
-}
-
-template <int KIND, typename OutT>
-cudaError_t launch_dp4a(const int8_t* xq, const float4* xs, const void* w, size_t rb, int gshift, const void* bias,
-                        bool bias_bf16, void* out, int T_, int N, int K, int ldo, bool pdl, cudaStream_t s) {
-  auto* wp = static_cast<const uint8_t*>(w);
-  auto* op = static_cast<OutT*>(out);
-  constexpr int R = 2, U = 4;
-  const int wpr = gemv_warps_per_row(K / kVals<KIND>, N, 32, R, U);
-  const dim3 grid(ceil_div(N, R * (8 / wpr))), block(256);
-  switch (T_) {
-#define LL_CASE(n)                                                                                            \
-  case n:                                                                                                     \
-    return launch_pdl(pdl, gemv_gq_dp4a_kernel<KIND, n, R, U, OutT>, grid, block, 0, s, xq, xs, wp, rb, gshift, bias, \
-                      bias_bf16, op, N, K, ldo, wpr);
-    LL_CASE(1) LL_CASE(2) LL_CASE(3) LL_CASE(4) LL_CASE(5) LL_CASE(6) LL_CASE(7) LL_CASE(8)
-#undef LL_CASE
-    default: return cudaErrorInvalidValue;
-  }
-  return cudaGetLastError();
-}
-
 template <typename T, int KIND>
 __global__ void dequant_gq_kernel(const uint8_t* __restrict__ w, size_t rb, int gshift,
                                   const int32_t* __restrict__ rows, int row0, int n, int K, T* __restrict__ dst) {
-  constexpr int V = kVals<KIND>;
+  constexpr int V = kChunkVals<KIND>;
   const int chunks = K / V;
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= int64_t(n) * chunks) return;
   const int r = int(i / chunks), c = int(i % chunks);
   const uint8_t* row = w + size_t(rows ? rows[r] : row0 + r) * rb;
   const uint4 q = *reinterpret_cast<const uint4*>(row + size_t(c) * 16);
-  const uint32_t sm = reinterpret_cast<const uint32_t*>(row + code_bytes(KIND, K))[(c * V) >> gshift];
+  const uint32_t sm = reinterpret_cast<const uint32_t*>(row + gq_code_bytes(KIND, K))[(c * V) >> gshift];
   float wf[V];
   dequant_chunk<KIND>(q, sm, wf);
   T* o = dst + size_t(r) * K + size_t(c) * V;
@@ -370,7 +190,7 @@ __global__ void quantize_gq_kernel(const T* __restrict__ src, uint8_t* __restric
   s = __half2float(sh), m = __half2float(mh);
   uint8_t* row = dst + size_t(r) * rb;
   if (lane == 0) {
-    __half* p = reinterpret_cast<__half*>(row + code_bytes(KIND, K)) + 2 * g;
+    __half* p = reinterpret_cast<__half*>(row + gq_code_bytes(KIND, K)) + 2 * g;
     p[0] = sh, p[1] = mh;
   }
   constexpr int per_word = KIND == kInt4 ? 8 : 4;
@@ -407,36 +227,6 @@ cudaError_t by_kind(int kind, F&& f) {
 
 }  // namespace
 
-cudaError_t gemv_gq(Act act, const GqArgs& q, const void* x, const void* w, const void* bias, void* out,
-                    bool out_f32, int T, int N, int K, int ldo, void* scratch, bool x_ready, cudaStream_t s) {
-  const int gshift = group_shift(q.group);
-  if (gshift < 0 || T < 1 || T > kGqGemvMaxTokens || K % 32 != 0) return cudaErrorInvalidValue;
-  if (scratch && q.kind != kFp8 && K <= kGqMaxK) {
-    int8_t* xq;
-    float4* xs;
-    gq_x_views(scratch, &xq, &xs);
-    const unsigned qgrid = ceil_div(int64_t(T) * (K / 32) * 32, 256);
-    if (x_ready) {
-    } else if (act == Act::BF16) {
-      quantize_x_kernel<__nv_bfloat16><<<qgrid, 256, 0, s>>>(static_cast<const __nv_bfloat16*>(x), xq, xs, T, K);
-    } else {
-      quantize_x_kernel<__half><<<qgrid, 256, 0, s>>>(static_cast<const __half*>(x), xq, xs, T, K);
-    }
-    const bool bb = act == Act::BF16;
-    if (q.kind == kInt4)
-      return out_f32 ? launch_dp4a<kInt4, float>(xq, xs, w, q.row_bytes, gshift, bias, bb, out, T, N, K, ldo, q.pdl, s)
-             : bb    ? launch_dp4a<kInt4, __nv_bfloat16>(xq, xs, w, q.row_bytes, gshift, bias, bb, out, T, N, K, ldo, q.pdl, s)
-                     : launch_dp4a<kInt4, __half>(xq, xs, w, q.row_bytes, gshift, bias, bb, out, T, N, K, ldo, q.pdl, s);
-    return out_f32 ? launch_dp4a<kInt8, float>(xq, xs, w, q.row_bytes, gshift, bias, bb, out, T, N, K, ldo, q.pdl, s)
-           : bb    ? launch_dp4a<kInt8, __nv_bfloat16>(xq, xs, w, q.row_bytes, gshift, bias, bb, out, T, N, K, ldo, q.pdl, s)
-                   : launch_dp4a<kInt8, __half>(xq, xs, w, q.row_bytes, gshift, bias, bb, out, T, N, K, ldo, q.pdl, s);
-  }
-  // 16-bit activations: tensor-core fragments for int8 / int4 (chunks within one group).
-  const bool int16 = (q.kind == kInt4 && (!q.group || q.group >= 32)) || (q.kind == kInt8 && (!q.group || q.group >= 16));
-  if (int16) return gemv_gq16(act, q, x, w, bias, out, out_f32, T, N, K, ldo, s);
-  return gemv_gq_fp32(act, q, x, w, bias, out, out_f32, T, N, K, ldo, s);
-}
-
 cudaError_t gemv_gq_fp32(Act act, const GqArgs& q, const void* x, const void* w, const void* bias, void* out,
                          bool out_f32, int T, int N, int K, int ldo, cudaStream_t s) {
   const int gshift = group_shift(q.group);
@@ -458,7 +248,7 @@ cudaError_t dequant_gq(Act act, const GqArgs& q, const void* w, const int32_t* r
   if (n == 0) return cudaSuccess;
   return by_kind(q.kind, [&](auto kc) {
     constexpr int KIND = decltype(kc)::value;
-    const int64_t total = int64_t(n) * (K / kVals<KIND>);
+    const int64_t total = int64_t(n) * (K / kChunkVals<KIND>);
     const unsigned grid = ceil_div(total, 256);
     auto* wp = static_cast<const uint8_t*>(w);
     if (f32_out)

@@ -1,4 +1,4 @@
-// Pieces shared by the quantised (GQ) kernels: the GEMV / dequantiser (gq.cu), the tensor-core
+// Pieces shared by the quantised (GQ) kernels: the GEMVs / dequantiser (gq.cu, gq_int.cu), the tensor-core
 // GEMV and GEMM (gq_gemv16.cu, gq_mma.cu) and the MoE experts' kernels (moe_gemv.cu, moe_gemm.cu).
 #pragma once
 #include <type_traits>
@@ -10,6 +10,32 @@ namespace lite_llama::cuda {
 namespace {
 
 constexpr int kInt8 = 0, kInt4 = 1, kFp8 = 2;  // GqArgs::kind (GqKind order)
+
+template <int KIND>
+constexpr int kChunkVals = KIND == kInt4 ? 32 : 16;  // weights per 16-byte chunk of codes
+
+__host__ __device__ constexpr size_t gq_code_bytes(int kind, int K) {
+  return kind == kInt4 ? size_t(K) / 2 : size_t(K);
+}
+
+// Issues the 16-byte code loads (and group-param loads) of chunks c0 + stride * u for R rows
+// before any math, so a lane keeps R x U streaming loads in flight; out-of-range ones read 0.
+template <int V, int R, int U>
+__device__ __forceinline__ void load_code_chunks(const uint8_t* __restrict__ w, size_t rb, size_t qb, int gshift,
+                                                 int row0, int N, int c0, int stride, int chunks,
+                                                 uint4 (&q)[U][R], uint32_t (&sm)[U][R]) {
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const int c = c0 + stride * u;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const bool ok = c < chunks && row0 + r < N;
+      const uint8_t* row = w + size_t(row0 + r) * rb;
+      q[u][r] = ok ? ld_stream(row + size_t(c) * 16) : make_uint4(0, 0, 0, 0);
+      sm[u][r] = ok ? __ldg(reinterpret_cast<const uint32_t*>(row + qb) + ((c * V) >> gshift)) : 0u;
+    }
+  }
+}
 
 __device__ __forceinline__ __half2 as_half2(uint32_t v) {
   __half2 h;

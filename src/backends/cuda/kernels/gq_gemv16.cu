@@ -22,9 +22,6 @@ namespace {
 
 constexpr int kWarps = 8, kThreads = kWarps * 32;
 
-template <int KIND>
-constexpr int kVals = KIND == kInt4 ? 32 : 16;  // weights per 16-byte chunk of codes
-
 // A block of 8 warps: 8 / wpr row groups of 16 rows, the wpr warps of a group splitting its
 // chunks (small matrices still fill the GPU). Per iteration a lane issues its 2 x U 16-byte code
 // loads (rows g, g + 8; chunks cb + t + 4 wpr u) before any math. Control flow stays warp-uniform
@@ -34,7 +31,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_gq16_kernel(const T* __restr
                                                              size_t rb, int gshift, const T* __restrict__ bias,
                                                              OutT* __restrict__ out, int T_, int N, int K, int ldo,
                                                              int wpr) {
-  constexpr int V = kVals<KIND>, XW = V / 8;  // XW: 16-byte activation loads per chunk and token
+  constexpr int V = kChunkVals<KIND>, XW = V / 8;  // XW: 16-byte activation loads per chunk and token
   __shared__ float part[kWarps][32][4];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
   const int row0 = (blockIdx.x * (kWarps / wpr) + warp / wpr) * 16;
@@ -120,7 +117,7 @@ cudaError_t launch(const GqArgs& q, int gshift, const void* x, const void* w, co
                    int N, int K, int ldo, cudaStream_t s) {
   constexpr int U = 4;
   static_assert(kWarps == 8, "gemv_warps_per_row assumes 8-warp blocks");
-  const int wpr = gemv_warps_per_row(K / kVals<KIND>, N, 4, 16, U);  // 4 lanes a row, 16 rows a warp
+  const int wpr = gemv_warps_per_row(K / kChunkVals<KIND>, N, 4, 16, U);  // 4 lanes a row, 16 rows a warp
   const dim3 grid(ceil_div(N, 16 * (kWarps / wpr))), block(kThreads);
   return launch_pdl(q.pdl, gemv_gq16_kernel<T, KIND, U, OutT>, grid, block, 0, s, static_cast<const T*>(x),
                     static_cast<const uint8_t*>(w), q.row_bytes, gshift, static_cast<const T*>(bias),

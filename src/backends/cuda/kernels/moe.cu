@@ -229,7 +229,7 @@ cudaError_t experts_typed(const MoeArgs& a, cudaStream_t s) {
                                 });
         e != cudaSuccess)
       return e;
-    if (cudaError_t e = swiglu(a.act, gu, w.h, n, a.ffn, s, nullptr); e != cudaSuccess) return e;
+    if (cudaError_t e = swiglu(a.act, gu, w.h, n, a.ffn, s, GqX{nullptr}); e != cudaSuccess) return e;
     if (cudaError_t e = by_kind(a.down.kind,
                                 [&](auto k) {
                                   return moe::gemm<T, decltype(k)::value, float>(

@@ -15,8 +15,8 @@ constexpr int kMaxPerThread = 8 * 4;  // rows up to 256 * 32 = 8192 elements sta
 template <typename T, typename R, typename X, bool kAdd>
 __global__ void __launch_bounds__(kThreads) norm_kernel(R* residual, const void* __restrict__ xv,
                                                         const float* __restrict__ w, float eps,
-                                                        T* __restrict__ out, int n, int8_t* __restrict__ xq,
-                                                        float4* __restrict__ xs) {
+                                                        T* __restrict__ out, int n, void* __restrict__ xq,
+                                                        bool wide, float4* __restrict__ xs) {
   __shared__ float red[32];
   pdl_trigger();  // a quantised GEMV after this may start fetching its weights
   const size_t row = blockIdx.x;
@@ -55,9 +55,9 @@ __global__ void __launch_bounds__(kThreads) norm_kernel(R* residual, const void*
       for (int j = 0; j < 8; ++j) o[j] = v[c * 8 + j] * inv * w[i + j];
       const uint4 packed = pack8<T>(o);
       *reinterpret_cast<uint4*>(out + row * n + i) = packed;
-      if (xq) {  // the int8 form for a following quantised GEMV (n % 32 == 0 here)
+      if (xq) {  // the integer form for a following quantised GEMV (n % 32 == 0 here)
         unpack8<T>(packed, o);
-        quantize8_to_blocks(o, row * n + i, xq, xs);
+        quantize8_to_blocks(o, row * n + i, xq, wide, xs);
       }
     }
     return;
@@ -81,31 +81,32 @@ __global__ void __launch_bounds__(kThreads) norm_kernel(R* residual, const void*
 // The residual and the added x: both fp32, both T, or an fp32 residual and a T x.
 template <typename T, bool kAdd>
 void launch_typed(bool f32_residual, bool f32_x, void* residual, const void* x, const float* w, float eps,
-                  void* out, int rows, int n, int8_t* xq, float4* xs, cudaStream_t s) {
+                  void* out, int rows, int n, void* xq, bool wide, float4* xs, cudaStream_t s) {
   T* o = static_cast<T*>(out);
   if (f32_residual && (f32_x || !kAdd))
-    norm_kernel<T, float, float, kAdd><<<rows, kThreads, 0, s>>>(static_cast<float*>(residual), x, w, eps, o, n, xq, xs);
+    norm_kernel<T, float, float, kAdd><<<rows, kThreads, 0, s>>>(static_cast<float*>(residual), x, w, eps, o, n, xq, wide, xs);
   else if (f32_residual)
-    norm_kernel<T, float, T, kAdd><<<rows, kThreads, 0, s>>>(static_cast<float*>(residual), x, w, eps, o, n, xq, xs);
+    norm_kernel<T, float, T, kAdd><<<rows, kThreads, 0, s>>>(static_cast<float*>(residual), x, w, eps, o, n, xq, wide, xs);
   else
-    norm_kernel<T, T, T, kAdd><<<rows, kThreads, 0, s>>>(static_cast<T*>(residual), x, w, eps, o, n, xq, xs);
+    norm_kernel<T, T, T, kAdd><<<rows, kThreads, 0, s>>>(static_cast<T*>(residual), x, w, eps, o, n, xq, wide, xs);
 }
 
 template <bool kAdd>
 cudaError_t launch(Act act, bool f32_residual, bool f32_x, void* residual, const void* x, const float* w,
-                   float eps, void* out, int rows, int n, void* xq_scratch, cudaStream_t s) {
+                   float eps, void* out, int rows, int n, GqX gx, cudaStream_t s) {
   if (f32_x && !f32_residual) return cudaErrorInvalidValue;  // an fp32 x adds to an fp32 residual only
   if (rows == 0) return cudaSuccess;
-  int8_t* xq = nullptr;
+  void* xq = nullptr;
   float4* xs = nullptr;
-  if (xq_scratch) {
+  if (gx.scratch) {
     if (!norm_quantizes_x(rows, n)) return cudaErrorInvalidValue;
-    gq_x_views(xq_scratch, &xq, &xs);
+    gq_x_views(gx.scratch, &xq, &xs);
   }
+  const bool wide = gx.wide;
   if (act == Act::BF16)
-    launch_typed<__nv_bfloat16, kAdd>(f32_residual, f32_x, residual, x, w, eps, out, rows, n, xq, xs, s);
+    launch_typed<__nv_bfloat16, kAdd>(f32_residual, f32_x, residual, x, w, eps, out, rows, n, xq, wide, xs, s);
   else
-    launch_typed<__half, kAdd>(f32_residual, f32_x, residual, x, w, eps, out, rows, n, xq, xs, s);
+    launch_typed<__half, kAdd>(f32_residual, f32_x, residual, x, w, eps, out, rows, n, xq, wide, xs, s);
   return cudaGetLastError();
 }
 
@@ -116,13 +117,13 @@ bool norm_quantizes_x(int rows, int n) {
 }
 
 cudaError_t rms_norm(Act act, bool x_f32, const void* x, const float* w, float eps, void* out, int rows, int n,
-                     cudaStream_t s, void* xq_scratch) {
-  return launch<false>(act, x_f32, false, nullptr, x, w, eps, out, rows, n, xq_scratch, s);
+                     cudaStream_t s, GqX xq) {
+  return launch<false>(act, x_f32, false, nullptr, x, w, eps, out, rows, n, xq, s);
 }
 
 cudaError_t add_rms_norm(Act act, bool residual_f32, bool x_f32, void* residual, const void* x, const float* w,
-                         float eps, void* out, int rows, int n, cudaStream_t s, void* xq_scratch) {
-  return launch<true>(act, residual_f32, x_f32, residual, x, w, eps, out, rows, n, xq_scratch, s);
+                         float eps, void* out, int rows, int n, cudaStream_t s, GqX xq) {
+  return launch<true>(act, residual_f32, x_f32, residual, x, w, eps, out, rows, n, xq, s);
 }
 
 }  // namespace lite_llama::cuda
