@@ -180,7 +180,7 @@ const CompiledGrammar::Entry& CompiledGrammar::entry(const std::vector<int32_t>&
   // A frame added below changes only what happens after the frames above escape: the base's
   // accepted and rejected tokens stay, and only its uncertain ones need a walk.
   if (base) {
-    e->accepted = base->accepted;
+    accepted_bits(*base, e->accepted);
     const auto& cand = base->uncertain;
     walk_dfa(m, *vocab_, cls_, ncls_, cand.size(), [&](size_t k) { return cand[k]; }, [&](size_t k, bool ok, bool esc) {
       if (ok)
@@ -202,6 +202,15 @@ const CompiledGrammar::Entry& CompiledGrammar::entry(const std::vector<int32_t>&
 
 const CompiledGrammar::Entry& CompiledGrammar::insert(std::string key, std::unique_ptr<Entry> e,
                                                       std::chrono::steady_clock::time_point t0) const {
+  size_t n = 0;
+  for (uint32_t w : e->accepted) n += size_t(std::popcount(w));
+  if (n < e->accepted.size()) {
+    for (size_t w = 0; w < e->accepted.size(); ++w)
+      for (uint32_t bits = e->accepted[w]; bits; bits &= bits - 1)
+        e->accepted_ids.push_back(int32_t(w * 32 + size_t(std::countr_zero(bits))));
+    e->accepted = {};
+  }
+  e->uncertain.shrink_to_fit();
   entries_.fetch_add(1, std::memory_order_relaxed);
   entry_us_.fetch_add(long(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count()),
                       std::memory_order_relaxed);
@@ -248,7 +257,7 @@ const CompiledGrammar::Entry& CompiledGrammar::narrowed(const std::vector<int32_
     }
   }
   auto e = std::make_unique<Entry>();
-  e->accepted = canon.accepted;
+  accepted_bits(canon, e->accepted);
   std::vector<int32_t> walk_these;
   for (size_t w = 0; w < risky.size(); ++w)
     for (uint32_t bits = risky[w]; bits; bits &= bits - 1) {
@@ -307,6 +316,15 @@ void CompiledGrammar::fill_mask(Matcher& m, uint32_t* mask) const {
   }
 }
 
+void CompiledGrammar::accepted_bits(const Entry& e, std::vector<uint32_t>& bits) const {
+  if (!e.accepted.empty()) {
+    bits = e.accepted;
+    return;
+  }
+  bits.assign(vocab_->mask_words(), 0);
+  for (int32_t t : e.accepted_ids) set_bit(bits.data(), t);
+}
+
 void CompiledGrammar::canonical(const std::vector<int32_t>& stack, std::vector<int32_t>& canon) const {
   canon = stack;
   for (int32_t& p : canon)
@@ -348,6 +366,7 @@ void CompiledGrammar::compute_mask(Matcher& m, uint32_t* mask) const {
   for (const Entry* e : used) {
     const size_t words = e->accepted.size();
     for (size_t w = 0; w < words; ++w) mask[w] |= e->accepted[w];
+    for (int32_t t : e->accepted_ids) set_bit(mask, t);
   }
   const auto& sorted = v.sorted();
   for (const Entry* e : used)

@@ -110,7 +110,11 @@ class CompiledGrammar {
   // at most few * kWalkFew of them (~0.1 ms through the automaton), else narrows.
   static constexpr size_t kWalkFew = 32;
   struct Entry {
-    std::vector<uint32_t> accepted;  // bitmask over token ids
+    // Accepted token ids: a bitmask, or (fewer ids than the mask has words) a list, with the
+    // bitmask empty. Most entries of a schema accept a few tokens (inside literals), and a
+    // warm-up builds thousands: 16 KiB each over a 128k vocabulary as bitmasks.
+    std::vector<uint32_t> accepted;
+    std::vector<int32_t> accepted_ids;
     std::vector<int32_t> uncertain;  // indices into vocab().sorted(), ascending
   };
   // The entry of a stack's top frames (positions top first; complete: down to the root).
@@ -141,6 +145,7 @@ class CompiledGrammar {
   bool deepen(Level& lv, const std::vector<int32_t>& stack, const std::vector<int32_t>& canon, size_t k,
               bool complete, bool last) const;
   void canonical(const std::vector<int32_t>& stack, std::vector<int32_t>& canon) const;
+  void accepted_bits(const Entry& e, std::vector<uint32_t>& bits) const;  // e's accepted as a bitmask
   void compute_mask(Matcher& m, uint32_t* mask) const;
 
   Grammar grammar_;
