@@ -212,6 +212,8 @@ const CompiledGrammar::Entry& CompiledGrammar::insert(std::string key, std::uniq
   }
   e->uncertain.shrink_to_fit();
   entries_.fetch_add(1, std::memory_order_relaxed);
+  entry_bytes_.fetch_add(long(4 * (e->accepted.size() + e->accepted_ids.size() + e->uncertain.size())),
+                         std::memory_order_relaxed);
   entry_us_.fetch_add(long(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count()),
                       std::memory_order_relaxed);
   std::lock_guard lock(mu_);

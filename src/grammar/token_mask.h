@@ -95,9 +95,11 @@ class CompiledGrammar {
   struct Stats {
     long fills = 0, state_hits = 0, entries = 0, checked = 0;  // checked: uncertain tokens walked
     double entry_us = 0;                                        // time building entries
+    long entry_bytes = 0;                                       // held by the entries' vectors
   };
   Stats stats() const {
-    return {fills_.load(), state_hits_.load(), entries_.load(), checked_.load(), double(entry_us_.load())};
+    return {fills_.load(),   state_hits_.load(),         entries_.load(),
+            checked_.load(), double(entry_us_.load()), entry_bytes_.load()};
   }
 
  private:
@@ -167,7 +169,7 @@ class CompiledGrammar {
   static constexpr size_t kStateCacheBytes = size_t(64) << 20;
   mutable std::unordered_map<std::string, std::vector<uint32_t>> states_;
   mutable size_t state_bytes_ = 0;
-  mutable std::atomic<long> fills_{0}, state_hits_{0}, entries_{0}, checked_{0}, entry_us_{0};
+  mutable std::atomic<long> fills_{0}, state_hits_{0}, entries_{0}, checked_{0}, entry_us_{0}, entry_bytes_{0};
 };
 
 }  // namespace lite_llama::grammar
