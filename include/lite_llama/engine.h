@@ -31,6 +31,11 @@ struct EngineOptions {
   int tp = 1;
   std::string load_format = "auto";  // auto | dummy (random weights from a config.json)
   uint64_t dummy_seed = 0;
+  // Structured outputs: a new grammar's token-mask cache is built ahead of its first request's
+  // decode, on this many threads (0: half the hardware threads, 1 to 8; < 0: not at all, the
+  // cache is then built during decode), for at most this long (<= 0: not at all).
+  int grammar_warm_threads = 0;
+  double grammar_warm_ms = 2000;
 };
 
 struct TokenLogprobs {

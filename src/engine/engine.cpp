@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
+#include <future>
 #include <optional>
 #include <thread>
 #include <atomic>
@@ -48,6 +50,7 @@ struct Request {
   TextStream text;
   std::shared_ptr<const grammar::CompiledGrammar> grammar;  // null: unconstrained
   std::optional<grammar::Matcher> matcher;                  // the output so far, in the grammar
+  std::shared_future<void> warmed;  // the grammar's mask-cache warm-up is over (GrammarCache)
 };
 
 class EngineImpl final : public Engine {
@@ -66,7 +69,11 @@ class EngineImpl final : public Engine {
         SchedulerConfig{model().max_seqs, model().max_batched_tokens, model().ctx}, *pool_, *rows_, cache_.get());
     const int64_t vocab = std::min<int64_t>(files_.config.vocab_size, files_.tokenizer->vocab_size());
     runner_ = std::make_unique<Runner>(ranks_->decoders(), ranks_->group(), model().ctx, int(vocab));
-    grammars_ = std::make_unique<GrammarCache>(*files_.tokenizer, int(vocab));
+    GrammarWarmOptions warm;
+    warm.threads = o.grammar_warm_threads;
+    warm.budget.max_ms = o.grammar_warm_ms;
+    if (o.grammar_warm_ms <= 0) warm.threads = -1;
+    grammars_ = std::make_unique<GrammarCache>(*files_.tokenizer, int(vocab), warm);
     stop_ids_ = files_.tokenizer->stop_ids();
     const double t_graph = now_ms();
     if (o.cuda_graph) runner_->capture_graphs();
@@ -158,14 +165,23 @@ class EngineImpl final : public Engine {
     for (const auto& [t, b] : p.logit_bias)
       LL_CHECK(t < runner_->sample_limit(), "logit_bias token id {} out of range", t);
     std::shared_ptr<const grammar::CompiledGrammar> g;
-    if (!p.grammar.empty()) g = grammars_->get(p.grammar);  // throws on a bad grammar
+    std::shared_future<void> warmed;
+    if (!p.grammar.empty()) g = grammars_->get(p.grammar, &warmed);  // throws on a bad grammar
     const int64_t id = next_id_++;
     auto r = std::make_unique<Request>(id, std::move(prompt), p, *files_.tokenizer);
     if (g) {
       r->grammar = std::move(g);
       r->matcher.emplace(r->grammar->matcher());
+      r->warmed = std::move(warmed);
     }
-    sched_->add(&r->seq);
+    // add_request runs on the thread that steps (AsyncEngine::loop, the CLI's loops), so a new
+    // grammar is not warmed here: that would stall every running request's decode for the
+    // warm-up. The request waits outside the scheduler until its grammar's warm-up is over
+    // (admit_warmed), and its first token pays the warm-up instead of everyone's decode steps.
+    if (is_warming(*r))
+      warming_.push_back(r.get());
+    else
+      sched_->add(&r->seq);
     requests_.emplace(id, std::move(r));
     return id;
   }
@@ -205,7 +221,7 @@ class EngineImpl final : public Engine {
   EngineStats stats() const override {
     EngineStats s;
     s.running = sched_->num_running();
-    s.waiting = sched_->num_waiting();
+    s.waiting = sched_->num_waiting() + int(warming_.size());
     s.kv_slots_total = pool_->num_slots();
     // Slots only the prefix cache holds are free to evict: not in use by any request.
     s.kv_slots_used = pool_->num_used() - (cache_ ? cache_->num_unheld() : 0);
@@ -227,11 +243,21 @@ class EngineImpl final : public Engine {
       RequestOutput o = base_output(*it->second);
       o.finished = true;
       o.finish_reason = FinishReason::Cancelled;
-      sched_->finish(&it->second->seq);
+      if (auto w = std::find(warming_.begin(), warming_.end(), it->second.get()); w != warming_.end())
+        warming_.erase(w);  // never reached the scheduler
+      else
+        sched_->finish(&it->second->seq);
       requests_.erase(it);
       outs.push_back(std::move(o));
     }
     cancelled_.clear();
+    admit_warmed();
+    if (!warming_.empty() && sched_->num_running() == 0 && sched_->num_waiting() == 0) {
+      // Nothing else to step: wait for a warm-up here instead of returning at once (a caller
+      // looping on step() would spin), but briefly, so that the caller can add new requests.
+      warming_.front()->warmed.wait_for(std::chrono::milliseconds(20));
+      admit_warmed();
+    }
 
     const double t_sched = now_ms();
     StepPlan plan = sched_->schedule();
@@ -327,6 +353,19 @@ class EngineImpl final : public Engine {
     });
   }
 
+  static bool is_warming(const Request& r) {
+    return r.warmed.valid() && r.warmed.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
+  }
+
+  // Hands the requests whose grammar's warm-up is over to the scheduler, in arrival order.
+  void admit_warmed() {
+    std::erase_if(warming_, [&](Request* r) {
+      if (is_warming(*r)) return false;
+      sched_->add(&r->seq);
+      return true;
+    });
+  }
+
   RequestOutput fail_request(Request& r, std::string why) {
     RequestOutput o = base_output(r);
     o.text = r.text.flush();
@@ -413,6 +452,7 @@ class EngineImpl final : public Engine {
   std::vector<sampling::SequenceSampler*> samplers_;  // of this step's sampled rows
   std::vector<Request*> rows_req_;                      // the same rows' requests
   std::unique_ptr<GrammarCache> grammars_;
+  std::vector<Request*> warming_;  // requests whose grammar is being warmed, not yet scheduled
   StepConstraints constraints_;
   std::vector<uint8_t> dead_rows_;  // rows whose grammar allowed no token this step
   std::vector<uint8_t> grammar_ok_;  // rows whose sampled token their grammar accepted

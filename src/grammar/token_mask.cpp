@@ -170,11 +170,9 @@ const CompiledGrammar::Entry& CompiledGrammar::entry(const std::vector<int32_t>&
                                                      const Entry* base) const {
   std::string key(reinterpret_cast<const char*>(top_down.data()), top_down.size() * sizeof(int32_t));
   if (complete) key.push_back('C');
-  {
-    std::lock_guard lock(mu_);
-    if (auto it = cache_.find(key); it != cache_.end()) return *it->second;
-  }
-  // Built without the lock so that other rows go on; a racing thread's copy is dropped.
+  if (const Entry* hit = find_or_claim(key)) return *hit;
+  Claim claim{this, &key};
+  // Built without the lock so that other rows go on.
   const auto t0 = std::chrono::steady_clock::now();
   auto e = std::make_unique<Entry>();
   Matcher m = Matcher::at_stack(grammar_, top_down, complete);
@@ -182,7 +180,7 @@ const CompiledGrammar::Entry& CompiledGrammar::entry(const std::vector<int32_t>&
   // A frame added below changes only what happens after the frames above escape: the base's
   // accepted and rejected tokens stay, and only its uncertain ones need a walk.
   if (base) {
-    e->accepted = base->accepted;
+    accepted_bits(*base, e->accepted);
     const auto& cand = base->uncertain;
     walk_dfa(m, *vocab_, cls_, ncls_, cand.size(), [&](size_t k) { return cand[k]; }, [&](size_t k, bool ok, bool esc) {
       if (ok)
@@ -199,28 +197,55 @@ const CompiledGrammar::Entry& CompiledGrammar::entry(const std::vector<int32_t>&
         e->uncertain.push_back(int32_t(k));
     });
   }
-  return insert(std::move(key), std::move(e), t0);
+  return insert(key, std::move(e), t0);
 }
 
 const CompiledGrammar::Entry& CompiledGrammar::insert(std::string key, std::unique_ptr<Entry> e,
                                                       std::chrono::steady_clock::time_point t0) const {
+  size_t n = 0;
+  for (uint32_t w : e->accepted) n += size_t(std::popcount(w));
+  if (n < e->accepted.size()) {
+    for (size_t w = 0; w < e->accepted.size(); ++w)
+      for (uint32_t bits = e->accepted[w]; bits; bits &= bits - 1)
+        e->accepted_ids.push_back(int32_t(w * 32 + size_t(std::countr_zero(bits))));
+    e->accepted = {};
+  }
+  e->uncertain.shrink_to_fit();
   entries_.fetch_add(1, std::memory_order_relaxed);
+  entry_bytes_.fetch_add(long(4 * (e->accepted.size() + e->accepted_ids.size() + e->uncertain.size())),
+                         std::memory_order_relaxed);
   entry_us_.fetch_add(long(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count()),
                       std::memory_order_relaxed);
   std::lock_guard lock(mu_);
-  auto& slot = cache_[key];
+  building_.erase(key);
+  auto& slot = cache_[std::move(key)];
   if (!slot) slot = std::move(e);
+  built_.notify_all();
   return *slot;
+}
+
+const CompiledGrammar::Entry* CompiledGrammar::find_or_claim(const std::string& key) const {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    if (auto it = cache_.find(key); it != cache_.end()) return it->second.get();
+    if (building_.insert(key).second) return nullptr;
+    built_.wait(lock);
+  }
+}
+
+// Releases a claim whose build did not finish (an exception): a waiter then builds it itself.
+// After insert() the key is gone from building_ and this does nothing.
+CompiledGrammar::Claim::~Claim() {
+  std::lock_guard lock(g->mu_);
+  if (g->building_.erase(*key)) g->built_.notify_all();
 }
 
 const CompiledGrammar::Entry& CompiledGrammar::narrowed(const std::vector<int32_t>& top_down, bool complete,
                                                         const Entry& canon) const {
   std::string key(reinterpret_cast<const char*>(top_down.data()), top_down.size() * sizeof(int32_t));
   key += complete ? "CN" : "N";
-  {
-    std::lock_guard lock(mu_);
-    if (auto it = cache_.find(key); it != cache_.end()) return *it->second;
-  }
+  if (const Entry* hit = find_or_claim(key)) return *hit;
+  Claim claim{this, &key};
   const auto t0 = std::chrono::steady_clock::now();
   // Tokens that could run out of a chain's repetitions (Grammar::ChainPos).
   const auto& sorted = vocab_->sorted();
@@ -234,7 +259,7 @@ const CompiledGrammar::Entry& CompiledGrammar::narrowed(const std::vector<int32_
     }
   }
   auto e = std::make_unique<Entry>();
-  e->accepted = canon.accepted;
+  accepted_bits(canon, e->accepted);
   std::vector<int32_t> walk_these;
   for (size_t w = 0; w < risky.size(); ++w)
     for (uint32_t bits = risky[w]; bits; bits &= bits - 1) {
@@ -267,7 +292,7 @@ const CompiledGrammar::Entry& CompiledGrammar::narrowed(const std::vector<int32_
     e->uncertain.resize(uncertain.size() + escaped.size());
     std::merge(uncertain.begin(), uncertain.end(), escaped.begin(), escaped.end(), e->uncertain.begin());
   }
-  return insert(std::move(key), std::move(e), t0);
+  return insert(key, std::move(e), t0);
 }
 
 void CompiledGrammar::fill_mask(Matcher& m, uint32_t* mask) const {
@@ -293,42 +318,57 @@ void CompiledGrammar::fill_mask(Matcher& m, uint32_t* mask) const {
   }
 }
 
+void CompiledGrammar::accepted_bits(const Entry& e, std::vector<uint32_t>& bits) const {
+  if (!e.accepted.empty()) {
+    bits = e.accepted;
+    return;
+  }
+  bits.assign(vocab_->mask_words(), 0);
+  for (int32_t t : e.accepted_ids) set_bit(bits.data(), t);
+}
+
+void CompiledGrammar::canonical(const std::vector<int32_t>& stack, std::vector<int32_t>& canon) const {
+  canon = stack;
+  for (int32_t& p : canon)
+    if (grammar_.chain(p).canon >= 0) p = grammar_.chain(p).canon;
+}
+
+// The shallowest entry that leaves few tokens uncertain (deeper ones are more specific, so fewer
+// stacks share them). Below a chain frame (Grammar::chain) an entry comes from its frames' entry
+// at their chains' longest rules (`c`), narrowed, unless the entry of one frame fewer leaves few
+// enough tokens to walk against the real frames.
+bool CompiledGrammar::deepen(Level& lv, const std::vector<int32_t>& stack, const std::vector<int32_t>& canon,
+                             size_t k, bool complete, bool last) const {
+  const std::vector<int32_t> top(stack.begin(), stack.begin() + ptrdiff_t(k));
+  lv.aliased = lv.aliased || canon[k - 1] != stack[k - 1];
+  if (!lv.aliased) {
+    lv.e = lv.c = &entry(top, complete, lv.e);
+  } else if (lv.e && lv.e->uncertain.size() <= few_ * kWalkFew) {
+    lv.e = &entry(top, complete, lv.e);
+  } else {
+    lv.c = &entry(std::vector<int32_t>(canon.begin(), canon.begin() + ptrdiff_t(k)), complete, lv.c);
+    lv.e = lv.c->uncertain.size() <= few_ || last ? &narrowed(top, complete, *lv.c) : nullptr;
+  }
+  return lv.e && lv.e->uncertain.size() <= few_;
+}
+
 void CompiledGrammar::compute_mask(Matcher& m, uint32_t* mask) const {
   const TokenVocab& v = *vocab_;
   std::memset(mask, 0, v.mask_words() * sizeof(uint32_t));
   std::vector<const Entry*> used;
-  const Grammar& g = grammar_;
-  std::vector<int32_t> stack, top, canon, candidates;
+  std::vector<int32_t> stack, canon, candidates;
   for (size_t h = 0; h < m.num_heads(); ++h) {
     const bool whole = m.head_stack(h, kMaxDepth, stack);
-    // The shallowest entry that leaves few tokens uncertain (deeper ones are more specific,
-    // so fewer stacks share them). Below a chain frame (Grammar::chain) an entry comes from
-    // its frames' entry at their chains' longest rules (`c`), narrowed, unless the entry of
-    // one frame fewer leaves few enough tokens to walk against the real frames.
-    canon = stack;
-    for (int32_t& p : canon)
-      if (g.chain(p).canon >= 0) p = g.chain(p).canon;
-    const Entry *e = nullptr, *c = nullptr;  // e: of the real frames (null when not built)
-    bool aliased = false;
-    for (size_t k = 1; k <= stack.size(); ++k) {
-      const bool complete = whole && k == stack.size();
-      top.assign(stack.begin(), stack.begin() + ptrdiff_t(k));
-      aliased = aliased || canon[k - 1] != stack[k - 1];
-      if (!aliased) {
-        e = c = &entry(top, complete, e);
-      } else if (e && e->uncertain.size() <= few_ * kWalkFew) {
-        e = &entry(top, complete, e);
-      } else {
-        c = &entry(std::vector<int32_t>(canon.begin(), canon.begin() + ptrdiff_t(k)), complete, c);
-        e = c->uncertain.size() <= few_ || k == stack.size() ? &narrowed(top, complete, *c) : nullptr;
-      }
-      if (e && e->uncertain.size() <= few_) break;
-    }
-    if (std::find(used.begin(), used.end(), e) == used.end()) used.push_back(e);
+    canonical(stack, canon);
+    Level lv;
+    for (size_t k = 1; k <= stack.size(); ++k)
+      if (deepen(lv, stack, canon, k, whole && k == stack.size(), k == stack.size())) break;
+    if (std::find(used.begin(), used.end(), lv.e) == used.end()) used.push_back(lv.e);
   }
   for (const Entry* e : used) {
     const size_t words = e->accepted.size();
     for (size_t w = 0; w < words; ++w) mask[w] |= e->accepted[w];
+    for (int32_t t : e->accepted_ids) set_bit(mask, t);
   }
   const auto& sorted = v.sorted();
   for (const Entry* e : used)

@@ -9,21 +9,43 @@
 // lazily built byte automaton (bytes of a state seen before cost a table lookup), and the rules
 // of one bounded repetition share an entry (Grammar::ChainPos): a fresh JSON schema otherwise
 // built one for each of the 20 whitespace and 40 maxLength rules, ~2 ms to 50 ms each.
+// warm() builds the entries ahead of decode (token_mask_warm.cpp).
 #pragma once
 #include <cstdint>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "grammar/grammar.h"
 #include "grammar/matcher.h"
 
+namespace lite_llama {
+class ThreadPool;
+}
+
 namespace lite_llama::grammar {
+
+// Limits of CompiledGrammar::warm(): a grammar with very many stacks stops early (the rest is
+// built lazily during decode, as without warm-up).
+struct WarmBudget {
+  long max_entries = 8192;   // entries built (16 KiB each over a 128k vocabulary)
+  long max_stacks = 200000;  // stacks enumerated
+  double max_ms = 2000;
+  const std::atomic<bool>* cancel = nullptr;  // set: stop as soon as possible
+};
+
+struct WarmReport {
+  long stacks = 0, entries = 0;  // stacks visited, entries this warm-up built
+  double ms = 0;
+  bool finished = false;  // every stack was visited within the budget
+};
 
 class TokenVocab {
  public:
@@ -64,13 +86,20 @@ class CompiledGrammar {
   // is left as it was. Safe to call from several threads with different matchers.
   void fill_mask(Matcher& m, uint32_t* mask) const;
 
+  // Builds, on `pool`'s threads (null: the caller's only), the entries fill_mask() would build
+  // for every stack the grammar can produce (token_mask_warm.cpp), shallow stacks first, within
+  // `budget`. Safe to run while other threads call fill_mask(); the masks do not change.
+  WarmReport warm(ThreadPool* pool, const WarmBudget& budget = {}) const;
+
   // Counters for benchmarks (relaxed, approximate under concurrency).
   struct Stats {
     long fills = 0, state_hits = 0, entries = 0, checked = 0;  // checked: uncertain tokens walked
     double entry_us = 0;                                        // time building entries
+    long entry_bytes = 0;                                       // held by the entries' vectors
   };
   Stats stats() const {
-    return {fills_.load(), state_hits_.load(), entries_.load(), checked_.load(), double(entry_us_.load())};
+    return {fills_.load(),   state_hits_.load(),         entries_.load(),
+            checked_.load(), double(entry_us_.load()), entry_bytes_.load()};
   }
 
  private:
@@ -83,7 +112,11 @@ class CompiledGrammar {
   // at most few * kWalkFew of them (~0.1 ms through the automaton), else narrows.
   static constexpr size_t kWalkFew = 32;
   struct Entry {
-    std::vector<uint32_t> accepted;  // bitmask over token ids
+    // Accepted token ids: a bitmask, or (fewer ids than the mask has words) a list, with the
+    // bitmask empty. Most entries of a schema accept a few tokens (inside literals), and a
+    // warm-up builds thousands: 16 KiB each over a 128k vocabulary as bitmasks.
+    std::vector<uint32_t> accepted;
+    std::vector<int32_t> accepted_ids;
     std::vector<int32_t> uncertain;  // indices into vocab().sorted(), ascending
   };
   // The entry of a stack's top frames (positions top first; complete: down to the root).
@@ -94,6 +127,27 @@ class CompiledGrammar {
   // chain's repetitions are walked again.
   const Entry& narrowed(const std::vector<int32_t>& top_down, bool complete, const Entry& canon) const;
   const Entry& insert(std::string key, std::unique_ptr<Entry> e, std::chrono::steady_clock::time_point t0) const;
+  // The cached entry of `key`, or null after claiming it: the caller builds it and insert()s it
+  // (or the Claim's destructor gives it up). Waits while another thread builds the same key, so
+  // that a warm-up and the mask threads never build one entry twice.
+  const Entry* find_or_claim(const std::string& key) const;
+  struct Claim {
+    const CompiledGrammar* g;
+    const std::string* key;
+    ~Claim();
+  };
+  // The lookup of one stack's entries, a frame at a time (compute_mask and warm share it): `e`
+  // of the real frames (null when not built), `c` of the frames at their chains' longest rules.
+  struct Level {
+    const Entry *e = nullptr, *c = nullptr;
+    bool aliased = false;
+  };
+  // Goes from frames [0, k-1) to [0, k) of `stack` (`canon`: the same at the chains' longest
+  // rules); last: stack has k frames (complete: down to the root). True once e leaves few tokens.
+  bool deepen(Level& lv, const std::vector<int32_t>& stack, const std::vector<int32_t>& canon, size_t k,
+              bool complete, bool last) const;
+  void canonical(const std::vector<int32_t>& stack, std::vector<int32_t>& canon) const;
+  void accepted_bits(const Entry& e, std::vector<uint32_t>& bits) const;  // e's accepted as a bitmask
   void compute_mask(Matcher& m, uint32_t* mask) const;
 
   Grammar grammar_;
@@ -108,12 +162,14 @@ class CompiledGrammar {
   // Keyed by the positions' bytes plus 'C' for a complete stack. Entries are never dropped:
   // their number is bounded by the grammar's distinct stack tops.
   mutable std::unordered_map<std::string, std::unique_ptr<Entry>> cache_;
+  mutable std::unordered_set<std::string> building_;  // keys claimed and being built
+  mutable std::condition_variable built_;
   // Whole masks by matcher state (Matcher::state_key): outputs revisit the same states (every
   // separator, the start of every value), so many steps copy a mask. Bounded in bytes.
   static constexpr size_t kStateCacheBytes = size_t(64) << 20;
   mutable std::unordered_map<std::string, std::vector<uint32_t>> states_;
   mutable size_t state_bytes_ = 0;
-  mutable std::atomic<long> fills_{0}, state_hits_{0}, entries_{0}, checked_{0}, entry_us_{0};
+  mutable std::atomic<long> fills_{0}, state_hits_{0}, entries_{0}, checked_{0}, entry_us_{0}, entry_bytes_{0};
 };
 
 }  // namespace lite_llama::grammar

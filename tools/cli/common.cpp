@@ -42,6 +42,14 @@ void add_model_options(CLI::App* app, ModelArgs& a, bool engine_sizing) {
     app->add_flag("!--no-cuda-graph", a.engine.cuda_graph, "run decode without CUDA graphs");
     app->add_flag("!--no-prefix-cache", a.engine.prefix_cache,
                   "compute every prompt in full (no reuse of cached prefixes)");
+    app->add_option("--grammar-warm-ms", a.engine.grammar_warm_ms,
+                    "build a new grammar's token-mask cache before its first request decodes, for at most "
+                    "this long (0 = off: built during decode)")
+        ->check(CLI::Range(0.0, 1e7))
+        ->capture_default_str();
+    app->add_option("--grammar-warm-threads", a.engine.grammar_warm_threads,
+                    "threads of that warm-up (0 = half the cores, at most 8)")
+        ->check(CLI::Range(0, 1024));
     app->add_option("--dtype", a.dtype,
                     "CUDA activation type: auto | bf16 | fp16 (auto: fp16 where the model's activations fit "
                     "its range, measured at load, else bf16)")

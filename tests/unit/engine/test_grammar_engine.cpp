@@ -21,9 +21,10 @@ constexpr const char* kConfig = R"({
   "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "tie_word_embeddings": true
 })";
 
-std::unique_ptr<Engine> dummy_engine(const lite_llama::testing::TempDir& dir) {
+std::unique_ptr<Engine> dummy_engine(const lite_llama::testing::TempDir& dir, double warm_ms = 2000) {
   dir.write("config.json", kConfig);
   EngineOptions o;
+  o.grammar_warm_ms = warm_ms;
   o.model = dir.str() + "/config.json";
   o.load_format = "dummy";
   o.backend.threads = 2;
@@ -79,4 +80,34 @@ TEST(GrammarEngine, BadGrammarAndBiasAreChecked) {
     for (const RequestOutput& o : e->step())
       if (o.id == id) out.insert(out.end(), o.tokens.begin(), o.tokens.end());
   EXPECT_EQ(out, std::vector<int32_t>(4, 77));
+}
+
+// A new grammar's requests wait outside the scheduler while its mask cache is warmed (on by
+// default): with the warm-up on or off, every request ends, a cancelled one included (cancelled
+// while it may still be waiting for the warm-up), with the same outcome.
+TEST(GrammarEngine, WarmUpHoldsNoRequest) {
+  for (double warm_ms : {2000.0, 0.0}) {
+    SCOPED_TRACE(warm_ms);
+    lite_llama::testing::TempDir dir;
+    auto e = dummy_engine(dir, warm_ms);
+    SamplingParams constrained;
+    constrained.temperature = 0;
+    constrained.max_tokens = 20;
+    constrained.grammar = "root ::= \"[\" ([a-z]{0,8} \",\"){0,4} \"]\"";
+    SamplingParams free = constrained;
+    free.grammar.clear();
+    free.max_tokens = 3;
+    const int64_t a = e->add_request({1, 2, 3}, constrained);
+    const int64_t b = e->add_request({4, 5}, constrained);
+    const int64_t c = e->add_request({6, 7}, free);
+    e->cancel(b);
+    std::map<int64_t, RequestOutput> last;
+    for (int steps = 0; e->has_unfinished() && steps < 1000; ++steps)
+      for (RequestOutput& o : e->step()) last[o.id] = o;
+    ASSERT_FALSE(e->has_unfinished());
+    EXPECT_EQ(last[a].finish_reason, FinishReason::Error);  // the dummy tokens spell nothing
+    EXPECT_EQ(last[b].finish_reason, FinishReason::Cancelled);
+    EXPECT_EQ(last[c].finish_reason, FinishReason::Length);
+    EXPECT_EQ(e->stats().waiting, 0);
+  }
 }

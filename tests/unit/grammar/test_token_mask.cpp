@@ -2,8 +2,11 @@
 // allowed exactly when the matcher accepts all its bytes (stop tokens: when it may end).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <random>
+#include <thread>
 
+#include "core/thread_pool.h"
 #include "grammar/gbnf_parser.h"
 #include "grammar/json_schema.h"
 #include "grammar/token_mask.h"
@@ -124,5 +127,87 @@ ws ::= [ \t\n]{0,5})";
   for (size_t few : {size_t(0), size_t(1), size_t(1000)}) {
     CompiledGrammar cg(compile_gbnf(gbnf), vocab, few);
     check_walks(cg, 30, 20, 21 + few);
+  }
+}
+
+// Warm-up: the entries built ahead of decode give the same masks as a cold grammar's (brute
+// force), and once a warm-up finished within its budget, walks build no entry of their own:
+// the enumeration of stacks covers every stack a matcher can hold.
+namespace {
+
+const char* kWarmSchema = R"({"type": "object",
+  "properties": {"name": {"type": "string", "maxLength": 6}, "age": {"type": "integer"},
+                 "tags": {"type": "array", "items": {"type": "string", "maxLength": 3}, "maxItems": 3},
+                 "ok": {"type": "boolean"}},
+  "required": ["name", "tags"]})";
+
+std::vector<std::string> warm_grammars() {
+  return {json_schema_to_gbnf(nlohmann::ordered_json::parse(kWarmSchema)), json_object_gbnf(),
+          "root ::= \"{\" ws \"\\\"a\\\"\" ws \":\" ws (\"true\" | \"1\") ws \"}\"\nws ::= [ \\t\\n]{0,5}",
+          "root ::= item (\",\" item){0,3}\nitem ::= [a-c]{1,4} | \"(\" root \")\""};
+}
+
+}  // namespace
+
+TEST(TokenMask, WarmedMasksMatchBruteForceAndBuildNothingMore) {
+  lite_llama::ThreadPool pool(2);
+  uint64_t seed = 41;
+  for (const std::string& gbnf : warm_grammars())
+    for (size_t few : {size_t(0), size_t(1), size_t(128)}) {
+      SCOPED_TRACE(gbnf + " few " + std::to_string(few));
+      CompiledGrammar cg(compile_gbnf(gbnf), make_vocab(), few);
+      const WarmReport r = cg.warm(&pool);
+      ASSERT_TRUE(r.finished);
+      EXPECT_GT(r.entries, 0);
+      const long built = cg.stats().entries;
+      check_walks(cg, 20, 30, seed++);
+      EXPECT_EQ(cg.stats().entries, built) << "walks built entries the warm-up missed";
+    }
+}
+
+TEST(TokenMask, WarmUpKeepsToItsBudget) {
+  const std::string gbnf = json_object_gbnf();
+  lite_llama::ThreadPool pool(2);
+  {
+    CompiledGrammar cg(compile_gbnf(gbnf), make_vocab(), 0);
+    WarmBudget b;
+    b.max_entries = 5;
+    const WarmReport r = cg.warm(&pool, b);
+    EXPECT_FALSE(r.finished);
+    EXPECT_GE(r.entries, 5);
+    EXPECT_LE(r.entries, 5 + pool.size() + 1);  // builds in flight when the budget ran out, the start mask's
+    check_walks(cg, 10, 30, 3);                  // the rest is built during the walks
+  }
+  {
+    CompiledGrammar cg(compile_gbnf(gbnf), make_vocab(), 0);
+    std::atomic<bool> cancel{true};
+    WarmBudget b;
+    b.cancel = &cancel;
+    const WarmReport r = cg.warm(&pool, b);
+    EXPECT_FALSE(r.finished);
+    EXPECT_EQ(r.entries, 0);
+  }
+  {
+    CompiledGrammar cg(compile_gbnf(gbnf), make_vocab(), 0);
+    WarmBudget b;
+    b.max_stacks = 3;
+    EXPECT_FALSE(cg.warm(&pool, b).finished);
+  }
+}
+
+// Masks filled on other threads while a warm-up runs equal the brute-force masks; several
+// threads asking for one entry wait for one build of it.
+TEST(TokenMask, WarmUpRunsBesideMaskFills) {
+  for (size_t few : {size_t(0), size_t(128)}) {
+    CompiledGrammar cg(compile_gbnf(json_schema_to_gbnf(nlohmann::ordered_json::parse(kWarmSchema))), make_vocab(),
+                       few);
+    std::thread warm([&] {
+      lite_llama::ThreadPool pool(2);
+      EXPECT_TRUE(cg.warm(&pool).finished);
+    });
+    std::vector<std::thread> fills;
+    for (int t = 0; t < 2; ++t) fills.emplace_back([&, t] { check_walks(cg, 15, 30, 60 + uint64_t(t) + few); });
+    warm.join();
+    for (auto& f : fills) f.join();
   }
 }

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "common/brute_force_mask.h"
+#include "core/thread_pool.h"
 #include "grammar/gbnf_parser.h"
 #include "grammar/json_schema.h"
 #include "grammar/token_mask.h"
@@ -116,4 +117,20 @@ TEST(TokenMaskVocab, LlamaVocabularyDeepEntriesMatchPlainWalk) {
   if (!vocab) GTEST_SKIP() << "models/tokenizers/llama3.2 missing (scripts/fetch-tokenizers)";
   CompiledGrammar cg(compile_gbnf(json_schema_to_gbnf(nlohmann::ordered_json::parse(kSchema))), vocab, 0);
   check_walks(cg, 3, 50, 5, 9);
+}
+
+// The benchmark-like schema on the real vocabulary: after a finished warm-up the walks' masks
+// still equal the plain walk's, and no walk builds an entry (the warm-up covered them).
+TEST(TokenMaskVocab, LlamaVocabularyWarmedMatchesPlainWalk) {
+  auto vocab = llama_vocab();
+  if (!vocab) GTEST_SKIP() << "models/tokenizers/llama3.2 missing (scripts/fetch-tokenizers)";
+  CompiledGrammar cg(compile_gbnf(json_schema_to_gbnf(nlohmann::ordered_json::parse(kSchema))), vocab);
+  ThreadPool pool(2);
+  WarmBudget b;
+  b.max_ms = 1e6;  // a loaded test machine must not turn this into a partial warm-up
+  b.max_entries = 1 << 20;
+  ASSERT_TRUE(cg.warm(&pool, b).finished);
+  const long built = cg.stats().entries;
+  check_walks(cg, 6, 60, 4, 5);
+  EXPECT_EQ(cg.stats().entries, built);
 }
