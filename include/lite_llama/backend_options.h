@@ -45,9 +45,8 @@ struct CudaTuning {
   // logits by ~1 and greedy text off the fp32 reference's); gq_fp32 keeps 16-bit activations
   // there too. Other steps of up to 8 tokens keep 16-bit activations on a GEMV that dequantises
   // into tensor-core fragments (gemv_gq16), longer ones on the tensor-core GEMM, as prefill does.
-  // -1: per format, int4 3 and int8 4 (gemv_gq16 over a layer's four projections against the
-  // int8 GEMV at 4 tokens: int4 5-7% faster, int8 3-9% slower; at 3 tokens 11-18% slower; H100,
-  // docs/benchmarks/gpu.md).
+  // -1: the measured best (H100, docs/benchmarks/gpu.md): with int16 codes 2, with int8 codes
+  // int4 3 and int8 4.
   int gq_dp4a_max_tokens = -1;
   bool gq_int8_act = false;
   bool gq_fp32 = false;

@@ -36,6 +36,9 @@ namespace lite_llama::grammar {
 // built lazily during decode, as without warm-up).
 struct WarmBudget {
   long max_entries = 8192;   // entries built (16 KiB each over a 128k vocabulary)
+  // Bytes those entries hold: the engine keeps up to 64 compiled grammars, and the benchmark
+  // schema's full warm-up holds ~50 MiB over the Llama 3.2 vocabulary.
+  long max_bytes = 64L << 20;
   long max_stacks = 200000;  // stacks enumerated
   double max_ms = 2000;
   const std::atomic<bool>* cancel = nullptr;  // set: stop as soon as possible

@@ -74,7 +74,7 @@ Callers find_callers(const Grammar& g) {
 WarmReport CompiledGrammar::warm(ThreadPool* pool, const WarmBudget& budget) const {
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
-  const long entries0 = entries_.load();
+  const long entries0 = entries_.load(), bytes0 = entry_bytes_.load();
   const Callers callers = find_callers(grammar_);
   struct Node {
     std::vector<int32_t> stack;  // top first
@@ -90,6 +90,7 @@ WarmReport CompiledGrammar::warm(ThreadPool* pool, const WarmBudget& budget) con
     if (over.load(std::memory_order_relaxed)) return true;
     const double ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
     if (ms > budget.max_ms || entries_.load() - entries0 >= budget.max_entries ||
+        entry_bytes_.load() - bytes0 >= budget.max_bytes ||
         (budget.cancel && budget.cancel->load(std::memory_order_relaxed)))
       over = true;
     return over.load();

@@ -6,7 +6,8 @@ and per-step top-2 margins come from the HF fixture (tests/fixtures/greedy: four
 greedy tokens each). For each setting (the default, and --dtype / --quantize / the residual and
 GEMV switches one at a time) this reports:
   - greedy agreement: tokens equal to HF's before the first divergence, over all prompts, and
-    each divergence with HF's top-2 margin there;
+    each divergence with HF's top-2 margin there (the prompts as one batch; for the default
+    setting also each prompt alone, whose decode steps take the one-token paths);
   - teacher-forced logits of prompt + HF's greedy ids (prefill, then a 64-token decode tail)
     against the CPU's fp32 logits: top-1 agreement, max |logit error|, and the largest change of
     a top-2 margin (the rounding noise: a divergence where HF's margin is below it is a near-tie);
@@ -59,12 +60,15 @@ def run(cmd, env):
     return r.stdout
 
 
-def generate(extra, env):
+def generate(extra, env, one_at_a_time=False):
+    """The prompts as one batch (decode steps of 4 tokens), or each alone (steps of 1 token)."""
     cmd = [BIN, "generate", "-m", MODEL, "--device", "cuda", "-n", "64", "--temp", "0",
            "--ignore-eos", "--json", "--ctx", "512"] + extra
-    for c in fx["cases"]:
-        cmd += ["-p", c["prompt"]]
-    return [x["token_ids"] for x in json.loads(run(cmd, env))["results"]]
+    groups = [[c] for c in fx["cases"]] if one_at_a_time else [fx["cases"]]
+    ids = []
+    for g in groups:
+        ids += [x["token_ids"] for x in json.loads(run(cmd + [a for c in g for a in ("-p", c["prompt"])], env))["results"]]
+    return ids
 
 
 def compare(got, noise):
@@ -130,6 +134,7 @@ def main():
         res["perplexity_vs_cpu"] = ppl / cpu_ppl - 1
         if name == "default":
             res["graphs_equal_eager"] = generate(extra, env) == generate(extra + ["--no-cuda-graph"], env)
+            res["one_at_a_time"] = compare(generate(extra, env, True), err["max_margin_change"])
         print(json.dumps({k: v for k, v in res.items() if k != "prompts"}), flush=True)
         doc["settings"].append(res)
     if OUT:

@@ -497,4 +497,49 @@ void run_norm_swiglu_chain(ops::Backend& qgpu_be, ops::Backend& cpu_be, DType ac
 }
 }  // namespace
 
+TEST_P(CudaGq, NormIntegerFormServesInt4AndInt8Weights) {
+  // A model with int4 and int8 matrices (a GGUF Q4 file keeps some Q8_0): the norm writes one
+  // int16 form (in the int4 nibble order, int4 being most of the matrices here) and both kinds'
+  // decode GEMVs read it, the int8 one reordering it in registers. Both must match the CPU.
+  std::mt19937 rng(311);
+  auto g = make_gpu(GetParam());
+  const int64_t H = 2048, N = 520;
+  struct Part {
+    DType t;
+    std::vector<uint8_t> rows;
+    ops::Linear gl, cl;
+    std::vector<float> ref;
+  } parts[3] = {{DType::GQ4_G32, {}, {}, {}, {}}, {DType::GQ4_G128, {}, {}, {}, {}}, {DType::GQ8, {}, {}, {}, {}}};
+  for (Part& p : parts) {
+    p.rows = random_rows(rng, p.t, N, H);
+    ops::Linear host;
+    host.in_features = H, host.out_features = N;
+    host.parts = {Tensor(p.rows.data(), p.t, {N, H})};
+    p.gl = g->prepare_linear(host, keep);
+    p.ref = dequant_all(p.t, p.rows.data(), N, H);
+    p.cl.in_features = H, p.cl.out_features = N;
+    p.cl.parts = {Tensor(p.ref.data(), DType::F32, {N, H})};
+  }
+  std::vector<float> nw = rand_act(rng, size_t(H), DType::BF16, 0.3f);
+  for (float& v : nw) v += 1.f;
+  const Tensor gnw = upload_f32(*g, nw, {H}, keep);
+  settle(*g);
+  for (int64_t T : {1, 2}) {  // the default integer GEMV's token counts
+    for (int i : {2, 0, 1}) {
+      SCOPED_TRACE(::testing::Message() << "T " << T << " " << dtype_name(parts[i].t));
+      std::vector<float> x = rand_act(rng, size_t(T * H), act), cn(size_t(T * H)), want(size_t(T * N));
+      cpu->rms_norm(host_f32(x, {T, H}), Tensor(nw.data(), DType::F32, {H}), 1e-5f, host_f32(cn, {T, H}));
+      for (float& v : cn) v = round_to(act, v);
+      cpu->linear(host_f32(cn, {T, H}), parts[i].cl, host_f32(want, {T, N}));
+      DevTensor dx = dev_from(*g, x, act, {T, H}), dn = dev_alloc(*g, act, {T, H});
+      DevTensor out = dev_alloc(*g, DType::F32, {T, N});
+      poison(*g, out.t);
+      g->rms_norm(dx.t, gnw, 1e-5f, dn.t);
+      g->linear(dn.t, parts[i].gl, out.t);
+      // The norm's output may differ from the reference's by one 16-bit rounding.
+      EXPECT_TRUE(close_rows(to_host(*g, out.t), want, size_t(N), act_tol(act), "token"));
+    }
+  }
+}
+
 LL_INSTANTIATE_DTYPES(CudaGq);

@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
       for (int T : tokens) {
         auto w_of = [&](int i) { return ws[size_t(i % copies)]; };
         // The integer forms already in the scratch (written by the norm / SwiGLU in the engine).
-        const GqX i8{scratch, false}, i16{scratch, true};
+        const GqX i8{scratch, false}, i16{scratch, true, kind == 1};
         CK(gemv_gq(Act::F16, q, x, ws[0], nullptr, o, false, T, N, K, N, i8, false, s));
         const double dp4a = time_us(s, [&](int i) {
           CK(gemv_gq(Act::F16, q, x, w_of(i), nullptr, o, false, T, N, K, N, i8, true, s));

@@ -110,14 +110,14 @@ __device__ __forceinline__ float block_reduce(float v, float* smem) {
 __device__ __forceinline__ float block_sum(float v, float* smem) { return block_reduce<false>(v, smem); }
 __device__ __forceinline__ float block_max(float v, float* smem) { return block_reduce<true>(v, smem); }
 
-// Decode GEMVs of int8/int4 weights read activations as integer codes per block of 32 (gq.cu,
-// gq_int.cu): Q = int16_t (scale amax / 32767) or int8_t (amax / 127). Producers (RMSNorm,
-// SwiGLU) write that form next to their 16-bit output: each thread holds 8 consecutive output
-// values (already rounded to the 16-bit type) at element i (i % 8 == 0), 4 neighbouring lanes one
-// block. Writes the 8 codes to xq[i..i+8) and, from the block's first lane, (scale d, sum of x
-// over its first 16, over its last 16, sum of codes) to xs[i / 32]. The 4 lanes of a block must
-// call it together.
-template <typename Q>
+// Decode GEMVs of int8/int4 weights read activations as integer codes per block of 32 (gq_int.cu):
+// Q = int16_t (scale amax / 32767) or int8_t (amax / 127). Producers (RMSNorm, SwiGLU) write that
+// form next to their 16-bit output: each thread holds 8 consecutive output values (already
+// rounded to the 16-bit type) at element i (i % 8 == 0), 4 neighbouring lanes one block. Writes
+// the 8 codes to xq[i..i+8) (int16 with kNibble: as pairs (0, 4), (1, 5), (2, 6), (3, 7), see GqX)
+// and, from the block's first lane, (scale d, sum of x over its first 16, over its last 16, sum
+// of codes) to xs[i / 32]. The 4 lanes of a block must call it together.
+template <typename Q, bool kNibble = false>
 __device__ __forceinline__ void quantize8_to_blocks(const float* v, size_t i, Q* __restrict__ xq,
                                                     float4* __restrict__ xs) {
   constexpr float kMax = sizeof(Q) == 1 ? 127.f : 32767.f;
@@ -135,6 +135,7 @@ __device__ __forceinline__ void quantize8_to_blocks(const float* v, size_t i, Q*
     const int q = __float2int_rn(v[j] * inv);
     qsum += q;
     if constexpr (sizeof(Q) == 1) w[j / 4] |= (uint32_t(q) & 0xFFu) << (8 * (j % 4));
+    else if constexpr (kNibble) w[j % 4] |= (uint32_t(q) & 0xFFFFu) << (16 * (j / 4));
     else w[j / 2] |= (uint32_t(q) & 0xFFFFu) << (16 * (j % 2));
   }
   if constexpr (sizeof(Q) == 1) *reinterpret_cast<uint2*>(xq + i) = make_uint2(w[0], w[1]);
@@ -145,9 +146,10 @@ __device__ __forceinline__ void quantize8_to_blocks(const float* v, size_t i, Q*
   qsum += __shfl_xor_sync(mask, qsum, 2);
   if ((threadIdx.x & 3) == 0) xs[i / 32] = make_float4(d, pair, other, float(qsum));
 }
-// The same into the scratch's codes of either width.
-__device__ __forceinline__ void quantize8_to_blocks(const float* v, size_t i, void* xq, bool wide, float4* xs) {
-  if (wide) quantize8_to_blocks(v, i, static_cast<int16_t*>(xq), xs);
+// The same into the scratch's codes of form GqX::form() (0 int8, 1 int16, 2 int16 nibble order).
+__device__ __forceinline__ void quantize8_to_blocks(const float* v, size_t i, void* xq, int form, float4* xs) {
+  if (form == 2) quantize8_to_blocks<int16_t, true>(v, i, static_cast<int16_t*>(xq), xs);
+  else if (form == 1) quantize8_to_blocks(v, i, static_cast<int16_t*>(xq), xs);
   else quantize8_to_blocks(v, i, static_cast<int8_t*>(xq), xs);
 }
 

@@ -107,11 +107,15 @@ constexpr int kGqMaxK = 65536;  // the integer path's activation scratch holds r
 // (scale d, sum of x over its first 16, over its last 16, sum of the codes) at kGqXsOffset.
 constexpr size_t kGqXsOffset = size_t(kGqGemvMaxTokens) * kGqMaxK * 2;
 constexpr size_t kGqScratchBytes = kGqXsOffset + size_t(kGqGemvMaxTokens) * (kGqMaxK / 32) * 16;
-// That scratch and the width of its codes: int16 (d = amax / 32767 per block of 32, dp2a products:
+// That scratch and the form of its codes: int16 (d = amax / 32767 per block of 32, dp2a products:
 // activations as precise as fp16's, the default) or int8 (amax / 127, dp4a: llama.cpp's scheme).
+// nibble (int16 only): each 8 codes stored as pairs (x0, x4), (x1, x5), (x2, x6), (x3, x7), the
+// order of int4 weights' nibbles, so that the int4 GEMV reads its dp2a operands as they are.
 struct GqX {
   void* scratch = nullptr;
   bool wide = true;
+  bool nibble = false;
+  int form() const { return wide ? (nibble ? 2 : 1) : 0; }  // the kernels' code (common.cuh)
 };
 // out[t, n] = sum_k x[t, k] * dequant(w)[n, k] (+ bias[n]) for T <= kGqGemvMaxTokens. With
 // xq.scratch, int8 / int4 weights take the integer path: x quantised per block of 32 (int16 or

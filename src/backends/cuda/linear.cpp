@@ -75,7 +75,7 @@ void CudaLinear::run_gq(const Tensor& x, const ops::Linear& w, Tensor out, int T
     const bool dp4a = !fp8 && !tuning_.gq_fp32 && T <= dp4a_max(q.kind);
     const bool ready = dp4a && xq_of_ == x.data && xq_rows_ == T && xq_cols_ == K;
     LL_CUDA(gemv_gq(act, q, x.data, wt.data, w.bias.data, out.data, f32, T, N, K, N,
-                    GqX{dp4a ? gq_scratch_.data() : nullptr, !tuning_.gq_int8_act}, ready, s));
+                    dp4a ? x_form() : GqX{nullptr}, ready, s));
     return;
   }
   const int fp8_min = tuning_.fp8_gemm_min_tokens >= 0 ? tuning_.fp8_gemm_min_tokens : kFp8GemmMinTokens;
@@ -131,6 +131,8 @@ void CudaLinear::add_gq_weight(GqFormat f) {
   if (!deq_.data()) deq_ = dev_.alloc(kDeqElems * 2);
   if (!gq_scratch_.data()) gq_scratch_ = dev_.alloc(kGqScratchBytes);
   int_weights_ |= f.kind != GqKind::Fp8;
+  int4_weights_ += f.kind == GqKind::Int4;
+  int8_weights_ += f.kind == GqKind::Int8;
 }
 
 bool CudaLinear::fp8_row_scales(GqFormat f, int64_t K) const {
@@ -144,7 +146,13 @@ GqX CudaLinear::quantize_x_for(const Tensor& out, bool shape_ok) {
     return GqX{nullptr};
   xq_of_ = out.data;
   xq_rows_ = int(out.rows()), xq_cols_ = int(out.cols());
-  return GqX{gq_scratch_.data(), !tuning_.gq_int8_act};
+  return x_form();
+}
+
+GqX CudaLinear::x_form() const {
+  // int16 codes in the int4 weights' order where those are most of the quantised matrices (a
+  // GGUF Q4 file keeps a few Q8 ones, which then reorder their activations in registers).
+  return GqX{gq_scratch_.data(), !tuning_.gq_int8_act, int4_weights_ >= int8_weights_};
 }
 
 }  // namespace lite_llama::cuda

@@ -32,17 +32,22 @@ class CudaLinear {
   // quantised decode GEMV will read it: returns the scratch to pass (scratch nullptr: none) and
   // records which tensor it describes; every other op that writes activations calls forget_xq().
   GqX quantize_x_for(const Tensor& out, bool shape_ok);
+  // The scratch with the integer form producers write and the GEMV reads.
+  GqX x_form() const;
   void forget_xq() { xq_of_ = nullptr; }
 
  private:
   void run_gq(const Tensor& x, const ops::Linear& w, Tensor out, int T, int N, int K, bool f32);
   bool run_fp8(const Tensor& x, const ops::Linear& w, Tensor out, int T, int N, int K, bool f32);
-  // Most tokens of a step whose quantised linears of `kind` (GqKind) run the dp4a GEMV: the
-  // tuning value within 0..8, or per format where it is -1 (int4 3, int8 4: where gemv_gq16
-  // measured faster, or slower by under 5%, on an H100). Without a kind: the most of any format
-  // (how many tokens a norm quantises its output for).
+  // Most tokens of a step whose quantised linears of `kind` (GqKind) run the integer GEMV: the
+  // tuning value within 0..8, or per format where it is -1, the measured best (H100,
+  // docs/benchmarks/gpu.md): with int16 codes 2 (from 3 tokens gemv_gq16, as precise, is as
+  // fast or faster); with int8 codes int4 3 and int8 4 (where gemv_gq16 measured faster, or
+  // slower by under 5%). Without a kind: the most of any format (how many tokens a norm
+  // quantises its output for).
   int dp4a_max(int kind = -1) const {
     if (tuning_.gq_dp4a_max_tokens >= 0) return std::min(tuning_.gq_dp4a_max_tokens, kGqGemvMaxTokens);
+    if (!tuning_.gq_int8_act) return 2;
     return kind == int(GqKind::Int4) ? 3 : 4;
   }
 
@@ -54,6 +59,7 @@ class CudaLinear {
   const void* xq_of_ = nullptr;  // the activation whose integer form gq_scratch_ holds
   int xq_rows_ = 0, xq_cols_ = 0;
   bool int_weights_ = false;     // some weights are int8 / int4 GQ (the integer decode path)
+  int int4_weights_ = 0, int8_weights_ = 0;  // matrices of each kind (the codes' order)
 };
 
 }  // namespace lite_llama::cuda

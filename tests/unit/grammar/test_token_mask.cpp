@@ -193,6 +193,16 @@ TEST(TokenMask, WarmUpKeepsToItsBudget) {
     b.max_stacks = 3;
     EXPECT_FALSE(cg.warm(&pool, b).finished);
   }
+  {
+    CompiledGrammar cg(compile_gbnf(gbnf), make_vocab(), 0);
+    WarmBudget b;
+    b.max_bytes = 1;  // the first entry holding a token passes it
+    const WarmReport r = cg.warm(&pool, b);
+    EXPECT_FALSE(r.finished);
+    CompiledGrammar full(compile_gbnf(gbnf), make_vocab(), 0);
+    EXPECT_LT(r.entries, full.warm(&pool).entries);
+    check_walks(cg, 10, 30, 4);
+  }
 }
 
 // Masks filled on other threads while a warm-up runs equal the brute-force masks; several

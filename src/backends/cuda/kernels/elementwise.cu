@@ -12,7 +12,7 @@ namespace {
 // The token is blockIdx.x (up to 2^31 - 1; y and z stop at 65,535), the column block blockIdx.y.
 template <typename T>
 __global__ void swiglu_kernel(const T* __restrict__ gu, T* __restrict__ out, int T_, int F, void* __restrict__ xq,
-                              bool wide, float4* __restrict__ xs) {
+                              int form, float4* __restrict__ xs) {
   pdl_trigger();  // the down projection's quantised GEMV may start fetching its weights
   const int t = blockIdx.x;
   const T* g = gu + size_t(t) * 2 * F;
@@ -29,7 +29,7 @@ __global__ void swiglu_kernel(const T* __restrict__ gu, T* __restrict__ out, int
       *reinterpret_cast<uint4*>(o + i) = packed;
       if (xq) {  // the integer form for the down projection's quantised GEMV (F % 32 == 0 here)
         unpack8<T>(packed, of);
-        quantize8_to_blocks(of, size_t(t) * F + i, xq, wide, xs);
+        quantize8_to_blocks(of, size_t(t) * F + i, xq, form, xs);
       }
     }
   } else {
@@ -99,14 +99,14 @@ cudaError_t swiglu(Act act, const void* gate_up, void* out, int T, int F, cudaSt
     if (!swiglu_quantizes_x(T, F)) return cudaErrorInvalidValue;
     gq_x_views(gx.scratch, &xq, &xs);
   }
-  const bool wide = gx.wide;
+  const int form = gx.form();
   const dim3 grid(T, std::min<unsigned>(ceil_div(F, 256 * 8), 64));
   if (act == Act::BF16)
     swiglu_kernel<<<grid, 256, 0, s>>>(static_cast<const __nv_bfloat16*>(gate_up),
-                                       static_cast<__nv_bfloat16*>(out), T, F, xq, wide, xs);
+                                       static_cast<__nv_bfloat16*>(out), T, F, xq, form, xs);
   else
     swiglu_kernel<<<grid, 256, 0, s>>>(static_cast<const __half*>(gate_up), static_cast<__half*>(out), T, F,
-                                       xq, wide, xs);
+                                       xq, form, xs);
   return cudaGetLastError();
 }
 

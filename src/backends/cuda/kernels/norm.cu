@@ -16,7 +16,7 @@ template <typename T, typename R, typename X, bool kAdd>
 __global__ void __launch_bounds__(kThreads) norm_kernel(R* residual, const void* __restrict__ xv,
                                                         const float* __restrict__ w, float eps,
                                                         T* __restrict__ out, int n, void* __restrict__ xq,
-                                                        bool wide, float4* __restrict__ xs) {
+                                                        int form, float4* __restrict__ xs) {
   __shared__ float red[32];
   pdl_trigger();  // a quantised GEMV after this may start fetching its weights
   const size_t row = blockIdx.x;
@@ -57,7 +57,7 @@ __global__ void __launch_bounds__(kThreads) norm_kernel(R* residual, const void*
       *reinterpret_cast<uint4*>(out + row * n + i) = packed;
       if (xq) {  // the integer form for a following quantised GEMV (n % 32 == 0 here)
         unpack8<T>(packed, o);
-        quantize8_to_blocks(o, row * n + i, xq, wide, xs);
+        quantize8_to_blocks(o, row * n + i, xq, form, xs);
       }
     }
     return;
@@ -81,14 +81,14 @@ __global__ void __launch_bounds__(kThreads) norm_kernel(R* residual, const void*
 // The residual and the added x: both fp32, both T, or an fp32 residual and a T x.
 template <typename T, bool kAdd>
 void launch_typed(bool f32_residual, bool f32_x, void* residual, const void* x, const float* w, float eps,
-                  void* out, int rows, int n, void* xq, bool wide, float4* xs, cudaStream_t s) {
+                  void* out, int rows, int n, void* xq, int form, float4* xs, cudaStream_t s) {
   T* o = static_cast<T*>(out);
   if (f32_residual && (f32_x || !kAdd))
-    norm_kernel<T, float, float, kAdd><<<rows, kThreads, 0, s>>>(static_cast<float*>(residual), x, w, eps, o, n, xq, wide, xs);
+    norm_kernel<T, float, float, kAdd><<<rows, kThreads, 0, s>>>(static_cast<float*>(residual), x, w, eps, o, n, xq, form, xs);
   else if (f32_residual)
-    norm_kernel<T, float, T, kAdd><<<rows, kThreads, 0, s>>>(static_cast<float*>(residual), x, w, eps, o, n, xq, wide, xs);
+    norm_kernel<T, float, T, kAdd><<<rows, kThreads, 0, s>>>(static_cast<float*>(residual), x, w, eps, o, n, xq, form, xs);
   else
-    norm_kernel<T, T, T, kAdd><<<rows, kThreads, 0, s>>>(static_cast<T*>(residual), x, w, eps, o, n, xq, wide, xs);
+    norm_kernel<T, T, T, kAdd><<<rows, kThreads, 0, s>>>(static_cast<T*>(residual), x, w, eps, o, n, xq, form, xs);
 }
 
 template <bool kAdd>
@@ -102,11 +102,11 @@ cudaError_t launch(Act act, bool f32_residual, bool f32_x, void* residual, const
     if (!norm_quantizes_x(rows, n)) return cudaErrorInvalidValue;
     gq_x_views(gx.scratch, &xq, &xs);
   }
-  const bool wide = gx.wide;
+  const int form = gx.form();
   if (act == Act::BF16)
-    launch_typed<__nv_bfloat16, kAdd>(f32_residual, f32_x, residual, x, w, eps, out, rows, n, xq, wide, xs, s);
+    launch_typed<__nv_bfloat16, kAdd>(f32_residual, f32_x, residual, x, w, eps, out, rows, n, xq, form, xs, s);
   else
-    launch_typed<__half, kAdd>(f32_residual, f32_x, residual, x, w, eps, out, rows, n, xq, wide, xs, s);
+    launch_typed<__half, kAdd>(f32_residual, f32_x, residual, x, w, eps, out, rows, n, xq, form, xs, s);
   return cudaGetLastError();
 }
 
