@@ -67,7 +67,8 @@ def generate(extra, env, one_at_a_time=False):
     groups = [[c] for c in fx["cases"]] if one_at_a_time else [fx["cases"]]
     ids = []
     for g in groups:
-        ids += [x["token_ids"] for x in json.loads(run(cmd + [a for c in g for a in ("-p", c["prompt"])], env))["results"]]
+        d = json.loads(run(cmd + [a for c in g for a in ("-p", c["prompt"])], env))
+        ids += [x["token_ids"] for x in (d["results"] if "results" in d else [d])]  # one prompt: one object
     return ids
 
 
