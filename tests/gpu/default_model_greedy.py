@@ -15,7 +15,8 @@ GEMV switches one at a time) this reports:
 The default setting is also run without CUDA graphs (graphs must equal eager token for token).
 
 usage: default_model_greedy.py BUILD_BIN MODEL_GGUF [OUT_JSON] [--quick]
-(--quick: the default and the fp16 / fp32-residual settings of each decode path only.)
+(--quick: the default and the fp16 / fp32-residual settings of each decode path only, each also
+with the prompts one at a time.)
 """
 import json, os, subprocess, sys
 
@@ -135,6 +136,7 @@ def main():
         res["perplexity_vs_cpu"] = ppl / cpu_ppl - 1
         if name == "default":
             res["graphs_equal_eager"] = generate(extra, env) == generate(extra + ["--no-cuda-graph"], env)
+        if name == "default" or QUICK:
             res["one_at_a_time"] = compare(generate(extra, env, True), err["max_margin_change"])
         print(json.dumps({k: v for k, v in res.items() if k != "prompts"}), flush=True)
         doc["settings"].append(res)
