@@ -63,10 +63,7 @@ __global__ void __launch_bounds__(256) gemv_gq_kernel(const T* __restrict__ x, c
   const int chunks = K / V;
   const size_t qb = gq_code_bytes(KIND, K);
   float acc[R][NT];
-#pragma unroll
-  for (int r = 0; r < R; ++r)
-#pragma unroll
-    for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
+  zero_acc(acc);
   for (int c0 = lane; c0 < chunks; c0 += 32 * U) {
     uint4 q[U][R];
     uint32_t sm[U][R];

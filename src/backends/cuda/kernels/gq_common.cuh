@@ -37,6 +37,14 @@ __device__ __forceinline__ void load_code_chunks(const uint8_t* __restrict__ w, 
   }
 }
 
+template <int R, int NT>
+__device__ __forceinline__ void zero_acc(float (&acc)[R][NT]) {
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
+}
+
 __device__ __forceinline__ __half2 as_half2(uint32_t v) {
   __half2 h;
   memcpy(&h, &v, 4);

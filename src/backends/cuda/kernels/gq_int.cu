@@ -152,10 +152,7 @@ __global__ void __launch_bounds__(256) gemv_gq_int_kernel(const Q* __restrict__ 
   const int chunks = K / V, nb = K / 32;
   const size_t qb = gq_code_bytes(KIND, K);
   float acc[R][NT];
-#pragma unroll
-  for (int r = 0; r < R; ++r)
-#pragma unroll
-    for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
+  zero_acc(acc);
   const int stride = 32 * wpr;
   // Launched with PDL (pdl.cuh): the launch overlaps the producer's tail. Fetching the first
   // weights before this wait kept 137 registers (one block per SM), which cost more than it won.
