@@ -83,6 +83,10 @@ struct CpuTuning {
   // Activations quantised to Q8_1 and integer dot products for Q4/Q8 weights (as llama.cpp
   // does): faster on some machines, not bit-close to an fp32 reference.
   bool q8_activations = false;
+  // One-token projections (decode at batch 1) of Q4_0/Q4_1/Q8_0 weights with activations as
+  // int16 codes per 32-block (d = amax / 32767) and exact integer dot products; every other
+  // case keeps fp32 activations. q8_activations wins where both are set.
+  bool int16_activations = false;
   // KV cache stored as F16 (fp32 math): half the memory and the long-context attention traffic,
   // at ~1e-3 relative rounding of K and V (not bit-close to an fp32 reference).
   bool kv_f16 = false;

@@ -44,6 +44,7 @@ class CpuBackend final : public ops::Backend {
  public:
   CpuBackend(int threads, const CpuTuning& tuning, std::shared_ptr<CpuTpGroup> group, int rank)
       : q8_activations_(tuning.q8_activations),
+        int16_activations_(tuning.int16_activations),
         kv_f16_(tuning.kv_f16),
         k_(kernels_for(choose_cpu_isa(tuning.isa))),
         pool_(threads, tuning.pin_threads),
@@ -68,7 +69,10 @@ class CpuBackend final : public ops::Backend {
   DType kv_dtype() const override { return kv_f16_ ? DType::F16 : DType::F32; }
   std::string name() const override {
     return fmt::format("cpu ({} threads, {} kernels{}{})", pool_.size(), cpu_isa_name(k_.isa),
-                       q8_activations_ ? ", int8 activations" : "", kv_f16_ ? ", F16 KV" : "");
+                       q8_activations_       ? ", int8 activations"
+                       : int16_activations_ ? ", int16 activations at batch 1"
+                                            : "",
+                       kv_f16_ ? ", F16 KV" : "");
   }
 
   Buffer alloc(size_t bytes) override { return host_buffer(bytes); }
@@ -167,11 +171,14 @@ class CpuBackend final : public ops::Backend {
              out.shape_str(), w.out_features, w.in_features);
     float* o = out.ptr<float>();
     int64_t col0 = 0;
+    int i16_order = -1;  // the layout x's int16 codes are in for this call (-1: none yet)
     for (const Tensor& part : w.parts) {
       const int64_t rows = part.rows();
       const size_t rb = part.row_nbytes();
       if (q8_activations_ && uses_q8_activations(part.dtype)) {
         linear_q8(x, part, o + col0, N);
+      } else if (int16_activations_ && T == 1 && K % kQK == 0 && int16_weight_type(part.dtype)) {
+        linear_i16(x.ptr<float>(), part, o + col0, i16_order);
       } else {
         pool_.parallel_for(rows, [&](int64_t b, int64_t e) {
           gemm_f32(k_, part.dtype, static_cast<const uint8_t*>(part.data) + size_t(b) * rb, rb, e - b,
@@ -279,6 +286,26 @@ class CpuBackend final : public ops::Backend {
     return w;
   }
 
+  // CpuTuning::int16_activations, one token: x's int16 codes (made once per call and layout on
+  // this thread: K <= a few thousand) against row ranges of the weight on every thread.
+  void linear_i16(const float* x, const Tensor& part, float* out, int& order) {
+    const int64_t K = part.cols();
+    const bool q4 = int16_q4_order(part.dtype);
+    if (order != int(q4)) {
+      const size_t nb = size_t(K / kQK);
+      if (i16_q_.size() < size_t(K)) i16_q_.resize(size_t(K));
+      if (i16_f_.size() < 2 * nb) i16_f_.resize(2 * nb);
+      if (i16_qsum_.size() < nb) i16_qsum_.resize(nb);
+      i16_ = {i16_q_.data(), i16_f_.data(), i16_f_.data() + nb, i16_qsum_.data()};
+      k_.quantize_i16(x, K, q4, i16_);
+      order = int(q4);
+    }
+    const size_t rb = part.row_nbytes();
+    pool_.parallel_for(part.rows(), [&](int64_t b, int64_t e) {
+      k_.gemv_i16(part.dtype, static_cast<const uint8_t*>(part.data) + size_t(b) * rb, rb, e - b, i16_, K, out + b);
+    }, kRowBlock);
+  }
+
   // Alternative path (CpuTuning::q8_activations): activations quantised to Q8_1 and integer dot
   // products, as llama.cpp does; faster on some machines, not bit-close to an fp32 reference.
   void linear_q8(const Tensor& x, const Tensor& part, float* out, int64_t ldo) {
@@ -305,12 +332,17 @@ class CpuBackend final : public ops::Backend {
 
  private:
   const bool q8_activations_;
+  const bool int16_activations_;
   const bool kv_f16_;
   const Kernels& k_;
   ThreadPool pool_;
   std::shared_ptr<CpuTpGroup> tp_;
   int rank_ = 0;
   std::vector<BlockQ8_1> q8_;
+  std::vector<int16_t> i16_q_;
+  std::vector<float> i16_f_;
+  std::vector<int32_t> i16_qsum_;
+  ActI16 i16_{};
   AttnScratch attn_;
 };
 
