@@ -85,8 +85,12 @@ TEST_F(Greedy, ContinuationsEqualHfTokenForToken) { expect_continuations_equal_h
 // columns at whole blocks, the vocabulary in thirds.
 TEST_F(Greedy, ContinuationsEqualHfUnderTensorParallelism) { expect_continuations_equal_hf(3); }
 
-// The int16-code GEMV (CpuTuning::int16_activations) runs one-token steps only: prompts alone.
-TEST_F(Greedy, Int16ActivationsAtBatchOneEqualHf) {
+// Prompts alone: every decode step is one token.
+TEST_F(Greedy, OneAtATimeEqualHf) { expect_continuations_equal_hf(1, {}, true); }
+
+// The int16-code GEMV (CpuTuning::int16_activations) runs one-token linears only, so with the
+// prompts alone every decode step and every LM head takes it.
+TEST_F(Greedy, OneAtATimeWithInt16ActivationsEqualHf) {
   CpuTuning t;
   t.int16_activations = true;
   expect_continuations_equal_hf(1, t, true);
@@ -98,7 +102,8 @@ TEST_F(Greedy, Int16ActivationsAtBatchOneEqualHf) {
 // fp32 rounding then gives relative differences around 1e-6..1e-5 of the logit scale; we
 // require max |diff| <= 5e-4 on logits of magnitude ~10-30 (measured: <= 5e-5) and the same
 // argmax. Int8-quantised activations (CpuTuning::q8_activations) land near 1e-1 and would fail this.
-void expect_first_step_logits_within_bound(const CpuTuning& tuning) {
+// That bound is the fp32 path's; int16 codes (CpuTuning::int16_activations) get their own below.
+void expect_first_step_logits_within_bound(const CpuTuning& tuning, double bound) {
   ModelFiles mf = open_model_files(model_path());
   BackendOptions bo;
   bo.device = DeviceKind::Cpu;
@@ -130,20 +135,22 @@ void expect_first_step_logits_within_bound(const CpuTuning& tuning) {
       if (ref[size_t(v)] > ref[size_t(am_ref)]) am_ref = v;
     }
     std::printf("prompt %zu: max |logit diff| = %.3g\n", i, max_diff);
-    EXPECT_LE(max_diff, 5e-4) << "prompt " << i;
+    EXPECT_LE(max_diff, bound) << "prompt " << i;
     EXPECT_EQ(am_ours, am_ref) << "prompt " << i;
   }
 }
 
-TEST_F(Greedy, FirstStepLogitsWithinBound) { expect_first_step_logits_within_bound({}); }
+TEST_F(Greedy, FirstStepLogitsWithinBound) { expect_first_step_logits_within_bound({}, 5e-4); }
 
-// With int16 codes the LM head (one token: the prompt's last row) moves each logit by at most
-// sum_b (amax_b / 65534) sum_k |w_k| over 576 inputs: ~1e-4 at this model's hidden-state scale,
-// inside the same bound (int8 codes: ~1e-1).
+// int16 codes: the prompt's last row (one token) takes the int16-code LM head, which adds up to
+// sum_b (amax_b / 65534) sum_k |w_vk| to logit v. With this model's final hidden states (block
+// amax up to 31) that worst case is 0.011-0.013 over the vocabulary for the four prompts
+// (measured once with the sum printed from linear_i16); bound 5e-4 + 0.015. Measured
+// differences: 0.7e-3 to 1.1e-3. Int8 codes (258x coarser) give ~1e-1 and fail it.
 TEST_F(Greedy, FirstStepLogitsWithinBoundWithInt16Activations) {
   CpuTuning t;
   t.int16_activations = true;
-  expect_first_step_logits_within_bound(t);
+  expect_first_step_logits_within_bound(t, 5e-4 + 0.015);
 }
 
 }  // namespace
