@@ -70,7 +70,7 @@ class CpuBackend final : public ops::Backend {
   std::string name() const override {
     return fmt::format("cpu ({} threads, {} kernels{}{})", pool_.size(), cpu_isa_name(k_.isa),
                        q8_activations_       ? ", int8 activations"
-                       : int16_activations_ ? ", int16 activations at batch 1"
+                       : int16_activations_ ? ", int16 activation codes"
                                             : "",
                        kv_f16_ ? ", F16 KV" : "");
   }
@@ -177,8 +177,8 @@ class CpuBackend final : public ops::Backend {
       const size_t rb = part.row_nbytes();
       if (q8_activations_ && uses_q8_activations(part.dtype)) {
         linear_q8(x, part, o + col0, N);
-      } else if (int16_activations_ && T == 1 && K % kQK == 0 && int16_weight_type(part.dtype)) {
-        linear_i16(x.ptr<float>(), part, o + col0, i16_order);
+      } else if (int16_activations_ && K % kQK == 0 && int16_weight_type(part.dtype)) {
+        linear_i16(x, part, o + col0, N, i16_order);
       } else {
         pool_.parallel_for(rows, [&](int64_t b, int64_t e) {
           gemm_f32(k_, part.dtype, static_cast<const uint8_t*>(part.data) + size_t(b) * rb, rb, e - b,
@@ -286,23 +286,36 @@ class CpuBackend final : public ops::Backend {
     return w;
   }
 
-  // CpuTuning::int16_activations, one token: x's int16 codes (made once per call and layout on
-  // this thread: K <= a few thousand) against row ranges of the weight on every thread.
-  void linear_i16(const float* x, const Tensor& part, float* out, int& order) {
-    const int64_t K = part.cols();
+  // CpuTuning::int16_activations: x's int16 codes (made once per call and layout, a token per
+  // task) against row ranges of the weight on every thread, in blocks of tokens whose codes stay
+  // in cache. Every T takes this path, prefill included, so that a token's result never depends
+  // on the step it is in (seeded sampling, prefix caching).
+  void linear_i16(const Tensor& x, const Tensor& part, float* out, int64_t ldo, int& order) {
+    const int64_t T = x.rows(), K = part.cols();
     const bool q4 = int16_q4_order(part.dtype);
+    const size_t nb = size_t(K / kQK);
     if (order != int(q4)) {
-      const size_t nb = size_t(K / kQK);
-      if (i16_q_.size() < size_t(K)) i16_q_.resize(size_t(K));
-      if (i16_f_.size() < 2 * nb) i16_f_.resize(2 * nb);
-      if (i16_qsum_.size() < nb) i16_qsum_.resize(nb);
-      i16_ = {i16_q_.data(), i16_f_.data(), i16_f_.data() + nb, i16_qsum_.data()};
-      k_.quantize_i16(x, K, q4, i16_);
+      if (i16_q_.size() < size_t(T * K)) i16_q_.resize(size_t(T * K));
+      if (i16_f_.size() < 2 * size_t(T) * nb) i16_f_.resize(2 * size_t(T) * nb);
+      if (i16_qsum_.size() < size_t(T) * nb) i16_qsum_.resize(size_t(T) * nb);
+      i16_ = {i16_q_.data(), i16_f_.data(), i16_f_.data() + size_t(T) * nb, i16_qsum_.data()};
+      pool_.parallel_for(T, [&](int64_t b, int64_t e) {
+        for (int64_t t = b; t < e; ++t)
+          k_.quantize_i16(x.ptr<float>() + t * K, K, q4,
+                          ActI16{i16_.q + t * K, i16_.d + size_t(t) * nb, i16_.sum + size_t(t) * nb,
+                                 i16_.qsum + size_t(t) * nb});
+      });
       order = int(q4);
     }
     const size_t rb = part.row_nbytes();
+    constexpr int64_t kTokenBlock = 64;  // 64 x K int16 codes: 192 KiB at K = 1,536
     pool_.parallel_for(part.rows(), [&](int64_t b, int64_t e) {
-      k_.gemv_i16(part.dtype, static_cast<const uint8_t*>(part.data) + size_t(b) * rb, rb, e - b, i16_, K, out + b);
+      for (int64_t t0 = 0; t0 < T; t0 += kTokenBlock) {
+        const ActI16 xt{i16_.q + t0 * K, i16_.d + size_t(t0) * nb, i16_.sum + size_t(t0) * nb,
+                        i16_.qsum + size_t(t0) * nb};
+        k_.gemm_i16(part.dtype, static_cast<const uint8_t*>(part.data) + size_t(b) * rb, rb, e - b, xt,
+                    int(std::min(kTokenBlock, T - t0)), K, out + t0 * ldo + b, ldo);
+      }
     }, kRowBlock);
   }
 

@@ -72,9 +72,11 @@ struct Kernels {
   void (*attend)(const AttnTile& tile);
   // x[K] (K a multiple of 32) to int16 codes, in the Q4 order or the natural one.
   void (*quantize_i16)(const float* x, int64_t K, bool q4_order, const ActI16& out);
-  // out[r] = W[r] . x for one token of int16 codes; false for weight types without this path.
-  bool (*gemv_i16)(DType wtype, const void* w, size_t row_stride, int64_t rows, const ActI16& x,
-                   int64_t K, float* out);
+  // out[j * ldo + r] = W[r] . x_j for T tokens of int16 codes (token j's codes at x.q + j K, its
+  // block values at x.d + j K / 32, ...); a token's result does not depend on T. False for
+  // weight types without this path.
+  bool (*gemm_i16)(DType wtype, const void* w, size_t row_stride, int64_t rows, const ActI16& x, int T,
+                   int64_t K, float* out, int64_t ldo);
 };
 
 inline size_t gemm_scratch_floats(int64_t K) { return size_t(2 * K); }

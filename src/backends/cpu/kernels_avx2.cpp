@@ -10,7 +10,7 @@ namespace lite_llama::cpu {
 
 const Kernels& avx2_kernels() {
   static const Kernels k{CpuIsa::Avx2, gemm_simd, swiglu_row, attn::attend_tile,
-                         i16::quantize, i16::gemv};
+                         i16::quantize, i16::gemm};
   return k;
 }
 

@@ -14,7 +14,7 @@ namespace lite_llama::cpu {
 
 const Kernels& avx512_kernels() {
   static const Kernels k{CpuIsa::Avx512, gemm_simd, swiglu_row, attn::attend_tile,
-                         i16::quantize, i16::gemv};
+                         i16::quantize, i16::gemm};
   return k;
 }
 

@@ -339,7 +339,7 @@ struct I16Result {
   std::vector<double> want, tol;
 };
 
-// One token through a kernel set's quantize_i16 + gemv_i16, with the double-precision result
+// One token through a kernel set's quantize_i16 + gemm_i16, with the double-precision result
 // of the dequantised weights times the unquantised x, and the bound each output must meet:
 //   activation rounding: |x - d c| <= d / 2 with d = amax_b / 32767, widened by 2% for the
 //     float rounding of d and of x * (32767 / amax) (<= 3 ulp of a code <= 32767: 0.006 of a
@@ -356,7 +356,7 @@ I16Result run_i16(const cpu::Kernels& k, const Weight& w, const std::vector<floa
   k.quantize_i16(x.data(), K, cpu::int16_q4_order(w.dtype), act);
   I16Result r;
   r.out.assign(size_t(N), NAN);
-  EXPECT_TRUE(k.gemv_i16(w.dtype, w.bytes.data(), row_bytes(w.dtype, K), N, act, K, r.out.data()));
+  EXPECT_TRUE(k.gemm_i16(w.dtype, w.bytes.data(), row_bytes(w.dtype, K), N, act, 1, K, r.out.data(), N));
   const std::vector<float> wv = w.values();
   for (int64_t n = 0; n < N; ++n) {
     double want = 0, mag = 0, qerr = 0;
@@ -444,9 +444,45 @@ TEST(CpuInt16, ErrorFarBelowInt8Path) {
   }
 }
 
-// Through the backend: one-token linears of the int16 types take the int16 path (bound as
-// above, via check_linear's int8 rule with 32767 levels); T > 1 and other types keep fp32.
-TEST(CpuInt16, BackendLinearUsesItAtOneToken) {
+// Several tokens at once give each token's one-token result bit for bit (the tiles unpack a
+// weight block once for several tokens but take each (row, token) through the same operations),
+// so a token's output never depends on the batch it is decoded or prefilled in.
+TEST(CpuInt16, TokensOfABatchEqualEachTokenAlone) {
+  for (const auto& [isa, name] : isas_here()) {
+    const cpu::Kernels& kern = cpu::kernels_for(cpu::choose_cpu_isa(isa));
+    std::mt19937 rng(204);
+    for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0})
+      for (int64_t N : {5, 12})
+        for (int T : {2, 3, 7}) {
+          const int64_t K = 160, nb = K / 32;
+          Weight w = make_weight(rng, t, N, K);
+          std::vector<float> x = randn(rng, size_t(T * K));
+          std::vector<int16_t> q(size_t(T * K));
+          std::vector<float> d(size_t(T * nb)), sm(size_t(T * nb));
+          std::vector<int32_t> qs(size_t(T * nb));
+          for (int j = 0; j < T; ++j)
+            kern.quantize_i16(x.data() + j * K, K, cpu::int16_q4_order(t),
+                              cpu::ActI16{q.data() + j * K, d.data() + j * nb, sm.data() + j * nb, qs.data() + j * nb});
+          const int64_t ldo = N + 3;
+          std::vector<float> all(size_t(T * ldo), NAN), one(size_t(N), NAN);
+          ASSERT_TRUE(kern.gemm_i16(t, w.bytes.data(), row_bytes(t, K), N, cpu::ActI16{q.data(), d.data(), sm.data(), qs.data()},
+                                    T, K, all.data(), ldo));
+          for (int j = 0; j < T; ++j) {
+            ASSERT_TRUE(kern.gemm_i16(t, w.bytes.data(), row_bytes(t, K), N,
+                                      cpu::ActI16{q.data() + j * K, d.data() + j * nb, sm.data() + j * nb, qs.data() + j * nb},
+                                      1, K, one.data(), N));
+            for (int64_t n = 0; n < N; ++n)
+              EXPECT_EQ(std::memcmp(&all[size_t(j * ldo + n)], &one[size_t(n)], 4), 0)
+                  << name << " " << dtype_name(t) << " T=" << T << " token " << j << " row " << n << ": "
+                  << all[size_t(j * ldo + n)] << " vs " << one[size_t(n)];
+          }
+        }
+  }
+}
+
+// Through the backend: linears of the int16 types take the int16 path at every T (bound as
+// above, via check_linear's int8 rule with 32767 levels); other types keep fp32.
+TEST(CpuInt16, BackendLinearUsesItAtEveryT) {
   for (const auto& [isa, name] : isas_here()) {
     SCOPED_TRACE(name);
     CpuTuning tune;
@@ -457,6 +493,6 @@ TEST(CpuInt16, BackendLinearUsesItAtOneToken) {
     std::mt19937 rng(203);
     for (const Case& c : cases())
       for (int64_t K : {32, 96, 576})
-        for (int64_t T : {1, 2, 3}) check_linear(*be, rng, c, T, K, false, name, T == 1 ? 32767 : 0);
+        for (int64_t T : {1, 2, 3, 70}) check_linear(*be, rng, c, T, K, false, name, 32767);
   }
 }
