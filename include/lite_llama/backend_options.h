@@ -83,6 +83,13 @@ struct CpuTuning {
   // Activations quantised to Q8_1 and integer dot products for Q4/Q8 weights (as llama.cpp
   // does): faster on some machines, not bit-close to an fp32 reference.
   bool q8_activations = false;
+  // Projections of Q4_0/Q4_1/Q8_0 weights with activations as int16 codes per 32-block
+  // (d = amax / 32767) and exact integer dot products, at every token count (so a token's
+  // result never depends on its batch); other weight types keep fp32 activations.
+  // q8_activations wins where both are set. Batch-1 decode ~1.7-2x the fp32 path on a Zen 4,
+  // prefill ~7% slower, greedy still equal to HF fp32 on the e2e fixtures, logits off by ~1e-3
+  // (docs/benchmarks/cpu.md).
+  bool int16_activations = true;
   // KV cache stored as F16 (fp32 math): half the memory and the long-context attention traffic,
   // at ~1e-3 relative rounding of K and V (not bit-close to an fp32 reference).
   bool kv_f16 = false;

@@ -107,10 +107,11 @@ inline std::unique_ptr<ops::Backend> make_gpu_quantized(const std::string& dtype
   return make_backend(o);
 }
 
-// The fp32 reference (CpuTuning's int8-activation path is not an fp32 reference).
+// The fp32 reference (CpuTuning's int8- and int16-activation paths are not fp32 references).
 inline std::unique_ptr<ops::Backend> make_cpu() {
   BackendOptions o;
   o.device = DeviceKind::Cpu;
+  o.cpu.int16_activations = false;
   return make_backend(o);
 }
 

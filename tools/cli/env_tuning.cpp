@@ -38,6 +38,7 @@ void apply_env_tuning(BackendOptions& o) {
   if (env("LITE_LLAMA_PDL_GEMV")) c.pdl_gemv = !env_is("LITE_LLAMA_PDL_GEMV", "0");
   if (env("LITE_LLAMA_CHECK_FINITE")) c.check_finite = env_is("LITE_LLAMA_CHECK_FINITE", "1");
   if (env("LITE_LLAMA_CPU_Q8")) o.cpu.q8_activations = true;
+  if (env("LITE_LLAMA_CPU_INT16")) o.cpu.int16_activations = env_is("LITE_LLAMA_CPU_INT16", "1");
   if (const char* e = env("LITE_LLAMA_CPU_ISA")) o.cpu.isa = parse_cpu_isa(e);
   if (env("LITE_LLAMA_CPU_KV_F16")) o.cpu.kv_f16 = env_is("LITE_LLAMA_CPU_KV_F16", "1");
   if (env("LITE_LLAMA_CPU_PIN")) o.cpu.pin_threads = env_is("LITE_LLAMA_CPU_PIN", "1");

@@ -44,6 +44,7 @@ class CpuBackend final : public ops::Backend {
  public:
   CpuBackend(int threads, const CpuTuning& tuning, std::shared_ptr<CpuTpGroup> group, int rank)
       : q8_activations_(tuning.q8_activations),
+        int16_activations_(tuning.int16_activations),
         kv_f16_(tuning.kv_f16),
         k_(kernels_for(choose_cpu_isa(tuning.isa))),
         pool_(threads, tuning.pin_threads),
@@ -68,7 +69,10 @@ class CpuBackend final : public ops::Backend {
   DType kv_dtype() const override { return kv_f16_ ? DType::F16 : DType::F32; }
   std::string name() const override {
     return fmt::format("cpu ({} threads, {} kernels{}{})", pool_.size(), cpu_isa_name(k_.isa),
-                       q8_activations_ ? ", int8 activations" : "", kv_f16_ ? ", F16 KV" : "");
+                       q8_activations_       ? ", int8 activations"
+                       : int16_activations_ ? ", int16 activation codes"
+                                            : "",
+                       kv_f16_ ? ", F16 KV" : "");
   }
 
   Buffer alloc(size_t bytes) override { return host_buffer(bytes); }
@@ -167,11 +171,14 @@ class CpuBackend final : public ops::Backend {
              out.shape_str(), w.out_features, w.in_features);
     float* o = out.ptr<float>();
     int64_t col0 = 0;
+    int i16_order = -1;  // the layout x's int16 codes are in for this call (-1: none yet)
     for (const Tensor& part : w.parts) {
       const int64_t rows = part.rows();
       const size_t rb = part.row_nbytes();
       if (q8_activations_ && uses_q8_activations(part.dtype)) {
         linear_q8(x, part, o + col0, N);
+      } else if (int16_activations_ && K % kQK == 0 && int16_weight_type(part.dtype)) {
+        linear_i16(x, part, o + col0, N, i16_order);
       } else {
         pool_.parallel_for(rows, [&](int64_t b, int64_t e) {
           gemm_f32(k_, part.dtype, static_cast<const uint8_t*>(part.data) + size_t(b) * rb, rb, e - b,
@@ -279,6 +286,39 @@ class CpuBackend final : public ops::Backend {
     return w;
   }
 
+  // CpuTuning::int16_activations: x's int16 codes (made once per call and layout, a token per
+  // task) against row ranges of the weight on every thread, in blocks of tokens whose codes stay
+  // in cache. Every T takes this path, prefill included, so that a token's result never depends
+  // on the step it is in (seeded sampling, prefix caching).
+  void linear_i16(const Tensor& x, const Tensor& part, float* out, int64_t ldo, int& order) {
+    const int64_t T = x.rows(), K = part.cols();
+    const bool q4 = int16_q4_order(part.dtype);
+    const size_t nb = size_t(K / kQK);
+    if (order != int(q4)) {
+      if (i16_q_.size() < size_t(T * K)) i16_q_.resize(size_t(T * K));
+      if (i16_f_.size() < 2 * size_t(T) * nb) i16_f_.resize(2 * size_t(T) * nb);
+      if (i16_qsum_.size() < size_t(T) * nb) i16_qsum_.resize(size_t(T) * nb);
+      i16_ = {i16_q_.data(), i16_f_.data(), i16_f_.data() + size_t(T) * nb, i16_qsum_.data()};
+      pool_.parallel_for(T, [&](int64_t b, int64_t e) {
+        for (int64_t t = b; t < e; ++t)
+          k_.quantize_i16(x.ptr<float>() + t * K, K, q4,
+                          ActI16{i16_.q + t * K, i16_.d + size_t(t) * nb, i16_.sum + size_t(t) * nb,
+                                 i16_.qsum + size_t(t) * nb});
+      });
+      order = int(q4);
+    }
+    const size_t rb = part.row_nbytes();
+    constexpr int64_t kTokenBlock = 64;  // 64 x K int16 codes: 192 KiB at K = 1,536
+    pool_.parallel_for(part.rows(), [&](int64_t b, int64_t e) {
+      for (int64_t t0 = 0; t0 < T; t0 += kTokenBlock) {
+        const ActI16 xt{i16_.q + t0 * K, i16_.d + size_t(t0) * nb, i16_.sum + size_t(t0) * nb,
+                        i16_.qsum + size_t(t0) * nb};
+        k_.gemm_i16(part.dtype, static_cast<const uint8_t*>(part.data) + size_t(b) * rb, rb, e - b, xt,
+                    int(std::min(kTokenBlock, T - t0)), K, out + t0 * ldo + b, ldo);
+      }
+    }, kRowBlock);
+  }
+
   // Alternative path (CpuTuning::q8_activations): activations quantised to Q8_1 and integer dot
   // products, as llama.cpp does; faster on some machines, not bit-close to an fp32 reference.
   void linear_q8(const Tensor& x, const Tensor& part, float* out, int64_t ldo) {
@@ -305,12 +345,17 @@ class CpuBackend final : public ops::Backend {
 
  private:
   const bool q8_activations_;
+  const bool int16_activations_;
   const bool kv_f16_;
   const Kernels& k_;
   ThreadPool pool_;
   std::shared_ptr<CpuTpGroup> tp_;
   int rank_ = 0;
   std::vector<BlockQ8_1> q8_;
+  std::vector<int16_t> i16_q_;
+  std::vector<float> i16_f_;
+  std::vector<int32_t> i16_qsum_;
+  ActI16 i16_{};
   AttnScratch attn_;
 };
 

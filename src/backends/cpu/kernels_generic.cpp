@@ -3,12 +3,14 @@
 #include "backends/cpu/attention_tiles.h"
 #include "backends/cpu/elementwise.h"
 #include "backends/cpu/gemm_tiles.h"
+#include "backends/cpu/gemv_int16.h"
 #include "backends/cpu/kernels.h"
 
 namespace lite_llama::cpu {
 
 const Kernels& generic_kernels() {
-  static const Kernels k{CpuIsa::Generic, gemm_simd, swiglu_row, attn::attend_tile};
+  static const Kernels k{CpuIsa::Generic, gemm_simd, swiglu_row, attn::attend_tile,
+                         i16::quantize, i16::gemm};
   return k;
 }
 

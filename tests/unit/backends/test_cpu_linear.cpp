@@ -1,7 +1,8 @@
 // CpuBackend::linear against cpu::ref::linear for every weight type, over many shapes, with
 // weights split in several row blocks (ops::Linear parts) and a bias. Both the default fp32
 // path (gemm_f32) and the int8-activation path (LITE_LLAMA_CPU_Q8=1) are covered, and the GGUF
-// K-quants (Q4_K, Q5_K, Q6_K) on the fp32 path.
+// K-quants (Q4_K, Q5_K, Q6_K) on the fp32 path; at the end the int16-code one-token GEMV
+// (LITE_LLAMA_CPU_INT16) per kernel set against a double-precision reference.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/gemm_f32.h"
 #include "backends/cpu/ref_ops.h"
+#include "backends/cpu/vec_dot.h"
 #include "common/random_blocks.h"
 
 using namespace lite_llama;
@@ -57,8 +59,11 @@ struct Case {
 // sum |x w| at K = 1536 and far below what a wrong block, nibble or row offset produces.
 // Int8 path: x is quantised per 32-block to q * d with |x - q d| <= d / 2, d = amax_block / 127,
 // which adds sum_blocks (d_b / 2) sum_{k in b} |w_k| (1% slack for the rounding of 1/d).
+// int16_levels = 32767: the int16-code path (CpuTuning::int16_activations), same rule with
+// d = amax / 32767, 2% for the rounding of d and x / d, and |w - m| in place of |w| (Q4_1's
+// m * sum(x) uses the unquantised sum).
 void check_linear(ops::Backend& be, std::mt19937& rng, const Case& c, int64_t T, int64_t K,
-                  bool q8_path, const std::string& isa = cpu::gemm_f32_isa()) {
+                  bool q8_path, const std::string& isa = cpu::gemm_f32_isa(), int int16_levels = 0) {
   int64_t N = 0;
   for (int64_t n : c.parts) N += n;
   std::vector<Weight> ws;
@@ -85,8 +90,18 @@ void check_linear(ops::Backend& be, std::mt19937& rng, const Case& c, int64_t T,
     wvals.insert(wvals.end(), v.begin(), v.end());
     col0 += w.rows;
   }
-  const bool int8 =
-      q8_path && (c.wtype == DType::Q4_0 || c.wtype == DType::Q4_1 || c.wtype == DType::Q8_0);
+  const bool int_types = c.wtype == DType::Q4_0 || c.wtype == DType::Q4_1 || c.wtype == DType::Q8_0;
+  const bool int8 = (q8_path || int16_levels > 0) && int_types;
+  const double levels = q8_path ? 127 : int16_levels, slack = q8_path ? 1.01 : 1.02;
+  std::vector<double> mins(size_t(N * (K / 32)), 0.0);  // Q4_1's block offsets, int16 rule
+  if (int16_levels > 0 && c.wtype == DType::Q4_1) {
+    int64_t r0 = 0;
+    for (Weight& w : ws)
+      for (int64_t r = 0; r < w.rows; ++r, ++r0)
+        for (int64_t b = 0; b < K / 32; ++b)
+          mins[size_t(r0 * (K / 32) + b)] = f16_to_f32(
+              (reinterpret_cast<const BlockQ4_1*>(w.bytes.data() + size_t(r) * row_bytes(w.dtype, K)) + b)->m);
+  }
   const double L =
       int8 ? double(K) / 8 + 16 : chain_length(K, isa);  // int8 path: int32 sums, fp32 over blocks
   int bad = 0;
@@ -98,11 +113,12 @@ void check_linear(ops::Backend& be, std::mt19937& rng, const Case& c, int64_t T,
       if (int8)
         for (int64_t b0 = 0; b0 < K; b0 += 32) {
           double amax = 0, wsum = 0;
+          const double m = mins[size_t(n * (K / 32) + b0 / 32)];
           for (int64_t k = b0; k < b0 + 32; ++k) {
             amax = std::max(amax, double(std::fabs(x[size_t(t * K + k)])));
-            wsum += std::fabs(wvals[size_t(n * K + k)]);
+            wsum += std::fabs(wvals[size_t(n * K + k)] - m);
           }
-          qerr += amax / 127 / 2 * wsum * 1.01;
+          qerr += amax / levels / 2 * wsum * slack;
         }
       const double w = want[size_t(t * N + n)], g = out[size_t(t * N + n)];
       const double tol = (L + 2) * kU * mag + kU * std::fabs(w) + qerr + 1e-30;
@@ -136,6 +152,7 @@ std::unique_ptr<ops::Backend> make_backend(bool int8_activations,
                                            CpuIsaChoice isa = CpuIsaChoice::Auto) {
   CpuTuning t;
   t.q8_activations = int8_activations;
+  t.int16_activations = false;  // the fp32 bound; the int16 path has its own tests below
   t.isa = isa;
   return cpu::make_cpu_backend(2, t);
 }
@@ -302,5 +319,180 @@ TEST(CpuLinear, Q5WeightsConvertedAtLoad) {
         else ASSERT_NEAR(got[size_t(k)], want[size_t(k)], std::fabs(want[size_t(k)]) / 1024 + 1e-7) << r << "," << k;
       }
     }
+  }
+}
+
+// ---- int16 activation codes (CpuTuning::int16_activations, gemv_int16.h) ----------------------
+
+namespace {
+
+// The block offset m of Q4_1 (0 for the other types): the int16 path's error scales with
+// |w - m| = d |q|, since m * sum(x) uses the unquantised sum.
+double block_min(const Weight& w, int64_t r, int64_t b) {
+  if (w.dtype != DType::Q4_1) return 0;
+  const auto* blk = reinterpret_cast<const BlockQ4_1*>(w.bytes.data() + size_t(r) * row_bytes(w.dtype, w.cols)) + b;
+  return f16_to_f32(blk->m);
+}
+
+struct I16Result {
+  std::vector<float> out;
+  std::vector<double> want, tol;
+};
+
+// One token through a kernel set's quantize_i16 + gemm_i16, with the double-precision result
+// of the dequantised weights times the unquantised x, and the bound each output must meet:
+//   activation rounding: |x - d c| <= d / 2 with d = amax_b / 32767, widened by 2% for the
+//     float rounding of d and of x * (32767 / amax) (<= 3 ulp of a code <= 32767: 0.006 of a
+//     code unit against 0.5), times sum_k |w_k - m_b| per block;
+//   fp32: a lane adds one rounded product per block (chain nb), then an 8-lane tree and the
+//     offset chain: (nb + 10) u times the magnitude sum_k |w_k x_k| + sum_b |m_b sum_b x| + the
+//     rounding term itself.
+I16Result run_i16(const cpu::Kernels& k, const Weight& w, const std::vector<float>& x) {
+  const int64_t N = w.rows, K = w.cols, nb = K / 32;
+  std::vector<int16_t> q(static_cast<size_t>(K));
+  std::vector<float> d(static_cast<size_t>(nb)), s(static_cast<size_t>(nb));
+  std::vector<int32_t> qs(static_cast<size_t>(nb));
+  const cpu::ActI16 act{q.data(), d.data(), s.data(), qs.data()};
+  k.quantize_i16(x.data(), K, cpu::int16_q4_order(w.dtype), act);
+  I16Result r;
+  r.out.assign(size_t(N), NAN);
+  EXPECT_TRUE(k.gemm_i16(w.dtype, w.bytes.data(), row_bytes(w.dtype, K), N, act, 1, K, r.out.data(), N));
+  const std::vector<float> wv = w.values();
+  for (int64_t n = 0; n < N; ++n) {
+    double want = 0, mag = 0, qerr = 0;
+    for (int64_t b = 0; b < nb; ++b) {
+      double amax = 0, wsum = 0, xsum = 0;
+      const double m = block_min(w, n, b);
+      for (int64_t kk = 32 * b; kk < 32 * b + 32; ++kk) {
+        const double xv = x[size_t(kk)], wk = wv[size_t(n * K + kk)];
+        want += xv * wk;
+        mag += std::fabs(xv * (wk - m));
+        amax = std::max(amax, std::fabs(xv));
+        wsum += std::fabs(wk - m);
+        xsum += xv;
+      }
+      mag += std::fabs(m * xsum);
+      qerr += amax / 65534 * 1.02 * wsum;
+    }
+    r.want.push_back(want);
+    r.tol.push_back(qerr + (double(nb) + 10) * kU * (mag + qerr) + 1e-30);
+  }
+  return r;
+}
+
+// The int8 path (CpuTuning::q8_activations) on the same inputs: its max error.
+double int8_max_err(const Weight& w, const std::vector<float>& x, const std::vector<double>& want) {
+  std::vector<BlockQ8_1> xq(size_t(w.cols / 32));
+  cpu::quantize_q8_1(x.data(), xq.data(), w.cols);
+  double e = 0;
+  for (int64_t n = 0; n < w.rows; ++n) {
+    const float v = cpu::vec_dot(w.dtype, w.bytes.data() + size_t(n) * row_bytes(w.dtype, w.cols), xq.data(), w.cols);
+    e = std::max(e, std::fabs(v - want[size_t(n)]));
+  }
+  return e;
+}
+
+}  // namespace
+
+// Odd row counts (tails of the 4- and 8-row tiles), K = 32 * odd (a block at a time; no SIMD
+// width divides the block count), weights from the quantiser and from random bytes (every code,
+// Q8_0's -128 included), activations with outliers (one block's amax far above the rest).
+TEST(CpuInt16, GemvMatchesDoubleReference) {
+  for (const auto& [isa, name] : isas_here()) {
+    const cpu::Kernels& kern = cpu::kernels_for(cpu::choose_cpu_isa(isa));
+    std::mt19937 rng(201);
+    for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0})
+      for (int64_t N : {1, 3, 7, 9, 13, 37})
+        for (int64_t K : {32, 96, 160, 576, 1536})
+          for (bool random_bytes : {false, true}) {
+            Weight w = random_bytes ? Weight{t, N, K, lite_llama::testing::random_gguf_rows(t, N, K, rng)}
+                                    : make_weight(rng, t, N, K);
+            std::vector<float> x = randn(rng, size_t(K));
+            x[size_t(K / 2)] *= 40.f;  // an outlier
+            const I16Result r = run_i16(kern, w, x);
+            int bad = 0;
+            for (int64_t n = 0; n < N; ++n)
+              if (!(std::fabs(r.out[size_t(n)] - r.want[size_t(n)]) <= r.tol[size_t(n)]) && bad++ < 3)
+                ADD_FAILURE() << name << " " << dtype_name(t) << " N=" << N << " K=" << K
+                              << (random_bytes ? " random bytes" : "") << " row " << n << ": "
+                              << r.out[size_t(n)] << " ref " << r.want[size_t(n)] << " tol " << r.tol[size_t(n)];
+            EXPECT_EQ(bad, 0);
+          }
+  }
+}
+
+// Fails if the int16 path loses its precision (e.g. codes quietly cut to 8 bits): on the same
+// inputs its max error must be below 1/20 of the int8 path's (the step ratio is 32767 / 127 =
+// 258; measured about 1/100 or better).
+TEST(CpuInt16, ErrorFarBelowInt8Path) {
+  for (const auto& [isa, name] : isas_here()) {
+    const cpu::Kernels& kern = cpu::kernels_for(cpu::choose_cpu_isa(isa));
+    std::mt19937 rng(202);
+    for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0}) {
+      const int64_t N = 64, K = 576;
+      Weight w = make_weight(rng, t, N, K);
+      std::vector<float> x = randn(rng, size_t(K));
+      const I16Result r = run_i16(kern, w, x);
+      double e16 = 0;
+      for (int64_t n = 0; n < N; ++n) e16 = std::max(e16, std::fabs(r.out[size_t(n)] - r.want[size_t(n)]));
+      const double e8 = int8_max_err(w, x, r.want);
+      EXPECT_GT(e8, 1e-4) << name << " " << dtype_name(t);  // the int8 error is real
+      EXPECT_LT(e16, e8 / 20) << name << " " << dtype_name(t) << ": int16 " << e16 << ", int8 " << e8;
+      std::printf("%s %s: max error int16 %.3g, int8 %.3g (ratio %.0f)\n", name.c_str(), dtype_name(t).data(), e16, e8,
+                  e8 / e16);
+    }
+  }
+}
+
+// Several tokens at once give each token's one-token result bit for bit (the tiles unpack a
+// weight block once for several tokens but take each (row, token) through the same operations),
+// so a token's output never depends on the batch it is decoded or prefilled in.
+TEST(CpuInt16, TokensOfABatchEqualEachTokenAlone) {
+  for (const auto& [isa, name] : isas_here()) {
+    const cpu::Kernels& kern = cpu::kernels_for(cpu::choose_cpu_isa(isa));
+    std::mt19937 rng(204);
+    for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0})
+      for (int64_t N : {5, 12})
+        for (int T : {2, 3, 7}) {
+          const int64_t K = 160, nb = K / 32;
+          Weight w = make_weight(rng, t, N, K);
+          std::vector<float> x = randn(rng, size_t(T * K));
+          std::vector<int16_t> q(size_t(T * K));
+          std::vector<float> d(size_t(T * nb)), sm(size_t(T * nb));
+          std::vector<int32_t> qs(size_t(T * nb));
+          for (int j = 0; j < T; ++j)
+            kern.quantize_i16(x.data() + j * K, K, cpu::int16_q4_order(t),
+                              cpu::ActI16{q.data() + j * K, d.data() + j * nb, sm.data() + j * nb, qs.data() + j * nb});
+          const int64_t ldo = N + 3;
+          std::vector<float> all(size_t(T * ldo), NAN), one(size_t(N), NAN);
+          ASSERT_TRUE(kern.gemm_i16(t, w.bytes.data(), row_bytes(t, K), N, cpu::ActI16{q.data(), d.data(), sm.data(), qs.data()},
+                                    T, K, all.data(), ldo));
+          for (int j = 0; j < T; ++j) {
+            ASSERT_TRUE(kern.gemm_i16(t, w.bytes.data(), row_bytes(t, K), N,
+                                      cpu::ActI16{q.data() + j * K, d.data() + j * nb, sm.data() + j * nb, qs.data() + j * nb},
+                                      1, K, one.data(), N));
+            for (int64_t n = 0; n < N; ++n)
+              EXPECT_EQ(std::memcmp(&all[size_t(j * ldo + n)], &one[size_t(n)], 4), 0)
+                  << name << " " << dtype_name(t) << " T=" << T << " token " << j << " row " << n << ": "
+                  << all[size_t(j * ldo + n)] << " vs " << one[size_t(n)];
+          }
+        }
+  }
+}
+
+// Through the backend: linears of the int16 types take the int16 path at every T (bound as
+// above, via check_linear's int8 rule with 32767 levels); other types keep fp32.
+TEST(CpuInt16, BackendLinearUsesItAtEveryT) {
+  for (const auto& [isa, name] : isas_here()) {
+    SCOPED_TRACE(name);
+    CpuTuning tune;
+    tune.int16_activations = true;
+    tune.isa = isa;
+    auto be = cpu::make_cpu_backend(2, tune);
+    EXPECT_NE(be->name().find("int16"), std::string::npos) << be->name();
+    std::mt19937 rng(203);
+    for (const Case& c : cases())
+      for (int64_t K : {32, 96, 576})
+        for (int64_t T : {1, 2, 3, 70}) check_linear(*be, rng, c, T, K, false, name, 32767);
   }
 }
