@@ -2,9 +2,10 @@
 """Perplexity of the default model on bench/texts/english.txt: lite-llama against HF transformers
 on the same GGUF and the same tokens; writes docs/benchmarks/accuracy.md and a JSON record.
 
-  lite-llama  `lite-llama score -m MODEL --text FILE --device cpu --full` (fp32 activations,
-              weights dequantised in registers), and again with LITE_LLAMA_CPU_Q8=1 (int8
-              activations, the llama.cpp-style fast path);
+  lite-llama  `lite-llama score -m MODEL --text FILE --device cpu --full` with
+              LITE_LLAMA_CPU_INT16=0 (fp32 activations, weights dequantised in registers), as it is
+              (the default: int16 activation codes, exact integer sums), and with
+              LITE_LLAMA_CPU_Q8=1 (int8 activations, the llama.cpp-style fast path);
   HF          AutoModelForCausalLM.from_pretrained(dir, gguf_file=..., dtype=float32) (transformers
               dequantises the GGUF to fp32), one forward over the whole text.
 Tokens: lite-llama's own tokenization of the file (`lite-llama tokenize`) is compared with HF's
@@ -180,8 +181,9 @@ def render(doc, json_path, out):
     w("")
     w("Per-token log-probabilities are compared position by position (logprob of the actual next "
       "token; argmax = the engine's top-1 prediction at that position). HF runs the model dequantised "
-      "to fp32; lite-llama's default CPU path keeps fp32 activations and dequantises the Q4_1/Q8_0 "
-      "blocks in registers, so the two compute the same function up to summation order. The int8 "
+      "to fp32; lite-llama's fp32-activation CPU path dequantises the Q4_1/Q8_0 blocks in registers, "
+      "so the two compute the same function up to summation order; its default rounds each "
+      "activation to an int16 code per block of 32 (at most amax / 65534) before exact integer sums. The int8 "
       "activation path (llama.cpp's approach, faster on the CPU: [cpu.md](cpu.md)) quantises every "
       "activation vector to 8 bits before each projection, which is what its column shows.")
     w("")
@@ -236,9 +238,12 @@ def main():
     same_tokens = hf.pop("hf_ids") == ids
     print(f"HF fp32: ppl {hf['ppl']:.4f} ({hf['seconds']} s); tokenizations equal: {same_tokens}", flush=True)
     rows = {"HF transformers (fp32, GGUF dequantised)": hf}
-    ours = ours_score(a, tmp.name)
-    print(f"lite-llama cpu: ppl {ours['ppl']:.4f} ({ours['seconds']} s)", flush=True)
-    rows["lite-llama, CPU (default: fp32 activations)"] = ours
+    ours = ours_score(a, tmp.name, env_extra={"LITE_LLAMA_CPU_INT16": "0"})
+    print(f"lite-llama cpu fp32: ppl {ours['ppl']:.4f} ({ours['seconds']} s)", flush=True)
+    rows["lite-llama, CPU, fp32 activations (`LITE_LLAMA_CPU_INT16=0`)"] = ours
+    i16 = ours_score(a, tmp.name)
+    print(f"lite-llama cpu (default, int16 codes): ppl {i16['ppl']:.4f} ({i16['seconds']} s)", flush=True)
+    rows["lite-llama, CPU (default: int16 activation codes)"] = i16
     q8 = ours_score(a, tmp.name, env_extra={"LITE_LLAMA_CPU_Q8": "1"})
     print(f"lite-llama cpu q8: ppl {q8['ppl']:.4f} ({q8['seconds']} s)", flush=True)
     rows["lite-llama, CPU, `LITE_LLAMA_CPU_Q8=1` (int8 activations)"] = q8

@@ -120,8 +120,9 @@ def logit_error(g, c, seqs):
 
 
 def main():
-    cpu_logits, seqs = score_logits("cpu", [], {}, "/tmp/greedy_cpu.f32")
-    cpu_ppl = perplexity("cpu", [], {})
+    fp32 = {"LITE_LLAMA_CPU_INT16": "0"}  # the CPU's fp32-activation path: HF fp32's twin
+    cpu_logits, seqs = score_logits("cpu", [], fp32, "/tmp/greedy_cpu.f32")
+    cpu_ppl = perplexity("cpu", [], fp32)
     log = subprocess.run([BIN, "generate", "-m", MODEL, "--device", "cuda", "-n", "1", "-v", "-p", "Hi"],
                          capture_output=True, text=True).stderr
     doc = {"reference": fx["reference"], "cpu_perplexity": cpu_ppl, "settings": [],
