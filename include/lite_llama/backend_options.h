@@ -62,6 +62,9 @@ struct CudaTuning {
   // Llama-3.2-1B/3B, Qwen2.5-3B, Qwen3-4B; docs/benchmarks/gpu.md).
   bool pdl = true;
   bool pdl_gemv = true;
+  // With pdl: decode attention starts beside the RoPE + KV write on the keys of earlier steps,
+  // and its merge beside it.
+  bool pdl_attention = true;
   // The residual stream in fp32 (the fused add + RMSNorm reads and writes fp32 and hands 16-bit
   // normalised activations on), as the fp32 reference and llama.cpp keep it; false: 16-bit.
   bool fp32_residual = true;

@@ -2,7 +2,7 @@
 // K/V read, each beside the limits measured in the same run (device-to-device copy bandwidth and a
 // large bf16 cuBLASLt GEMM). One JSON object per line on stdout.
 //   attention-bench [--quick]
-//   attention-bench --prefill D TOKENS | --decode D BATCH CONTEXT   (one case, e.g. under ncu)
+//   attention-bench --prefill D TOKENS | --decode D BATCH CONTEXT [SPLITS]   (one case, e.g. under ncu)
 //   attention-bench --chunk D TOKENS PREFIX [SPLITS]   (a short chunk after a cached prefix: splits vs one)
 #include <cuda_runtime.h>
 
@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,24 @@ double time_ms(const std::function<void()>& fn, int reps) {
   fn();
   fn();
   return median_ms(nullptr, reps, fn);
+}
+
+// Milliseconds per call of fn(i), i = 0..reps-1, captured in one CUDA graph on s and replayed
+// (median of 3 timed replays after one warm-up): no host launch latency inside the time, which
+// one call between two events includes (it doubled the time of an 8k-key decode at batch 1).
+double graph_ms(cudaStream_t s, int reps, const std::function<void(int)>& fn) {
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
+  for (int i = 0; i < reps; ++i) fn(i);
+  CK(cudaStreamEndCapture(s, &g));
+  CK(cudaGraphInstantiate(&ge, g, 0));
+  CK(cudaGraphLaunch(ge, s));
+  CK(cudaStreamSynchronize(s));
+  const double ms = median_ms(s, 3, [&] { CK(cudaGraphLaunch(ge, s)); });
+  CK(cudaGraphExecDestroy(ge));
+  CK(cudaGraphDestroy(g));
+  return ms / reps;
 }
 
 // Sequences of `ctx` keys in a pool of contiguous slots, one request row each.
@@ -85,6 +104,25 @@ void chunk_case(int D, int L, int P, int splits, int sms, int reps, double copy_
 
 }  // namespace
 
+// Microseconds per decode call (attention and merge), replayed from a graph over enough pools
+// (>= 256 MiB of K/V in all) that each call reads its K/V from HBM, not from the 50 MB L2.
+double decode_us(int D, int B, int ctx, int Hq, int Hkv, int splits, int sms, int reps) {
+  const double bytes = 2.0 * B * double(ctx) * Hkv * D * 2;
+  const int n = int(std::clamp(std::ceil(double(256 << 20) / bytes), 1.0, 32.0));
+  std::vector<std::unique_ptr<Pool>> pools;
+  for (int i = 0; i < n; ++i) pools.push_back(std::make_unique<Pool>(B, 1, ctx, Hq, Hkv, D, sms));
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CK(cudaDeviceSynchronize());
+  const int calls = std::max(reps, n);
+  const double ms = graph_ms(s, calls, [&](int i) {
+    const Pool& p = *pools[size_t(i % n)];
+    CK(attention_decode(Act::BF16, p.args, splits, 16, p.partial, s));
+  });
+  CK(cudaStreamDestroy(s));
+  return ms * 1e3;
+}
+
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   cudaDeviceProp prop{};
@@ -104,10 +142,10 @@ int main(int argc, char** argv) {
   }
   if (argc >= 5 && std::strcmp(argv[1], "--decode") == 0) {
     const int D = std::atoi(argv[2]), B = std::atoi(argv[3]), ctx = std::atoi(argv[4]);
-    Pool p(B, 1, ctx, 32, 8, D, sms);
-    const int splits = decode_splits(B, 8, D, ctx, sms, 16);
-    const double ms = time_ms([&] { CK(attention_decode(Act::BF16, p.args, splits, 16, p.partial, nullptr)); }, 1);
-    std::printf("decode D %d batch %d context %d splits %d: %.1f us\n", D, B, ctx, splits, ms * 1e3);
+    const int splits = argc >= 6 ? std::atoi(argv[5]) : decode_splits(B, 8, D, ctx, sms, 16);
+    const double us = decode_us(D, B, ctx, 32, 8, splits, sms, 20);
+    std::printf("decode D %d batch %d context %d splits %d: %.1f us, %.1f GB/s of K/V\n", D, B, ctx, splits, us,
+                2.0 * B * double(ctx) * 8 * D * 2 / us / 1e3);
     return 0;
   }
   std::printf("{\"device\": \"%s\", \"sms\": %d}\n", prop.name, sms);
@@ -151,10 +189,8 @@ int main(int argc, char** argv) {
   for (int D : {64, 128})
     for (int ctx : ctxs)
       for (int B : {1, 4, 16, 64}) {
-        Pool p(B, 1, ctx, Hq, Hkv, D, sms);
         const int splits = decode_splits(B, Hkv, D, ctx, sms, 16);
-        const double ms = time_ms(
-            [&] { CK(attention_decode(Act::BF16, p.args, splits, 16, p.partial, nullptr)); }, quick ? 5 : 20);
+        const double ms = decode_us(D, B, ctx, Hq, Hkv, splits, sms, quick ? 10 : 40) / 1e3;
         const double bytes = 2.0 * B * double(ctx) * Hkv * D * 2;
         const double gbs = bytes / ms / 1e6;
         std::printf("{\"kernel\": \"decode\", \"D\": %d, \"Hq\": %d, \"Hkv\": %d, \"batch\": %d, \"context\": %d, "

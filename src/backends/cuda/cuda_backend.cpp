@@ -180,7 +180,8 @@ class CudaBackend final : public ops::Backend {
       a.num_seqs = nd;
       a.max_q_len = 1;
       const int splits = decode_splits(nd, num_kv_heads, head_dim, m.max_seq_len, dev_.sm_count(), split_keys());
-      LL_CUDA(attention_decode(act(), a, splits, split_keys(), static_cast<float*>(m.workspace), stream()));
+      LL_CUDA(attention_decode(act(), a, splits, split_keys(), static_cast<float*>(m.workspace), stream(),
+                               tuning_.pdl && tuning_.pdl_attention && dev_.props().major >= 9));
     }
     if (m.num_seqs > nd) {
       a.b_q_start = m.b_q_start + nd;

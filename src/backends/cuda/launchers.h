@@ -220,8 +220,10 @@ size_t decode_workspace_bytes(int max_seqs, int num_heads, int head_dim, int num
 // Rows (token x split) a head that decode_workspace_bytes holds for any max_seqs >= 1: the bound
 // for prefill_splits.
 int workspace_rows_per_head(int head_dim, int num_sms);
+// pdl: launched with programmatic dependent launch (sm_90+, pdl.cuh) after the RoPE + KV write,
+// whose new keys and queries it reads only after pdl_wait().
 cudaError_t attention_decode(Act act, const AttnArgs& a, int splits, int min_keys, float* partial,
-                             cudaStream_t s);
+                             cudaStream_t s, bool pdl = false);
 
 bool swiglu_quantizes_x(int T, int F);
 cudaError_t swiglu(Act act, const void* gate_up, void* out, int T, int F, cudaStream_t s,

@@ -64,12 +64,20 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, int splits
                              n,
                              (n + kBN - 1) / kBN};
 
+  // With PDL this block may run beside the RoPE + KV write kernel before it: keys older than the
+  // new token (slot table, pool rows of earlier steps) are final, so the ring starts on them; the
+  // query and the new key (the last one, seq_len - 1) are read only after pdl_wait().
+  const bool new_key = end == seq_len;
+  if (new_key) pdl_wait();
+  pipe.start();
+  if (!new_key) pdl_wait();
   const T* qb = static_cast<const T*>(a.q) + (size_t(a.b_q_start[b]) * a.Hq + h0) * D;
   for (int i = threadIdx.x; i < 16 * (D / 8); i += kThreads) {
     const int r = i / (D / 8), c = i % (D / 8);
-    cp_async16(Qs + r * ld<D>() + c * 8, r < nh ? qb + r * D + c * 8 : qb, r < nh);
+    const uint4 v = r < nh ? *reinterpret_cast<const uint4*>(qb + r * D + c * 8) : make_uint4(0, 0, 0, 0);
+    *reinterpret_cast<uint4*>(Qs + r * ld<D>() + c * 8) = v;
   }
-  pipe.start();
+  __syncthreads();
 
   uint32_t q[1][D / 16][4];
   load_q_frags<T, D, 1>(q, Qs, 0);
@@ -85,7 +93,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, int splits
 
   // Combine the warps' key quarters: per warp and row (m, l, O) in shared memory over the tiles.
   w.reduce_l();
-  if (splits == 1) pdl_trigger();  // no merge follows: the output projection (PDL) may start
+  pdl_trigger();  // the merge, or without one the output projection (PDL), may start
   cp_async_wait<0>();
   __syncthreads();
   float* cm = reinterpret_cast<float*>(pipe_smem);  // [warp][16] maxima, then sums, then O [warp][16][D]
@@ -132,6 +140,7 @@ template <typename T, int D>
 __global__ void __launch_bounds__(D) merge_kernel(AttnArgs a, int splits, int min_keys,
                                                   const float* __restrict__ partial) {
   pdl_trigger();  // the output projection's GEMV (PDL) may start fetching its weights
+  pdl_wait();     // launched with PDL: the partials are complete only now
   const int b = blockIdx.y, h = blockIdx.x;
   const int seq_len = a.b_seq_len[b];
   const int used = used_splits(seq_len, keys_per_split(seq_len, splits, min_keys));
@@ -141,24 +150,23 @@ __global__ void __launch_bounds__(D) merge_kernel(AttnArgs a, int splits, int mi
 
 template <typename T, int D, int S>
 cudaError_t run_decode(dim3 grid, const AttnArgs& a, int splits, int min_keys, int hchunks, float* partial,
-                       cudaStream_t s) {
+                       cudaStream_t s, bool pdl) {
   constexpr size_t smem = decode_smem_bytes<D, S>();
   cudaError_t e = cudaFuncSetAttribute(decode_kernel<T, D, S>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
   if (e != cudaSuccess) return e;
-  decode_kernel<T, D, S><<<grid, kThreads, smem, s>>>(a, splits, min_keys, hchunks, partial);
-  return cudaGetLastError();
+  return launch_pdl(pdl, decode_kernel<T, D, S>, grid, dim3(kThreads), smem, s, a, splits, min_keys, hchunks, partial);
 }
 
 template <typename T, int D>
-cudaError_t launch(const AttnArgs& a, int splits, int min_keys, float* partial, cudaStream_t s) {
+cudaError_t launch(const AttnArgs& a, int splits, int min_keys, float* partial, cudaStream_t s, bool pdl) {
   if (a.Hq % a.Hkv != 0) return cudaErrorInvalidValue;
   const int hchunks = (a.Hq / a.Hkv + 15) / 16;
   const dim3 grid(splits, a.Hkv * hchunks, a.num_seqs);
-  cudaError_t e = splits > 1 ? run_decode<T, D, 3>(grid, a, splits, min_keys, hchunks, partial, s)
-                             : run_decode<T, D, 2>(grid, a, splits, min_keys, hchunks, partial, s);
+  cudaError_t e = splits > 1 ? run_decode<T, D, 3>(grid, a, splits, min_keys, hchunks, partial, s, pdl)
+                             : run_decode<T, D, 2>(grid, a, splits, min_keys, hchunks, partial, s, pdl);
   if (e != cudaSuccess || splits == 1) return e;
-  merge_kernel<T, D><<<dim3(a.Hq, a.num_seqs), D, 0, s>>>(a, splits, min_keys, partial);
-  return cudaGetLastError();
+  return launch_pdl(pdl, merge_kernel<T, D>, dim3(a.Hq, a.num_seqs), dim3(D), 0, s, a, splits, min_keys,
+                    static_cast<const float*>(partial));
 }
 
 }  // namespace
@@ -183,13 +191,13 @@ size_t decode_workspace_bytes(int max_seqs, int num_heads, int head_dim, int num
 int workspace_rows_per_head(int head_dim, int num_sms) { return 4 * blocks_per_sm(head_dim) * num_sms; }
 
 cudaError_t attention_decode(Act act, const AttnArgs& a, int splits, int min_keys, float* partial,
-                             cudaStream_t s) {
+                             cudaStream_t s, bool pdl) {
   if (a.num_seqs == 0) return cudaSuccess;
   if (splits < 1 || splits > kMaxSplits || min_keys < 0) return cudaErrorInvalidValue;
   const bool bf = act == Act::BF16;
   switch (a.D) {
-    case 64: return bf ? launch<__nv_bfloat16, 64>(a, splits, min_keys, partial, s) : launch<__half, 64>(a, splits, min_keys, partial, s);
-    case 128: return bf ? launch<__nv_bfloat16, 128>(a, splits, min_keys, partial, s) : launch<__half, 128>(a, splits, min_keys, partial, s);
+    case 64: return bf ? launch<__nv_bfloat16, 64>(a, splits, min_keys, partial, s, pdl) : launch<__half, 64>(a, splits, min_keys, partial, s, pdl);
+    case 128: return bf ? launch<__nv_bfloat16, 128>(a, splits, min_keys, partial, s, pdl) : launch<__half, 128>(a, splits, min_keys, partial, s, pdl);
     default: return cudaErrorInvalidValue;
   }
 }

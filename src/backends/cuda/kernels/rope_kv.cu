@@ -4,6 +4,7 @@
 // position, and writes q to the packed query buffer and k/v straight into the pool slot.
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/launchers.h"
+#include "backends/cuda/pdl.cuh"
 
 namespace lite_llama::cuda {
 namespace {
@@ -14,6 +15,7 @@ constexpr int kMaxD = 256;
 template <typename T>
 __global__ void __launch_bounds__(kWarps * 32) rope_kv_kernel(RopeKvArgs a) {
   __shared__ float buf[kWarps][kMaxD];
+  pdl_trigger();  // decode attention (PDL) may start on the keys of earlier steps
   const int t = blockIdx.x;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int D = a.D, half = a.rot_dim / 2;
