@@ -5,10 +5,11 @@
 // tensor-core GEMM; the weighted combine in ascending expert order) for decode-sized and prefill-sized token
 // counts, fp32 and 16-bit outputs; dummy experts drawn as ops.h specifies; and the whole layer
 // captured in a CUDA graph and replayed on new routes. Quantised experts (--quantize int8: int8
-// rows with a scale per row; --quantize int4: int4 in groups of 128 or 32; GGUF Q4_0 / Q4_1 /
-// Q8_0 blocks repacked; int8 in groups of 16 as Q6_K gives): both paths against the reference on
-// the weights read back from the device and dequantised on the host, or on the file's blocks (so
-// only the 16-bit rounding separates them).
+// rows with a scale per row; --quantize fp8: e4m3 rows with a scale per row; --quantize int4:
+// int4 in groups of 128 or 32; GGUF Q4_0 / Q4_1 / Q8_0 blocks repacked; int8 in groups of 16 as
+// Q6_K gives; an fp8 checkpoint's rows): both paths against the reference on the weights read
+// back from the device and dequantised on the host, or on the file's blocks (so only the 16-bit
+// rounding separates them).
 #include "backends/cpu/ref_ops.h"
 #include "core/error.h"
 #include "core/gq.h"
@@ -99,6 +100,24 @@ double max_int8_error(const std::vector<std::vector<float>>& want, const std::ve
       float amax = 0;
       for (int64_t c = 0; c < K; ++c) amax = std::max(amax, std::fabs(w[c]));
       for (int64_t c = 0; c < K; ++c) worst = std::max(worst, double(std::fabs(g[c] - w[c])) * 127.0 / amax);
+    }
+  return worst;
+}
+
+// Largest |quantised - original| over the experts' weights, in half e4m3 steps at the weight
+// (max(|w|, the smallest normal 2^-6 s) / 16, s = the row's absmax / 448): round to nearest is 1.
+double max_fp8_error(const std::vector<std::vector<float>>& want, const std::vector<std::vector<float>>& got,
+                     int64_t K) {
+  double worst = 0;
+  for (size_t e = 0; e < want.size(); ++e)
+    for (size_t r = 0; r < want[e].size() / size_t(K); ++r) {
+      const float* w = &want[e][r * size_t(K)];
+      const float* g = &got[e][r * size_t(K)];
+      double amax = 0;
+      for (int64_t c = 0; c < K; ++c) amax = std::max(amax, double(std::fabs(w[c])));
+      const double floor = amax / 448 / 64;
+      for (int64_t c = 0; c < K; ++c)
+        worst = std::max(worst, std::fabs(double(g[c]) - w[c]) * 16 / std::max(double(std::fabs(w[c])), floor));
     }
   return worst;
 }
@@ -306,6 +325,55 @@ TEST_P(CudaMoe, Int8DummyExpertsMatchReferenceOnTheirWeights) {
   expect_experts_match(*q, g, d.host, k, rng, act, " int8 dummy");
 }
 
+// --quantize fp8: the experts stacked as e4m3 rows with an fp16 scale per row (the dense fp8
+// layout and quantiser, without the fp32 row scales of the dense fp8 GEMM); on the three paths,
+// shapes as the int8 test's.
+TEST_P(CudaMoe, Fp8ExpertsMatchReferenceOnTheirWeights) {
+  std::mt19937 rng(22);
+  const int E = 12, k = 3;
+  Paths p = paths(GetParam(), "fp8");
+  for (const auto& [H, F] : {std::pair<int64_t, int64_t>{96, 32}, std::pair<int64_t, int64_t>{544, 96}})
+    for (int i = 0; i < 3; ++i) {
+      Experts w = make_experts(rng, act, E, H, F);
+      const ops::MoeExperts dev = p.be[i]->prepare_experts(w.host, 0, p.keep[i]);
+      settle(*p.be[i]);
+      ASSERT_EQ(dev.stacked_gate_up.dtype, DType::GF8);
+      ASSERT_EQ(dev.stacked_down.dtype, DType::GF8);
+      EXPECT_EQ(dev.stacked_gate_up.nbytes(), size_t(E * 2 * F) * size_t(H + 16));
+      const Experts d = dequantized(*p.be[i], dev);
+      // Really e4m3 (not the 16-bit values), to the nearest code of each row's own scale.
+      EXPECT_LE(max_fp8_error(w.gate, d.gate, H), 1.02);
+      EXPECT_LE(max_fp8_error(w.up, d.up, H), 1.02);
+      EXPECT_LE(max_fp8_error(w.down, d.down, F), 1.02);
+      EXPECT_NE(w.down[0], d.down[0]);
+      expect_experts_match(*p.be[i], dev, d.host, k, rng, act, std::string(" fp8") + p.name[i], kQuantTokenCounts);
+      p.keep[i].clear();
+    }
+}
+
+// Dummy experts under --quantize fp8: the draws of ops.h quantised like loaded ones.
+TEST_P(CudaMoe, Fp8DummyExpertsMatchReferenceOnTheirWeights) {
+  const int E = 6, k = 2;
+  const int64_t H = 64, F = 32;
+  const ops::MoeExperts shape = dummy_shape(E, H, F);
+  Paths p = paths(GetParam(), "fp8");
+  const ops::MoeExperts c = cpu->prepare_experts(shape, 77, keep);
+  std::vector<std::vector<float>> cg;
+  for (int e = 0; e < E; ++e) cg.push_back(to_host(*cpu, c.gate[size_t(e)]));
+  for (int i = 0; i < 3; ++i) {
+    const ops::MoeExperts g = p.be[i]->prepare_experts(shape, 77, p.keep[i]);
+    settle(*p.be[i]);
+    ASSERT_EQ(g.stacked_gate_up.dtype, DType::GF8);
+    ASSERT_EQ(g.stacked_down.dtype, DType::GF8);
+    const Experts d = dequantized(*p.be[i], g);
+    // Half a step, plus the draws' own difference (fp16 runs draw in fp16, the CPU in bf16: 2^-8
+    // of |w| apart, 1/16 of a step).
+    EXPECT_LE(max_fp8_error(cg, d.gate, H), 1.1);
+    std::mt19937 rng(23);
+    expect_experts_match(*p.be[i], g, d.host, k, rng, act, std::string(" fp8 dummy") + p.name[i], {1, 3, 4, 37});
+  }
+}
+
 // --quantize int4: the experts stacked as int4 rows of the dense int4 format (groups of 128
 // where K allows, else 64 or 32), quantised on the device by its quantiser; on the three paths.
 // Groups of 128 for both matrices (K 256, 128); of 32 (K 544: 17 k-tiles, past the GEMM's ring;
@@ -400,40 +468,42 @@ TEST_P(CudaMoe, GgufExpertsStayQuantized) {
 }
 
 // Experts already in GQ layouts keep them: int8 in groups of 16 (what GGUF Q6_K repacks to) for
-// gate|up, int4 in groups of 64 for down; on the three paths against the reference on the rows.
+// gate|up, int4 in groups of 64 for down; an fp8 checkpoint's e4m3 rows with a scale per 128
+// weights (128 x 128 blocks) or per row; on the three paths against the reference on the rows.
 TEST_P(CudaMoe, GqFileExpertsKeepTheirGroups) {
   std::mt19937 rng(20);
   const int E = 8, k = 2;
-  const int64_t H = 160, F = 128;
   Paths p = paths(GetParam(), "auto");
-  const FileExperts x = file_experts(rng, E, H, F, {DType::GQ8_G16}, {DType::GQ4_G64});
-  for (int i = 0; i < 3; ++i) {
-    const ops::MoeExperts dev = p.be[i]->prepare_experts(x.host, 0, p.keep[i]);
-    settle(*p.be[i]);
-    ASSERT_EQ(dev.stacked_gate_up.dtype, DType::GQ8_G16);
-    ASSERT_EQ(dev.stacked_down.dtype, DType::GQ4_G64);
-    expect_experts_match(*p.be[i], dev, x.host, k, rng, act, std::string(" GQ file") + p.name[i], {1, 4, 5, 37, 300});
-    p.keep[i].clear();
+  struct Layer {
+    int64_t H, F;
+    DType gate_up, down;
+  };
+  for (const Layer& L : {Layer{160, 128, DType::GQ8_G16, DType::GQ4_G64}, Layer{384, 128, DType::GF8_G128, DType::GF8}}) {
+    const FileExperts x = file_experts(rng, E, L.H, L.F, {L.gate_up}, {L.down});
+    for (int i = 0; i < 3; ++i) {
+      const ops::MoeExperts dev = p.be[i]->prepare_experts(x.host, 0, p.keep[i]);
+      settle(*p.be[i]);
+      ASSERT_EQ(dev.stacked_gate_up.dtype, L.gate_up);
+      ASSERT_EQ(dev.stacked_down.dtype, L.down);
+      expect_experts_match(*p.be[i], dev, x.host, k, rng, act,
+                           " GQ file " + std::string(dtype_name(L.gate_up)) + p.name[i], {1, 4, 5, 37, 300});
+      p.keep[i].clear();
+    }
   }
 }
 
-// --quantize fp8 quantises the dense weights only: the experts stay 16-bit (a warning). int8 and
-// int4 need H and F multiples of 32, as the dense layouts do.
+// int8, int4 and fp8 need H and F multiples of 32, as the dense layouts do; an explicit
+// --quantize refuses experts a checkpoint has quantised already (an fp8 one here), as it refuses
+// its dense weights.
 TEST_P(CudaMoe, QuantizeModesForExperts) {
   std::mt19937 rng(17);
-  {
-    std::unique_ptr<ops::Backend> q = make_gpu_quantized(GetParam(), "fp8");
-    std::vector<Buffer> q_keep;
-    Experts w = make_experts(rng, act, 4, 64, 32);
-    const ops::MoeExperts dev = q->prepare_experts(w.host, 0, q_keep);
-    EXPECT_EQ(dev.stacked_gate_up.dtype, act);
-    EXPECT_EQ(dev.stacked_down.dtype, act);
-  }
-  for (const char* mode : {"int8", "int4"}) {
+  const FileExperts fp8_file = file_experts(rng, 2, 64, 32, {DType::GF8}, {DType::GF8});
+  for (const char* mode : {"int8", "int4", "fp8"}) {
     std::unique_ptr<ops::Backend> q = make_gpu_quantized(GetParam(), mode);
     std::vector<Buffer> q_keep;
     Experts w = make_experts(rng, act, 4, 96, 40);
     EXPECT_THROW(q->prepare_experts(w.host, 0, q_keep), Error) << mode;
+    EXPECT_THROW(q->prepare_experts(fp8_file.host, 0, q_keep), Error) << mode;
   }
 }
 

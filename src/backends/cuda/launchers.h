@@ -35,8 +35,8 @@ constexpr int kMoeMaxTopK = 16;
 cudaError_t moe_route(Act act, const void* logits, int tokens, int experts, int top_k, bool norm_topk_prob,
                       int32_t* t_expert, float* t_weight, cudaStream_t s);
 // One stacked expert matrix: rows of the act type (kind -1), or GQ rows (core/gq.h) of GqArgs
-// kind 0 (int8) or 1 (int4) with `group` weights per (s, m) pair (0: one per row; else a power of
-// two, at least 16 for int8 and 32 for int4; rows of a multiple of 32 weights).
+// kind 0 (int8), 1 (int4) or 2 (fp8) with `group` weights per (s, m) pair (0: one per row; else a
+// power of two, at least 16 for int8 / fp8 and 32 for int4; rows of a multiple of 32 weights).
 struct MoeWeights {
   const void* data = nullptr;
   int kind = -1;

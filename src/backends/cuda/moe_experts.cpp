@@ -17,13 +17,12 @@ ops::MoeExperts stacked(ops::MoeExperts w, const Tensor& g, const Tensor& d) {
   return w;
 }
 
-// The kernels' view of a stacked matrix: rows of the activation type, or int8 / int4 GQ rows.
+// The kernels' view of a stacked matrix: rows of the activation type, or GQ rows.
 MoeWeights weights_of(const Tensor& t, DType act) {
   MoeWeights m;
   m.data = t.data;
   const std::optional<GqFormat> f = gq_format(t.dtype);
-  LL_CHECK(f ? f->kind != GqKind::Fp8 : t.dtype == act,
-           "moe_experts: experts of type {} (the activation type, or int8 / int4 GQ rows on CUDA)",
+  LL_CHECK(f || t.dtype == act, "moe_experts: experts of type {} (the activation type, or GQ rows on CUDA)",
            dtype_name(t.dtype));
   if (f) m.kind = int(f->kind), m.group = f->group;
   return m;
@@ -38,7 +37,8 @@ ops::MoeExperts stack_experts(CudaDevice& dev, WeightPrep& prep, const ops::MoeE
   LL_CHECK(E >= 1 && E <= kMoeMaxExperts, "mixture of experts on CUDA: {} experts (at most {})", E, kMoeMaxExperts);
   LL_CHECK(H % 8 == 0 && F % 8 == 0, "mixture of experts on CUDA: hidden {} and expert size {} must be multiples of 8",
            H, F);
-  LL_CHECK((prep.mode() != QuantMode::Int8 && prep.mode() != QuantMode::Int4) || (H % 32 == 0 && F % 32 == 0),
+  const QuantMode q = prep.mode();
+  LL_CHECK((q != QuantMode::Int8 && q != QuantMode::Int4 && q != QuantMode::Fp8) || (H % 32 == 0 && F % 32 == 0),
            "--quantize {} on CUDA: MoE hidden {} and expert size {} must be multiples of 32",
            quant_mode_name(prep.mode()), H, F);
   ops::MoeExperts w;

@@ -1,11 +1,11 @@
 // Mixture-of-experts weights and dispatch on CUDA (kernels/moe.cu): the experts of a layer
 // stacked into one [E, 2F, H] gate|up and one [E, H, F] down matrix (the grouped GEMV and GEMM
 // index them by expert), each in the activation type or in a GQ format (core/gq.h) the kernels
-// dequantise as they read it: --quantize int8 / int4 give the dense weights' formats (int8 per
-// channel, int4 in groups of 128 where K allows); a GGUF file's experts keep their blocks,
-// repacked as int4 / 32 (Q4_0, Q4_1, Q4_K) or int8 / 32 or 16 (Q8_0, Q5_*, Q6_K), the smallest
-// common one where a matrix mixes types. --quantize fp8 leaves them 16-bit
-// (WeightPrep::experts_matrix).
+// dequantise as they read it: --quantize int8 / fp8 / int4 give the dense weights' formats (int8
+// and fp8 e4m3 per channel, int4 in groups of 128 where K allows); a GGUF file's experts keep
+// their blocks, repacked as int4 / 32 (Q4_0, Q4_1, Q4_K) or int8 / 32 or 16 (Q8_0, Q5_*, Q6_K),
+// the smallest common one where a matrix mixes types; an fp8 checkpoint's experts keep their e4m3
+// rows and scales (per row, or per 128 weights). See WeightPrep::experts_matrix.
 #pragma once
 #include <vector>
 

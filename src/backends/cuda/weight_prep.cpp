@@ -5,7 +5,6 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "core/half.h"
-#include "core/log.h"
 #include "core/quant.h"
 
 namespace lite_llama::cuda {
@@ -35,7 +34,7 @@ std::optional<GqFormat> WeightPrep::file_format(const std::vector<Tensor>& parts
 // Every part repacked into format f (file_format), fused into one [N, K] matrix.
 Tensor WeightPrep::upload_gq(const std::vector<Tensor>& parts, GqFormat f, int64_t N, int64_t K,
                              std::vector<Buffer>& keep, bool for_linear) {
-  Buffer b = alloc_gq(f, N, K);
+  Buffer b = alloc_gq(f, N, K, for_linear);
   size_t off = 0;
   for (const Tensor& p : parts) {
     upload_rows(p, b.as<uint8_t>() + off, f.row_bytes(K),
@@ -53,10 +52,9 @@ void WeightPrep::check_not_prequantized(const std::vector<Tensor>& parts) const 
 }
 
 Tensor WeightPrep::experts_matrix(const std::vector<Tensor>& parts, int64_t N, int64_t K, std::vector<Buffer>& keep) {
-  if (experts_format(K)) check_not_prequantized(parts);  // fp8 does not apply to experts
-  // The file's own int8 / int4 blocks stay as they are (the expert kernels have no fp8).
-  if (const auto f = file_format(parts, K); f && f->kind != GqKind::Fp8)
-    return upload_gq(parts, *f, N, K, keep, false);
+  check_not_prequantized(parts);
+  // The file's own int8 / int4 / fp8 rows stay as they are.
+  if (const auto f = file_format(parts, K)) return upload_gq(parts, *f, N, K, keep, false);
   return experts_matrix(upload_16bit(parts, N, K, keep), keep);
 }
 
@@ -65,15 +63,9 @@ Tensor WeightPrep::experts_matrix(const Tensor& t, std::vector<Buffer>& keep) {
   return f ? quantize_on_device(t, *f, keep, false) : t;
 }
 
-// --quantize int8 / int4: the dense weights' format for rows of K (int8 per channel, int4 in
-// groups of 128 where K allows); fp8 has no expert kernels and keeps them 16-bit (a warning).
-std::optional<GqFormat> WeightPrep::experts_format(int64_t K) {
-  if (mode_ == QuantMode::Fp8 && !warned_experts_) {
-    LL_WARN("MoE experts support --quantize none|int8|int4 on CUDA: --quantize fp8 keeps them 16-bit");
-    warned_experts_ = true;
-  }
-  return mode_ == QuantMode::Int8 || mode_ == QuantMode::Int4 ? explicit_format(K, false) : std::nullopt;
-}
+// --quantize int8 / int4 / fp8: the dense weights' format for rows of K (int8 and fp8 per
+// channel, int4 in groups of 128 where K allows).
+std::optional<GqFormat> WeightPrep::experts_format(int64_t K) const { return explicit_format(K, false); }
 
 Tensor WeightPrep::bias(const Tensor& bias, std::vector<Buffer>& keep) {
   LL_CHECK(bias.dtype == DType::F32, "a linear's bias must be F32 before conversion, got {}", dtype_name(bias.dtype));
@@ -171,7 +163,7 @@ Tensor WeightPrep::upload_16bit(const std::vector<Tensor>& parts, int64_t N, int
 Tensor WeightPrep::quantize_on_device(const Tensor& t, GqFormat f, std::vector<Buffer>& keep, bool for_linear) {
   const int64_t N = t.rows(), K = t.cols();
   LL_CHECK(gq_row_ok(f, K), "--quantize {}: rows of {} weights do not fit its groups", quant_mode_name(mode_), K);
-  Buffer b = alloc_gq(f, N, K);
+  Buffer b = alloc_gq(f, N, K, for_linear);
   LL_CUDA(quantize_gq(dev_.act(), GqArgs{int(f.kind), f.group, f.row_bytes(K)}, t.data, b.data(), int(N), int(K),
                       dev_.stream()));
   dev_.synchronize();
@@ -179,17 +171,19 @@ Tensor WeightPrep::quantize_on_device(const Tensor& t, GqFormat f, std::vector<B
   return gq_matrix(std::move(b), f, N, K, keep, for_linear);
 }
 
-Buffer WeightPrep::alloc_gq(GqFormat f, int64_t N, int64_t K) {
-  return dev_.alloc(f.row_bytes(K) * size_t(N) + (linear_.fp8_row_scales(f, K) ? size_t(N) * sizeof(float) : 0));
+// for_linear: room for the fp32 row scales of CudaLinear's fp8 GEMM where it takes them.
+Buffer WeightPrep::alloc_gq(GqFormat f, int64_t N, int64_t K, bool for_linear) {
+  const bool scales = for_linear && linear_.fp8_row_scales(f, K);
+  return dev_.alloc(f.row_bytes(K) * size_t(N) + (scales ? size_t(N) * sizeof(float) : 0));
 }
 
 // A GQ matrix in `b` (from alloc_gq), kept alive by `keep`. for_linear: CudaLinear will run it
-// (its dequantise and int8-activation scratch); the MoE experts' kernels need neither.
+// (its dequantise and int8-activation scratch, fp8 row scales); the MoE experts' kernels need none.
 Tensor WeightPrep::gq_matrix(Buffer b, GqFormat f, int64_t N, int64_t K, std::vector<Buffer>& keep,
                              bool for_linear) {
   if (for_linear) linear_.add_gq_weight(f);
   Tensor q(b.data(), gq_dtype(f), {N, K}, Device::CUDA);
-  if (linear_.fp8_row_scales(f, K)) {
+  if (for_linear && linear_.fp8_row_scales(f, K)) {
     auto* scales = reinterpret_cast<float*>(b.as<uint8_t>() + f.row_bytes(K) * size_t(N));
     LL_CUDA(gq_row_scales(b.data(), f.row_bytes(K), f.code_bytes(K), int(N), scales, dev_.stream()));
   }

@@ -23,9 +23,9 @@ class WeightPrep {
   Tensor bias(const Tensor& bias, std::vector<Buffer>& keep);
   // Random 16-bit weights (--load-format dummy), quantised under an explicit --quantize.
   Tensor random(int64_t rows, int64_t cols, uint64_t seed, float scale, bool embedding, std::vector<Buffer>& keep);
-  // The MoE kernels' expert weights: under --quantize int8 / int4 GQ rows of the dense weights'
-  // format and quantiser; from GGUF (or int GQ) files their own blocks repacked as matrix() does;
-  // else the activation type (fp8 too: no expert kernels, a warning).
+  // The MoE kernels' expert weights: under --quantize int8 / int4 / fp8 GQ rows of the dense
+  // weights' format and quantiser; from GGUF or GQ files (GPTQ, AWQ, fp8 checkpoints) their own
+  // rows repacked as matrix() does; else the activation type.
   Tensor experts_matrix(const std::vector<Tensor>& parts, int64_t N, int64_t K, std::vector<Buffer>& keep);
   // The same for a 16-bit device matrix owned by the last buffer in keep (dummy experts).
   Tensor experts_matrix(const Tensor& t, std::vector<Buffer>& keep);
@@ -36,7 +36,7 @@ class WeightPrep {
   void check_not_prequantized(const std::vector<Tensor>& parts) const;
   std::optional<GqFormat> explicit_format(int64_t K, bool embedding) const;
   std::optional<GqFormat> file_format(const std::vector<Tensor>& parts, int64_t K) const;
-  std::optional<GqFormat> experts_format(int64_t K);
+  std::optional<GqFormat> experts_format(int64_t K) const;
   void upload_rows(const Tensor& host, uint8_t* dst);
   template <typename Convert>
   void upload_rows(const Tensor& host, uint8_t* dst, size_t out_rb, Convert&& convert);
@@ -44,13 +44,12 @@ class WeightPrep {
   Tensor upload_gq(const std::vector<Tensor>& parts, GqFormat f, int64_t N, int64_t K, std::vector<Buffer>& keep,
                    bool for_linear);
   Tensor quantize_on_device(const Tensor& t, GqFormat f, std::vector<Buffer>& keep, bool for_linear = true);
-  Buffer alloc_gq(GqFormat f, int64_t N, int64_t K);
+  Buffer alloc_gq(GqFormat f, int64_t N, int64_t K, bool for_linear);
   Tensor gq_matrix(Buffer b, GqFormat f, int64_t N, int64_t K, std::vector<Buffer>& keep, bool for_linear);
 
   CudaDevice& dev_;
   CudaLinear& linear_;
   const QuantMode mode_;
-  bool warned_experts_ = false;
 };
 
 }  // namespace lite_llama::cuda

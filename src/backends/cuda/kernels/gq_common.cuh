@@ -1,6 +1,8 @@
 // Pieces shared by the quantised (GQ) kernels: the GEMVs / dequantiser (gq.cu, gq_int.cu), the tensor-core
 // GEMV and GEMM (gq_gemv16.cu, gq_mma.cu) and the MoE experts' kernels (moe_gemv.cu, moe_gemm.cu).
 #pragma once
+#include <cuda_fp8.h>
+
 #include <type_traits>
 
 #include "backends/cuda/common.cuh"
@@ -64,7 +66,7 @@ __device__ __forceinline__ uint32_t code_bits(const uint4& q, int p) {
 // The group's (s, m) prepared for the pair math of act type T and KIND (see dequant_pair).
 struct Params {
   uint32_t s2, m2;  // 16-bit pairs (fp16 paths, bf16 int4)
-  float s, mo;      // fp32 (bf16 int8)
+  float s, mo;      // fp32 (bf16 int8 and fp8)
 };
 template <typename T, int KIND>
 __device__ __forceinline__ Params prep_params(uint32_t sm_bits) {
@@ -81,7 +83,8 @@ __device__ __forceinline__ Params prep_params(uint32_t sm_bits) {
       const __nv_bfloat162 s2 = __float2bfloat162_rn(f.x), m2 = __float2bfloat162_rn(fmaf(8.f, f.x, f.y));
       memcpy(&p.s2, &s2, 4), memcpy(&p.m2, &m2, 4);
     } else {
-      p.s = f.x, p.mo = fmaf(-1152.f, f.x, f.y);  // 1024 (exponent) + 128 (code bias) folded in
+      // int8: 1024 (exponent) + 128 (code bias) folded in; fp8 codes convert to their values.
+      p.s = f.x, p.mo = KIND == kFp8 ? f.y : fmaf(-1152.f, f.x, f.y);
     }
   }
   return p;
@@ -89,9 +92,24 @@ __device__ __forceinline__ Params prep_params(uint32_t sm_bits) {
 
 // One weight pair as the 16-bit A-fragment register of type T. fp16: the code is recovered
 // exactly (hsub2) and s * q + m rounded once (hfma2). bf16 int4: 0x4300 | q is the bf16 128 + q;
-// bf16 int8 (a byte does not fit a bf16 mantissa): fp32 math, one rounding.
+// bf16 int8 (a byte does not fit a bf16 mantissa): fp32 math, one rounding. fp8 (bytes 2p, 2p + 1
+// as int8's): e4m3 -> fp16 is exact, then the same single rounding of s * q + m.
 template <typename T, int KIND>
 __device__ __forceinline__ uint32_t dequant_pair(const uint4& q, int p, const Params& pr) {
+  if constexpr (KIND == kFp8) {
+    const uint32_t v[4] = {q.x, q.y, q.z, q.w};
+    const __half2 c =
+        __half2(__nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(v[p >> 1] >> (16 * (p & 1))), __NV_E4M3));
+    uint32_t r;
+    if constexpr (std::is_same_v<T, __half>) {
+      const __half2 w = __hfma2(c, as_half2(pr.s2), as_half2(pr.m2));
+      memcpy(&r, &w, 4);
+    } else {
+      const float2 f = __half22float2(c);
+      r = pack2<__nv_bfloat16>(fmaf(f.x, pr.s, pr.mo), fmaf(f.y, pr.s, pr.mo));
+    }
+    return r;
+  }
   constexpr bool kBfInt4 = std::is_same_v<T, __nv_bfloat16> && KIND == kInt4;
   const uint32_t bits = code_bits<KIND, kBfInt4 ? 0x43004300u : 0x64006400u>(q, p);
   uint32_t r;

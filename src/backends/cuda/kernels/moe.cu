@@ -168,6 +168,7 @@ template <typename F>
 cudaError_t by_kind(int kind, F&& f) {
   if (kind == kInt8) return f(std::integral_constant<int, kInt8>{});
   if (kind == kInt4) return f(std::integral_constant<int, kInt4>{});
+  if (kind == kFp8) return f(std::integral_constant<int, kFp8>{});
   return f(std::integral_constant<int, moe::k16Bit>{});
 }
 
@@ -179,10 +180,10 @@ moe::Rows rows_of(const MoeWeights& w, int K) {
 }
 
 // Whether the kernels take a matrix of this format with rows of K weights: 16-bit (K % 8 == 0),
-// or int8 / int4 GQ rows whose groups hold whole 16-byte loads of codes (K % 32 == 0).
+// or int8 / fp8 / int4 GQ rows whose groups hold whole 16-byte loads of codes (K % 32 == 0).
 bool weights_ok(const MoeWeights& w, int K) {
   if (w.kind == moe::k16Bit) return K % 8 == 0;
-  if (w.kind != kInt8 && w.kind != kInt4) return false;
+  if (w.kind != kInt8 && w.kind != kInt4 && w.kind != kFp8) return false;
   const int gshift = group_shift(w.group);
   return K % 32 == 0 && gshift >= 0 && (w.group == 0 || (w.group >= (w.kind == kInt4 ? 32 : 16) && K % w.group == 0));
 }
@@ -197,8 +198,9 @@ cudaError_t experts_typed(const MoeArgs& a, cudaStream_t s) {
   const int32_t* slot_of = nullptr;
   // Default: 4 assignments an expert for 16-bit rows; 1 for quantised ones, whose GEMV pays a
   // dequantise per weight that the GEMM's shared-memory tiles amortise (H100, Qwen3-30B-A3B int8:
-  // GEMM 24.5 ms against GEMV 40.7 ms at batch 64, GEMV 10.4 against 12.2 ms at batch 8; int4 and
-  // grouped int8 take int8's threshold, not measured).
+  // GEMM 24.5 ms against GEMV 40.7 ms at batch 64, GEMV 10.4 against 12.2 ms at batch 8; int4,
+  // grouped int8 and fp8 take int8's threshold, not measured: fp8's GEMV also reads a byte a
+  // weight and pays a convert and an FMA a pair, about int8's dequantise).
   const bool quantized = a.gate_up.kind != moe::k16Bit || a.down.kind != moe::k16Bit;
   const int per_expert = quantized ? 1 : 4;
   const int gemv_max = std::min(a.gemv_max_assign < 0 ? per_expert * a.experts : a.gemv_max_assign, moe::kGemvMaxAssign);

@@ -4,7 +4,7 @@
 // rows through a 3-stage cp.async ring and multiplies them with mma.sync m16n8k16 (fp32
 // accumulators). Four warps, each 32 slots x 32 rows.
 //
-// GQ expert rows (int8 / int4, moe_internal.cuh) are dequantised in shared memory before the
+// GQ expert rows (int8 / fp8 / int4, moe_internal.cuh) are dequantised in shared memory before the
 // mma: their codes come through the same ring (a half or a quarter of the bytes) with each
 // thread's (s, m) word, and after each stage lands every thread turns 16 codes into 16-bit
 // weights of one tile buffer (gq_common.cuh's dequant_pair, the dense kernels' rounding), which
@@ -21,7 +21,7 @@ constexpr int kLd = kBK + 8;  // padded row: ldmatrix rows 80 bytes apart hit di
 constexpr int kThreads = 128;
 
 // Static shared memory (bytes): As 3 x 64 x 40 x 2 = 15,360; 16-bit Bs the same (30,720 in all);
-// GQ: Bs one tile (5,120), codes Bq 3 x 64 x 32 (int8, 6,144) or 3 x 64 x 16 (int4, 3,072) and
+// GQ: Bs one tile (5,120), codes Bq 3 x 64 x 32 (int8, fp8: 6,144) or 3 x 64 x 16 (int4, 3,072) and
 // the (s, m) words Bp 3 x 128 x 4 (1,536): 28,160 / 25,088 in all.
 template <typename T, int KIND, typename O>
 __global__ void __launch_bounds__(kThreads)
@@ -183,7 +183,9 @@ cudaError_t gemm(const Rows& W, int N, int K, const T* in, const int32_t* order,
   LL_MOE_GEMM(T, kInt8, T)      \
   LL_MOE_GEMM(T, kInt8, float)  \
   LL_MOE_GEMM(T, kInt4, T)      \
-  LL_MOE_GEMM(T, kInt4, float)
+  LL_MOE_GEMM(T, kInt4, float)  \
+  LL_MOE_GEMM(T, kFp8, T)       \
+  LL_MOE_GEMM(T, kFp8, float)
 LL_MOE_GEMM_KINDS(__half)
 LL_MOE_GEMM_KINDS(__nv_bfloat16)
 #undef LL_MOE_GEMM_KINDS

@@ -2,7 +2,7 @@
 // y-th expert present in t_expert, gathers that expert's assignments, stages up to kChunk of
 // their activations in shared memory and applies its kRowsPerBlock rows x to them, so a step
 // reads each active expert's rows once per kChunk assignments and inactive experts not at all.
-// Weights are 16-bit or GQ int8 / int4 rows (moe_internal.cuh), the latter dequantised in
+// Weights are 16-bit or GQ int8 / fp8 / int4 rows (moe_internal.cuh), the latter dequantised in
 // registers; the activations and the fp32 accumulation are the same for all.
 #include <algorithm>
 
@@ -188,7 +188,9 @@ cudaError_t gemv(const Rows& W, int N, int K, const T* in, bool swiglu, int top_
   LL_MOE_GEMV(T, kInt8, T)         \
   LL_MOE_GEMV(T, kInt8, float)     \
   LL_MOE_GEMV(T, kInt4, T)         \
-  LL_MOE_GEMV(T, kInt4, float)
+  LL_MOE_GEMV(T, kInt4, float)     \
+  LL_MOE_GEMV(T, kFp8, T)          \
+  LL_MOE_GEMV(T, kFp8, float)
 LL_MOE_GEMV_KINDS(__half)
 LL_MOE_GEMV_KINDS(__nv_bfloat16)
 #undef LL_MOE_GEMV_KINDS

@@ -10,15 +10,15 @@
 
 namespace lite_llama::cuda::moe {
 
-// Expert weight kinds: k16Bit rows of the activation type T, or the GQ kinds kInt8 / kInt4
+// Expert weight kinds: k16Bit rows of the activation type T, or the GQ kinds kInt8 / kInt4 / kFp8
 // (gq_common.cuh) in the dense layout of core/gq.h: the row's codes (int8: code + 128, one byte a
-// weight; int4: the nibble order of gq.h, 8 weights a 32-bit word), then one fp16 (s, m) pair per
-// group of weights, padded to 16 bytes; weight = s code + m.
+// weight; fp8: e4m3, one byte a weight; int4: the nibble order of gq.h, 8 weights a 32-bit word),
+// then one fp16 (s, m) pair per group of weights, padded to 16 bytes; weight = s code + m.
 constexpr int k16Bit = -1;
 
 // A stacked expert matrix [E, N, K]: expert e's row r starts at data + (e N + r) row_bytes. A GQ
 // row's (s, m) of weight k is the 32-bit word k >> gshift after its codes (gshift 31: one per
-// row; groups are powers of two, at least one 16-byte load of codes: 16 int8 or 32 int4 weights).
+// row; groups are powers of two, at least one 16-byte load of codes: 16 8-bit or 32 int4 weights).
 struct Rows {
   const uint8_t* data;
   size_t row_bytes;
@@ -26,7 +26,7 @@ struct Rows {
 };
 // Weights per 16 bytes of a row's codes.
 template <int KIND>
-constexpr int kLoadCols = KIND == kInt4 ? 32 : KIND == kInt8 ? 16 : 8;
+constexpr int kLoadCols = KIND == kInt4 ? 32 : KIND == k16Bit ? 8 : 16;
 // Bytes of codes in a row of K weights (16-bit: the whole row).
 template <int KIND>
 __host__ __device__ constexpr size_t code_bytes(int K) {
