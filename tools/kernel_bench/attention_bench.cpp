@@ -31,24 +31,6 @@ double time_ms(const std::function<void()>& fn, int reps) {
   return median_ms(nullptr, reps, fn);
 }
 
-// Milliseconds per call of fn(i), i = 0..reps-1, captured in one CUDA graph on s and replayed
-// (median of 3 timed replays after one warm-up): no host launch latency inside the time, which
-// one call between two events includes (it doubled the time of an 8k-key decode at batch 1).
-double graph_ms(cudaStream_t s, int reps, const std::function<void(int)>& fn) {
-  cudaGraph_t g;
-  cudaGraphExec_t ge;
-  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
-  for (int i = 0; i < reps; ++i) fn(i);
-  CK(cudaStreamEndCapture(s, &g));
-  CK(cudaGraphInstantiate(&ge, g, 0));
-  CK(cudaGraphLaunch(ge, s));
-  CK(cudaStreamSynchronize(s));
-  const double ms = median_ms(s, 3, [&] { CK(cudaGraphLaunch(ge, s)); });
-  CK(cudaGraphExecDestroy(ge));
-  CK(cudaGraphDestroy(g));
-  return ms / reps;
-}
-
 // Sequences of `ctx` keys in a pool of contiguous slots, one request row each.
 struct Pool {
   void *q = nullptr, *k = nullptr, *v = nullptr, *out = nullptr;
@@ -115,12 +97,12 @@ double decode_us(int D, int B, int ctx, int Hq, int Hkv, int splits, int sms, in
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   CK(cudaDeviceSynchronize());
   const int calls = std::max(reps, n);
-  const double ms = graph_ms(s, calls, [&](int i) {
+  const double us = graph_us(s, [&](int i) {
     const Pool& p = *pools[size_t(i % n)];
     CK(attention_decode(Act::BF16, p.args, splits, 16, p.partial, s));
-  });
+  }, calls, 3);
   CK(cudaStreamDestroy(s));
-  return ms * 1e3;
+  return us;
 }
 
 int main(int argc, char** argv) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <vector>
 
 #define CK(x)                                                                                 \
@@ -44,6 +45,24 @@ double median_ms(cudaStream_t s, int reps, F&& fn) {
   CK(cudaEventDestroy(e0));
   CK(cudaEventDestroy(e1));
   return ms[ms.size() / 2];
+}
+
+// Microseconds per call: `calls` calls of fn(i) captured in one CUDA graph on s (relaxed capture:
+// launchers may set function attributes), median of `reps` replays after a warm-up. No host launch
+// latency inside the time, which one call between two events includes.
+inline double graph_us(cudaStream_t s, const std::function<void(int)>& fn, int calls, int reps) {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
+  for (int i = 0; i < calls; ++i) fn(i);
+  CK(cudaStreamEndCapture(s, &graph));
+  CK(cudaGraphInstantiate(&exec, graph, 0));
+  CK(cudaGraphLaunch(exec, s));
+  CK(cudaStreamSynchronize(s));
+  const double ms = median_ms(s, reps, [&] { CK(cudaGraphLaunch(exec, s)); });
+  CK(cudaGraphExecDestroy(exec));
+  CK(cudaGraphDestroy(graph));
+  return ms * 1e3 / calls;
 }
 
 // Bytes read + written per second (GB/s) of a device-to-device copy of `bytes`, the median of

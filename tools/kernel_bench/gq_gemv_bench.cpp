@@ -25,22 +25,6 @@ namespace {
 
 using namespace lite_llama::cuda;
 
-// Microseconds per call: `calls` calls of fn(i) captured in one graph, median of `reps` launches
-// after a warm-up.
-double time_us(cudaStream_t s, const std::function<void(int)>& fn, int calls, int reps) {
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < calls; ++i) fn(i);
-  CK(cudaStreamEndCapture(s, &graph));
-  CK(cudaGraphInstantiate(&exec, graph, 0));
-  CK(cudaGraphLaunch(exec, s));
-  const double ms = median_ms(s, reps, [&] { CK(cudaGraphLaunch(exec, s)); });
-  CK(cudaGraphExecDestroy(exec));
-  CK(cudaGraphDestroy(graph));
-  return ms * 1e3 / calls;
-}
-
 size_t gq_row_bytes(int kind, int group, int K) {
   const size_t codes = kind == 1 ? size_t(K) / 2 : size_t(K);
   const size_t groups = group ? size_t(K / group) : 1;
@@ -124,20 +108,20 @@ int main(int argc, char** argv) {
         // The integer forms already in the scratch (written by the norm / SwiGLU in the engine).
         const GqX i8{scratch, false}, i16{scratch, true, kind == 1};
         CK(gemv_gq(Act::F16, q, x, ws[0], nullptr, o, false, T, N, K, N, i8, false, s));
-        const double dp4a = time_us(s, [&](int i) {
+        const double dp4a = graph_us(s, [&](int i) {
           CK(gemv_gq(Act::F16, q, x, w_of(i), nullptr, o, false, T, N, K, N, i8, true, s));
         }, calls, 7);
-        const double dp4a_q = time_us(s, [&](int i) {
+        const double dp4a_q = graph_us(s, [&](int i) {
           CK(gemv_gq(Act::F16, q, x, w_of(i), nullptr, o, false, T, N, K, N, i8, false, s));
         }, calls, 7);
         CK(gemv_gq(Act::F16, q, x, ws[0], nullptr, o, false, T, N, K, N, i16, false, s));
-        const double w16 = time_us(s, [&](int i) {
+        const double w16 = graph_us(s, [&](int i) {
           CK(gemv_gq(Act::F16, q, x, w_of(i), nullptr, o, false, T, N, K, N, i16, true, s));
         }, calls, 7);
-        const double f32 = time_us(s, [&](int i) {
+        const double f32 = graph_us(s, [&](int i) {
           CK(gemv_gq_fp32(Act::F16, q, x, w_of(i), nullptr, o, false, T, N, K, N, s));
         }, calls, 7);
-        const double g16 = time_us(s, [&](int i) {
+        const double g16 = graph_us(s, [&](int i) {
           CK(gemv_gq16(Act::F16, q, x, w_of(i), nullptr, o, false, T, N, K, N, s));
         }, calls, 7);
         // Sanity: each against the fp32 GEMV (fp32 outputs), max |diff| / max |ref|.
