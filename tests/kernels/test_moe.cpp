@@ -88,6 +88,15 @@ Experts dequantized(ops::Backend& be, const ops::MoeExperts& dev) {
   return x;
 }
 
+// The CPU backend's dummy experts' gate matrices (the unquantised bf16 draws of ops.h), per expert.
+std::vector<std::vector<float>> cpu_dummy_gates(ops::Backend& cpu, const ops::MoeExperts& shape,
+                                                std::vector<Buffer>& keep) {
+  const ops::MoeExperts c = cpu.prepare_experts(shape, 77, keep);
+  std::vector<std::vector<float>> cg;
+  for (int e = 0; e < shape.num_experts; ++e) cg.push_back(to_host(cpu, c.gate[size_t(e)]));
+  return cg;
+}
+
 // Largest |quantised - original| over the experts' weights, in steps of their row's absmax / 127
 // (round to nearest: 0.5, a little more where the fp16 scale rounded down).
 double max_int8_error(const std::vector<std::vector<float>>& want, const std::vector<std::vector<float>>& got,
@@ -315,9 +324,7 @@ TEST_P(CudaMoe, Int8DummyExpertsMatchReferenceOnTheirWeights) {
   ASSERT_EQ(g.stacked_gate_up.dtype, gq_dtype(kInt8Rows));
   const Experts d = dequantized(*q, g);
   // The CPU backend's dummy experts are the unquantised draws (bf16; fp16 runs round them).
-  const ops::MoeExperts c = cpu->prepare_experts(shape, 77, keep);
-  std::vector<std::vector<float>> cg;
-  for (int e = 0; e < E; ++e) cg.push_back(to_host(*cpu, c.gate[size_t(e)]));
+  const std::vector<std::vector<float>> cg = cpu_dummy_gates(*cpu, shape, keep);
   // Half a step, plus the draws' own difference: the device draws in the activation type, the
   // CPU in the shape's bf16 (up to 2^-9 of amax apart with fp16 activations: 0.25 step).
   EXPECT_LE(max_int8_error(cg, d.gate, H), 0.5 + 127.0 / 512 + 0.02);
@@ -357,9 +364,7 @@ TEST_P(CudaMoe, Fp8DummyExpertsMatchReferenceOnTheirWeights) {
   const int64_t H = 64, F = 32;
   const ops::MoeExperts shape = dummy_shape(E, H, F);
   Paths p = paths(GetParam(), "fp8");
-  const ops::MoeExperts c = cpu->prepare_experts(shape, 77, keep);
-  std::vector<std::vector<float>> cg;
-  for (int e = 0; e < E; ++e) cg.push_back(to_host(*cpu, c.gate[size_t(e)]));
+  const std::vector<std::vector<float>> cg = cpu_dummy_gates(*cpu, shape, keep);
   for (int i = 0; i < 3; ++i) {
     const ops::MoeExperts g = p.be[i]->prepare_experts(shape, 77, p.keep[i]);
     settle(*p.be[i]);
@@ -423,10 +428,7 @@ TEST_P(CudaMoe, Int4DummyExpertsMatchReferenceOnTheirWeights) {
   const Experts d = dequantized(*q, g);
   // The CPU's draws (bf16) 4-bit rounded as above; the device's fp16 draws differ from them by
   // 2^-9 of max|w| at most.
-  const ops::MoeExperts c = cpu->prepare_experts(shape, 77, keep);
-  std::vector<std::vector<float>> cg;
-  for (int e = 0; e < E; ++e) cg.push_back(to_host(*cpu, c.gate[size_t(e)]));
-  EXPECT_LE(max_row_error(cg, d.gate, H), 0.3);
+  EXPECT_LE(max_row_error(cpu_dummy_gates(*cpu, shape, keep), d.gate, H), 0.3);
   std::mt19937 rng(21);
   expect_experts_match(*q, g, d.host, k, rng, act, " int4 dummy", {1, 3, 4, 37});
 }
