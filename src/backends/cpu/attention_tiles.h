@@ -411,6 +411,67 @@ void tile_one_token(const AttnTile& a, const float* qb, const float* const* krow
     accumulate_head(o + int64_t(r0) * D, D, alpha + r0, p + r0 * kKeyTile, vrow, h * D, n, a.group);
   }
 }
+
+#if LL_VEC == 16
+// score_pairs' per-row arithmetic for R rows of a prefill chunk (q rows qr[0..R), one KV head)
+// sharing each K load: the rows' FMA chains interleave, no row's order changes.
+template <int C, int R>
+inline void score_block(const float* const* qr, const float* const* krow, int n, float* sb) {
+  using namespace simd;
+  for (int i = 0; i < 8; ++i) {
+    const int k = kPairKey[i], slot = kPairSlot[i];
+    if (k >= n) {
+      for (int r = 0; r < R; ++r) vstore(sb + (r * 8 + slot) * 16, vzero());
+      continue;
+    }
+    const bool two = k + 4 < n;
+    const float* k0 = krow[k];
+    const float* k1 = two ? krow[k + 4] : k0;
+    V a0[R], a1[R], b0[R], b1[R];
+    for (int r = 0; r < R; ++r) a0[r] = a1[r] = b0[r] = b1[r] = vzero();
+    for (int c = 0; c < C; c += 2) {
+      const V x0 = vload(k0 + c * 16), x1 = vload(k0 + (c + 1) * 16);
+      const V z0 = vload(k1 + c * 16), z1 = vload(k1 + (c + 1) * 16);
+      for (int r = 0; r < R; ++r) {
+        const V q0 = vload(qr[r] + c * 16), q1 = vload(qr[r] + (c + 1) * 16);
+        a0[r] = vfma(q0, x0, a0[r]);
+        a1[r] = vfma(q1, x1, a1[r]);
+        b0[r] = vfma(q0, z0, b0[r]);
+        b1[r] = vfma(q1, z1, b1[r]);
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      vstore(sb + (r * 8 + slot) * 16, step1(vadd(a0[r], a1[r]), two ? vadd(b0[r], b1[r]) : vzero()));
+  }
+}
+
+// One key tile for all rows of a prefill item (one KV head) where every row sees all n keys:
+// tile_one_token's stages over blocks of rows, so each row's arithmetic is the lone token's.
+template <int C>
+void tile_rows(const AttnTile& a, const float* const* krow, const float* const* vrow, int n, float* m,
+               float* l, float* o, float* sb, float* p) {
+  constexpr int kBlock = 4 * kKeyTile;  // softmax_rows' limit
+  const int D = a.head_dim, rows = (a.q1 - a.q0) * a.group;
+  float alpha[kBlock];
+  auto q_row = [&](int r) {
+    return a.q + int64_t(a.q0 + r / a.group) * a.q_row_stride + int64_t(a.head0 + r % a.group) * D;
+  };
+  for (int r0 = 0; r0 < rows; r0 += kBlock) {
+    const int nr = rows - r0 < kBlock ? rows - r0 : kBlock;
+    int r = r0;
+    for (; r + 4 <= r0 + nr; r += 4) {
+      const float* qr[4] = {q_row(r), q_row(r + 1), q_row(r + 2), q_row(r + 3)};
+      score_block<C, 4>(qr, krow, n, sb + r * 128);
+    }
+    for (; r < r0 + nr; ++r) {
+      const float* qr[1] = {q_row(r)};
+      score_block<C, 1>(qr, krow, n, sb + r * 128);
+    }
+    softmax_rows(a, nr, n, sb + r0 * 128, p + r0 * kKeyTile, m + r0, l + r0, alpha);
+    accumulate_head(o + int64_t(r0) * D, D, alpha, p + r0 * kKeyTile, vrow, 0, n, nr);
+  }
+}
+#endif
 #endif
 
 void attend_tile(const AttnTile& a) {
@@ -440,6 +501,9 @@ void attend_tile(const AttnTile& a) {
 #else
   (void)sb, (void)pw;
 #endif
+#if LL_VEC == 16
+  const bool chunk_rows = a.q1 - a.q0 > 1 && a.kv_heads == 1 && D % (2 * LL_VEC) == 0 && D <= 8 * LL_VEC;
+#endif
   const float* krow[kKeyTile];
   const float* vrow[kKeyTile];
   const float* kh[kKeyTile];
@@ -459,6 +523,17 @@ void attend_tile(const AttnTile& a) {
         vrow[j] = static_cast<const float*>(a.v) + at;
       }
     }
+#if LL_VEC == 16
+    if (chunk_rows && a.first_pos + a.q0 + 1 - k0 >= nk) {  // no row's causal limit in this tile
+      switch (D / LL_VEC) {
+        case 2: tile_rows<2>(a, krow, vrow, nk, m, l, o, sb, pw); break;
+        case 4: tile_rows<4>(a, krow, vrow, nk, m, l, o, sb, pw); break;
+        case 6: tile_rows<6>(a, krow, vrow, nk, m, l, o, sb, pw); break;
+        default: tile_rows<8>(a, krow, vrow, nk, m, l, o, sb, pw);
+      }
+      continue;
+    }
+#endif
 #if LL_VEC > 1
     if (one_token) {
       const int visible = a.first_pos + a.q0 + 1 - k0;
