@@ -66,6 +66,13 @@ inline void scores(const float* q, const float* const* k, int nk, int n, float s
 }
 
 #if LL_VEC > 1
+// x in a register: keeps GCC from folding a load shared by several FMAs into each of them (one
+// load per FMA made P V load-bound).
+inline simd::V in_reg(simd::V x) {
+  asm("" : "+v"(x));
+  return x;
+}
+
 // P V for R rows of one head (o, p rows kKeyTile apart), each V load shared: a whole row of C
 // vectors (head_dim 64 on AVX-512: C = 4) in registers, even and odd keys into separate
 // accumulators (2C independent FMA chains, where one chain per vector would wait on the FMA
@@ -86,12 +93,12 @@ inline void accumulate_rows(float* o, int D, const float* alpha, const float* p,
     V w[R];
     for (int r = 0; r < R; ++r) w[r] = vset1(p[r * kKeyTile + j]);
     for (int c = 0; c < C; ++c) {
-      const V x = vload(v[j] + voff + c * LL_VEC);
+      const V x = in_reg(vload(v[j] + voff + c * LL_VEC));
       for (int r = 0; r < R; ++r) a0[r][c] = vfma(w[r], x, a0[r][c]);
     }
     for (int r = 0; r < R; ++r) w[r] = vset1(p[r * kKeyTile + j + 1]);
     for (int c = 0; c < C; ++c) {
-      const V x = vload(v[j + 1] + voff + c * LL_VEC);
+      const V x = in_reg(vload(v[j + 1] + voff + c * LL_VEC));
       for (int r = 0; r < R; ++r) a1[r][c] = vfma(w[r], x, a1[r][c]);
     }
   }
@@ -413,11 +420,14 @@ void tile_one_token(const AttnTile& a, const float* qb, const float* const* krow
 }
 
 #if LL_VEC == 16
-// score_pairs' per-row arithmetic for R rows of a prefill chunk (q rows qr[0..R), one KV head)
-// sharing each K load: the rows' FMA chains interleave, no row's order changes.
+// score_pairs' per-row arithmetic for R rows of a prefill chunk (q rows qr[0..R), one KV head):
+// their q held in registers over the tile, each K vector loaded once for all R rows.
 template <int C, int R>
-inline void score_block(const float* const* qr, const float* const* krow, int n, float* sb) {
+[[gnu::noinline]] void score_block(const float* const* qr, const float* const* krow, int n, float* sb) {
   using namespace simd;
+  V q[R][C];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) q[r][c] = vload(qr[r] + c * 16);
   for (int i = 0; i < 8; ++i) {
     const int k = kPairKey[i], slot = kPairSlot[i];
     if (k >= n) {
@@ -430,14 +440,13 @@ inline void score_block(const float* const* qr, const float* const* krow, int n,
     V a0[R], a1[R], b0[R], b1[R];
     for (int r = 0; r < R; ++r) a0[r] = a1[r] = b0[r] = b1[r] = vzero();
     for (int c = 0; c < C; c += 2) {
-      const V x0 = vload(k0 + c * 16), x1 = vload(k0 + (c + 1) * 16);
-      const V z0 = vload(k1 + c * 16), z1 = vload(k1 + (c + 1) * 16);
+      const V x0 = in_reg(vload(k0 + c * 16)), x1 = in_reg(vload(k0 + (c + 1) * 16));
+      const V z0 = in_reg(vload(k1 + c * 16)), z1 = in_reg(vload(k1 + (c + 1) * 16));
       for (int r = 0; r < R; ++r) {
-        const V q0 = vload(qr[r] + c * 16), q1 = vload(qr[r] + (c + 1) * 16);
-        a0[r] = vfma(q0, x0, a0[r]);
-        a1[r] = vfma(q1, x1, a1[r]);
-        b0[r] = vfma(q0, z0, b0[r]);
-        b1[r] = vfma(q1, z1, b1[r]);
+        a0[r] = vfma(q[r][c], x0, a0[r]);
+        a1[r] = vfma(q[r][c + 1], x1, a1[r]);
+        b0[r] = vfma(q[r][c], z0, b0[r]);
+        b1[r] = vfma(q[r][c + 1], z1, b1[r]);
       }
     }
     for (int r = 0; r < R; ++r)
@@ -448,7 +457,7 @@ inline void score_block(const float* const* qr, const float* const* krow, int n,
 // One key tile for all rows of a prefill item (one KV head) where every row sees all n keys:
 // tile_one_token's stages over blocks of rows, so each row's arithmetic is the lone token's.
 template <int C>
-void tile_rows(const AttnTile& a, const float* const* krow, const float* const* vrow, int n, float* m,
+[[gnu::noinline]] void tile_rows(const AttnTile& a, const float* const* krow, const float* const* vrow, int n, float* m,
                float* l, float* o, float* sb, float* p) {
   constexpr int kBlock = 4 * kKeyTile;  // softmax_rows' limit
   const int D = a.head_dim, rows = (a.q1 - a.q0) * a.group;
@@ -458,10 +467,12 @@ void tile_rows(const AttnTile& a, const float* const* krow, const float* const* 
   };
   for (int r0 = 0; r0 < rows; r0 += kBlock) {
     const int nr = rows - r0 < kBlock ? rows - r0 : kBlock;
+    constexpr int R = C <= 2 ? 4 : C <= 4 ? 3 : 2;  // registers: R (C + 4) + 4 <= 32
     int r = r0;
-    for (; r + 4 <= r0 + nr; r += 4) {
-      const float* qr[4] = {q_row(r), q_row(r + 1), q_row(r + 2), q_row(r + 3)};
-      score_block<C, 4>(qr, krow, n, sb + r * 128);
+    for (; r + R <= r0 + nr; r += R) {
+      const float* qr[R];
+      for (int i = 0; i < R; ++i) qr[i] = q_row(r + i);
+      score_block<C, R>(qr, krow, n, sb + r * 128);
     }
     for (; r < r0 + nr; ++r) {
       const float* qr[1] = {q_row(r)};
