@@ -77,10 +77,11 @@ inline simd::V in_reg(simd::V x) {
 // vectors (head_dim 64 on AVX-512: C = 4) in registers, even and odd keys into separate
 // accumulators (2C independent FMA chains, where one chain per vector would wait on the FMA
 // latency every key). accumulate() is the R = 1 case, so every row sums alike.
-template <int R, int C>
+template <int R, int C, int NK = 0>  // NK: nk known at compile time (a full tile: fully unrolled)
 inline void accumulate_rows(float* o, int D, const float* alpha, const float* p, const float* const* v,
-                            int voff, int nk) {
+                            int voff, int nk_) {
   using namespace simd;
+  const int nk = NK ? NK : nk_;
   V a0[R][C], a1[R][C];
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) {
@@ -350,7 +351,8 @@ void score_vectors(const AttnTile& a, const float* qb, const float* const* krow,
 template <int R>
 inline int accumulate_block(float* o, int D, const float* alpha, const float* p, const float* const* v,
                             int voff, int nk) {
-  if (D == 4 * LL_VEC) accumulate_rows<R, 4>(o, D, alpha, p, v, voff, nk);
+  if (D == 4 * LL_VEC && nk == kKeyTile) accumulate_rows<R, 4, kKeyTile>(o, D, alpha, p, v, voff, nk);
+  else if (D == 4 * LL_VEC) accumulate_rows<R, 4>(o, D, alpha, p, v, voff, nk);
   else if (D == 2 * LL_VEC) accumulate_rows<R, 2>(o, D, alpha, p, v, voff, nk);
   else if (D % (8 * LL_VEC) == 0) accumulate_rows8<R>(o, D, alpha, p, v, voff, nk);
   else return 0;
