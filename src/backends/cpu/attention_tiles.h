@@ -280,13 +280,14 @@ void score_pairs(const AttnTile& a, const float* qb, const float* const* krow, c
 // Softmax update of every row over the tile's n keys, each row as attend_tile's per-row loop
 // does it (scores * scale, max, alpha, exp_sum's exp and vsum, l), but stage by stage over the
 // rows so that their latency chains overlap; sums of 16 rows share one vsum16.
+// sb null: p holds the scaled scores already (tile_rows).
 void softmax_rows(const AttnTile& a, int rows, int n, const float* sb, float* p, float* m, float* l,
                   float* alpha) {
   using namespace simd;
   alignas(64) float mx[4 * kKeyTile], sums[16 * 16];
   for (int r = 0; r < rows; ++r) {
-    const V sc = vmul(finish16(sb + r * 8 * 16), vset1(a.scale));
-    vstore(p + r * kKeyTile, sc);
+    const V sc = sb ? vmul(finish16(sb + r * 8 * 16), vset1(a.scale)) : vload(p + r * kKeyTile);
+    if (sb) vstore(p + r * kKeyTile, sc);
     mx[r] = _mm512_mask_reduce_max_ps(__mmask16((1u << n) - 1), sc);
   }
   for (int r = 0; r < rows; ++r) {
@@ -296,7 +297,17 @@ void softmax_rows(const AttnTile& a, int rows, int n, const float* sb, float* p,
   }
   for (int r0 = 0; r0 < rows; r0 += 16) {
     const int nr = rows - r0 < 16 ? rows - r0 : 16;
-    for (int r = r0; r < r0 + nr; ++r) {
+    int r = r0;
+    for (; n == kKeyTile && r + 4 <= r0 + nr; r += 4) {  // as below, four rows' exps interleaved
+      V e[4];
+      for (int i = 0; i < 4; ++i) e[i] = vsub(vload(p + (r + i) * kKeyTile), vset1(mx[r + i]));
+      vexp_n<4>(e);
+      for (int i = 0; i < 4; ++i) {
+        vstore(p + (r + i) * kKeyTile, e[i]);
+        vstore(sums + (r + i - r0) * 16, vadd(vzero(), e[i]));
+      }
+    }
+    for (; r < r0 + nr; ++r) {
       float* pr = p + r * kKeyTile;
       if (n == kKeyTile) {  // exp_sum over one vector
         const V e = vexp(vsub(vload(pr), vset1(mx[r])));
@@ -423,10 +434,12 @@ void tile_one_token(const AttnTile& a, const float* qb, const float* const* krow
 
 #if LL_VEC == 16
 // score_pairs' per-row arithmetic for R rows of a prefill chunk (q rows qr[0..R), one KV head):
-// their q held in registers over the tile, each K vector loaded once for all R rows.
+// their q held in registers over the tile, each K vector loaded once for all R rows; the rows'
+// scaled scores to p (rows kKeyTile apart), as softmax_rows computes them.
 template <int C, int R>
-[[gnu::noinline]] void score_block(const float* const* qr, const float* const* krow, int n, float* sb) {
+[[gnu::noinline]] void score_block(const float* const* qr, const float* const* krow, int n, float scale, float* p) {
   using namespace simd;
+  alignas(64) float sb[R * 8 * 16];
   V q[R][C];
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) q[r][c] = vload(qr[r] + c * 16);
@@ -454,6 +467,7 @@ template <int C, int R>
     for (int r = 0; r < R; ++r)
       vstore(sb + (r * 8 + slot) * 16, step1(vadd(a0[r], a1[r]), two ? vadd(b0[r], b1[r]) : vzero()));
   }
+  for (int r = 0; r < R; ++r) vstore(p + r * kKeyTile, vmul(finish16(sb + r * 8 * 16), vset1(scale)));
 }
 
 // One key tile for all rows of a prefill item (one KV head) where every row sees all n keys:
@@ -474,13 +488,15 @@ template <int C>
     for (; r + R <= r0 + nr; r += R) {
       const float* qr[R];
       for (int i = 0; i < R; ++i) qr[i] = q_row(r + i);
-      score_block<C, R>(qr, krow, n, sb + r * 128);
+      for (int i = R; i < 2 * R && r + i < rows; ++i)  // the next block's q: L2 hits stalled each call
+        for (int off = 0; off < D; off += 16) _mm_prefetch(reinterpret_cast<const char*>(q_row(r + i) + off), _MM_HINT_T0);
+      score_block<C, R>(qr, krow, n, a.scale, p + r * kKeyTile);
     }
     for (; r < r0 + nr; ++r) {
       const float* qr[1] = {q_row(r)};
-      score_block<C, 1>(qr, krow, n, sb + r * 128);
+      score_block<C, 1>(qr, krow, n, a.scale, p + r * kKeyTile);
     }
-    softmax_rows(a, nr, n, sb + r0 * 128, p + r0 * kKeyTile, m + r0, l + r0, alpha);
+    softmax_rows(a, nr, n, nullptr, p + r0 * kKeyTile, m + r0, l + r0, alpha);
     accumulate_head(o + int64_t(r0) * D, D, alpha, p + r0 * kKeyTile, vrow, 0, n, nr);
   }
 }
