@@ -472,15 +472,14 @@ template <int C, int R>
 
 // One key tile for all rows of a prefill item (one KV head) where every row sees all n keys:
 // tile_one_token's stages over blocks of rows, so each row's arithmetic is the lone token's.
+// qrow: the rows' q, once per item (a division per row and tile cost more than its prefetch).
 template <int C>
-[[gnu::noinline]] void tile_rows(const AttnTile& a, const float* const* krow, const float* const* vrow, int n, float* m,
-               float* l, float* o, float* sb, float* p) {
+[[gnu::noinline]] void tile_rows(const AttnTile& a, const float* const* qrow, const float* const* krow,
+                                 const float* const* vrow, int n, float* m, float* l, float* o, float* p) {
   constexpr int kBlock = 4 * kKeyTile;  // softmax_rows' limit
   const int D = a.head_dim, rows = (a.q1 - a.q0) * a.group;
   float alpha[kBlock];
-  auto q_row = [&](int r) {
-    return a.q + int64_t(a.q0 + r / a.group) * a.q_row_stride + int64_t(a.head0 + r % a.group) * D;
-  };
+  auto q_row = [&](int r) { return qrow[r]; };
   for (int r0 = 0; r0 < rows; r0 += kBlock) {
     const int nr = rows - r0 < kBlock ? rows - r0 : kBlock;
     constexpr int R = C <= 2 ? 4 : C <= 4 ? 3 : 2;  // registers: R (C + 4) + 4 <= 32
@@ -531,7 +530,13 @@ void attend_tile(const AttnTile& a) {
   (void)sb, (void)pw;
 #endif
 #if LL_VEC == 16
-  const bool chunk_rows = a.q1 - a.q0 > 1 && a.kv_heads == 1 && D % (2 * LL_VEC) == 0 && D <= 8 * LL_VEC;
+  constexpr int kMaxChunkRows = 256;
+  const bool chunk_rows = a.q1 - a.q0 > 1 && a.kv_heads == 1 && D % (2 * LL_VEC) == 0 && D <= 8 * LL_VEC &&
+                          rows <= kMaxChunkRows;
+  const float* qrow[kMaxChunkRows];
+  if (chunk_rows)
+    for (int r = 0; r < rows; ++r)
+      qrow[r] = a.q + int64_t(a.q0 + r / a.group) * a.q_row_stride + int64_t(a.head0 + r % a.group) * D;
 #endif
   const float* krow[kKeyTile];
   const float* vrow[kKeyTile];
@@ -564,10 +569,10 @@ void attend_tile(const AttnTile& a) {
         }
       }
       switch (D / LL_VEC) {
-        case 2: tile_rows<2>(a, krow, vrow, nk, m, l, o, sb, pw); break;
-        case 4: tile_rows<4>(a, krow, vrow, nk, m, l, o, sb, pw); break;
-        case 6: tile_rows<6>(a, krow, vrow, nk, m, l, o, sb, pw); break;
-        default: tile_rows<8>(a, krow, vrow, nk, m, l, o, sb, pw);
+        case 2: tile_rows<2>(a, qrow, krow, vrow, nk, m, l, o, pw); break;
+        case 4: tile_rows<4>(a, qrow, krow, vrow, nk, m, l, o, pw); break;
+        case 6: tile_rows<6>(a, qrow, krow, vrow, nk, m, l, o, pw); break;
+        default: tile_rows<8>(a, qrow, krow, vrow, nk, m, l, o, pw);
       }
       continue;
     }
