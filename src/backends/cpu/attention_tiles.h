@@ -230,6 +230,20 @@ inline simd::V finish16(const float* y) {  // y: the 8 step1 vectors by slot
     w[j] = vadd(_mm512_shuffle_ps(z[j], z[j + 2], 0x44), _mm512_shuffle_ps(z[j], z[j + 2], 0xee));
   return vadd(_mm512_shuffle_ps(w[0], w[1], 0x88), _mm512_shuffle_ps(w[0], w[1], 0xdd));
 }
+// The same pattern over registers with another exact, order-free op (max): lane k = op over x_k.
+template <class Op>
+inline simd::V tree16(const simd::V* x, Op op) {
+  simd::V y[8], z[4], w[2];
+  for (int i = 0; i < 8; ++i) {
+    const simd::V a = x[kPairKey[i]], b = x[kPairKey[i] + 4];
+    y[kPairSlot[i]] = op(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xee));
+  }
+  for (int j = 0; j < 4; ++j)
+    z[j] = op(_mm512_shuffle_f32x4(y[j], y[j + 4], 0x88), _mm512_shuffle_f32x4(y[j], y[j + 4], 0xdd));
+  for (int j = 0; j < 2; ++j)
+    w[j] = op(_mm512_shuffle_ps(z[j], z[j + 2], 0x44), _mm512_shuffle_ps(z[j], z[j + 2], 0xee));
+  return op(_mm512_shuffle_ps(w[0], w[1], 0x88), _mm512_shuffle_ps(w[0], w[1], 0xdd));
+}
 inline simd::V vsum16(const float* x) {  // x: 16 vectors by key
   alignas(64) float y[8 * 16];
   for (int i = 0; i < 8; ++i)
@@ -278,29 +292,39 @@ void score_pairs(const AttnTile& a, const float* qb, const float* const* krow, c
 }
 
 // Softmax update of every row over the tile's n keys, each row as attend_tile's per-row loop
-// does it (scores * scale, max, alpha, exp_sum's exp and vsum, l), but stage by stage over the
-// rows so that their latency chains overlap; sums of 16 rows share one vsum16.
-// sb null: p holds the scaled scores already (tile_rows).
+// does it (scores * scale, max, alpha, exp_sum's exp and vsum, l = fma(l, alpha, sum): the
+// contraction GCC makes there), 16 rows at a time: maxima by tree16, m / alpha / l as vectors,
+// sums by vsum16, exps four rows at a time. sb null: p holds the scaled scores already.
 void softmax_rows(const AttnTile& a, int rows, int n, const float* sb, float* p, float* m, float* l,
                   float* alpha) {
   using namespace simd;
-  alignas(64) float mx[4 * kKeyTile], sums[16 * 16];
-  for (int r = 0; r < rows; ++r) {
-    const V sc = sb ? vmul(finish16(sb + r * 8 * 16), vset1(a.scale)) : vload(p + r * kKeyTile);
-    if (sb) vstore(p + r * kKeyTile, sc);
-    mx[r] = _mm512_mask_reduce_max_ps(__mmask16((1u << n) - 1), sc);
-  }
-  for (int r = 0; r < rows; ++r) {
-    const float m_new = mx[r] > m[r] ? mx[r] : m[r];
-    alpha[r] = m_new == m[r] ? 1.0f : std::exp(m[r] - m_new);
-    mx[r] = m[r] = m_new;
-  }
+  alignas(64) float sums[16 * 16], tot[16], m_old[16];
+  const __mmask16 keys = __mmask16((1u << n) - 1);
   for (int r0 = 0; r0 < rows; r0 += 16) {
     const int nr = rows - r0 < 16 ? rows - r0 : 16;
+    const __mmask16 live = __mmask16((1u << nr) - 1);
+    V sc[16];
+    for (int r = 0; r < 16; ++r) {
+      sc[r] = vset1(-INFINITY);
+      if (r >= nr) continue;
+      float* pr = p + (r0 + r) * kKeyTile;
+      const V s = sb ? vmul(finish16(sb + (r0 + r) * 8 * 16), vset1(a.scale)) : vload(pr);
+      if (sb) vstore(pr, s);
+      sc[r] = _mm512_mask_mov_ps(sc[r], keys, s);
+    }
+    const V mo = _mm512_maskz_loadu_ps(live, m + r0);
+    const V mn = _mm512_max_ps(tree16(sc, [](V x, V y) { return vmax(x, y); }), mo);  // mx > m ? mx : m
+    vstore(m_old, mo);
+    _mm512_mask_storeu_ps(m + r0, live, mn);
+    _mm512_mask_storeu_ps(alpha + r0, live, vset1(1.0f));
+    for (unsigned c = live & ~unsigned(_mm512_cmp_ps_mask(mn, mo, _CMP_EQ_OQ)); c; c &= c - 1) {
+      const int r = __builtin_ctz(c);
+      alpha[r0 + r] = std::exp(m_old[r] - m[r0 + r]);
+    }
     int r = r0;
     for (; n == kKeyTile && r + 4 <= r0 + nr; r += 4) {  // as below, four rows' exps interleaved
       V e[4];
-      for (int i = 0; i < 4; ++i) e[i] = vsub(vload(p + (r + i) * kKeyTile), vset1(mx[r + i]));
+      for (int i = 0; i < 4; ++i) e[i] = vsub(vload(p + (r + i) * kKeyTile), vset1(m[r + i]));
       vexp_n<4>(e);
       for (int i = 0; i < 4; ++i) {
         vstore(p + (r + i) * kKeyTile, e[i]);
@@ -310,21 +334,21 @@ void softmax_rows(const AttnTile& a, int rows, int n, const float* sb, float* p,
     for (; r < r0 + nr; ++r) {
       float* pr = p + r * kKeyTile;
       if (n == kKeyTile) {  // exp_sum over one vector
-        const V e = vexp(vsub(vload(pr), vset1(mx[r])));
+        const V e = vexp(vsub(vload(pr), vset1(m[r])));
         vstore(pr, e);
         vstore(sums + (r - r0) * 16, vadd(vzero(), e));
       } else {
-        sums[(r - r0) * 16] = exp_sum(pr, n, mx[r]);
+        sums[(r - r0) * 16] = exp_sum(pr, n, m[r]);
       }
     }
-    alignas(64) float tot[16];
     if (n == kKeyTile) {
-      for (int r = nr; r < 16; ++r) vstore(sums + r * 16, vzero());
+      for (int i = nr; i < 16; ++i) vstore(sums + i * 16, vzero());
       vstore(tot, vsum16(sums));
     } else {
-      for (int r = 0; r < nr; ++r) tot[r] = sums[r * 16];
+      for (int i = 0; i < 16; ++i) tot[i] = i < nr ? sums[i * 16] : 0.0f;
     }
-    for (int r = r0; r < r0 + nr; ++r) l[r] = l[r] * alpha[r] + tot[r - r0];
+    const V lv = _mm512_maskz_loadu_ps(live, l + r0), av = _mm512_maskz_loadu_ps(live, alpha + r0);
+    _mm512_mask_storeu_ps(l + r0, live, vfma(lv, av, vload(tot)));
   }
 }
 #endif
