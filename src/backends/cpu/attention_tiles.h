@@ -583,15 +583,6 @@ void attend_tile(const AttnTile& a) {
     }
 #if LL_VEC == 16
     if (chunk_rows && a.first_pos + a.q0 + 1 - k0 >= nk) {  // no row's causal limit in this tile
-      // The next tile's K and V rows into L1 while this one is worked on.
-      const int esize = a.kv_f16 ? 2 : 4;
-      for (int j = k0 + nk; j < k0 + nk + kKeyTile && j < k_end; ++j) {
-        const int64_t at = (a.slots[j] * a.kv_row_stride + a.kv_offset) * esize;
-        for (int off = 0; off < width * esize; off += 64) {
-          _mm_prefetch(static_cast<const char*>(a.k) + at + off, _MM_HINT_T0);
-          _mm_prefetch(static_cast<const char*>(a.v) + at + off, _MM_HINT_T0);
-        }
-      }
       switch (D / LL_VEC) {
         case 2: tile_rows<2>(a, qrow, krow, vrow, nk, m, l, o, pw); break;
         case 4: tile_rows<4>(a, qrow, krow, vrow, nk, m, l, o, pw); break;
