@@ -511,8 +511,6 @@ template <int C>
     for (; r + R <= r0 + nr; r += R) {
       const float* qr[R];
       for (int i = 0; i < R; ++i) qr[i] = q_row(r + i);
-      for (int i = R; i < 2 * R && r + i < rows; ++i)  // the next block's q: L2 hits stalled each call
-        for (int off = 0; off < D; off += 16) _mm_prefetch(reinterpret_cast<const char*>(q_row(r + i) + off), _MM_HINT_T0);
       score_block<C, R>(qr, krow, n, a.scale, p + r * kKeyTile);
     }
     for (; r < r0 + nr; ++r) {
