@@ -1,7 +1,6 @@
-// Flash-style attention tile of one instruction set (included by kernels_<isa>.cpp only): the
-// query rows of one KV head's group (query tokens x heads of the group) over a range of keys,
-// in tiles of kKeyTile keys gathered through the slot table, with an online softmax. K and V
-// rows are read once per tile for all rows of the group; scores never leave the stack.
+// Building blocks of the flash-style attention tile of one instruction set (attention_item.h puts
+// them together; included by kernels_<isa>.cpp only): scores, online-softmax updates and P V
+// over tiles of kKeyTile keys gathered through the slot table.
 // A lone query token (decode) takes tile_one_token: the rows of several KV heads, K/V slot rows
 // read whole in address order with prefetches ahead, each row's arithmetic unchanged (a row's
 // result must not depend on the other rows of its item: a cached prompt's last token runs alone,
@@ -66,14 +65,22 @@ inline void scores(const float* q, const float* const* k, int nk, int n, float s
 }
 
 #if LL_VEC > 1
+// x in a register: keeps GCC from folding a load shared by several FMAs into each of them (one
+// load per FMA made P V load-bound).
+inline simd::V in_reg(simd::V x) {
+  asm("" : "+v"(x));
+  return x;
+}
+
 // P V for R rows of one head (o, p rows kKeyTile apart), each V load shared: a whole row of C
 // vectors (head_dim 64 on AVX-512: C = 4) in registers, even and odd keys into separate
 // accumulators (2C independent FMA chains, where one chain per vector would wait on the FMA
 // latency every key). accumulate() is the R = 1 case, so every row sums alike.
-template <int R, int C>
+template <int R, int C, int NK = 0>  // NK: nk known at compile time (a full tile: fully unrolled)
 inline void accumulate_rows(float* o, int D, const float* alpha, const float* p, const float* const* v,
-                            int voff, int nk) {
+                            int voff, int nk_) {
   using namespace simd;
+  const int nk = NK ? NK : nk_;
   V a0[R][C], a1[R][C];
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) {
@@ -86,12 +93,12 @@ inline void accumulate_rows(float* o, int D, const float* alpha, const float* p,
     V w[R];
     for (int r = 0; r < R; ++r) w[r] = vset1(p[r * kKeyTile + j]);
     for (int c = 0; c < C; ++c) {
-      const V x = vload(v[j] + voff + c * LL_VEC);
+      const V x = in_reg(vload(v[j] + voff + c * LL_VEC));
       for (int r = 0; r < R; ++r) a0[r][c] = vfma(w[r], x, a0[r][c]);
     }
     for (int r = 0; r < R; ++r) w[r] = vset1(p[r * kKeyTile + j + 1]);
     for (int c = 0; c < C; ++c) {
-      const V x = vload(v[j + 1] + voff + c * LL_VEC);
+      const V x = in_reg(vload(v[j + 1] + voff + c * LL_VEC));
       for (int r = 0; r < R; ++r) a1[r][c] = vfma(w[r], x, a1[r][c]);
     }
   }
@@ -222,6 +229,20 @@ inline simd::V finish16(const float* y) {  // y: the 8 step1 vectors by slot
     w[j] = vadd(_mm512_shuffle_ps(z[j], z[j + 2], 0x44), _mm512_shuffle_ps(z[j], z[j + 2], 0xee));
   return vadd(_mm512_shuffle_ps(w[0], w[1], 0x88), _mm512_shuffle_ps(w[0], w[1], 0xdd));
 }
+// The same pattern over registers with another exact, order-free op (max): lane k = op over x_k.
+template <class Op>
+inline simd::V tree16(const simd::V* x, Op op) {
+  simd::V y[8], z[4], w[2];
+  for (int i = 0; i < 8; ++i) {
+    const simd::V a = x[kPairKey[i]], b = x[kPairKey[i] + 4];
+    y[kPairSlot[i]] = op(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xee));
+  }
+  for (int j = 0; j < 4; ++j)
+    z[j] = op(_mm512_shuffle_f32x4(y[j], y[j + 4], 0x88), _mm512_shuffle_f32x4(y[j], y[j + 4], 0xdd));
+  for (int j = 0; j < 2; ++j)
+    w[j] = op(_mm512_shuffle_ps(z[j], z[j + 2], 0x44), _mm512_shuffle_ps(z[j], z[j + 2], 0xee));
+  return op(_mm512_shuffle_ps(w[0], w[1], 0x88), _mm512_shuffle_ps(w[0], w[1], 0xdd));
+}
 inline simd::V vsum16(const float* x) {  // x: 16 vectors by key
   alignas(64) float y[8 * 16];
   for (int i = 0; i < 8; ++i)
@@ -270,42 +291,63 @@ void score_pairs(const AttnTile& a, const float* qb, const float* const* krow, c
 }
 
 // Softmax update of every row over the tile's n keys, each row as attend_tile's per-row loop
-// does it (scores * scale, max, alpha, exp_sum's exp and vsum, l), but stage by stage over the
-// rows so that their latency chains overlap; sums of 16 rows share one vsum16.
+// does it (scores * scale, max, alpha, exp_sum's exp and vsum, l = fma(l, alpha, sum): the
+// contraction GCC makes there), 16 rows at a time: maxima by tree16, m / alpha / l as vectors,
+// sums by vsum16, exps four rows at a time. sb null: p holds the scaled scores already.
 void softmax_rows(const AttnTile& a, int rows, int n, const float* sb, float* p, float* m, float* l,
                   float* alpha) {
   using namespace simd;
-  alignas(64) float mx[4 * kKeyTile], sums[16 * 16];
-  for (int r = 0; r < rows; ++r) {
-    const V sc = vmul(finish16(sb + r * 8 * 16), vset1(a.scale));
-    vstore(p + r * kKeyTile, sc);
-    mx[r] = _mm512_mask_reduce_max_ps(__mmask16((1u << n) - 1), sc);
-  }
-  for (int r = 0; r < rows; ++r) {
-    const float m_new = mx[r] > m[r] ? mx[r] : m[r];
-    alpha[r] = m_new == m[r] ? 1.0f : std::exp(m[r] - m_new);
-    mx[r] = m[r] = m_new;
-  }
+  alignas(64) float sums[16 * 16], tot[16], m_old[16];
+  const __mmask16 keys = __mmask16((1u << n) - 1);
   for (int r0 = 0; r0 < rows; r0 += 16) {
     const int nr = rows - r0 < 16 ? rows - r0 : 16;
-    for (int r = r0; r < r0 + nr; ++r) {
+    const __mmask16 live = __mmask16((1u << nr) - 1);
+    V sc[16];
+    for (int r = 0; r < 16; ++r) {
+      sc[r] = vset1(-INFINITY);
+      if (r >= nr) continue;
+      float* pr = p + (r0 + r) * kKeyTile;
+      const V s = sb ? vmul(finish16(sb + (r0 + r) * 8 * 16), vset1(a.scale)) : vload(pr);
+      if (sb) vstore(pr, s);
+      sc[r] = _mm512_mask_mov_ps(sc[r], keys, s);
+    }
+    const V mo = _mm512_maskz_loadu_ps(live, m + r0);
+    const V mn = _mm512_max_ps(tree16(sc, [](V x, V y) { return vmax(x, y); }), mo);  // mx > m ? mx : m
+    vstore(m_old, mo);
+    _mm512_mask_storeu_ps(m + r0, live, mn);
+    _mm512_mask_storeu_ps(alpha + r0, live, vset1(1.0f));
+    for (unsigned c = live & ~unsigned(_mm512_cmp_ps_mask(mn, mo, _CMP_EQ_OQ)); c; c &= c - 1) {
+      const int r = __builtin_ctz(c);
+      alpha[r0 + r] = std::exp(m_old[r] - m[r0 + r]);
+    }
+    int r = r0;
+    for (; n == kKeyTile && r + 4 <= r0 + nr; r += 4) {  // as below, four rows' exps interleaved
+      V e[4];
+      for (int i = 0; i < 4; ++i) e[i] = vsub(vload(p + (r + i) * kKeyTile), vset1(m[r + i]));
+      vexp_n<4>(e);
+      for (int i = 0; i < 4; ++i) {
+        vstore(p + (r + i) * kKeyTile, e[i]);
+        vstore(sums + (r + i - r0) * 16, vadd(vzero(), e[i]));
+      }
+    }
+    for (; r < r0 + nr; ++r) {
       float* pr = p + r * kKeyTile;
       if (n == kKeyTile) {  // exp_sum over one vector
-        const V e = vexp(vsub(vload(pr), vset1(mx[r])));
+        const V e = vexp(vsub(vload(pr), vset1(m[r])));
         vstore(pr, e);
         vstore(sums + (r - r0) * 16, vadd(vzero(), e));
       } else {
-        sums[(r - r0) * 16] = exp_sum(pr, n, mx[r]);
+        sums[(r - r0) * 16] = exp_sum(pr, n, m[r]);
       }
     }
-    alignas(64) float tot[16];
     if (n == kKeyTile) {
-      for (int r = nr; r < 16; ++r) vstore(sums + r * 16, vzero());
+      for (int i = nr; i < 16; ++i) vstore(sums + i * 16, vzero());
       vstore(tot, vsum16(sums));
     } else {
-      for (int r = 0; r < nr; ++r) tot[r] = sums[r * 16];
+      for (int i = 0; i < 16; ++i) tot[i] = i < nr ? sums[i * 16] : 0.0f;
     }
-    for (int r = r0; r < r0 + nr; ++r) l[r] = l[r] * alpha[r] + tot[r - r0];
+    const V lv = _mm512_maskz_loadu_ps(live, l + r0), av = _mm512_maskz_loadu_ps(live, alpha + r0);
+    _mm512_mask_storeu_ps(l + r0, live, vfma(lv, av, vload(tot)));
   }
 }
 #endif
@@ -343,7 +385,8 @@ void score_vectors(const AttnTile& a, const float* qb, const float* const* krow,
 template <int R>
 inline int accumulate_block(float* o, int D, const float* alpha, const float* p, const float* const* v,
                             int voff, int nk) {
-  if (D == 4 * LL_VEC) accumulate_rows<R, 4>(o, D, alpha, p, v, voff, nk);
+  if (D == 4 * LL_VEC && nk == kKeyTile) accumulate_rows<R, 4, kKeyTile>(o, D, alpha, p, v, voff, nk);
+  else if (D == 4 * LL_VEC) accumulate_rows<R, 4>(o, D, alpha, p, v, voff, nk);
   else if (D == 2 * LL_VEC) accumulate_rows<R, 2>(o, D, alpha, p, v, voff, nk);
   else if (D % (8 * LL_VEC) == 0) accumulate_rows8<R>(o, D, alpha, p, v, voff, nk);
   else return 0;
@@ -411,93 +454,8 @@ void tile_one_token(const AttnTile& a, const float* qb, const float* const* krow
     accumulate_head(o + int64_t(r0) * D, D, alpha + r0, p + r0 * kKeyTile, vrow, h * D, n, a.group);
   }
 }
-#endif
 
-void attend_tile(const AttnTile& a) {
-  const int D = a.head_dim, rpt = a.kv_heads * a.group, rows = (a.q1 - a.q0) * rpt;
-  const int width = a.kv_heads * D;  // floats of a K/V slot row the item reads
-  // Scratch regions on 64-byte boundaries (vector loads and stores that split cache lines cost
-  // about twice as much).
-  auto align = [](float* f) { return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(f) + 63) & ~uintptr_t(63)); };
-  float* const base = align(a.scratch);
-  float* sb = base;                                 // score vectors [rows][kKeyTile][<= 16]
-  float* pw = sb + int64_t(rows) * kKeyTile * 16;   // weights [rows][kKeyTile]
-  float* kw = pw + int64_t(rows) * kKeyTile;        // F16 rows widened [kKeyTile][width], K then V
-  float* vw = kw + int64_t(kKeyTile) * width;
-  float* o = a.m_out ? a.o : align(vw + int64_t(kKeyTile) * width);  // unnormalised rows [rows][D]
-  float* m = a.m_out ? a.m_out : align(vw + int64_t(kKeyTile) * width) + int64_t(rows) * D;
-  float* l = a.l_out ? a.l_out : m + rows;
-  for (int r = 0; r < rows; ++r) {
-    m[r] = -INFINITY;
-    l[r] = 0;
-    for (int d = 0; d < D; ++d) o[int64_t(r) * D + d] = 0;
-  }
-  const int last_pos = a.first_pos + a.q1 - 1;  // no query of this tile sees keys past it
-  const int k_end = a.k1 < last_pos + 1 ? a.k1 : last_pos + 1;
-#if LL_VEC > 1
-  const bool one_token = a.q1 - a.q0 == 1 && D % (2 * LL_VEC) == 0 && rpt <= 4 * kKeyTile &&
-                         (LL_VEC != 16 || D <= 8 * LL_VEC || D == 16 * LL_VEC);
-#else
-  (void)sb, (void)pw;
 #endif
-  const float* krow[kKeyTile];
-  const float* vrow[kKeyTile];
-  const float* kh[kKeyTile];
-  const float* vh[kKeyTile];
-  float p[kKeyTile];
-  for (int k0 = a.k0; k0 < k_end; k0 += kKeyTile) {
-    const int nk = k_end - k0 < kKeyTile ? k_end - k0 : kKeyTile;
-    for (int j = 0; j < nk; ++j) {
-      const int64_t at = a.slots[k0 + j] * a.kv_row_stride + a.kv_offset;
-      if (a.kv_f16) {  // widened once per tile, read by every row of the group
-        widen_f16(static_cast<const uint16_t*>(a.k) + at, kw + int64_t(j) * width, width);
-        widen_f16(static_cast<const uint16_t*>(a.v) + at, vw + int64_t(j) * width, width);
-        krow[j] = kw + int64_t(j) * width;
-        vrow[j] = vw + int64_t(j) * width;
-      } else {
-        krow[j] = static_cast<const float*>(a.k) + at;
-        vrow[j] = static_cast<const float*>(a.v) + at;
-      }
-    }
-#if LL_VEC > 1
-    if (one_token) {
-      const int visible = a.first_pos + a.q0 + 1 - k0;
-      const float* qb = a.q + int64_t(a.q0) * a.q_row_stride + int64_t(a.head0) * D;
-      tile_one_token(a, qb, krow, vrow, visible < nk ? visible : nk, m, l, o, sb, pw, k0, k_end);
-      continue;
-    }
-#endif
-    int cur = -1;  // KV head (of the item) whose rows kh / vh point at
-    for (int r = 0; r < rows; ++r) {
-      const int i = a.q0 + r / rpt, h = a.head0 + r % rpt, hl = (r % rpt) / a.group;
-      const float* qv = a.q + int64_t(i) * a.q_row_stride + int64_t(h) * D;
-      const int visible = a.first_pos + i + 1 - k0;  // keys k0 .. k0 + visible - 1
-      const int n = visible < nk ? visible : nk;
-      if (n <= 0) continue;
-      if (hl != cur) {
-        for (int j = 0; j < nk; ++j) kh[j] = krow[j] + hl * D, vh[j] = vrow[j] + hl * D;
-        cur = hl;
-      }
-      scores(qv, kh, n, D, a.scale, p);
-      float mx = -INFINITY;
-      for (int j = 0; j < n; ++j) mx = p[j] > mx ? p[j] : mx;
-      const float m_new = mx > m[r] ? mx : m[r];
-      // 0 on the first tile (m = -inf); 1, without a call to exp, while the max holds.
-      const float alpha = m_new == m[r] ? 1.0f : std::exp(m[r] - m_new);
-      const float sum = exp_sum(p, n, m_new);
-      l[r] = l[r] * alpha + sum;
-      m[r] = m_new;
-      accumulate(o + int64_t(r) * D, alpha, p, vh, n, D);
-    }
-  }
-  if (a.m_out) return;  // a partial: the caller merges
-  for (int r = 0; r < rows; ++r) {
-    const int i = a.q0 + r / rpt, h = a.head0 + r % rpt;
-    float* out = a.o + int64_t(i) * a.q_row_stride + int64_t(h) * D;
-    const float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
-    for (int d = 0; d < D; ++d) out[d] = o[int64_t(r) * D + d] * inv;
-  }
-}
 
 }  // namespace attn
 }  // namespace

@@ -1,6 +1,6 @@
 // The avx2 kernel set: this file's compiler flags (src/CMakeLists.txt) pick the code paths of
 // the headers below, whose definitions have internal linkage.
-#include "backends/cpu/attention_tiles.h"
+#include "backends/cpu/attention_item.h"
 #include "backends/cpu/elementwise.h"
 #include "backends/cpu/gemm_tiles.h"
 #include "backends/cpu/gemv_int16.h"

@@ -4,7 +4,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
-#include "backends/cpu/attention_tiles.h"
+#include "backends/cpu/attention_item.h"
 #include "backends/cpu/elementwise.h"
 #include "backends/cpu/gemm_tiles.h"
 #include "backends/cpu/gemv_int16.h"

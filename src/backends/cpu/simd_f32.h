@@ -87,19 +87,25 @@ inline V vpow2i(V n) {
 // e^x within a few ulp (Cephes' expf: x = n ln2 + r with ln2 split so that n * its high part
 // is exact, |r| <= ln2/2, a degree-5 polynomial). x is clamped to [-87.3, 88]: below, the
 // result is 2^-126 instead of 0 (nothing for softmax and SiLU), above e^88 instead of inf.
+// vexp_n: N vectors in place, each step across all N (independent latency chains in flight).
+template <int N>
+inline void vexp_n(V* x) {
+  V n[N], r[N], p[N];
+  for (int i = 0; i < N; ++i) x[i] = vmax(vset1(-87.33654f), vmin(x[i], vset1(88.0f)));
+  for (int i = 0; i < N; ++i) n[i] = vround(vmul(x[i], vset1(1.44269504088896341f)));
+  for (int i = 0; i < N; ++i) r[i] = vfma(n[i], vset1(-0.693359375f), x[i]);
+  for (int i = 0; i < N; ++i) r[i] = vfma(n[i], vset1(2.12194440e-4f), r[i]);
+  for (int i = 0; i < N; ++i) p[i] = vfma(vset1(1.9875691500e-4f), r[i], vset1(1.3981999507e-3f));
+  for (int i = 0; i < N; ++i) p[i] = vfma(p[i], r[i], vset1(8.3334519073e-3f));
+  for (int i = 0; i < N; ++i) p[i] = vfma(p[i], r[i], vset1(4.1665795894e-2f));
+  for (int i = 0; i < N; ++i) p[i] = vfma(p[i], r[i], vset1(1.6666665459e-1f));
+  for (int i = 0; i < N; ++i) p[i] = vfma(p[i], r[i], vset1(5.0000001201e-1f));
+  for (int i = 0; i < N; ++i) p[i] = vfma(vmul(p[i], r[i]), r[i], vadd(r[i], vset1(1.0f)));
+  for (int i = 0; i < N; ++i) x[i] = vmul(p[i], vpow2i(n[i]));
+}
 inline V vexp(V x) {
-  x = vmax(vset1(-87.33654f), vmin(x, vset1(88.0f)));
-  const V n = vround(vmul(x, vset1(1.44269504088896341f)));
-  V r = vfma(n, vset1(-0.693359375f), x);
-  r = vfma(n, vset1(2.12194440e-4f), r);
-  V p = vset1(1.9875691500e-4f);
-  p = vfma(p, r, vset1(1.3981999507e-3f));
-  p = vfma(p, r, vset1(8.3334519073e-3f));
-  p = vfma(p, r, vset1(4.1665795894e-2f));
-  p = vfma(p, r, vset1(1.6666665459e-1f));
-  p = vfma(p, r, vset1(5.0000001201e-1f));
-  p = vfma(vmul(p, r), r, vadd(r, vset1(1.0f)));
-  return vmul(p, vpow2i(n));
+  vexp_n<1>(&x);
+  return x;
 }
 
 }  // namespace simd
