@@ -81,24 +81,26 @@ def run_one(name, workdir):
     seqs = [rng.integers(0, cfg.vocab_size, n).tolist() for n in LENGTHS]
     # Each sequence ends in HF fp32's greedy continuation of its first tokens (DECODE_TAIL steps),
     # so the teacher-forced decode tail is also a greedy check: our argmax there equals HF's next
-    # token until our greedy text would first diverge.
+    # token until our greedy text would first diverge. (The fp32 model is not cast back to bf16:
+    # that would round its fp32 rotary buffers.)
     model = model.float()
+    refs = []
     with torch.no_grad():
         for i, s in enumerate(seqs):
             ids = torch.tensor([s[:len(s) - DECODE_TAIL]], device="cuda")
             for _ in range(DECODE_TAIL):
                 ids = torch.cat([ids, model(ids).logits[0, -1].argmax().view(1, 1)], 1)
             seqs[i] = ids[0].tolist()
-    model = model.to(torch.bfloat16)  # the saved bf16 values, exactly
+            refs.append(model(ids).logits[0, :-1].float().cpu().numpy())
+    del model
+    gc.collect()
+    torch.cuda.empty_cache()
+    # The control: HF's own bf16 forward of the saved weights.
+    model = AutoModelForCausalLM.from_pretrained(d, dtype=torch.bfloat16).cuda().eval()
     hf_bf16 = []
     with torch.no_grad():
         for s in seqs:
             hf_bf16.append(model(torch.tensor([s], device="cuda")).logits[0, :-1].float().cpu().numpy())
-    model = model.float()
-    refs = []
-    with torch.no_grad():
-        for s in seqs:
-            refs.append(model(torch.tensor([s], device="cuda")).logits[0, :-1].float().cpu().numpy())
     del model
     gc.collect()
     torch.cuda.empty_cache()
