@@ -68,6 +68,9 @@ struct Pool {
   }
 };
 
+// K and V bytes (bf16) of B sequences of ctx keys, Hkv heads of D.
+double kv_bytes(int D, int B, int ctx, int Hkv) { return 2.0 * B * double(ctx) * Hkv * D * 2; }
+
 // One short chunk of L queries after P cached keys (Hq 32, Hkv 8): the key-split prefill
 // (`splits`, 0: prefill_splits' choice) beside the unsplit kernel, one JSON line; copy_gbs 0
 // leaves out the ratio to the copy bandwidth.
@@ -76,7 +79,7 @@ void chunk_case(int D, int L, int P, int splits, int sms, int reps, double copy_
   if (splits <= 0) splits = prefill_splits(p.args, L, sms, workspace_rows_per_head(D, sms));
   const double one = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, 1, nullptr, nullptr)); }, reps);
   const double ms = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, splits, p.partial, nullptr)); }, reps);
-  const double gbs = 2.0 * double(P + L) * 8 * D * 2 / ms / 1e6;
+  const double gbs = kv_bytes(D, 1, P + L, 8) / ms / 1e6;
   std::printf("{\"kernel\": \"prefill_chunk\", \"D\": %d, \"tokens\": %d, \"prefix\": %d, \"splits\": %d, "
               "\"us\": %.1f, \"us_unsplit\": %.1f, \"kv_GB/s\": %.1f",
               D, L, P, splits, ms * 1e3, one * 1e3, gbs);
@@ -84,13 +87,10 @@ void chunk_case(int D, int L, int P, int splits, int sms, int reps, double copy_
   std::printf("}\n");
 }
 
-}  // namespace
-
 // Microseconds per decode call (attention and merge), replayed from a graph over enough pools
 // (>= 256 MiB of K/V in all) that each call reads its K/V from HBM, not from the 50 MB L2.
 double decode_us(int D, int B, int ctx, int Hq, int Hkv, int splits, int sms, int reps) {
-  const double bytes = 2.0 * B * double(ctx) * Hkv * D * 2;
-  const int n = int(std::clamp(std::ceil(double(256 << 20) / bytes), 1.0, 32.0));
+  const int n = int(std::clamp(std::ceil(double(256 << 20) / kv_bytes(D, B, ctx, Hkv)), 1.0, 32.0));
   std::vector<std::unique_ptr<Pool>> pools;
   for (int i = 0; i < n; ++i) pools.push_back(std::make_unique<Pool>(B, 1, ctx, Hq, Hkv, D, sms));
   cudaStream_t s;
@@ -104,6 +104,8 @@ double decode_us(int D, int B, int ctx, int Hq, int Hkv, int splits, int sms, in
   CK(cudaStreamDestroy(s));
   return us;
 }
+
+}  // namespace
 
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
@@ -127,7 +129,7 @@ int main(int argc, char** argv) {
     const int splits = argc >= 6 ? std::atoi(argv[5]) : decode_splits(B, 8, D, ctx, sms, 16);
     const double us = decode_us(D, B, ctx, 32, 8, splits, sms, 20);
     std::printf("decode D %d batch %d context %d splits %d: %.1f us, %.1f GB/s of K/V\n", D, B, ctx, splits, us,
-                2.0 * B * double(ctx) * 8 * D * 2 / us / 1e3);
+                kv_bytes(D, B, ctx, 8) / us / 1e3);
     return 0;
   }
   std::printf("{\"device\": \"%s\", \"sms\": %d}\n", prop.name, sms);
@@ -173,8 +175,7 @@ int main(int argc, char** argv) {
       for (int B : {1, 4, 16, 64}) {
         const int splits = decode_splits(B, Hkv, D, ctx, sms, 16);
         const double ms = decode_us(D, B, ctx, Hq, Hkv, splits, sms, quick ? 10 : 40) / 1e3;
-        const double bytes = 2.0 * B * double(ctx) * Hkv * D * 2;
-        const double gbs = bytes / ms / 1e6;
+        const double gbs = kv_bytes(D, B, ctx, Hkv) / ms / 1e6;
         std::printf("{\"kernel\": \"decode\", \"D\": %d, \"Hq\": %d, \"Hkv\": %d, \"batch\": %d, \"context\": %d, "
                     "\"splits\": %d, \"us\": %.1f, \"GB/s\": %.1f, \"of_copy\": %.3f}\n",
                     D, Hq, Hkv, B, ctx, splits, ms * 1e3, gbs, gbs / copy_gbs);

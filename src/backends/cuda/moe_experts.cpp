@@ -40,7 +40,7 @@ ops::MoeExperts stack_experts(CudaDevice& dev, WeightPrep& prep, const ops::MoeE
   const QuantMode q = prep.mode();
   LL_CHECK((q != QuantMode::Int8 && q != QuantMode::Int4 && q != QuantMode::Fp8) || (H % 32 == 0 && F % 32 == 0),
            "--quantize {} on CUDA: MoE hidden {} and expert size {} must be multiples of 32",
-           quant_mode_name(prep.mode()), H, F);
+           quant_mode_name(q), H, F);
   ops::MoeExperts w;
   w.num_experts = E, w.hidden = H, w.ffn = F;
   const size_t es = 2, expert_gu = size_t(2 * F * H) * es, half = size_t(F * H) * es;

@@ -59,13 +59,11 @@ Tensor WeightPrep::experts_matrix(const std::vector<Tensor>& parts, int64_t N, i
 }
 
 Tensor WeightPrep::experts_matrix(const Tensor& t, std::vector<Buffer>& keep) {
-  const std::optional<GqFormat> f = experts_format(t.cols());
+  // --quantize int8 / int4 / fp8: the dense weights' format (int8 and fp8 per channel, int4 in
+  // groups of 128 where K allows).
+  const std::optional<GqFormat> f = explicit_format(t.cols(), false);
   return f ? quantize_on_device(t, *f, keep, false) : t;
 }
-
-// --quantize int8 / int4 / fp8: the dense weights' format for rows of K (int8 and fp8 per
-// channel, int4 in groups of 128 where K allows).
-std::optional<GqFormat> WeightPrep::experts_format(int64_t K) const { return explicit_format(K, false); }
 
 Tensor WeightPrep::bias(const Tensor& bias, std::vector<Buffer>& keep) {
   LL_CHECK(bias.dtype == DType::F32, "a linear's bias must be F32 before conversion, got {}", dtype_name(bias.dtype));

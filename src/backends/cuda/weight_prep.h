@@ -36,7 +36,6 @@ class WeightPrep {
   void check_not_prequantized(const std::vector<Tensor>& parts) const;
   std::optional<GqFormat> explicit_format(int64_t K, bool embedding) const;
   std::optional<GqFormat> file_format(const std::vector<Tensor>& parts, int64_t K) const;
-  std::optional<GqFormat> experts_format(int64_t K) const;
   void upload_rows(const Tensor& host, uint8_t* dst);
   template <typename Convert>
   void upload_rows(const Tensor& host, uint8_t* dst, size_t out_rb, Convert&& convert);
