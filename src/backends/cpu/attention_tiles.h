@@ -218,36 +218,37 @@ constexpr int kPairSlot[8] = {0, 2, 1, 3, 4, 6, 5, 7};
 inline simd::V step1(simd::V a, simd::V b) {
   return simd::vadd(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xee));
 }
-inline simd::V finish16(const float* y) {  // y: the 8 step1 vectors by slot
-  using namespace simd;
-  V z[4], w[2];
-  for (int j = 0; j < 4; ++j) {
-    const V a = vload(y + 16 * j), b = vload(y + 16 * (j + 4));
-    z[j] = vadd(_mm512_shuffle_f32x4(a, b, 0x88), _mm512_shuffle_f32x4(a, b, 0xdd));
-  }
-  for (int j = 0; j < 2; ++j)
-    w[j] = vadd(_mm512_shuffle_ps(z[j], z[j + 2], 0x44), _mm512_shuffle_ps(z[j], z[j + 2], 0xee));
-  return vadd(_mm512_shuffle_ps(w[0], w[1], 0x88), _mm512_shuffle_ps(w[0], w[1], 0xdd));
-}
-// The same pattern over registers with another exact, order-free op (max): lane k = op over x_k.
+// The levels after the halves: y holds the 8 step vectors by slot; lane k = op over x_k.
 template <class Op>
-inline simd::V tree16(const simd::V* x, Op op) {
-  simd::V y[8], z[4], w[2];
-  for (int i = 0; i < 8; ++i) {
-    const simd::V a = x[kPairKey[i]], b = x[kPairKey[i] + 4];
-    y[kPairSlot[i]] = op(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xee));
-  }
+inline simd::V finish_tree(const simd::V* y, Op op) {
+  simd::V z[4], w[2];
   for (int j = 0; j < 4; ++j)
     z[j] = op(_mm512_shuffle_f32x4(y[j], y[j + 4], 0x88), _mm512_shuffle_f32x4(y[j], y[j + 4], 0xdd));
   for (int j = 0; j < 2; ++j)
     w[j] = op(_mm512_shuffle_ps(z[j], z[j + 2], 0x44), _mm512_shuffle_ps(z[j], z[j + 2], 0xee));
   return op(_mm512_shuffle_ps(w[0], w[1], 0x88), _mm512_shuffle_ps(w[0], w[1], 0xdd));
 }
+// The whole tree over 16 vectors in registers with an exact, order-free op (add in vsum16's
+// order, max): lane k = op over x_k.
+template <class Op>
+inline simd::V tree16(const simd::V* x, Op op) {
+  simd::V y[8];
+  for (int i = 0; i < 8; ++i) {
+    const simd::V a = x[kPairKey[i]], b = x[kPairKey[i] + 4];
+    y[kPairSlot[i]] = op(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xee));
+  }
+  return finish_tree(y, op);
+}
+inline simd::V vadd_op(simd::V a, simd::V b) { return simd::vadd(a, b); }
+inline simd::V finish16(const float* y) {  // y: the 8 step1 vectors by slot, in memory
+  simd::V v[8];
+  for (int i = 0; i < 8; ++i) v[i] = simd::vload(y + 16 * i);
+  return finish_tree(v, vadd_op);
+}
 inline simd::V vsum16(const float* x) {  // x: 16 vectors by key
-  alignas(64) float y[8 * 16];
-  for (int i = 0; i < 8; ++i)
-    simd::vstore(y + 16 * kPairSlot[i], step1(simd::vload(x + 16 * kPairKey[i]), simd::vload(x + 16 * (kPairKey[i] + 4))));
-  return finish16(y);
+  simd::V v[16];
+  for (int i = 0; i < 16; ++i) v[i] = simd::vload(x + 16 * i);
+  return tree16(v, vadd_op);
 }
 
 // One query token, all rows of the item: per row the two chains of scores() for keys k and k + 4,
