@@ -78,6 +78,13 @@ struct CudaTuning {
   // the GEMV is 1.29x / 1.36x / 1.02x faster at batch 1 / 8 / 64, the GEMM 3.9x at a 128-token
   // prefill (1,024 assignments).
   int moe_gemv_max_assign = -1;
+  // With pdl: the decode-sized MoE kernels (routing, the two grouped GEMVs, the combine) start
+  // while the kernel before them finishes; the down GEMV finds its expert, gathers its assignments
+  // and fetches its first weights into L2 before it waits for the gate|up products.
+  bool pdl_moe = true;
+  // Bytes of each of its weight rows a grouped-GEMV block fetches into L2 while it gathers and
+  // stages its assignments (rounded up to 512).
+  int moe_l2_prefetch = 1024;
   // Debugging: every op's output is copied back and checked for NaN / inf (eager steps only).
   bool check_finite = false;
 };

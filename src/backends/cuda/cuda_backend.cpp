@@ -98,7 +98,7 @@ class CudaBackend final : public ops::Backend {
     linear_.forget_xq();
     ProfileScope ps(prof_, "moe route", stream());
     LL_CUDA(cuda::moe_route(act(), logits.data, int(logits.rows()), int(logits.cols()), top_k, norm_topk_prob,
-                            t_expert, t_weight, stream()));
+                            t_expert, t_weight, stream(), pdl_moe()));
   }
   size_t moe_workspace_bytes(int max_tokens, int top_k, const ops::MoeExperts& w) const override {
     return experts_workspace_bytes(max_tokens, top_k, w);
@@ -108,7 +108,8 @@ class CudaBackend final : public ops::Backend {
     linear_.forget_xq();
     {
       ProfileScope ps(prof_, "moe experts", stream());
-      run_experts(dev_, x, w, t_expert, t_weight, top_k, workspace, out, tuning_.moe_gemv_max_assign);
+      run_experts(dev_, x, w, t_expert, t_weight, top_k, workspace, out, tuning_.moe_gemv_max_assign, pdl_moe(),
+                  tuning_.moe_l2_prefetch);
     }
     finite_("moe_experts", out);
   }
@@ -296,6 +297,7 @@ class CudaBackend final : public ops::Backend {
   Act act() const { return dev_.act(); }
   cudaStream_t stream() const { return dev_.stream(); }
   int split_keys() const { return std::max(0, tuning_.decode_split_keys); }
+  bool pdl_moe() const { return tuning_.pdl && tuning_.pdl_moe && dev_.props().major >= 9; }
 
   std::shared_ptr<NcclComm> comm_;  // tensor parallelism (null: one device)
   std::shared_ptr<PeerAllReduce> peer_;  // small all-reduces over peer memory (null: NCCL only)

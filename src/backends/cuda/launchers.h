@@ -32,8 +32,9 @@ struct PeerArArgs {
 // fp32, the top_k in descending order (lowest index on ties), renormalised when norm_topk_prob.
 constexpr int kMoeMaxExperts = 256;
 constexpr int kMoeMaxTopK = 16;
+// pdl: launched with programmatic dependent launch (pdl.cuh); it waits before reading the logits.
 cudaError_t moe_route(Act act, const void* logits, int tokens, int experts, int top_k, bool norm_topk_prob,
-                      int32_t* t_expert, float* t_weight, cudaStream_t s);
+                      int32_t* t_expert, float* t_weight, cudaStream_t s, bool pdl = false);
 // One stacked expert matrix: rows of the act type (kind -1), or GQ rows (core/gq.h) of GqArgs
 // kind 0 (int8), 1 (int4) or 2 (fp8) with `group` weights per (s, m) pair (0: one per row; else a
 // power of two, at least 16 for int8 / fp8 and 32 for int4; rows of a multiple of 32 weights).
@@ -57,6 +58,8 @@ struct MoeArgs {
   bool out_f32 = false;
   void* workspace = nullptr;  // moe_workspace_bytes(tokens, top_k, experts, hidden, ffn) bytes
   int gemv_max_assign = -1;   // CudaTuning::moe_gemv_max_assign
+  bool pdl = false;           // the GEMV path's kernels with programmatic dependent launch (pdl.cuh)
+  int l2_prefetch = 1024;     // CudaTuning::moe_l2_prefetch
 };
 cudaError_t moe_experts(const MoeArgs& a, cudaStream_t s);
 size_t moe_workspace_bytes(int tokens, int top_k, int experts, int hidden, int ffn);

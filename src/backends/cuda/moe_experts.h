@@ -21,6 +21,7 @@ ops::MoeExperts stack_experts(CudaDevice& dev, WeightPrep& prep, const ops::MoeE
                               std::vector<Buffer>& keep);
 size_t experts_workspace_bytes(int max_tokens, int top_k, const ops::MoeExperts& w);
 void run_experts(CudaDevice& dev, const Tensor& x, const ops::MoeExperts& w, const int32_t* t_expert,
-                 const float* t_weight, int top_k, void* workspace, Tensor out, int gemv_max_assign);
+                 const float* t_weight, int top_k, void* workspace, Tensor out, int gemv_max_assign, bool pdl,
+                 int l2_prefetch);
 
 }  // namespace lite_llama::cuda

@@ -10,6 +10,7 @@
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/kernels/moe_internal.cuh"
 #include "backends/cuda/launchers.h"
+#include "backends/cuda/pdl.cuh"
 #include "core/gq.h"
 
 namespace lite_llama::cuda {
@@ -21,6 +22,8 @@ constexpr int kRoutePer = kMoeMaxExperts / 32;  // router probabilities per lane
 template <typename T>
 __global__ void moe_route_kernel(const T* __restrict__ logits, int n_tokens, int E, int k, bool norm,
                                  int32_t* __restrict__ t_expert, float* __restrict__ t_weight) {
+  pdl_wait();     // launched with PDL: the router's logits are complete only now
+  pdl_trigger();  // the gate|up GEMV (PDL) may take the SMs and wait there for the routing
   const int tok = int((int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31;
   if (tok >= n_tokens) return;
   const T* l = logits + size_t(tok) * E;
@@ -103,6 +106,7 @@ __global__ void moe_combine_kernel(const float* __restrict__ y, int H, const int
   __shared__ int ord[kMoeMaxTopK];
   const size_t t = blockIdx.x;
   const int j = threadIdx.x;
+  pdl_wait();  // launched with PDL after the down GEMV: y is complete only now
   if (j < k) ex[j] = t_expert[t * k + j];
   __syncthreads();
   if (j < k) {  // j's rank in ascending (expert, j) order
@@ -208,7 +212,8 @@ cudaError_t experts_typed(const MoeArgs& a, cudaStream_t s) {
     if (cudaError_t e = by_kind(a.gate_up.kind,
                                 [&](auto k) {
                                   return moe::gemv<T, decltype(k)::value, T>(wgu, F2, a.hidden, x, false, a.top_k,
-                                                                             a.t_expert, n, a.experts, gu, s);
+                                                                             a.t_expert, n, a.experts, gu, s, a.pdl,
+                                                                             a.l2_prefetch);
                                 });
         e != cudaSuccess)
       return e;
@@ -216,7 +221,7 @@ cudaError_t experts_typed(const MoeArgs& a, cudaStream_t s) {
                                 [&](auto k) {
                                   return moe::gemv<T, decltype(k)::value, float>(wd, a.hidden, a.ffn, gu, true,
                                                                                  a.top_k, a.t_expert, n, a.experts,
-                                                                                 w.y, s);
+                                                                                 w.y, s, a.pdl, a.l2_prefetch);
                                 });
         e != cudaSuccess)
       return e;
@@ -243,30 +248,28 @@ cudaError_t experts_typed(const MoeArgs& a, cudaStream_t s) {
     slot_of = w.slot_of;
   }
   const dim3 combine_grid(unsigned(a.tokens), ceil_div(a.hidden, 256 * 4));
+  const bool pdl = a.pdl && !slot_of;  // after the down GEMV (the GEMM path launches plainly)
   if (a.out_f32)
-    moe_combine_kernel<float><<<combine_grid, 256, 0, s>>>(w.y, a.hidden, a.t_expert, a.t_weight, slot_of, a.top_k,
-                                                       static_cast<float*>(a.out));
-  else
-    moe_combine_kernel<T><<<combine_grid, 256, 0, s>>>(w.y, a.hidden, a.t_expert, a.t_weight, slot_of, a.top_k,
-                                                   static_cast<T*>(a.out));
-  return cudaGetLastError();
+    return launch_pdl(pdl, moe_combine_kernel<float>, combine_grid, dim3(256), 0, s, w.y, a.hidden, a.t_expert,
+                      a.t_weight, slot_of, a.top_k, static_cast<float*>(a.out));
+  return launch_pdl(pdl, moe_combine_kernel<T>, combine_grid, dim3(256), 0, s, w.y, a.hidden, a.t_expert, a.t_weight,
+                    slot_of, a.top_k, static_cast<T*>(a.out));
 }
 
 }  // namespace
 
 cudaError_t moe_route(Act act, const void* logits, int tokens, int experts, int top_k, bool norm_topk_prob,
-                      int32_t* t_expert, float* t_weight, cudaStream_t s) {
+                      int32_t* t_expert, float* t_weight, cudaStream_t s, bool pdl) {
   if (experts < 1 || experts > kMoeMaxExperts || top_k < 1 || top_k > experts || top_k > kMoeMaxTopK)
     return cudaErrorInvalidValue;
   if (tokens == 0) return cudaSuccess;
-  const unsigned grid = ceil_div(int64_t(tokens) * 32, 256);
+  const dim3 grid(ceil_div(int64_t(tokens) * 32, 256));
   if (act == Act::BF16)
-    moe_route_kernel<__nv_bfloat16><<<grid, 256, 0, s>>>(static_cast<const __nv_bfloat16*>(logits), tokens, experts,
-                                                         top_k, norm_topk_prob, t_expert, t_weight);
-  else
-    moe_route_kernel<__half><<<grid, 256, 0, s>>>(static_cast<const __half*>(logits), tokens, experts, top_k,
-                                                  norm_topk_prob, t_expert, t_weight);
-  return cudaGetLastError();
+    return launch_pdl(pdl, moe_route_kernel<__nv_bfloat16>, grid, dim3(256), 0, s,
+                      static_cast<const __nv_bfloat16*>(logits), tokens, experts, top_k, norm_topk_prob, t_expert,
+                      t_weight);
+  return launch_pdl(pdl, moe_route_kernel<__half>, grid, dim3(256), 0, s, static_cast<const __half*>(logits), tokens,
+                    experts, top_k, norm_topk_prob, t_expert, t_weight);
 }
 
 cudaError_t moe_experts(const MoeArgs& a, cudaStream_t s) {

@@ -9,6 +9,7 @@
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/kernels/moe_internal.cuh"
 #include "backends/cuda/launchers.h"
+#include "backends/cuda/pdl.cuh"
 
 namespace lite_llama::cuda::moe {
 namespace {
@@ -25,10 +26,14 @@ constexpr int kPresentWords = kMoeMaxExperts / 32;
 // weights), and for GQ rows the (s, m) word of their group.
 // Two blocks an SM: without the bound ptxas (CUDA 13) spilled a few registers in the
 // 2-row variants while using fewer than 128.
+// Under programmatic dependent launch the gate|up product (!kSwiglu) waits before it reads the
+// routing; the down product (kSwiglu), launched while the gate|up one still runs, reads the
+// routing (complete: the gate|up blocks let it start only after their own wait), finds its
+// expert and prefetches its rows, and waits only before it stages the gate|up products.
 template <typename T, int KIND, typename O, bool kSwiglu, int kRows>
 __global__ void __launch_bounds__(kWarps * 32, 2)
     gemv_kernel(Rows W, int N, int K, const T* __restrict__ in, int top_k,
-                const int32_t* __restrict__ t_expert, int n, O* __restrict__ out) {
+                const int32_t* __restrict__ t_expert, int n, O* __restrict__ out, int prefetch_pieces) {
   constexpr int kRowsPerBlock = kWarps * kRows;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* xs = reinterpret_cast<T*>(smem_raw);  // [kChunk][K]
@@ -36,13 +41,18 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   __shared__ int list[kGemvMaxAssign];
   __shared__ int cnt, expert;
   const int tid = threadIdx.x;
+  if constexpr (!kSwiglu) {
+    pdl_wait();
+    pdl_trigger();  // the down GEMV may start: every block of this one has seen the routing
+  }
   // One read of t_expert: this thread's assignments tid, tid + 256, ... stay in registers.
+  // Through L2 (__ldcg): the down GEMV reads it before its wait, and L1 may hold an older layer's.
   constexpr int kPer = kGemvMaxAssign / (kWarps * 32);
   int mine[kPer];
 #pragma unroll
   for (int i = 0; i < kPer; ++i) {
     const int a = tid + i * kWarps * 32;
-    mine[i] = a < n ? t_expert[a] : -1;
+    mine[i] = a < n ? __ldcg(t_expert + a) : -1;
   }
   if (tid < kPresentWords) present[tid] = 0;
   if (tid == 0) cnt = 0;
@@ -72,12 +82,11 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   constexpr int kCols = kLoadCols<KIND>;
   const size_t rb = W.row_bytes, cb = code_bytes<KIND>(K);
   const uint8_t* w = W.data + (size_t(e) * N + size_t(min(r0, N - 1))) * rb;
-  if (r0 < N && (lane & 7) == 0) {  // the first two 512-byte pieces of this warp's rows, into L2
+  if (r0 < N && (lane & 7) == 0) {  // the first 512-byte pieces of this warp's rows, into L2
     // while the assignments are gathered and staged (one lane per 128-byte line)
 #pragma unroll
     for (int r = 0; r < kRows; ++r)
-#pragma unroll
-      for (int u = 0; u < 2; ++u)
+      for (int u = 0; u < prefetch_pieces; ++u)
         if (r0 + r < N && size_t(lane * 16 + u * 512) < cb)
           asm volatile("prefetch.global.L2 [%0];" ::"l"(w + size_t(r) * rb + lane * 16 + u * 512));
   }
@@ -85,6 +94,10 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
 #pragma unroll
   for (int i = 0; i < kPer; ++i)
     if (mine[i] == e) list[atomicAdd(&cnt, 1)] = tid + i * kWarps * 32;
+  if constexpr (kSwiglu) {
+    pdl_wait();     // the gate|up products are complete only now
+    pdl_trigger();  // the combine may start
+  }
   __syncthreads();
   const int total = cnt;
   const int vecs = K / 8;
@@ -159,7 +172,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
 
 template <typename T, int KIND, typename O>
 cudaError_t gemv(const Rows& W, int N, int K, const T* in, bool swiglu, int top_k, const int32_t* t_expert, int n,
-                 int experts, O* out, cudaStream_t s) {
+                 int experts, O* out, cudaStream_t s, bool pdl, int l2_prefetch) {
   if (n > kGemvMaxAssign || K % (KIND == k16Bit ? 8 : 32) != 0) return cudaErrorInvalidValue;
   const size_t smem = size_t(std::min(kChunk, n)) * size_t(K) * sizeof(T);  // a block stages <= n rows
   auto launch = [&](auto kernel, int rows_per_block) {
@@ -168,8 +181,8 @@ cudaError_t gemv(const Rows& W, int N, int K, const T* in, bool swiglu, int top_
           e != cudaSuccess)
         return e;
     const dim3 grid(ceil_div(N, rows_per_block), unsigned(std::min(n, experts)));
-    kernel<<<grid, kWarps * 32, smem, s>>>(W, N, K, in, top_k, t_expert, n, out);
-    return cudaGetLastError();
+    return launch_pdl(pdl, kernel, grid, dim3(kWarps * 32), smem, s, W, N, K, in, top_k, t_expert, n, out,
+                      ceil_div(l2_prefetch, 512));
   };
   if (n <= kFewAssign)
     return swiglu ? launch(gemv_kernel<T, KIND, O, true, 2>, kWarps * 2)
@@ -181,7 +194,7 @@ cudaError_t gemv(const Rows& W, int N, int K, const T* in, bool swiglu, int top_
 // The gate|up product writes T, the down product (SwiGLU input) fp32 partials for the combine.
 #define LL_MOE_GEMV(T, KIND, O) \
   template cudaError_t gemv<T, KIND, O>(const Rows&, int, int, const T*, bool, int, const int32_t*, int, int, O*, \
-                                        cudaStream_t);
+                                        cudaStream_t, bool, int);
 #define LL_MOE_GEMV_KINDS(T)       \
   LL_MOE_GEMV(T, k16Bit, T)        \
   LL_MOE_GEMV(T, k16Bit, float)    \

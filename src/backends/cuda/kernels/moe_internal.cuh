@@ -59,10 +59,13 @@ inline int max_tiles(int n, int experts) { return (n + kTileM - 1) / kTileM + (n
 // out[a, r] = W[e(a), r, :] . x(a) for every assignment a < n (e(a) = t_expert[a]):
 // x(a) = in[a / top_k] (hidden states, K wide) when !swiglu, else silu(g) * u of gate_up row a
 // ([g(K) | u(K)]), rounded to T as the dense SwiGLU rounds it. T: __half or __nv_bfloat16;
-// KIND: see above (GQ rows: K % 32 == 0); O: T or float.
+// KIND: see above (GQ rows: K % 32 == 0); O: T or float. pdl: launched with programmatic
+// dependent launch after the routing (!swiglu) or the gate|up GEMV (swiglu), which must itself
+// have waited for the routing; l2_prefetch: bytes of each weight row fetched into L2 while a
+// block gathers and stages its assignments.
 template <typename T, int KIND, typename O>
 cudaError_t gemv(const Rows& W, int N, int K, const T* in, bool swiglu, int top_k, const int32_t* t_expert, int n,
-                 int experts, O* out, cudaStream_t s);
+                 int experts, O* out, cudaStream_t s, bool pdl, int l2_prefetch);
 
 // out[slot, r] = W[e, r, :] . x(slot) over the sorted slots, one block per (tile, kTileN rows):
 // tiles[2 i] = expert, tiles[2 i + 1] = first slot of tile i, its slots end at
