@@ -83,7 +83,7 @@ struct CudaTuning {
   // and fetches its first weights into L2 before it waits for the gate|up products.
   bool pdl_moe = true;
   // Bytes of each of its weight rows a grouped-GEMV block fetches into L2 while it gathers and
-  // stages its assignments (rounded up to 512).
+  // stages its assignments (rounded up to 512), in steps of up to 16 assignments (larger ones: none).
   int moe_l2_prefetch = 1024;
   // Debugging: every op's output is copied back and checked for NaN / inf (eager steps only).
   bool check_finite = false;
