@@ -1,8 +1,8 @@
 // One attention work item of one instruction set (included by kernels_<isa>.cpp only): the query
 // rows of one KV head's group (query tokens x heads of the group) over a range of keys, in tiles
 // of kKeyTile keys with an online softmax (attention_tiles.h). K and V rows are read once per
-// tile for all rows of the item; scores never leave the stack. On AVX-512, a prefill chunk's
-// tiles below the causal diagonal take tile_rows: every row's arithmetic is the lone token's
+// tile for all rows of the item; scores never leave the stack. A prefill chunk's tiles below the
+// causal diagonal take tile_rows (AVX-512 and AVX2): every row's arithmetic is the lone token's
 // (tile_one_token), with K and V loads shared by the rows.
 #pragma once
 #include "backends/cpu/attention_tiles.h"
@@ -50,22 +50,65 @@ template <int C, int R>
   for (int r = 0; r < R; ++r) vstore(p + r * kKeyTile, vmul(finish16(sb + r * 8 * 16), vset1(scale)));
 }
 
+#elif LL_VEC == 8
+// score_vectors' per-row arithmetic (an even and an odd chain per key, added) for R rows and NK
+// keys of a prefill chunk into sb (rows kKeyTile vectors apart): 2 R NK accumulators, each q and K
+// vector loaded once for the block (registers: 2 R NK + R + 1 <= 16).
+template <int C, int R, int NK>
+[[gnu::noinline]] void score_block(const float* const* qr, const float* const* k, float* sb) {
+  using namespace simd;
+  V acc[R][NK][2];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < NK; ++t) acc[r][t][0] = acc[r][t][1] = vzero();
+  for (int c = 0; c < C; ++c) {
+    V q[R];
+    for (int r = 0; r < R; ++r) q[r] = in_reg(vload(qr[r] + c * 8));
+    for (int t = 0; t < NK; ++t) {
+      const V x = in_reg(vload(k[t] + c * 8));
+      for (int r = 0; r < R; ++r) acc[r][t][c & 1] = vfma(q[r], x, acc[r][t][c & 1]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < NK; ++t) vstore(sb + (r * kKeyTile + t) * 8, vadd(acc[r][t][0], acc[r][t][1]));
+}
+
+// The score vectors of `rows` rows over n keys, blocks of kAvx2ScoreRows x kAvx2ScoreKeys first.
+template <int C>
+void score_rows(const float* const* qr, const float* const* krow, int n, int rows, float* sb) {
+  constexpr int R = kAvx2ScoreRows, NK = kAvx2ScoreKeys;
+  int r = 0;
+  for (; r + R <= rows; r += R) {
+    int j = 0;
+    for (; j + NK <= n; j += NK) score_block<C, R, NK>(qr + r, krow + j, sb + (r * kKeyTile + j) * 8);
+    for (; j < n; ++j) score_block<C, R, 1>(qr + r, krow + j, sb + (r * kKeyTile + j) * 8);
+  }
+  for (; r < rows; ++r)
+    for (int j = 0; j < n; ++j) score_block<C, 1, 1>(qr + r, krow + j, sb + (r * kKeyTile + j) * 8);
+}
+#endif
+
+#if LL_VEC > 1
 // One key tile for all rows of a prefill item (one KV head) where every row sees all n keys:
 // tile_one_token's stages over blocks of rows, so each row's arithmetic is the lone token's.
 // qrow: the rows' q, found once per item (two divisions per row and tile cost ~5%).
 template <int C>
 void tile_rows(const AttnTile& a, const float* const* qrow, const float* const* krow, const float* const* vrow,
-               int n, float* m, float* l, float* o, float* p) {
+               int n, float* m, float* l, float* o, float* sb, float* p) {
   constexpr int kBlock = 4 * kKeyTile;  // softmax_rows' limit
   const int D = a.head_dim, rows = (a.q1 - a.q0) * a.group;
   float alpha[kBlock];
   for (int r0 = 0; r0 < rows; r0 += kBlock) {
     const int nr = rows - r0 < kBlock ? rows - r0 : kBlock;
+#if LL_VEC == 16
     constexpr int R = C <= 2 ? 4 : C <= 4 ? 3 : 2;  // registers: R (C + 4) + 4 <= 32
     int r = r0;
     for (; r + R <= r0 + nr; r += R) score_block<C, R>(qrow + r, krow, n, a.scale, p + r * kKeyTile);
     for (; r < r0 + nr; ++r) score_block<C, 1>(qrow + r, krow, n, a.scale, p + r * kKeyTile);
     softmax_rows(a, nr, n, nullptr, p + r0 * kKeyTile, m + r0, l + r0, alpha);
+#else
+    score_rows<C>(qrow + r0, krow, n, nr, sb);
+    softmax_rows(a, nr, n, sb, p + r0 * kKeyTile, m + r0, l + r0, alpha);
+#endif
     accumulate_head(o + int64_t(r0) * D, D, alpha, p + r0 * kKeyTile, vrow, 0, n, nr);
   }
 }
@@ -98,10 +141,10 @@ void attend_tile(const AttnTile& a) {
 #else
   (void)sb, (void)pw;
 #endif
-#if LL_VEC == 16
+#if LL_VEC > 1
   constexpr int kMaxChunkRows = 256;
-  const bool chunk_rows = a.q1 - a.q0 > 1 && a.kv_heads == 1 && D % (2 * LL_VEC) == 0 && D <= 8 * LL_VEC &&
-                          rows <= kMaxChunkRows;
+  const bool chunk_rows = a.q1 - a.q0 > 1 && a.kv_heads == 1 && D % (2 * LL_VEC) == 0 && rows <= kMaxChunkRows &&
+                          (LL_VEC == 16 ? D <= 8 * LL_VEC : D <= 16 * LL_VEC || D == 256);
   const float* qrow[kMaxChunkRows];
   if (chunk_rows)
     for (int r = 0; r < rows; ++r)
@@ -129,10 +172,25 @@ void attend_tile(const AttnTile& a) {
 #if LL_VEC == 16
     if (chunk_rows && a.first_pos + a.q0 + 1 - k0 >= nk) {  // no row's causal limit in this tile
       switch (D / LL_VEC) {
-        case 2: tile_rows<2>(a, qrow, krow, vrow, nk, m, l, o, pw); break;
-        case 4: tile_rows<4>(a, qrow, krow, vrow, nk, m, l, o, pw); break;
-        case 6: tile_rows<6>(a, qrow, krow, vrow, nk, m, l, o, pw); break;
-        default: tile_rows<8>(a, qrow, krow, vrow, nk, m, l, o, pw);
+        case 2: tile_rows<2>(a, qrow, krow, vrow, nk, m, l, o, sb, pw); break;
+        case 4: tile_rows<4>(a, qrow, krow, vrow, nk, m, l, o, sb, pw); break;
+        case 6: tile_rows<6>(a, qrow, krow, vrow, nk, m, l, o, sb, pw); break;
+        default: tile_rows<8>(a, qrow, krow, vrow, nk, m, l, o, sb, pw);
+      }
+      continue;
+    }
+#elif LL_VEC == 8
+    if (chunk_rows && a.first_pos + a.q0 + 1 - k0 >= nk) {
+      switch (D / LL_VEC) {
+        case 2: tile_rows<2>(a, qrow, krow, vrow, nk, m, l, o, sb, pw); break;
+        case 4: tile_rows<4>(a, qrow, krow, vrow, nk, m, l, o, sb, pw); break;
+        case 6: tile_rows<6>(a, qrow, krow, vrow, nk, m, l, o, sb, pw); break;
+        case 8: tile_rows<8>(a, qrow, krow, vrow, nk, m, l, o, sb, pw); break;
+        case 10: tile_rows<10>(a, qrow, krow, vrow, nk, m, l, o, sb, pw); break;
+        case 12: tile_rows<12>(a, qrow, krow, vrow, nk, m, l, o, sb, pw); break;
+        case 14: tile_rows<14>(a, qrow, krow, vrow, nk, m, l, o, sb, pw); break;
+        case 16: tile_rows<16>(a, qrow, krow, vrow, nk, m, l, o, sb, pw); break;
+        default: tile_rows<32>(a, qrow, krow, vrow, nk, m, l, o, sb, pw);  // D = 256
       }
       continue;
     }

@@ -20,6 +20,12 @@ namespace {
 namespace attn {
 
 constexpr int kKeyTile = kAttnKeyTile;
+#if LL_VEC == 8
+// AVX2 blocks (16 registers), measured on Zen 4 (one layer of a 2k prefill, ms): score_block
+// rows x keys 3x2 82, 2x3 85, 2x2 88, 1x4 100; P V rows x vectors 3x4 80, 4x2 81, 5x2 81, 1x8 102.
+constexpr int kAvx2ScoreRows = 3, kAvx2ScoreKeys = 2;
+constexpr int kAvx2PvRows = 3, kAvx2PvCols = 4;
+#endif
 
 inline float dot(const float* a, const float* b, int n) {
   int i = 0;
@@ -111,26 +117,28 @@ inline void accumulate_rows(float* o, int D, const float* alpha, const float* p,
     for (int c = 0; c < C; ++c) vstore(o + r * D + c * LL_VEC, vadd(a0[r][c], a1[r][c]));
 }
 
-// Blocks of eight vectors (one chain each) of the first D floats of R rows (row stride D; R = 1:
-// any stride), D a multiple of 8 vectors.
-template <int R>
+// Blocks of CB vectors (one chain each) of the first D floats of R rows (row stride D; R = 1:
+// any stride), D a multiple of 8 vectors. A vector's chain is the same whatever R and CB (AVX2
+// takes several rows by narrower blocks: 16 registers).
+template <int R, int CB = 8>
 inline void accumulate_rows8(float* o, int D, const float* alpha, const float* p, const float* const* v,
                              int voff, int nk) {
   using namespace simd;
-  for (int i = 0; i < D; i += 8 * LL_VEC) {
-    V acc[R][8];
+  for (int i = 0; i < D; i += CB * LL_VEC) {
+    V acc[R][CB];
     for (int r = 0; r < R; ++r)
-      for (int c = 0; c < 8; ++c) {
+      for (int c = 0; c < CB; ++c) {
         const V x = vload(o + r * D + i + c * LL_VEC);
         acc[r][c] = alpha[r] == 1.0f ? x : vmul(x, vset1(alpha[r]));
       }
     for (int j = 0; j < nk; ++j)
-      for (int c = 0; c < 8; ++c) {
-        const V x = vload(v[j] + voff + i + c * LL_VEC);
+      for (int c = 0; c < CB; ++c) {
+        V x = vload(v[j] + voff + i + c * LL_VEC);
+        if constexpr (CB < 8) x = in_reg(x);  // one load for the R rows
         for (int r = 0; r < R; ++r) acc[r][c] = vfma(vset1(p[r * kKeyTile + j]), x, acc[r][c]);
       }
     for (int r = 0; r < R; ++r)
-      for (int c = 0; c < 8; ++c) vstore(o + r * D + i + c * LL_VEC, acc[r][c]);
+      for (int c = 0; c < CB; ++c) vstore(o + r * D + i + c * LL_VEC, acc[r][c]);
   }
 }
 
@@ -353,6 +361,85 @@ void softmax_rows(const AttnTile& a, int rows, int n, const float* sb, float* p,
 }
 #endif
 
+#if LL_VEC == 8
+// vsum4's tree (pairs, quads, then the halves) over 8 key vectors, lane k = key k's sum.
+inline simd::V vsum8(const float* x) {
+  using namespace simd;
+  V v[8];
+  for (int i = 0; i < 8; ++i) v[i] = vload(x + 8 * i);
+  const V h0 = _mm256_hadd_ps(_mm256_hadd_ps(v[0], v[1]), _mm256_hadd_ps(v[2], v[3]));
+  const V h1 = _mm256_hadd_ps(_mm256_hadd_ps(v[4], v[5]), _mm256_hadd_ps(v[6], v[7]));
+  return vadd(_mm256_permute2f128_ps(h0, h1, 0x20), _mm256_permute2f128_ps(h0, h1, 0x31));
+}
+// vsum's tree (halves, lanes 0+2 / 1+3, then 0+1) of 8 vectors at once, lane r = op over x[r].
+template <class Op>
+inline simd::V tree8(const simd::V* x, Op op) {
+  simd::V u[4], w[2];
+  for (int r = 0; r < 4; ++r)
+    u[r] = op(_mm256_permute2f128_ps(x[r], x[r + 4], 0x20), _mm256_permute2f128_ps(x[r], x[r + 4], 0x31));
+  for (int i = 0; i < 2; ++i)
+    w[i] = op(_mm256_shuffle_ps(u[2 * i], u[2 * i + 1], 0x44), _mm256_shuffle_ps(u[2 * i], u[2 * i + 1], 0xee));
+  return op(_mm256_shuffle_ps(w[0], w[1], 0x88), _mm256_shuffle_ps(w[0], w[1], 0xdd));
+}
+
+// Softmax update of every row over the tile's n keys (AVX2), as attend_tile's per-row loop does it:
+// each row's score vectors in sb (score_vectors' layout) summed by four keys (vsum4, as scores()),
+// then max, alpha, exp_sum and l (= fma(l, alpha, sum), GCC's contraction there). Full tiles take
+// 8 rows at a time: the same sums by vsum8 / tree8, m / alpha / l as vectors.
+void softmax_rows(const AttnTile& a, int rows, int n, const float* sb, float* p, float* m, float* l,
+                  float* alpha) {
+  using namespace simd;
+  auto add = [](V x, V y) { return vadd(x, y); };
+  int r0 = 0;
+  for (; n == kKeyTile && r0 + 8 <= rows; r0 += 8) {
+    V mx[8], sums[8];
+    for (int r = 0; r < 8; ++r) {
+      const float* s = sb + int64_t(r0 + r) * kKeyTile * 8;
+      float* pr = p + (r0 + r) * kKeyTile;
+      const V s0 = vmul(vsum8(s), vset1(a.scale)), s1 = vmul(vsum8(s + 64), vset1(a.scale));
+      vstore(pr, s0);
+      vstore(pr + 8, s1);
+      mx[r] = vmax(s0, s1);
+    }
+    const V mo = vload(m + r0), mn = vmax(tree8(mx, [](V x, V y) { return vmax(x, y); }), mo);  // mx > m ? mx : m
+    alignas(32) float m_old[8];
+    vstore(m_old, mo);
+    vstore(m + r0, mn);
+    vstore(alpha + r0, vset1(1.0f));
+    for (unsigned c = ~unsigned(_mm256_movemask_ps(_mm256_cmp_ps(mn, mo, _CMP_EQ_OQ))) & 0xff; c; c &= c - 1) {
+      const int r = __builtin_ctz(c);
+      alpha[r0 + r] = std::exp(m_old[r] - m[r0 + r]);
+    }
+    for (int r = 0; r < 8; r += 2) {  // exp_sum of two rows, their four exps interleaved
+      float* pr = p + (r0 + r) * kKeyTile;
+      V e[4];
+      for (int i = 0; i < 4; ++i) e[i] = vsub(vload(pr + 8 * i), vset1(m[r0 + r + i / 2]));
+      vexp_n<4>(e);
+      for (int i = 0; i < 4; ++i) vstore(pr + 8 * i, e[i]);
+      sums[r] = vadd(vadd(vzero(), e[0]), e[1]);
+      sums[r + 1] = vadd(vadd(vzero(), e[2]), e[3]);
+    }
+    vstore(l + r0, vfma(vload(l + r0), vload(alpha + r0), tree8(sums, add)));
+  }
+  for (int r = r0; r < rows; ++r) {
+    const float* s = sb + int64_t(r) * kKeyTile * LL_VEC;
+    float* pr = p + r * kKeyTile;
+    int j = 0;
+    for (; j + 4 <= n; j += 4)
+      vsum4(vload(s + j * LL_VEC), vload(s + (j + 1) * LL_VEC), vload(s + (j + 2) * LL_VEC),
+            vload(s + (j + 3) * LL_VEC), a.scale, pr + j);
+    for (; j < n; ++j) pr[j] = vsum(vload(s + j * LL_VEC)) * a.scale;
+    float mx = -INFINITY;
+    for (j = 0; j < n; ++j) mx = pr[j] > mx ? pr[j] : mx;
+    const float m_new = mx > m[r] ? mx : m[r];
+    alpha[r] = m_new == m[r] ? 1.0f : std::exp(m[r] - m_new);
+    const float sum = exp_sum(pr, n, m_new);
+    l[r] = l[r] * alpha[r] + sum;
+    m[r] = m_new;
+  }
+}
+#endif
+
 // One query token, all rows of the item (AVX2): each row's score vectors (the two chains of
 // scores(), added, lanes not yet summed) for keys j < n into sb[row][j], keys outer, heads inner.
 template <int C>
@@ -404,6 +491,10 @@ inline void accumulate_head(float* o, int D, const float* alpha, const float* p,
     r += done;
   }
   if (rows - r == 2) r += accumulate_block<2>(o + r * D, D, alpha + r, p + r * kKeyTile, v, voff, nk);
+#else
+  constexpr int RB = kAvx2PvRows, CB = kAvx2PvCols;
+  if (D % (8 * LL_VEC) == 0)
+    for (; rows - r >= RB; r += RB) accumulate_rows8<RB, CB>(o + r * D, D, alpha + r, p + r * kKeyTile, v, voff, nk);
 #endif
   const float* vh[kKeyTile];
   for (int j = 0; j < nk; ++j) vh[j] = v[j] + voff;
@@ -425,7 +516,6 @@ void tile_one_token(const AttnTile& a, const float* qb, const float* const* krow
     case 8: score_pairs<8>(a, qb, krow, vrow, n, sb, kfirst, kend); break;
     default: score_pairs<16>(a, qb, krow, vrow, n, sb, kfirst, kend);  // D = 256; others: generic path
   }
-  softmax_rows(a, rows, n, sb, p, m, l, alpha);
 #else
   switch (D / LL_VEC) {
     case 2: score_vectors<2>(a, qb, krow, vrow, n, sb, kfirst, kend); break;
@@ -433,23 +523,8 @@ void tile_one_token(const AttnTile& a, const float* qb, const float* const* krow
     case 8: score_vectors<8>(a, qb, krow, vrow, n, sb, kfirst, kend); break;
     default: score_vectors<0>(a, qb, krow, vrow, n, sb, kfirst, kend);
   }
-  for (int r = 0; r < rows; ++r) {
-    const float* s = sb + int64_t(r) * kKeyTile * LL_VEC;
-    float* pr = p + r * kKeyTile;
-    int j = 0;
-    for (; j + 4 <= n; j += 4)
-      vsum4(vload(s + j * LL_VEC), vload(s + (j + 1) * LL_VEC), vload(s + (j + 2) * LL_VEC),
-            vload(s + (j + 3) * LL_VEC), a.scale, pr + j);
-    for (; j < n; ++j) pr[j] = vsum(vload(s + j * LL_VEC)) * a.scale;
-    float mx = -INFINITY;
-    for (j = 0; j < n; ++j) mx = pr[j] > mx ? pr[j] : mx;
-    const float m_new = mx > m[r] ? mx : m[r];
-    alpha[r] = m_new == m[r] ? 1.0f : std::exp(m[r] - m_new);
-    const float sum = exp_sum(pr, n, m_new);
-    l[r] = l[r] * alpha[r] + sum;
-    m[r] = m_new;
-  }
 #endif
+  softmax_rows(a, rows, n, sb, p, m, l, alpha);
   for (int h = 0; h < a.kv_heads; ++h) {
     const int r0 = h * a.group;
     accumulate_head(o + int64_t(r0) * D, D, alpha + r0, p + r0 * kKeyTile, vrow, h * D, n, a.group);

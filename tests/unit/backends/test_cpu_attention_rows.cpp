@@ -109,7 +109,8 @@ TEST(CpuAttentionRows, ChunkRowsMatchLoneQueryBitwise) {
 // Fewer KV heads than items wanted: a lone query may be split over key ranges; below 512 keys it
 // is not, and rows must match.
 TEST(CpuAttentionRows, ShortContextFewKvHeadsBitwise) {
-  const Shape shapes[] = {{4, 1, 64}, {8, 2, 128}, {2, 2, 64}, {7, 1, 64}, {8, 2, 32}, {4, 2, 96}, {4, 2, 256}, {16, 2, 64}};
+  const Shape shapes[] = {{4, 1, 64}, {8, 2, 128}, {2, 2, 64}, {7, 1, 64}, {8, 2, 32}, {4, 2, 96}, {4, 2, 256}, {16, 2, 64},
+                          {6, 2, 48}, {3, 1, 80}};  // 48, 80: the AVX2 rows path at 6 and 10 vectors
   for (const auto& be : backends(1)) {
     SCOPED_TRACE(be->name());
     std::mt19937 rng(12);
