@@ -453,7 +453,7 @@ TEST(CpuInt16, TokensOfABatchEqualEachTokenAlone) {
     std::mt19937 rng(204);
     for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0})
       for (int64_t N : {5, 12})
-        for (int T : {2, 3, 7}) {
+        for (int T : {2, 3, 4, 5, 6, 7, 8}) {
           const int64_t K = 160, nb = K / 32;
           Weight w = make_weight(rng, t, N, K);
           std::vector<float> x = randn(rng, size_t(T * K));
