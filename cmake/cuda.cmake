@@ -4,8 +4,10 @@ if(NOT LITE_LLAMA_CUDA STREQUAL "OFF")
   include(CheckLanguage)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
+    # 90a (not 90): Hopper's wgmma, which the long-prefill attention kernel uses, exists only in
+    # arch-specific code; 80 keeps Ampere on the mma.sync kernels.
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-      set(CMAKE_CUDA_ARCHITECTURES 80 90)
+      set(CMAKE_CUDA_ARCHITECTURES 80 90a)
     endif()
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)

@@ -65,6 +65,9 @@ struct CudaTuning {
   // With pdl: decode attention starts beside the RoPE + KV write on the keys of earlier steps,
   // and its merge beside it.
   bool pdl_attention = true;
+  // Prefill chunks whose keys are not split run on the wgmma kernel (attention_prefill_sm90.cu)
+  // where the GPU is sm_90 and the binary holds sm_90a code; false: the mma.sync kernel.
+  bool prefill_wgmma = true;
   // The residual stream in fp32 (the fused add + RMSNorm reads and writes fp32 and hands 16-bit
   // normalised activations on), as the fp32 reference and llama.cpp keep it; false: 16-bit.
   bool fp32_residual = true;

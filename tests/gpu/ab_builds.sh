@@ -14,7 +14,7 @@ BASE_BUILD="${BASE_BUILD:-$ROOT/build-base}"
 mkdir -p "$OUT"
 if [ ! -x "$BASE_BUILD/bin/lite-llama" ]; then
   cmake -S "$BASE_SRC" -B "$BASE_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLITE_LLAMA_CUDA=ON \
-    -DLITE_LLAMA_TESTS=OFF -DLITE_LLAMA_PYTHON=OFF -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" >"$OUT/base_cmake.log" 2>&1
+    -DLITE_LLAMA_TESTS=OFF -DLITE_LLAMA_PYTHON=OFF -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90a}" >"$OUT/base_cmake.log" 2>&1
   cmake --build "$BASE_BUILD" -j 16 --target lite-llama >"$OUT/base_build.log" 2>&1
 fi
 for m in "${MODELS[@]}"; do

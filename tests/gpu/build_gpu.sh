@@ -9,7 +9,7 @@ targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=(lite-llama test_cuda_kernels attention-bench)
 bash "$ROOT/tests/gpu/device_setup.sh" >/dev/null 2>&1 || true
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLITE_LLAMA_CUDA=ON \
-  -DLITE_LLAMA_PYTHON=OFF -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" >"$BUILD.cmake.log" 2>&1 ||
+  -DLITE_LLAMA_PYTHON=OFF -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90a}" >"$BUILD.cmake.log" 2>&1 ||
   { tail -30 "$BUILD.cmake.log"; exit 1; }
 cmake --build "$BUILD" -j 16 --target "${targets[@]}" >"$BUILD.build.log" 2>&1 ||
   { grep -E "error|FAILED" "$BUILD.build.log" | head -30; exit 1; }

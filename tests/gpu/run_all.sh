@@ -16,7 +16,7 @@ for s in "${steps[@]}"; do
   case "$s" in
     build)
       cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLITE_LLAMA_CUDA=ON \
-        -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" >"$OUT/cmake.log" 2>&1 &&
+        -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90a}" >"$OUT/cmake.log" 2>&1 &&
         cmake --build "$BUILD" -j 16 >"$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; } ;;
     kernels)
       ctest --test-dir "$BUILD" -L kernels --output-on-failure -j 4 >"$OUT/kernels.log" 2>&1 || rc=1

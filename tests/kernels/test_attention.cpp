@@ -154,6 +154,30 @@ TEST_P(CudaAttention, PrefillPastEightK) {
     }
 }
 
+TEST_P(CudaAttention, PrefillOnTheMmaSyncKernel) {
+  // On an sm_90 GPU the unsplit prefill takes the wgmma kernel; the mma.sync one (sm_80, and
+  // CudaTuning::prefill_wgmma = false) gets the same long, odd and chunked cases here.
+  CudaTuning t;
+  t.prefill_wgmma = false;
+  std::unique_ptr<ops::Backend> g = make_gpu(GetParam(), t);
+  std::swap(gpu, g);
+  std::mt19937 rng(413);
+  std::vector<SeqSpec> seqs;
+  for (int q : {1, 5, 64, 65, 130, 700})
+    for (int prefix : {0, 37, 512}) seqs.push_back({q, q + prefix});
+  for (int d : {64, 128}) {
+    for (const auto& h : {kHeads[0], kHeads[2], kHeads[5]}) {
+      check(rng, seqs, 0, h[0], h[1], d, AttnFill::ExactProbes);
+      check(rng, seqs, 0, h[0], h[1], d);
+      if (HasFatalFailure()) break;
+    }
+    if (HasFatalFailure()) break;
+    check(rng, {{8193, 8193}, {1001, 9501}, {130, 130}}, 0, 4, 1, d);
+    if (HasFatalFailure()) break;
+  }
+  std::swap(gpu, g);
+}
+
 TEST_P(CudaAttention, ShortChunkAfterLongPrefix) {
   // The next turn of a cached chat: one short chunk whose query tiles fill few blocks, so its keys
   // are split over blocks and merged (prefill_splits), alone and after decodes in the same call.

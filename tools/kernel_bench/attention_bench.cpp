@@ -2,7 +2,7 @@
 // K/V read, each beside the limits measured in the same run (device-to-device copy bandwidth and a
 // large bf16 cuBLASLt GEMM). One JSON object per line on stdout.
 //   attention-bench [--quick]
-//   attention-bench --prefill D TOKENS | --decode D BATCH CONTEXT [SPLITS]   (one case, e.g. under ncu)
+//   attention-bench --prefill D TOKENS [mma] | --decode D BATCH CONTEXT [SPLITS]   (one case, e.g. under ncu)
 //   attention-bench --chunk D TOKENS PREFIX [SPLITS]   (a short chunk after a cached prefix: splits vs one)
 #include <cuda_runtime.h>
 
@@ -114,9 +114,10 @@ int main(int argc, char** argv) {
   const int sms = prop.multiProcessorCount;
   if (argc >= 4 && std::strcmp(argv[1], "--prefill") == 0) {
     const int D = std::atoi(argv[2]), L = std::atoi(argv[3]);
+    const bool wgmma = !(argc >= 5 && std::strcmp(argv[4], "mma") == 0);
     Pool p(1, L, L, 32, 8, D, sms);
-    const double ms = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, 1, nullptr, nullptr)); }, 1);
-    std::printf("prefill D %d tokens %d: %.3f ms\n", D, L, ms);
+    const double ms = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, 1, nullptr, nullptr, wgmma)); }, 1);
+    std::printf("prefill D %d tokens %d (%s): %.3f ms\n", D, L, wgmma ? "wgmma" : "mma.sync", ms);
     return 0;
   }
   if (argc >= 5 && std::strcmp(argv[1], "--chunk") == 0) {
@@ -155,16 +156,23 @@ int main(int argc, char** argv) {
 
   const int Hq = 32, Hkv = 8;
   const std::vector<int> prefill_lens = quick ? std::vector<int>{8192} : std::vector<int>{2048, 8192, 16384, 32768};
+  // "prefill": the kernel the engine runs (wgmma where sm_90a code was built); "prefill_mma_sync":
+  // the mma.sync kernel, which sm_80 and split chunks use, for comparison.
+  std::vector<bool> paths = {false};
+  if (attention_prefill_sm90_built() && prop.major == 9 && prop.minor == 0) paths.insert(paths.begin(), true);
   for (int D : {64, 128})
-    for (int L : prefill_lens) {
-      Pool p(1, L, L, Hq, Hkv, D, sms);
-      const double ms = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, 1, nullptr, nullptr)); }, quick ? 3 : 5);
-      const double flops = 4.0 * D * Hq * (double(L) * (L + 1) / 2);
-      const double tf = flops / ms / 1e9;
-      std::printf("{\"kernel\": \"prefill\", \"D\": %d, \"Hq\": %d, \"Hkv\": %d, \"tokens\": %d, \"ms\": %.3f, "
-                  "\"TFLOP/s\": %.1f, \"of_gemm_peak\": %.3f}\n",
-                  D, Hq, Hkv, L, ms, tf, tf / gemm_tflops);
-    }
+    for (int L : prefill_lens)
+      for (bool wgmma : paths) {
+        Pool p(1, L, L, Hq, Hkv, D, sms);
+        const double ms = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, 1, nullptr, nullptr, wgmma)); },
+                                  quick ? 3 : 5);
+        const double flops = 4.0 * D * Hq * (double(L) * (L + 1) / 2);
+        const double tf = flops / ms / 1e9;
+        std::printf("{\"kernel\": \"%s\", \"D\": %d, \"Hq\": %d, \"Hkv\": %d, \"tokens\": %d, \"ms\": %.3f, "
+                    "\"TFLOP/s\": %.1f, \"of_gemm_peak\": %.3f}\n",
+                    wgmma || paths.size() == 1 ? "prefill" : "prefill_mma_sync", D, Hq, Hkv, L, ms, tf,
+                    tf / gemm_tflops);
+      }
   // The next turn of a cached chat: a short chunk after a long prefix, keys split over blocks.
   for (int D : {64, 128})
     for (int P : quick ? std::vector<int>{4096} : std::vector<int>{4096, 16384, 32768})

@@ -195,7 +195,7 @@ class CudaBackend final : public ops::Backend {
       ProfileScope ps(prof_, "attention prefill", stream());
       // The decode's merge above has read the workspace before this (same stream).
       const int splits = prefill_splits(a, m.num_tokens, dev_.sm_count(), workspace_rows_per_head(head_dim, dev_.sm_count()));
-      LL_CUDA(attention_prefill(act(), a, splits, static_cast<float*>(m.workspace), stream()));
+      LL_CUDA(attention_prefill(act(), a, splits, static_cast<float*>(m.workspace), stream(), prefill_wgmma()));
     }
     finite_(nd == m.num_seqs ? "attention (decode)" : "attention (prefill)", out);
   }
@@ -297,6 +297,9 @@ class CudaBackend final : public ops::Backend {
   Act act() const { return dev_.act(); }
   cudaStream_t stream() const { return dev_.stream(); }
   int split_keys() const { return std::max(0, tuning_.decode_split_keys); }
+  bool prefill_wgmma() const {
+    return tuning_.prefill_wgmma && dev_.props().major == 9 && dev_.props().minor == 0;
+  }
   bool pdl_moe() const { return tuning_.pdl && tuning_.pdl_moe && dev_.props().major >= 9; }
 
   std::shared_ptr<NcclComm> comm_;  // tensor parallelism (null: one device)

@@ -208,7 +208,13 @@ struct AttnArgs {
 // Causal attention of packed variable-length queries (prefill chunks), tensor cores (mma.sync).
 // splits > 1 cuts each query tile's keys over that many blocks and merges them: `partial` holds
 // num_tokens * Hq * splits * (D + 2) floats (num_tokens: rows of q, decode rows included).
-cudaError_t attention_prefill(Act act, const AttnArgs& a, int splits, float* partial, cudaStream_t s);
+// wgmma: with splits == 1, the sm_90a kernel below where it was built (the caller checks the GPU).
+cudaError_t attention_prefill(Act act, const AttnArgs& a, int splits, float* partial, cudaStream_t s,
+                              bool wgmma = false);
+// The same without key splits on Hopper's wgmma (sm_90a only; cudaErrorNotSupported where the
+// binary holds no sm_90a code, which attention_prefill_sm90_built tells).
+cudaError_t attention_prefill_sm90(Act act, const AttnArgs& a, cudaStream_t s);
+bool attention_prefill_sm90_built();
 // Key splits for a prefill call whose query tiles fill less than half of the GPU: about one wave
 // of blocks, >= 256 keys a split, num_tokens * splits <= max_rows.
 int prefill_splits(const AttnArgs& a, int num_tokens, int num_sms, int max_rows);

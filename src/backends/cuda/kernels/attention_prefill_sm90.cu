@@ -1,0 +1,239 @@
+// Causal flash attention of long prefill chunks on Hopper (sm_90a): wgmma instead of mma.sync.
+// A block's 128 rows are (token, head) pairs of one KV head's group (GQA without repeat_kv), 64
+// per warpgroup; every tile of 128 keys is gathered from the token-level pool through the slot
+// table by cp.async into a 128-byte-swizzled double buffer, S = Q K^T runs with both operands in
+// shared memory, the online softmax on S's accumulators in registers, and O += P V with P from
+// registers and V in shared memory (read transposed by the hardware). One __syncthreads a tile:
+// the load of tile j + 1 is issued right after tile j has landed, its slot ids loaded a tile
+// earlier into registers. The two warpgroups' GEMMs and softmaxes interleave on the SM's
+// schedulers. Split keys (short chunks after long prefixes) stay on the mma.sync kernel.
+#include <type_traits>
+
+#include "backends/cuda/common.cuh"
+#include "backends/cuda/launchers.h"
+#include "backends/cuda/mma.cuh"
+#include "backends/cuda/wgmma.cuh"
+
+namespace lite_llama::cuda {
+namespace {
+
+constexpr int kBM = 128;  // (token, head) rows a block: two warpgroups of 64
+constexpr int kBN = 128;  // keys a tile
+constexpr int kThreads = 256;
+
+template <int D>
+struct Sm90Cfg {
+  static constexpr int kQBytes = kBM * D * 2;
+  static constexpr int kTileBytes = kBN * D * 2;  // one K or V tile
+  static constexpr size_t kSmem = 1024 + kQBytes + 4 * size_t(kTileBytes);  // align + Q + 2 x (K, V)
+};
+
+template <typename T, int D>
+__global__ void __launch_bounds__(kThreads, 1) prefill_sm90_kernel(AttnArgs a) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using C = Sm90Cfg<D>;
+  constexpr int kChunks = D / 8;                  // 16-byte chunks a row
+  constexpr int kRowStep = kThreads / kChunks;    // rows apart of a thread's copies
+  constexpr int kRowsPerThread = kBN / kRowStep;  // K (and V) rows a thread copies
+  constexpr bool kBf = std::is_same_v<T, __nv_bfloat16>;
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t raw = uint32_t(__cvta_generic_to_shared(smem_raw));
+  const uint32_t pad = ((raw + 1023u) & ~1023u) - raw;  // swizzled tiles start 1024-aligned
+  uint8_t* sm = smem_raw + pad;
+  const uint32_t sQ = raw + pad, sKV = sQ + C::kQBytes;
+
+  const int G = a.Hq / a.Hkv, tokens = kBM / G;
+  const int b = blockIdx.z, kvh = blockIdx.y;
+  const int q_tile = gridDim.x - 1 - blockIdx.x;  // the longest (last) tiles start first
+  const int q_len = a.b_q_len[b], tq0 = q_tile * tokens;
+  if (tq0 >= q_len) return;
+  const int ntok = min(tokens, q_len - tq0), nrows = ntok * G;
+  const int prefix = a.b_seq_len[b] - q_len;
+  const int key_end = prefix + tq0 + ntok;  // causal: no key past the last query
+  const int mask_from = prefix + tq0;       // keys below are visible to every row
+  const int ntiles = (key_end + kBN - 1) / kBN;
+  const int32_t* slots = a.req_to_slot + size_t(a.b_req_idx[b]) * a.req_stride;
+  const size_t q_row0 = size_t(a.b_q_start[b] + tq0) * a.Hq + size_t(kvh) * G;
+  const T* kp = static_cast<const T*>(a.k_pool);
+  const T* vp = static_cast<const T*>(a.v_pool);
+  const int tid = threadIdx.x;
+
+  // Q rows (zeros past the chunk).
+  const T* qb = static_cast<const T*>(a.q);
+  for (int i = tid; i < kBM * kChunks; i += kThreads) {
+    const int r = i / kChunks, c = i % kChunks;
+    const bool ok = r < nrows;
+    cp_async16(sm + wg::swz(r, c, kBM), ok ? qb + (q_row0 + size_t(r / G) * a.Hq + r % G) * D + c * 8 : qb, ok);
+  }
+  // This thread copies chunk c of rows r0 + k * kRowStep of every K and V tile.
+  const int c = tid % kChunks, r0 = tid / kChunks;
+  int ids[kRowsPerThread];  // slot ids of the next tile to issue (-1: past key_end)
+  auto load_ids = [&](int tile) {
+#pragma unroll
+    for (int k = 0; k < kRowsPerThread; ++k) {
+      const int key = tile * kBN + r0 + k * kRowStep;
+      ids[k] = key < key_end ? __ldg(slots + key) : -1;
+    }
+  };
+  auto issue = [&](int tile) {  // rows past key_end are zeros: 0 * a masked probability stays 0
+    uint8_t* k_dst = sm + C::kQBytes + (tile & 1) * 2 * C::kTileBytes;
+#pragma unroll
+    for (int k = 0; k < kRowsPerThread; ++k) {
+      const int r = r0 + k * kRowStep;
+      const bool ok = ids[k] >= 0;
+      const size_t off = ok ? (size_t(ids[k]) * a.Hkv + kvh) * D + c * 8 : 0;
+      const uint32_t o = wg::swz(r, c, kBN);
+      cp_async16(k_dst + o, kp + off, ok);
+      cp_async16(k_dst + C::kTileBytes + o, vp + off, ok);
+    }
+  };
+  load_ids(0);
+  issue(0);
+  cp_async_commit();
+  if (ntiles > 1) load_ids(1);
+
+  const int wgi = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31, g = lane >> 2, t = lane & 3;
+  int lim[2];  // keys [0, lim) visible to this thread's rows g and g + 8
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = wgi * 64 + warp * 16 + g + 8 * h;
+    lim[h] = r < nrows ? min(prefix + tq0 + r / G + 1, key_end) : key_end;
+  }
+  float o[D / 2], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+#pragma unroll
+  for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
+  const float scale_log2 = a.scale * 1.4426950408889634f;
+  const uint32_t q_desc0 = sQ + wgi * 64 * 128;
+
+  for (int j = 0; j < ntiles; ++j) {
+    cp_async_wait<0>();
+    wg::fence_async_smem();
+    __syncthreads();  // tile j landed for every thread; every warpgroup is done with tile j - 1
+    if (j + 1 < ntiles) issue(j + 1);
+    cp_async_commit();
+    if (j + 2 < ntiles) load_ids(j + 2);
+    const uint32_t sK = sKV + (j & 1) * 2 * C::kTileBytes, sV = sK + C::kTileBytes;
+
+    // S = Q K^T (64 rows x 128 keys a warpgroup).
+    float s[kBN / 2];
+#pragma unroll
+    for (int i = 0; i < kBN / 2; ++i) s[i] = 0.f;
+    wg::fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const uint32_t koff = (kk & 3) * 32;  // 16 columns into the 64-column block
+      const uint64_t ad = wg::desc(q_desc0 + (kk >> 2) * kBM * 128 + koff, 16, 1024);
+      const uint64_t bd = wg::desc(sK + (kk >> 2) * kBN * 128 + koff, 16, 1024);
+      wg::mma_ss<kBf, kBN>(s, ad, bd, kk > 0);
+    }
+    wg::commit();
+    wg::wait<0>();
+    wg::fence_regs(s);
+
+    // Online softmax in exp2 form; a row with no visible key yet (max -inf) contributes nothing.
+    const int k0 = j * kBN;
+    const bool mask = k0 + kBN > mask_from;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int i = 0; i < kBN / 8; ++i)
+#pragma unroll
+        for (int jj = 0; jj < 2; ++jj) {
+          float v = s[4 * i + 2 * h + jj] * scale_log2;
+          if (mask && k0 + 8 * i + 2 * t + jj >= lim[h]) v = -INFINITY;
+          s[4 * i + 2 * h + jj] = v;
+          mx = fmaxf(mx, v);
+        }
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float m_new = fmaxf(m[h], mx);
+      const float base = m_new == -INFINITY ? 0.f : m_new;
+      const float alpha = exp2f(m[h] - base);
+      float sum = 0.f;
+#pragma unroll
+      for (int i = 0; i < kBN / 8; ++i)
+#pragma unroll
+        for (int jj = 0; jj < 2; ++jj) {
+          const float p = exp2f(s[4 * i + 2 * h + jj] - base);
+          s[4 * i + 2 * h + jj] = p;
+          sum += p;
+        }
+      l[h] = l[h] * alpha + sum;
+      m[h] = m_new;
+#pragma unroll
+      for (int i = 0; i < D / 8; ++i) o[4 * i + 2 * h] *= alpha, o[4 * i + 2 * h + 1] *= alpha;
+    }
+
+    // O += P V: P's 16-key steps are the A fragments, V (keys x D) the MN-major B operand.
+    uint32_t pa[kBN / 16][4];
+#pragma unroll
+    for (int ks = 0; ks < kBN / 16; ++ks) {
+      pa[ks][0] = pack2<T>(s[8 * ks + 0], s[8 * ks + 1]);
+      pa[ks][1] = pack2<T>(s[8 * ks + 2], s[8 * ks + 3]);
+      pa[ks][2] = pack2<T>(s[8 * ks + 4], s[8 * ks + 5]);
+      pa[ks][3] = pack2<T>(s[8 * ks + 6], s[8 * ks + 7]);
+    }
+    wg::fence_regs(o);
+    wg::fence();
+#pragma unroll
+    for (int ks = 0; ks < kBN / 16; ++ks)
+      wg::mma_rs<kBf, D>(o, pa[ks], wg::desc(sV + ks * 16 * 128, kBN * 128, 1024), 1);
+    wg::commit();
+    wg::wait<0>();
+    wg::fence_regs(o);
+  }
+
+  // Full row sums, then normalise and write this thread's rows.
+  T* out = static_cast<T*>(a.out);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
+    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+    const int r = wgi * 64 + warp * 16 + g + 8 * h;
+    if (r >= nrows) continue;
+    const float inv = l[h] > 0.f ? 1.f / l[h] : 0.f;
+    T* orow = out + (q_row0 + size_t(r / G) * a.Hq + r % G) * D + 2 * t;
+#pragma unroll
+    for (int i = 0; i < D / 8; ++i)
+      *reinterpret_cast<uint32_t*>(orow + i * 8) = pack2<T>(o[4 * i + 2 * h] * inv, o[4 * i + 2 * h + 1] * inv);
+  }
+#else
+  __trap();  // launched only where sm_90a code was built (attention_prefill_sm90_built)
+#endif
+}
+
+template <typename T, int D>
+cudaError_t launch(const AttnArgs& a, cudaStream_t s) {
+  const int G = a.Hq / a.Hkv;
+  if (G < 1 || G > kBM || a.Hq % a.Hkv != 0) return cudaErrorInvalidValue;
+  constexpr size_t smem = Sm90Cfg<D>::kSmem;
+  cudaError_t e = cudaFuncSetAttribute(prefill_sm90_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  if (e != cudaSuccess) return e;
+  const dim3 grid(ceil_div(a.max_q_len, kBM / G), a.Hkv, a.num_seqs);
+  prefill_sm90_kernel<T, D><<<grid, kThreads, smem, s>>>(a);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+bool attention_prefill_sm90_built() {
+#if defined(LITE_LLAMA_SM90A)
+  return true;
+#else
+  return false;
+#endif
+}
+
+cudaError_t attention_prefill_sm90(Act act, const AttnArgs& a, cudaStream_t s) {
+  if (a.num_seqs == 0 || a.max_q_len == 0) return cudaSuccess;
+  if (!attention_prefill_sm90_built()) return cudaErrorNotSupported;
+  const bool bf = act == Act::BF16;
+  switch (a.D) {
+    case 64: return bf ? launch<__nv_bfloat16, 64>(a, s) : launch<__half, 64>(a, s);
+    case 128: return bf ? launch<__nv_bfloat16, 128>(a, s) : launch<__half, 128>(a, s);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace lite_llama::cuda
