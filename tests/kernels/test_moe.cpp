@@ -3,17 +3,19 @@
 // without renormalisation, ties and expert counts that are not multiples of 32; the experts of
 // every token (stacked 16-bit weights; the sort-free grouped GEMV and the expert-sorted
 // tensor-core GEMM; the weighted combine in ascending expert order) for decode-sized and prefill-sized token
-// counts, fp32 and 16-bit outputs; dummy experts drawn as ops.h specifies; and the whole layer
-// captured in a CUDA graph and replayed on new routes. Quantised experts (--quantize int8: int8
-// rows with a scale per row; --quantize fp8: e4m3 rows with a scale per row; --quantize int4:
-// int4 in groups of 128 or 32; GGUF Q4_0 / Q4_1 / Q8_0 blocks repacked; int8 in groups of 16 as
-// Q6_K gives; an fp8 checkpoint's rows): both paths against the reference on the weights read
-// back from the device and dequantised on the host, or on the file's blocks (so only the 16-bit
-// rounding separates them).
+// counts, fp32 and 16-bit outputs; batch-64-sized GEMV steps with several row groups a block;
+// dummy experts drawn as ops.h specifies; and the whole layer captured in a CUDA graph and
+// replayed on new routes. Quantised experts (--quantize int8: int8 rows with a scale per row;
+// --quantize fp8: e4m3 rows with a scale per row; --quantize int4: int4 in groups of 128 or 32;
+// GGUF Q4_0 / Q4_1 / Q8_0 blocks repacked; int8 in groups of 16 as Q6_K gives; an fp8
+// checkpoint's rows): both paths against the reference on the weights read back from the device
+// and dequantised on the host, or on the file's blocks (so only the 16-bit rounding separates
+// them). Helpers: moe_test_util.h.
 #include "backends/cpu/ref_ops.h"
 #include "core/error.h"
 #include "core/gq.h"
 #include "kernels/cuda_test_util.h"
+#include "kernels/moe_test_util.h"
 
 using namespace lite_llama;
 using namespace lite_llama::kt;
@@ -21,131 +23,6 @@ using namespace lite_llama::kt;
 namespace {
 
 class CudaMoe : public CudaVsCpu {};
-
-struct Experts {
-  std::vector<std::vector<float>> gate, up, down;  // per expert, values of the activation type
-  ops::MoeExperts host;                            // views of them (F32)
-};
-
-// Experts with no data (bf16 shapes): backends draw dummy weights for them (ops.h).
-ops::MoeExperts dummy_shape(int E, int64_t H, int64_t F) {
-  ops::MoeExperts shape;
-  shape.num_experts = E, shape.hidden = H, shape.ffn = F;
-  for (int e = 0; e < E; ++e) {
-    shape.gate.push_back(Tensor(nullptr, DType::BF16, {F, H}));
-    shape.up.push_back(Tensor(nullptr, DType::BF16, {F, H}));
-    shape.down.push_back(Tensor(nullptr, DType::BF16, {H, F}));
-  }
-  return shape;
-}
-
-// x.host: views of x's weight vectors as the CPU backend's host experts.
-void wrap_host(Experts& x, int E, int64_t H, int64_t F) {
-  x.host.num_experts = E, x.host.hidden = H, x.host.ffn = F;
-  for (int e = 0; e < E; ++e) {
-    x.host.gate.push_back(host_f32(x.gate[size_t(e)], {F, H}));
-    x.host.up.push_back(host_f32(x.up[size_t(e)], {F, H}));
-    x.host.down.push_back(host_f32(x.down[size_t(e)], {H, F}));
-  }
-}
-
-Experts make_experts(std::mt19937& rng, DType act, int E, int64_t H, int64_t F) {
-  Experts x;
-  for (int e = 0; e < E; ++e) {
-    x.gate.push_back(rand_act(rng, size_t(F * H), act, 1.0f / std::sqrt(float(H))));
-    x.up.push_back(rand_act(rng, size_t(F * H), act, 1.0f / std::sqrt(float(H))));
-    x.down.push_back(rand_act(rng, size_t(H * F), act, 1.0f / std::sqrt(float(F))));
-  }
-  wrap_host(x, E, H, F);
-  return x;
-}
-
-const GqFormat kInt8Rows{GqKind::Int8, 0};  // --quantize int8: per channel
-
-// Device experts in GQ layouts (each matrix its own), read back and dequantised by core/gq.h's
-// reference: the weights the kernels compute with.
-Experts dequantized(ops::Backend& be, const ops::MoeExperts& dev) {
-  const int E = dev.num_experts;
-  const int64_t H = dev.hidden, F = dev.ffn;
-  Experts x;
-  auto read = [&](const Tensor& t, int64_t rows, int64_t K) {
-    const GqFormat f = gq_format(t.dtype).value();
-    const size_t rb = f.row_bytes(K);
-    std::vector<uint8_t> bytes(size_t(rows) * rb);
-    be.copy_to_host(bytes.data(), t.data, bytes.size());
-    std::vector<float> v(size_t(rows * K));
-    for (int64_t r = 0; r < rows; ++r) dequantize_row_gq(f, bytes.data() + size_t(r) * rb, &v[size_t(r * K)], K);
-    return v;
-  };
-  const std::vector<float> gu = read(dev.stacked_gate_up, E * 2 * F, H), d = read(dev.stacked_down, E * H, F);
-  const size_t fh = size_t(F * H);
-  for (int e = 0; e < E; ++e) {
-    x.gate.emplace_back(gu.begin() + long(2 * e * fh), gu.begin() + long((2 * e + 1) * fh));
-    x.up.emplace_back(gu.begin() + long((2 * e + 1) * fh), gu.begin() + long((2 * e + 2) * fh));
-    x.down.emplace_back(d.begin() + long(e * fh), d.begin() + long((e + 1) * fh));
-  }
-  wrap_host(x, E, H, F);
-  return x;
-}
-
-// The CPU backend's dummy experts' gate matrices (the unquantised bf16 draws of ops.h), per expert.
-std::vector<std::vector<float>> cpu_dummy_gates(ops::Backend& cpu, const ops::MoeExperts& shape,
-                                                std::vector<Buffer>& keep) {
-  const ops::MoeExperts c = cpu.prepare_experts(shape, 77, keep);
-  std::vector<std::vector<float>> cg;
-  for (int e = 0; e < shape.num_experts; ++e) cg.push_back(to_host(cpu, c.gate[size_t(e)]));
-  return cg;
-}
-
-// Largest |quantised - original| over the experts' weights, in steps of their row's absmax / 127
-// (round to nearest: 0.5, a little more where the fp16 scale rounded down).
-double max_int8_error(const std::vector<std::vector<float>>& want, const std::vector<std::vector<float>>& got,
-                      int64_t K) {
-  double worst = 0;
-  for (size_t e = 0; e < want.size(); ++e)
-    for (size_t r = 0; r < want[e].size() / size_t(K); ++r) {
-      const float* w = &want[e][r * size_t(K)];
-      const float* g = &got[e][r * size_t(K)];
-      float amax = 0;
-      for (int64_t c = 0; c < K; ++c) amax = std::max(amax, std::fabs(w[c]));
-      for (int64_t c = 0; c < K; ++c) worst = std::max(worst, double(std::fabs(g[c] - w[c])) * 127.0 / amax);
-    }
-  return worst;
-}
-
-// Largest |quantised - original| over the experts' weights, in half e4m3 steps at the weight
-// (max(|w|, the smallest normal 2^-6 s) / 16, s = the row's absmax / 448): round to nearest is 1.
-double max_fp8_error(const std::vector<std::vector<float>>& want, const std::vector<std::vector<float>>& got,
-                     int64_t K) {
-  double worst = 0;
-  for (size_t e = 0; e < want.size(); ++e)
-    for (size_t r = 0; r < want[e].size() / size_t(K); ++r) {
-      const float* w = &want[e][r * size_t(K)];
-      const float* g = &got[e][r * size_t(K)];
-      double amax = 0;
-      for (int64_t c = 0; c < K; ++c) amax = std::max(amax, double(std::fabs(w[c])));
-      const double floor = amax / 448 / 64;
-      for (int64_t c = 0; c < K; ++c)
-        worst = std::max(worst, std::fabs(double(g[c]) - w[c]) * 16 / std::max(double(std::fabs(w[c])), floor));
-    }
-  return worst;
-}
-
-// Largest |quantised - original| over the experts' weights, as a fraction of their row's max|w|.
-double max_row_error(const std::vector<std::vector<float>>& want, const std::vector<std::vector<float>>& got,
-                     int64_t K) {
-  double worst = 0;
-  for (size_t e = 0; e < want.size(); ++e)
-    for (size_t r = 0; r < want[e].size() / size_t(K); ++r) {
-      const float* w = &want[e][r * size_t(K)];
-      const float* g = &got[e][r * size_t(K)];
-      double amax = 0, err = 0;
-      for (int64_t c = 0; c < K; ++c)
-        amax = std::max(amax, double(std::fabs(w[c]))), err = std::max(err, double(std::fabs(g[c] - w[c])));
-      worst = std::max(worst, err / amax);
-    }
-  return worst;
-}
 
 const std::vector<int> kTokenCounts = {1, 4, 37, 300, 400};
 // Around the default GEMV / GEMM threshold of quantised experts (1 assignment an expert: 12 of
@@ -196,6 +73,31 @@ FileExperts file_experts(std::mt19937& rng, int E, int64_t H, int64_t F, const s
   return x;
 }
 
+// be's moe_experts on `dev` for one step (tokens x, routes ex with weights wt, k a token) against
+// want, fp32 and 16-bit outputs; returns the fp32 one.
+std::vector<float> expect_step_matches(ops::Backend& be, const ops::MoeExperts& dev, int k, const std::vector<float>& x,
+                                       const std::vector<int32_t>& ex, const std::vector<float>& wt,
+                                       const std::vector<float>& want, DType act, const std::string& what) {
+  const int T = int(ex.size()) / k;
+  const int64_t H = dev.hidden;
+  DevTensor dx = dev_from(be, x, act, {T, H});
+  DevInts dex = dev_ints(be, ex);
+  Buffer dwt = be.alloc(wt.size() * 4);
+  be.copy_to_device(dwt.data(), wt.data(), wt.size() * 4);
+  Buffer ws = be.alloc(be.moe_workspace_bytes(T, k, dev));
+  std::vector<float> f32;
+  for (DType out_t : {DType::F32, act}) {
+    DevTensor out = dev_alloc(be, out_t, {T, H});
+    poison(be, out.t);
+    be.moe_experts(dx.t, dev, dex.ptr(), dwt.as<float>(), k, ws.data(), out.t);
+    std::vector<float> got = to_host(be, out.t);
+    // The gate|up products and the SwiGLU output are rounded to 16 bits on the device.
+    EXPECT_TRUE(close_rows(got, want, size_t(H), act_tol(act))) << T << " tokens, H " << H << " F " << dev.ffn << what;
+    if (out_t == DType::F32) f32 = std::move(got);
+  }
+  return f32;
+}
+
 // be's moe_experts on `dev` against cpu::ref::moe_experts on `ref` (the same weights), or with
 // `ref_be` (a CPU backend) its moe_experts on `ref` (prepared by it); every token routed to k distinct
 // experts: decode steps, more assignments per expert than a GEMV chunk or a GEMM tile holds, and
@@ -220,19 +122,7 @@ void expect_experts_match(ops::Backend& be, const ops::MoeExperts& dev, const op
     } else {
       cpu::ref::moe_experts(x.data(), T, ref, ex.data(), wt.data(), k, want.data());
     }
-    DevTensor dx = dev_from(be, x, act, {T, H});
-    DevInts dex = dev_ints(be, ex);
-    Buffer dwt = be.alloc(wt.size() * 4);
-    be.copy_to_device(dwt.data(), wt.data(), wt.size() * 4);
-    Buffer ws = be.alloc(be.moe_workspace_bytes(T, k, dev));
-    for (DType out_t : {DType::F32, act}) {
-      DevTensor out = dev_alloc(be, out_t, {T, H});
-      poison(be, out.t);
-      be.moe_experts(dx.t, dev, dex.ptr(), dwt.as<float>(), k, ws.data(), out.t);
-      // The gate|up products and the SwiGLU output are rounded to 16 bits on the device.
-      EXPECT_TRUE(close_rows(to_host(be, out.t), want, size_t(H), act_tol(act)))
-          << T << " tokens, H " << H << " F " << ref.ffn << what;
-    }
+    expect_step_matches(be, dev, k, x, ex, wt, want, act, what);
   }
 }
 
@@ -277,6 +167,58 @@ TEST_P(CudaMoe, ExpertsMatchReference) {
     const ops::MoeExperts dev = be->prepare_experts(w.host, 0, be == gpu.get() ? keep : gemm_keep);
     settle(*be);
     expect_experts_match(*be, dev, w.host, k, rng, act, be == gemm_gpu.get() ? " (GEMM forced)" : "");
+  }
+}
+
+// Steps of many assignments on the grouped GEMV (forced for int8 rows too) with one and with 3
+// row groups a block (CudaTuning::moe_gemv_row_groups; 3 divides no matrix's count: 16-bit
+// gate|up 144 rows = 5 groups of 32, down 200 = 7, the last ones partial; int8 256 = 8 and 160 =
+// 5): 64 tokens x top 8 over 128 experts, routed at random (about 4 assignments an expert: the
+// activations staged once for all of a block's groups), then with expert 7 in every token and
+// 100 in every third (64 and 22+ assignments: several kChunk passes, restaged per group).
+// Against the reference, and 3 groups bitwise equal to 1 (each output's sum is the same).
+TEST_P(CudaMoe, GemvRowGroupsMatchReference) {
+  const int E = 128, k = 8, T = 64;
+  std::mt19937 rng(24);
+  for (const std::string mode : {"none", "int8"}) {
+    const int64_t H = mode == "int8" ? 160 : 200, F = mode == "int8" ? 128 : 72;
+    Experts w = make_experts(rng, act, E, H, F);
+    std::unique_ptr<ops::Backend> be[2];
+    std::vector<Buffer> be_keep[2];  // freed before be
+    ops::MoeExperts dev[2];
+    for (int i = 0; i < 2; ++i) {
+      CudaTuning t;
+      t.moe_gemv_max_assign = 1024, t.moe_gemv_row_groups = i == 0 ? 1 : 3;
+      be[i] = make_gpu_quantized(GetParam(), mode, t);
+      dev[i] = be[i]->prepare_experts(w.host, 0, be_keep[i]);
+      settle(*be[i]);
+    }
+    const Experts d = mode == "int8" ? dequantized(*be[0], dev[0]) : Experts{};
+    const ops::MoeExperts& ref = mode == "int8" ? d.host : w.host;
+    for (const bool hot : {false, true}) {
+      const std::vector<float> x = rand_act(rng, size_t(T) * size_t(H), act);
+      std::vector<int32_t> ex;
+      std::vector<float> wt;
+      for (int t = 0; t < T; ++t) {
+        std::vector<int32_t> dd = distinct(rng, E, k);
+        auto put = [&](size_t j, int32_t e) {  // expert e at slot j, the slots still distinct
+          if (const auto it = std::find(dd.begin(), dd.end(), e); it != dd.end())
+            std::swap(*it, dd[j]);
+          else
+            dd[j] = e;
+        };
+        if (hot) put(0, 7);
+        if (hot && t % 3 == 0) put(1, 100);
+        for (int j = 0; j < k; ++j) ex.push_back(dd[size_t(j)]), wt.push_back(0.2f + 0.3f * float(j));
+      }
+      std::vector<float> want(size_t(T) * size_t(H));
+      cpu::ref::moe_experts(x.data(), T, ref, ex.data(), wt.data(), k, want.data());
+      std::vector<float> got[2];
+      for (int i = 0; i < 2; ++i)
+        got[i] = expect_step_matches(*be[i], dev[i], k, x, ex, wt, want, act,
+                                     " " + mode + (hot ? " hot experts" : "") + (i ? " 3 row groups" : ""));
+      EXPECT_EQ(got[0], got[1]) << mode << (hot ? " hot experts" : "");
+    }
   }
 }
 

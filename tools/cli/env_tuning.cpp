@@ -34,6 +34,8 @@ void apply_env_tuning(BackendOptions& o) {
   env_int("LITE_LLAMA_MOE_GEMV_MAX", c.moe_gemv_max_assign);
   env_int("LITE_LLAMA_MOE_L2_PREFETCH", c.moe_l2_prefetch);
   c.moe_l2_prefetch = std::max(0, c.moe_l2_prefetch);
+  env_int("LITE_LLAMA_MOE_GEMV_ROW_GROUPS", c.moe_gemv_row_groups);
+  c.moe_gemv_row_groups = std::max(1, c.moe_gemv_row_groups);
   if (env("LITE_LLAMA_PDL_MOE")) c.pdl_moe = !env_is("LITE_LLAMA_PDL_MOE", "0");
   if (env("LITE_LLAMA_FP32_RESIDUAL")) c.fp32_residual = !env_is("LITE_LLAMA_FP32_RESIDUAL", "0");
   if (env("LITE_LLAMA_FP8_GEMM")) c.fp8_gemm = !env_is("LITE_LLAMA_FP8_GEMM", "0");

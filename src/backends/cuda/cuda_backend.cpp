@@ -109,7 +109,7 @@ class CudaBackend final : public ops::Backend {
     {
       ProfileScope ps(prof_, "moe experts", stream());
       run_experts(dev_, x, w, t_expert, t_weight, top_k, workspace, out, tuning_.moe_gemv_max_assign, pdl_moe(),
-                  tuning_.moe_l2_prefetch);
+                  tuning_.moe_l2_prefetch, tuning_.moe_gemv_row_groups);
     }
     finite_("moe_experts", out);
   }

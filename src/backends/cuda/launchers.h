@@ -60,6 +60,7 @@ struct MoeArgs {
   int gemv_max_assign = -1;   // CudaTuning::moe_gemv_max_assign
   bool pdl = false;           // the GEMV path's kernels with programmatic dependent launch (pdl.cuh)
   int l2_prefetch = 1024;     // CudaTuning::moe_l2_prefetch
+  int gemv_row_groups = 1;    // CudaTuning::moe_gemv_row_groups
 };
 cudaError_t moe_experts(const MoeArgs& a, cudaStream_t s);
 size_t moe_workspace_bytes(int tokens, int top_k, int experts, int hidden, int ffn);

@@ -76,7 +76,7 @@ size_t experts_workspace_bytes(int max_tokens, int top_k, const ops::MoeExperts&
 
 void run_experts(CudaDevice& dev, const Tensor& x, const ops::MoeExperts& w, const int32_t* t_expert,
                  const float* t_weight, int top_k, void* workspace, Tensor out, int gemv_max_assign, bool pdl,
-                 int l2_prefetch) {
+                 int l2_prefetch, int gemv_row_groups) {
   LL_CHECK(w.stacked_gate_up.data && w.stacked_down.data, "moe_experts: the experts were not stacked for CUDA");
   MoeArgs a;
   a.act = dev.act();
@@ -88,7 +88,7 @@ void run_experts(CudaDevice& dev, const Tensor& x, const ops::MoeExperts& w, con
   a.out = out.data, a.out_f32 = out.dtype == DType::F32;
   a.workspace = workspace;
   a.gemv_max_assign = gemv_max_assign;
-  a.pdl = pdl, a.l2_prefetch = l2_prefetch;
+  a.pdl = pdl, a.l2_prefetch = l2_prefetch, a.gemv_row_groups = gemv_row_groups;
   LL_CUDA(moe_experts(a, dev.stream()));
 }
 

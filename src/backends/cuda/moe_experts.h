@@ -22,6 +22,6 @@ ops::MoeExperts stack_experts(CudaDevice& dev, WeightPrep& prep, const ops::MoeE
 size_t experts_workspace_bytes(int max_tokens, int top_k, const ops::MoeExperts& w);
 void run_experts(CudaDevice& dev, const Tensor& x, const ops::MoeExperts& w, const int32_t* t_expert,
                  const float* t_weight, int top_k, void* workspace, Tensor out, int gemv_max_assign, bool pdl,
-                 int l2_prefetch);
+                 int l2_prefetch, int gemv_row_groups);
 
 }  // namespace lite_llama::cuda

@@ -213,7 +213,7 @@ cudaError_t experts_typed(const MoeArgs& a, cudaStream_t s) {
                                 [&](auto k) {
                                   return moe::gemv<T, decltype(k)::value, T>(wgu, F2, a.hidden, x, false, a.top_k,
                                                                              a.t_expert, n, a.experts, gu, s, a.pdl,
-                                                                             a.l2_prefetch);
+                                                                             a.l2_prefetch, a.gemv_row_groups);
                                 });
         e != cudaSuccess)
       return e;
@@ -221,7 +221,8 @@ cudaError_t experts_typed(const MoeArgs& a, cudaStream_t s) {
                                 [&](auto k) {
                                   return moe::gemv<T, decltype(k)::value, float>(wd, a.hidden, a.ffn, gu, true,
                                                                                  a.top_k, a.t_expert, n, a.experts,
-                                                                                 w.y, s, a.pdl, a.l2_prefetch);
+                                                                                 w.y, s, a.pdl, a.l2_prefetch,
+                                                                                 a.gemv_row_groups);
                                 });
         e != cudaSuccess)
       return e;

@@ -1,7 +1,8 @@
 // Decode-sized mixture-of-experts projections: no sort and no slot table. Block (x, y) takes the
 // y-th expert present in t_expert, gathers that expert's assignments, stages up to kChunk of
-// their activations in shared memory and applies its kRowsPerBlock rows x to them, so a step
-// reads each active expert's rows once per kChunk assignments and inactive experts not at all.
+// their activations in shared memory and applies its row groups (kRowsPerBlock rows each) to
+// them, so a step reads each active expert's rows once per kChunk assignments and inactive
+// experts not at all.
 // Weights are 16-bit or GQ int8 / fp8 / int4 rows (moe_internal.cuh), the latter dequantised in
 // registers; the activations and the fp32 accumulation are the same for all.
 #include <algorithm>
@@ -20,7 +21,9 @@ constexpr int kWarps = 8;
 // staged activations serve twice the rows); for 16-bit rows 4 always (H100, Qwen3-30B-A3B under
 // PDL: batch 1 1.4% faster than 2). Steps of up to kFewAssign assignments fetch the first
 // l2_prefetch bytes of each row into L2 during the prologue, larger ones none (H100, 16-bit:
-// 2.5% faster at batch 1 with 1 KiB than without, 0.8% slower at batch 64).
+// 2.5% faster at batch 1 with 1 KiB than without, 0.8% slower at batch 64). Larger steps may
+// give a block row_groups row groups of its expert after one prologue (moe_gemv_row_groups), and
+// then fetch the next group's first l2_prefetch bytes of each row while a group computes.
 constexpr int kFewAssign = 16;
 constexpr int kChunk = 8;  // assignments per pass over the rows
 constexpr int kPresentWords = kMoeMaxExperts / 32;
@@ -33,10 +36,19 @@ constexpr int kPresentWords = kMoeMaxExperts / 32;
 // routing; the down product (kSwiglu), launched while the gate|up one still runs, reads the
 // routing (complete: the gate|up blocks let it start only after their own wait), finds its
 // expert and prefetches its rows, and waits only before it stages the gate|up products.
+// A block takes row groups (kRowsPerBlock rows each) blockIdx.x, blockIdx.x + gridDim.x, ... of
+// its expert after one prologue: strided rather than a contiguous range, so that the blocks of an
+// expert that run at once read neighbouring row groups (one window sweeping the expert's rows)
+// and, where gridDim.x does not divide the groups, hold at most one group more than another.
+// When all of the expert's assignments fit one kChunk pass, xs is staged once for all of them
+// and the row groups run without a barrier; else each pass is staged per row group, as with
+// one group a block. prefetch_pieces: 512-byte pieces of each row of the first group fetched
+// into L2 during the prologue; next_pieces: of the next group's rows while a group computes.
 template <typename T, int KIND, typename O, bool kSwiglu, int kRows>
 __global__ void __launch_bounds__(kWarps * 32, 2)
     gemv_kernel(Rows W, int N, int K, const T* __restrict__ in, int top_k,
-                const int32_t* __restrict__ t_expert, int n, O* __restrict__ out, int prefetch_pieces) {
+                const int32_t* __restrict__ t_expert, int n, O* __restrict__ out, int prefetch_pieces,
+                int next_pieces) {
   constexpr int kRowsPerBlock = kWarps * kRows;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* xs = reinterpret_cast<T*>(smem_raw);  // [kChunk][K]
@@ -81,18 +93,23 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   const int e = expert;
   if (e < 0) return;
   const int warp = tid >> 5, lane = tid & 31;
-  const int r0 = int(blockIdx.x) * kRowsPerBlock + warp * kRows;  // this warp's first row
   constexpr int kCols = kLoadCols<KIND>;
   const size_t rb = W.row_bytes, cb = code_bytes<KIND>(K);
-  const uint8_t* w = W.data + (size_t(e) * N + size_t(min(r0, N - 1))) * rb;
-  if (r0 < N && (lane & 7) == 0) {  // the first 512-byte pieces of this warp's rows, into L2
-    // while the assignments are gathered and staged (one lane per 128-byte line)
+  // The first `pieces` 512-byte pieces of this warp's rows of the row group from row g0, into L2
+  // (one lane per 128-byte line).
+  auto prefetch = [&](int g0, int pieces) {
+    const int r0 = g0 + warp * kRows;
+    if (r0 < N && (lane & 7) == 0) {
 #pragma unroll
-    for (int r = 0; r < kRows; ++r)
-      for (int u = 0; u < prefetch_pieces; ++u)
-        if (r0 + r < N && size_t(lane * 16 + u * 512) < cb)
-          asm volatile("prefetch.global.L2 [%0];" ::"l"(w + size_t(r) * rb + lane * 16 + u * 512));
-  }
+      for (int r = 0; r < kRows; ++r) {
+        const uint8_t* row = W.data + (size_t(e) * N + r0 + r) * rb;
+        for (int u = 0; u < pieces; ++u)
+          if (r0 + r < N && size_t(lane * 16 + u * 512) < cb)
+            asm volatile("prefetch.global.L2 [%0];" ::"l"(row + lane * 16 + u * 512));
+      }
+    }
+  };
+  prefetch(int(blockIdx.x) * kRowsPerBlock, prefetch_pieces);  // while the assignments are gathered
   // The order within the list does not matter: each output depends on its own assignment only.
 #pragma unroll
   for (int i = 0; i < kPer; ++i)
@@ -104,8 +121,8 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   __syncthreads();
   const int total = cnt;
   const int vecs = K / 8;
-  for (int c0 = 0; c0 < total; c0 += kChunk) {
-    const int m = min(kChunk, total - c0);
+  // xs[0 .. m) = the activations of assignments list[c0 .. c0 + m).
+  auto stage = [&](int c0, int m) {
     for (int i = tid; i < m * vecs; i += blockDim.x) {
       const int t = i / vecs, v = i - t * vecs, a = list[c0 + t];
       uint4 val;
@@ -122,52 +139,70 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
       }
       *reinterpret_cast<uint4*>(xs + size_t(t) * K + size_t(v) * 8) = val;
     }
+  };
+  const bool once = total <= kChunk;  // xs holds every assignment: staged once for all groups
+  if (once) {
+    stage(0, total);
     __syncthreads();
-    if (r0 < N) {
-      float acc[kRows][kChunk] = {};
+  }
+  // g0: the row group's first row (row groups blockIdx.x, blockIdx.x + gridDim.x, ...); the next
+  // one's first pieces are fetched into L2 while this one computes.
+  for (int g0 = int(blockIdx.x) * kRowsPerBlock; g0 < N; g0 += int(gridDim.x) * kRowsPerBlock) {
+    const int r0 = g0 + warp * kRows;  // this warp's first row
+    if (g0 + int(gridDim.x) * kRowsPerBlock < N) prefetch(g0 + int(gridDim.x) * kRowsPerBlock, next_pieces);
+    for (int c0 = 0; c0 < total; c0 += kChunk) {
+      const int m = min(kChunk, total - c0);
+      if (!once) {
+        stage(c0, m);
+        __syncthreads();
+      }
+      if (r0 < N) {
+        const uint8_t* w = W.data + (size_t(e) * N + r0) * rb;
+        float acc[kRows][kChunk] = {};
 #pragma unroll 2
-      for (int kk = lane * kCols; kk < K; kk += 32 * kCols) {
-        // Rows past N read zero codes and params: weight 0, and their sums are not written.
-        uint4 q[kRows];
-        Params p[kRows] = {};
+        for (int kk = lane * kCols; kk < K; kk += 32 * kCols) {
+          // Rows past N read zero codes and params: weight 0, and their sums are not written.
+          uint4 q[kRows];
+          Params p[kRows] = {};
 #pragma unroll
-        for (int r = 0; r < kRows; ++r) {
-          const bool ok = r0 + r < N;
-          const uint8_t* row = w + size_t(r) * rb;
-          q[r] = ok ? ld_stream(row + code_bytes<KIND>(kk)) : make_uint4(0, 0, 0, 0);
-          if constexpr (KIND != k16Bit)
-            p[r] = prep_params<T, KIND>(
-                ok ? __ldg(reinterpret_cast<const uint32_t*>(row + cb) + (kk >> W.gshift)) : 0u);
+          for (int r = 0; r < kRows; ++r) {
+            const bool ok = r0 + r < N;
+            const uint8_t* row = w + size_t(r) * rb;
+            q[r] = ok ? ld_stream(row + code_bytes<KIND>(kk)) : make_uint4(0, 0, 0, 0);
+            if constexpr (KIND != k16Bit)
+              p[r] = prep_params<T, KIND>(
+                  ok ? __ldg(reinterpret_cast<const uint32_t*>(row + cb) + (kk >> W.gshift)) : 0u);
+          }
+#pragma unroll
+          for (int h = 0; h < kCols / 8; ++h) {
+            float wv[kRows][8];
+#pragma unroll
+            for (int r = 0; r < kRows; ++r) dequant8<T, KIND>(q[r], h, p[r], wv[r]);
+#pragma unroll
+            for (int t = 0; t < kChunk; ++t) {
+              if (t >= m) break;
+              float xv[8];
+              unpack8<T>(*reinterpret_cast<const uint4*>(xs + size_t(t) * K + kk + 8 * h), xv);
+#pragma unroll
+              for (int r = 0; r < kRows; ++r)
+#pragma unroll
+                for (int i = 0; i < 8; ++i) acc[r][t] += wv[r][i] * xv[i];
+            }
+          }
         }
 #pragma unroll
-        for (int h = 0; h < kCols / 8; ++h) {
-          float wv[kRows][8];
+        for (int t = 0; t < kChunk; ++t) {
+          if (t >= m) break;
+          const size_t a = size_t(list[c0 + t]);
 #pragma unroll
-          for (int r = 0; r < kRows; ++r) dequant8<T, KIND>(q[r], h, p[r], wv[r]);
-#pragma unroll
-          for (int t = 0; t < kChunk; ++t) {
-            if (t >= m) break;
-            float xv[8];
-            unpack8<T>(*reinterpret_cast<const uint4*>(xs + size_t(t) * K + kk + 8 * h), xv);
-#pragma unroll
-            for (int r = 0; r < kRows; ++r)
-#pragma unroll
-              for (int i = 0; i < 8; ++i) acc[r][t] += wv[r][i] * xv[i];
+          for (int r = 0; r < kRows; ++r) {
+            const float v = warp_sum(acc[r][t]);
+            if (lane == r && r0 + r < N) out[a * N + r0 + r] = from_f<O>(v);
           }
         }
       }
-#pragma unroll
-      for (int t = 0; t < kChunk; ++t) {
-        if (t >= m) break;
-        const size_t a = size_t(list[c0 + t]);
-#pragma unroll
-        for (int r = 0; r < kRows; ++r) {
-          const float v = warp_sum(acc[r][t]);
-          if (lane == r && r0 + r < N) out[a * N + r0 + r] = from_f<O>(v);
-        }
-      }
+      if (!once) __syncthreads();  // xs is restaged for the next pass
     }
-    __syncthreads();
   }
 }
 
@@ -175,20 +210,22 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
 
 template <typename T, int KIND, typename O>
 cudaError_t gemv(const Rows& W, int N, int K, const T* in, bool swiglu, int top_k, const int32_t* t_expert, int n,
-                 int experts, O* out, cudaStream_t s, bool pdl, int l2_prefetch) {
+                 int experts, O* out, cudaStream_t s, bool pdl, int l2_prefetch, int row_groups) {
   if (n > kGemvMaxAssign || K % (KIND == k16Bit ? 8 : 32) != 0) return cudaErrorInvalidValue;
   const size_t smem = size_t(std::min(kChunk, n)) * size_t(K) * sizeof(T);  // a block stages <= n rows
+  const bool few = n <= kFewAssign;
+  const int per_block = few ? 1 : std::max(1, row_groups), pieces = int(ceil_div(l2_prefetch, 512));
   auto launch = [&](auto kernel, int rows_per_block) {
     if (smem > 48 * 1024)
       if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
           e != cudaSuccess)
         return e;
-    const dim3 grid(ceil_div(N, rows_per_block), unsigned(std::min(n, experts)));
+    const dim3 grid(ceil_div(long(ceil_div(N, rows_per_block)), per_block), unsigned(std::min(n, experts)));
     return launch_pdl(pdl, kernel, grid, dim3(kWarps * 32), smem, s, W, N, K, in, top_k, t_expert, n, out,
-                      n <= kFewAssign ? ceil_div(l2_prefetch, 512) : 0u);
+                      few ? pieces : 0, per_block > 1 ? pieces : 0);
   };
   if constexpr (KIND != k16Bit)
-    if (n <= kFewAssign)
+    if (few)
       return swiglu ? launch(gemv_kernel<T, KIND, O, true, 2>, kWarps * 2)
                     : launch(gemv_kernel<T, KIND, O, false, 2>, kWarps * 2);
   return swiglu ? launch(gemv_kernel<T, KIND, O, true, 4>, kWarps * 4)
@@ -198,7 +235,7 @@ cudaError_t gemv(const Rows& W, int N, int K, const T* in, bool swiglu, int top_
 // The gate|up product writes T, the down product (SwiGLU input) fp32 partials for the combine.
 #define LL_MOE_GEMV(T, KIND, O) \
   template cudaError_t gemv<T, KIND, O>(const Rows&, int, int, const T*, bool, int, const int32_t*, int, int, O*, \
-                                        cudaStream_t, bool, int);
+                                        cudaStream_t, bool, int, int);
 #define LL_MOE_GEMV_KINDS(T)       \
   LL_MOE_GEMV(T, k16Bit, T)        \
   LL_MOE_GEMV(T, k16Bit, float)    \

@@ -62,10 +62,13 @@ inline int max_tiles(int n, int experts) { return (n + kTileM - 1) / kTileM + (n
 // KIND: see above (GQ rows: K % 32 == 0); O: T or float. pdl: launched with programmatic
 // dependent launch after the routing (!swiglu) or the gate|up GEMV (swiglu), which must itself
 // have waited for the routing; l2_prefetch: bytes of each weight row fetched into L2 while a
-// block gathers and stages its assignments.
+// block gathers and stages its assignments (steps of up to 16 assignments), or, with row_groups
+// > 1, of the next row group's rows while one computes; row_groups: row groups of its expert
+// (32 rows each) a block takes after one prologue in steps of more than 16 assignments (>= 1;
+// smaller steps take 1).
 template <typename T, int KIND, typename O>
 cudaError_t gemv(const Rows& W, int N, int K, const T* in, bool swiglu, int top_k, const int32_t* t_expert, int n,
-                 int experts, O* out, cudaStream_t s, bool pdl, int l2_prefetch);
+                 int experts, O* out, cudaStream_t s, bool pdl, int l2_prefetch, int row_groups);
 
 // out[slot, r] = W[e, r, :] . x(slot) over the sorted slots, one block per (tile, kTileN rows):
 // tiles[2 i] = expert, tiles[2 i + 1] = first slot of tile i, its slots end at
