@@ -65,6 +65,9 @@ struct CudaTuning {
   // With pdl: decode attention starts beside the RoPE + KV write on the keys of earlier steps,
   // and its merge beside it.
   bool pdl_attention = true;
+  // With pdl: the RMSNorms and the RoPE + KV write are launched while the projection before them
+  // finishes, and wait for it inside.
+  bool pdl_norm = true;
   // Prefill chunks whose keys are not split run on the wgmma kernel (attention_prefill_sm90.cu)
   // where the GPU is sm_90 and the binary holds sm_90a code; false: the mma.sync kernel.
   bool prefill_wgmma = true;

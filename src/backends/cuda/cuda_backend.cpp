@@ -129,14 +129,16 @@ class CudaBackend final : public ops::Backend {
   void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor out) override {
     ProfileScope ps(prof_, "norm", stream());
     const GqX xq = linear_.quantize_x_for(out, norm_quantizes_x(int(x.rows()), int(x.cols())));
-    LL_CUDA(cuda::rms_norm(act(), x.dtype == DType::F32, x.data, w.ptr<float>(), eps, out.data, int(x.rows()), int(x.cols()), stream(), xq));
+    LL_CUDA(cuda::rms_norm(act(), x.dtype == DType::F32, x.data, w.ptr<float>(), eps, out.data, int(x.rows()), int(x.cols()), stream(), xq,
+                           pdl_norm()));
     finite_("rms_norm", out);
   }
   void add_rms_norm(Tensor residual, const Tensor& x, const Tensor& w, float eps, Tensor out) override {
     ProfileScope ps(prof_, "norm", stream());
     const GqX xq = linear_.quantize_x_for(out, norm_quantizes_x(int(x.rows()), int(x.cols())));
     LL_CUDA(cuda::add_rms_norm(act(), residual.dtype == DType::F32, x.dtype == DType::F32, residual.data, x.data,
-                               w.ptr<float>(), eps, out.data, int(x.rows()), int(x.cols()), stream(), xq));
+                               w.ptr<float>(), eps, out.data, int(x.rows()), int(x.cols()), stream(), xq,
+                               pdl_norm()));
     finite_("add_rms_norm (residual)", residual);
     finite_("add_rms_norm", out);
   }
@@ -158,7 +160,7 @@ class CudaBackend final : public ops::Backend {
                  t_positions, t_slots, rope.cos_sin.ptr<float>(), rope.rot_dim,
                  rope.layout == ops::RopeLayout::Interleaved, int(qkv.rows()), num_heads, num_kv_heads,
                  head_dim};
-    LL_CUDA(cuda::qkv_rope_store(act(), a, stream()));
+    LL_CUDA(cuda::qkv_rope_store(act(), a, stream(), pdl_norm()));
     finite_("qkv_rope_store (q)", q_out);
   }
   void write_slot_table(int32_t* req_to_slot, int stride, const int32_t* t_req_idx,
@@ -297,6 +299,7 @@ class CudaBackend final : public ops::Backend {
   Act act() const { return dev_.act(); }
   cudaStream_t stream() const { return dev_.stream(); }
   int split_keys() const { return std::max(0, tuning_.decode_split_keys); }
+  bool pdl_norm() const { return tuning_.pdl && tuning_.pdl_norm && dev_.props().major >= 9; }
   bool prefill_wgmma() const {
     return tuning_.prefill_wgmma && dev_.props().major == 9 && dev_.props().minor == 0;
   }

@@ -164,12 +164,14 @@ inline void gq_x_views(void* scratch, void** codes, float4** xs) {
 }
 bool norm_quantizes_x(int rows, int n);
 // x_f32 / residual_f32: the residual stream (x of rms_norm) is fp32, else of the activation type.
+// pdl: launched with programmatic dependent launch (it waits before reading anything).
 cudaError_t rms_norm(Act act, bool x_f32, const void* x, const float* w, float eps, void* out, int rows, int n,
-                     cudaStream_t s, GqX xq = {nullptr});
+                     cudaStream_t s, GqX xq = {nullptr}, bool pdl = false);
 // residual += x; out = rms_norm(residual) * w
 // x_f32: the added x is fp32 too (the projections writing into an fp32 residual stream).
 cudaError_t add_rms_norm(Act act, bool residual_f32, bool x_f32, void* residual, const void* x, const float* w,
-                         float eps, void* out, int rows, int n, cudaStream_t s, GqX xq = {nullptr});
+                         float eps, void* out, int rows, int n, cudaStream_t s, GqX xq = {nullptr},
+                         bool pdl = false);
 
 // qkv[T, (Hq + 2 Hkv) D] -> q_out[T, Hq D] (rotated, optionally head-normed), K/V into the pool.
 struct RopeKvArgs {
@@ -187,7 +189,7 @@ struct RopeKvArgs {
   bool interleaved;
   int T, Hq, Hkv, D;
 };
-cudaError_t qkv_rope_store(Act act, const RopeKvArgs& a, cudaStream_t s);
+cudaError_t qkv_rope_store(Act act, const RopeKvArgs& a, cudaStream_t s, bool pdl = false);
 
 struct AttnArgs {
   const void* q;       // [T, Hq, D]

@@ -130,6 +130,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict_
       }
     }
   }
+  pdl_trigger();  // the norm or RoPE + KV write after it (PDL) may be scheduled; it waits inside
 #pragma unroll
   for (int r = 0; r < kRows1; ++r) {
     const float v = warp_sum(acc[r]);

@@ -19,6 +19,7 @@ __global__ void __launch_bounds__(kThreads) norm_kernel(R* residual, const void*
                                                         int form, float4* __restrict__ xs) {
   __shared__ float red[32];
   pdl_trigger();  // a quantised GEMV after this may start fetching its weights
+  pdl_wait();     // launched with PDL: the projection before it is complete only now
   const size_t row = blockIdx.x;
   const X* xr = static_cast<const X*>(xv) + row * n;
   R* rr = kAdd ? residual + row * n : nullptr;
@@ -80,20 +81,23 @@ __global__ void __launch_bounds__(kThreads) norm_kernel(R* residual, const void*
 
 // The residual and the added x: both fp32, both T, or an fp32 residual and a T x.
 template <typename T, bool kAdd>
-void launch_typed(bool f32_residual, bool f32_x, void* residual, const void* x, const float* w, float eps,
-                  void* out, int rows, int n, void* xq, int form, float4* xs, cudaStream_t s) {
+cudaError_t launch_typed(bool f32_residual, bool f32_x, void* residual, const void* x, const float* w, float eps,
+                         void* out, int rows, int n, void* xq, int form, float4* xs, cudaStream_t s, bool pdl) {
   T* o = static_cast<T*>(out);
+  const dim3 grid(rows), block(kThreads);
   if (f32_residual && (f32_x || !kAdd))
-    norm_kernel<T, float, float, kAdd><<<rows, kThreads, 0, s>>>(static_cast<float*>(residual), x, w, eps, o, n, xq, form, xs);
-  else if (f32_residual)
-    norm_kernel<T, float, T, kAdd><<<rows, kThreads, 0, s>>>(static_cast<float*>(residual), x, w, eps, o, n, xq, form, xs);
-  else
-    norm_kernel<T, T, T, kAdd><<<rows, kThreads, 0, s>>>(static_cast<T*>(residual), x, w, eps, o, n, xq, form, xs);
+    return launch_pdl(pdl, norm_kernel<T, float, float, kAdd>, grid, block, 0, s, static_cast<float*>(residual), x, w,
+                      eps, o, n, xq, form, xs);
+  if (f32_residual)
+    return launch_pdl(pdl, norm_kernel<T, float, T, kAdd>, grid, block, 0, s, static_cast<float*>(residual), x, w,
+                      eps, o, n, xq, form, xs);
+  return launch_pdl(pdl, norm_kernel<T, T, T, kAdd>, grid, block, 0, s, static_cast<T*>(residual), x, w, eps, o, n,
+                    xq, form, xs);
 }
 
 template <bool kAdd>
 cudaError_t launch(Act act, bool f32_residual, bool f32_x, void* residual, const void* x, const float* w,
-                   float eps, void* out, int rows, int n, GqX gx, cudaStream_t s) {
+                   float eps, void* out, int rows, int n, GqX gx, cudaStream_t s, bool pdl) {
   if (f32_x && !f32_residual) return cudaErrorInvalidValue;  // an fp32 x adds to an fp32 residual only
   if (rows == 0) return cudaSuccess;
   void* xq = nullptr;
@@ -104,10 +108,9 @@ cudaError_t launch(Act act, bool f32_residual, bool f32_x, void* residual, const
   }
   const int form = gx.form();
   if (act == Act::BF16)
-    launch_typed<__nv_bfloat16, kAdd>(f32_residual, f32_x, residual, x, w, eps, out, rows, n, xq, form, xs, s);
-  else
-    launch_typed<__half, kAdd>(f32_residual, f32_x, residual, x, w, eps, out, rows, n, xq, form, xs, s);
-  return cudaGetLastError();
+    return launch_typed<__nv_bfloat16, kAdd>(f32_residual, f32_x, residual, x, w, eps, out, rows, n, xq, form, xs, s,
+                                             pdl);
+  return launch_typed<__half, kAdd>(f32_residual, f32_x, residual, x, w, eps, out, rows, n, xq, form, xs, s, pdl);
 }
 
 }  // namespace
@@ -117,13 +120,13 @@ bool norm_quantizes_x(int rows, int n) {
 }
 
 cudaError_t rms_norm(Act act, bool x_f32, const void* x, const float* w, float eps, void* out, int rows, int n,
-                     cudaStream_t s, GqX xq) {
-  return launch<false>(act, x_f32, false, nullptr, x, w, eps, out, rows, n, xq, s);
+                     cudaStream_t s, GqX xq, bool pdl) {
+  return launch<false>(act, x_f32, false, nullptr, x, w, eps, out, rows, n, xq, s, pdl);
 }
 
 cudaError_t add_rms_norm(Act act, bool residual_f32, bool x_f32, void* residual, const void* x, const float* w,
-                         float eps, void* out, int rows, int n, cudaStream_t s, GqX xq) {
-  return launch<true>(act, residual_f32, x_f32, residual, x, w, eps, out, rows, n, xq, s);
+                         float eps, void* out, int rows, int n, cudaStream_t s, GqX xq, bool pdl) {
+  return launch<true>(act, residual_f32, x_f32, residual, x, w, eps, out, rows, n, xq, s, pdl);
 }
 
 }  // namespace lite_llama::cuda

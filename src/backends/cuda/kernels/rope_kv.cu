@@ -16,6 +16,7 @@ template <typename T>
 __global__ void __launch_bounds__(kWarps * 32) rope_kv_kernel(RopeKvArgs a) {
   __shared__ float buf[kWarps][kMaxD];
   pdl_trigger();  // decode attention (PDL) may start on the keys of earlier steps
+  pdl_wait();     // launched with PDL: the QKV projection is complete only now
   const int t = blockIdx.x;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int D = a.D, half = a.rot_dim / 2;
@@ -66,15 +67,12 @@ __global__ void __launch_bounds__(kWarps * 32) rope_kv_kernel(RopeKvArgs a) {
 
 }  // namespace
 
-cudaError_t qkv_rope_store(Act act, const RopeKvArgs& a, cudaStream_t s) {
+cudaError_t qkv_rope_store(Act act, const RopeKvArgs& a, cudaStream_t s, bool pdl) {
   if (a.T == 0) return cudaSuccess;
   if (a.D > kMaxD || a.rot_dim > a.D) return cudaErrorInvalidValue;
   const dim3 grid(unsigned(a.T), ceil_div(a.Hq + 2 * a.Hkv, kWarps));
-  if (act == Act::BF16)
-    rope_kv_kernel<__nv_bfloat16><<<grid, kWarps * 32, 0, s>>>(a);
-  else
-    rope_kv_kernel<__half><<<grid, kWarps * 32, 0, s>>>(a);
-  return cudaGetLastError();
+  if (act == Act::BF16) return launch_pdl(pdl, rope_kv_kernel<__nv_bfloat16>, grid, dim3(kWarps * 32), 0, s, a);
+  return launch_pdl(pdl, rope_kv_kernel<__half>, grid, dim3(kWarps * 32), 0, s, a);
 }
 
 }  // namespace lite_llama::cuda
