@@ -82,26 +82,10 @@ inline std::vector<std::vector<float>> cpu_dummy_gates(ops::Backend& cpu, const 
   return cg;
 }
 
-// Largest |quantised - original| over the experts' weights, in steps of their row's absmax / 127
-// (round to nearest: 0.5, a little more where the fp16 scale rounded down).
-inline double max_int8_error(const std::vector<std::vector<float>>& want, const std::vector<std::vector<float>>& got,
-                             int64_t K) {
-  double worst = 0;
-  for (size_t e = 0; e < want.size(); ++e)
-    for (size_t r = 0; r < want[e].size() / size_t(K); ++r) {
-      const float* w = &want[e][r * size_t(K)];
-      const float* g = &got[e][r * size_t(K)];
-      float amax = 0;
-      for (int64_t c = 0; c < K; ++c) amax = std::max(amax, std::fabs(w[c]));
-      for (int64_t c = 0; c < K; ++c) worst = std::max(worst, double(std::fabs(g[c] - w[c])) * 127.0 / amax);
-    }
-  return worst;
-}
-
-// Largest |quantised - original| over the experts' weights, in half e4m3 steps at the weight
-// (max(|w|, the smallest normal 2^-6 s) / 16, s = the row's absmax / 448): round to nearest is 1.
-inline double max_fp8_error(const std::vector<std::vector<float>>& want, const std::vector<std::vector<float>>& got,
-                            int64_t K) {
+// Largest err(quantised, original, row absmax) over the experts' weights.
+template <typename Err>
+double max_weight_error(const std::vector<std::vector<float>>& want, const std::vector<std::vector<float>>& got,
+                     int64_t K, Err err) {
   double worst = 0;
   for (size_t e = 0; e < want.size(); ++e)
     for (size_t r = 0; r < want[e].size() / size_t(K); ++r) {
@@ -109,27 +93,32 @@ inline double max_fp8_error(const std::vector<std::vector<float>>& want, const s
       const float* g = &got[e][r * size_t(K)];
       double amax = 0;
       for (int64_t c = 0; c < K; ++c) amax = std::max(amax, double(std::fabs(w[c])));
-      const double floor = amax / 448 / 64;
-      for (int64_t c = 0; c < K; ++c)
-        worst = std::max(worst, std::fabs(double(g[c]) - w[c]) * 16 / std::max(double(std::fabs(w[c])), floor));
+      for (int64_t c = 0; c < K; ++c) worst = std::max(worst, err(double(g[c]), double(w[c]), amax));
     }
   return worst;
+}
+
+// |quantised - original| in steps of the row's absmax / 127 (round to nearest: 0.5, a little
+// more where the fp16 scale rounded down).
+inline double max_int8_error(const std::vector<std::vector<float>>& want, const std::vector<std::vector<float>>& got,
+                             int64_t K) {
+  return max_weight_error(want, got, K,
+                          [](double g, double w, double amax) { return std::fabs(g - w) * 127.0 / amax; });
+}
+
+// |quantised - original| in half e4m3 steps at the weight (max(|w|, the smallest normal 2^-6 s) /
+// 16, s = the row's absmax / 448): round to nearest is 1.
+inline double max_fp8_error(const std::vector<std::vector<float>>& want, const std::vector<std::vector<float>>& got,
+                            int64_t K) {
+  return max_weight_error(want, got, K, [](double g, double w, double amax) {
+    return std::fabs(g - w) * 16 / std::max(std::fabs(w), amax / 448 / 64);
+  });
 }
 
 // Largest |quantised - original| over the experts' weights, as a fraction of their row's max|w|.
 inline double max_row_error(const std::vector<std::vector<float>>& want, const std::vector<std::vector<float>>& got,
                             int64_t K) {
-  double worst = 0;
-  for (size_t e = 0; e < want.size(); ++e)
-    for (size_t r = 0; r < want[e].size() / size_t(K); ++r) {
-      const float* w = &want[e][r * size_t(K)];
-      const float* g = &got[e][r * size_t(K)];
-      double amax = 0, err = 0;
-      for (int64_t c = 0; c < K; ++c)
-        amax = std::max(amax, double(std::fabs(w[c]))), err = std::max(err, double(std::fabs(g[c] - w[c])));
-      worst = std::max(worst, err / amax);
-    }
-  return worst;
+  return max_weight_error(want, got, K, [](double g, double w, double amax) { return std::fabs(g - w) / amax; });
 }
 
 }  // namespace lite_llama::kt

@@ -52,73 +52,29 @@ __device__ __forceinline__ void fence_regs(float (&d)[R]) {
   for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-#define LL_WGMMA_SS_N64(TY) \
-  asm volatile( \
-      "{\n.reg .pred p;\n" \
-      "setp.ne.b32 p, %34, 0;\n" \
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " " \
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, " \
-      "%32, %33, p, 1, 1, 0, 0;\n}\n" \
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) \
-      : "l"(a_desc), "l"(b_desc), "r"(scale_d))
-
-#define LL_WGMMA_RS_N64(TY) \
-  asm volatile( \
-      "{\n.reg .pred p;\n" \
-      "setp.ne.b32 p, %37, 0;\n" \
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " " \
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, " \
-      "{%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n" \
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) \
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d))
-
-#define LL_WGMMA_SS_N128(TY) \
-  asm volatile( \
-      "{\n.reg .pred p;\n" \
-      "setp.ne.b32 p, %66, 0;\n" \
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " " \
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, " \
-      "%64, %65, p, 1, 1, 0, 0;\n}\n" \
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]) \
-      : "l"(a_desc), "l"(b_desc), "r"(scale_d))
-
-#define LL_WGMMA_RS_N128(TY) \
-  asm volatile( \
-      "{\n.reg .pred p;\n" \
-      "setp.ne.b32 p, %69, 0;\n" \
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " " \
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, " \
-      "{%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n" \
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]) \
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d))
+// The accumulator operands of the wgmma wrappers: d[0..31] or d[0..63] and their "%i" names.
+#define LL_WG_OUT8(o)                                                                                      \
+  "+f"(d[(o) + 0]), "+f"(d[(o) + 1]), "+f"(d[(o) + 2]), "+f"(d[(o) + 3]), "+f"(d[(o) + 4]), "+f"(d[(o) + 5]), \
+      "+f"(d[(o) + 6]), "+f"(d[(o) + 7])
+#define LL_WG_OUT32 LL_WG_OUT8(0), LL_WG_OUT8(8), LL_WG_OUT8(16), LL_WG_OUT8(24)
+#define LL_WG_OUT64 LL_WG_OUT32, LL_WG_OUT8(32), LL_WG_OUT8(40), LL_WG_OUT8(48), LL_WG_OUT8(56)
+#define LL_WG_REGS32                                                                                      \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
+  "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define LL_WG_REGS64                                                                                      \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
+  "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "  \
+  "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, "  \
+  "%62, %63}"
+// SS (TRANS "0, 0"): A and B from descriptors, B K-major; RS (TRANS "1"): A from registers, B
+// MN-major. N accumulators take %0..%(N/2 - 1); the operands A, B and the scale-d source follow.
+#define LL_WGMMA(N, TY, REGS, OUT, A, B, P, TRANS, ...)                                                     \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " P ", 0;\nwgmma.mma_async.sync.aligned.m64n" #N          \
+               "k16.f32." TY "." TY " " REGS ", " A ", " B ", p, 1, 1, " TRANS ";\n}\n"                      \
+               : OUT                                                                                        \
+               : __VA_ARGS__)
+#define LL_WG_SS_IN "l"(a_desc), "l"(b_desc), "r"(scale_d)
+#define LL_WG_RS_IN "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d)
 
 // d (64 x N) = A (64 x 16, K-major descriptor) * B (16 x N, K-major descriptor) + (scale_d ? d : 0).
 template <bool kBf16, int N>
@@ -126,9 +82,15 @@ __device__ __forceinline__ void mma_ss(float (&d)[N / 2], uint64_t a_desc, uint6
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(N == 64 || N == 128);
   if constexpr (N == 64) {
-    if constexpr (kBf16) LL_WGMMA_SS_N64("bf16"); else LL_WGMMA_SS_N64("f16");
+    if constexpr (kBf16)
+      LL_WGMMA(64, "bf16", LL_WG_REGS32, LL_WG_OUT32, "%32", "%33", "%34", "0, 0", LL_WG_SS_IN);
+    else
+      LL_WGMMA(64, "f16", LL_WG_REGS32, LL_WG_OUT32, "%32", "%33", "%34", "0, 0", LL_WG_SS_IN);
   } else {
-    if constexpr (kBf16) LL_WGMMA_SS_N128("bf16"); else LL_WGMMA_SS_N128("f16");
+    if constexpr (kBf16)
+      LL_WGMMA(128, "bf16", LL_WG_REGS64, LL_WG_OUT64, "%64", "%65", "%66", "0, 0", LL_WG_SS_IN);
+    else
+      LL_WGMMA(128, "f16", LL_WG_REGS64, LL_WG_OUT64, "%64", "%65", "%66", "0, 0", LL_WG_SS_IN);
   }
 #endif
 }
@@ -139,16 +101,26 @@ __device__ __forceinline__ void mma_rs(float (&d)[N / 2], const uint32_t (&a)[4]
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(N == 64 || N == 128);
   if constexpr (N == 64) {
-    if constexpr (kBf16) LL_WGMMA_RS_N64("bf16"); else LL_WGMMA_RS_N64("f16");
+    if constexpr (kBf16)
+      LL_WGMMA(64, "bf16", LL_WG_REGS32, LL_WG_OUT32, "{%32, %33, %34, %35}", "%36", "%37", "1", LL_WG_RS_IN);
+    else
+      LL_WGMMA(64, "f16", LL_WG_REGS32, LL_WG_OUT32, "{%32, %33, %34, %35}", "%36", "%37", "1", LL_WG_RS_IN);
   } else {
-    if constexpr (kBf16) LL_WGMMA_RS_N128("bf16"); else LL_WGMMA_RS_N128("f16");
+    if constexpr (kBf16)
+      LL_WGMMA(128, "bf16", LL_WG_REGS64, LL_WG_OUT64, "{%64, %65, %66, %67}", "%68", "%69", "1", LL_WG_RS_IN);
+    else
+      LL_WGMMA(128, "f16", LL_WG_REGS64, LL_WG_OUT64, "{%64, %65, %66, %67}", "%68", "%69", "1", LL_WG_RS_IN);
   }
 #endif
 }
 
-#undef LL_WGMMA_SS_N64
-#undef LL_WGMMA_RS_N64
-#undef LL_WGMMA_SS_N128
-#undef LL_WGMMA_RS_N128
+#undef LL_WGMMA
+#undef LL_WG_SS_IN
+#undef LL_WG_RS_IN
+#undef LL_WG_OUT8
+#undef LL_WG_OUT32
+#undef LL_WG_OUT64
+#undef LL_WG_REGS32
+#undef LL_WG_REGS64
 
 }  // namespace lite_llama::cuda::wg
