@@ -90,7 +90,7 @@ struct CudaTuning {
   bool pdl_moe = true;
   // Bytes of each of its weight rows a grouped-GEMV block fetches into L2 while it gathers and
   // stages its assignments (rounded up to 512), in steps of up to 16 assignments (larger ones:
-  // none); with moe_gemv_row_groups > 1, of the next row group's rows while one computes.
+  // none).
   int moe_l2_prefetch = 1024;
   // Grouped GEMV in steps of more than 16 assignments: row groups (32 rows each) of its expert
   // one block takes after one prologue (finding its expert, gathering and staging its

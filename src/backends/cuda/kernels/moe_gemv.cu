@@ -22,8 +22,9 @@ constexpr int kWarps = 8;
 // PDL: batch 1 1.4% faster than 2). Steps of up to kFewAssign assignments fetch the first
 // l2_prefetch bytes of each row into L2 during the prologue, larger ones none (H100, 16-bit:
 // 2.5% faster at batch 1 with 1 KiB than without, 0.8% slower at batch 64). Larger steps may
-// give a block row_groups row groups of its expert after one prologue (moe_gemv_row_groups), and
-// then fetch the next group's first l2_prefetch bytes of each row while a group computes.
+// give a block row_groups row groups of its expert after one prologue (moe_gemv_row_groups;
+// fetching the next group's first 1 KiB a row into L2 while one computes was 2% slower at batch
+// 64 on an H100, so there is none).
 constexpr int kFewAssign = 16;
 constexpr int kChunk = 8;  // assignments per pass over the rows
 constexpr int kPresentWords = kMoeMaxExperts / 32;
@@ -43,12 +44,11 @@ constexpr int kPresentWords = kMoeMaxExperts / 32;
 // When all of the expert's assignments fit one kChunk pass, xs is staged once for all of them
 // and the row groups run without a barrier; else each pass is staged per row group, as with
 // one group a block. prefetch_pieces: 512-byte pieces of each row of the first group fetched
-// into L2 during the prologue; next_pieces: of the next group's rows while a group computes.
+// into L2 during the prologue.
 template <typename T, int KIND, typename O, bool kSwiglu, int kRows>
 __global__ void __launch_bounds__(kWarps * 32, 2)
     gemv_kernel(Rows W, int N, int K, const T* __restrict__ in, int top_k,
-                const int32_t* __restrict__ t_expert, int n, O* __restrict__ out, int prefetch_pieces,
-                int next_pieces) {
+                const int32_t* __restrict__ t_expert, int n, O* __restrict__ out, int prefetch_pieces) {
   constexpr int kRowsPerBlock = kWarps * kRows;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* xs = reinterpret_cast<T*>(smem_raw);  // [kChunk][K]
@@ -145,11 +145,9 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
     stage(0, total);
     __syncthreads();
   }
-  // g0: the row group's first row (row groups blockIdx.x, blockIdx.x + gridDim.x, ...); the next
-  // one's first pieces are fetched into L2 while this one computes.
+  // g0: the row group's first row (row groups blockIdx.x, blockIdx.x + gridDim.x, ...).
   for (int g0 = int(blockIdx.x) * kRowsPerBlock; g0 < N; g0 += int(gridDim.x) * kRowsPerBlock) {
     const int r0 = g0 + warp * kRows;  // this warp's first row
-    if (g0 + int(gridDim.x) * kRowsPerBlock < N) prefetch(g0 + int(gridDim.x) * kRowsPerBlock, next_pieces);
     for (int c0 = 0; c0 < total; c0 += kChunk) {
       const int m = min(kChunk, total - c0);
       if (!once) {
@@ -222,7 +220,7 @@ cudaError_t gemv(const Rows& W, int N, int K, const T* in, bool swiglu, int top_
         return e;
     const dim3 grid(ceil_div(long(ceil_div(N, rows_per_block)), per_block), unsigned(std::min(n, experts)));
     return launch_pdl(pdl, kernel, grid, dim3(kWarps * 32), smem, s, W, N, K, in, top_k, t_expert, n, out,
-                      few ? pieces : 0, per_block > 1 ? pieces : 0);
+                      few ? pieces : 0);
   };
   if constexpr (KIND != k16Bit)
     if (few)
