@@ -67,31 +67,28 @@ __device__ __forceinline__ void fence_regs(float (&d)[R]) {
   "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, "  \
   "%62, %63}"
 // SS (TRANS "0, 0"): A and B from descriptors, B K-major; RS (TRANS "1"): A from registers, B
-// MN-major. N accumulators take %0..%(N/2 - 1); the operands A, B and the scale-d source follow.
-#define LL_WGMMA(N, TY, REGS, OUT, A, B, P, TRANS, ...)                                                     \
+// MN-major. C = N / 2 accumulators take %0..%(C - 1); the operands A, B and the scale-d source
+// follow (inputs LL_WG_IN_SS or LL_WG_IN_RS).
+#define LL_WGMMA(N, C, TY, A, B, P, TRANS, IN)                                                              \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " P ", 0;\nwgmma.mma_async.sync.aligned.m64n" #N          \
-               "k16.f32." TY "." TY " " REGS ", " A ", " B ", p, 1, 1, " TRANS ";\n}\n"                      \
-               : OUT                                                                                        \
-               : __VA_ARGS__)
-#define LL_WG_SS_IN "l"(a_desc), "l"(b_desc), "r"(scale_d)
-#define LL_WG_RS_IN "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d)
+               "k16.f32." TY "." TY " " LL_WG_REGS##C ", " A ", " B ", p, 1, 1, " TRANS ";\n}\n"            \
+               : LL_WG_OUT##C                                                                               \
+               : LL_WG_IN_##IN)
+#define LL_WG_TYPED(N, C, A, B, P, TRANS, IN) \
+  if constexpr (kBf16)                        \
+    LL_WGMMA(N, C, "bf16", A, B, P, TRANS, IN); \
+  else                                        \
+    LL_WGMMA(N, C, "f16", A, B, P, TRANS, IN)
+#define LL_WG_IN_SS "l"(a_desc), "l"(b_desc), "r"(scale_d)
+#define LL_WG_IN_RS "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d)
 
 // d (64 x N) = A (64 x 16, K-major descriptor) * B (16 x N, K-major descriptor) + (scale_d ? d : 0).
 template <bool kBf16, int N>
 __device__ __forceinline__ void mma_ss(float (&d)[N / 2], uint64_t a_desc, uint64_t b_desc, int scale_d) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(N == 64 || N == 128);
-  if constexpr (N == 64) {
-    if constexpr (kBf16)
-      LL_WGMMA(64, "bf16", LL_WG_REGS32, LL_WG_OUT32, "%32", "%33", "%34", "0, 0", LL_WG_SS_IN);
-    else
-      LL_WGMMA(64, "f16", LL_WG_REGS32, LL_WG_OUT32, "%32", "%33", "%34", "0, 0", LL_WG_SS_IN);
-  } else {
-    if constexpr (kBf16)
-      LL_WGMMA(128, "bf16", LL_WG_REGS64, LL_WG_OUT64, "%64", "%65", "%66", "0, 0", LL_WG_SS_IN);
-    else
-      LL_WGMMA(128, "f16", LL_WG_REGS64, LL_WG_OUT64, "%64", "%65", "%66", "0, 0", LL_WG_SS_IN);
-  }
+  if constexpr (N == 64) { LL_WG_TYPED(64, 32, "%32", "%33", "%34", "0, 0", SS); }
+  else { LL_WG_TYPED(128, 64, "%64", "%65", "%66", "0, 0", SS); }
 #endif
 }
 
@@ -100,23 +97,15 @@ template <bool kBf16, int N>
 __device__ __forceinline__ void mma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t b_desc, int scale_d) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(N == 64 || N == 128);
-  if constexpr (N == 64) {
-    if constexpr (kBf16)
-      LL_WGMMA(64, "bf16", LL_WG_REGS32, LL_WG_OUT32, "{%32, %33, %34, %35}", "%36", "%37", "1", LL_WG_RS_IN);
-    else
-      LL_WGMMA(64, "f16", LL_WG_REGS32, LL_WG_OUT32, "{%32, %33, %34, %35}", "%36", "%37", "1", LL_WG_RS_IN);
-  } else {
-    if constexpr (kBf16)
-      LL_WGMMA(128, "bf16", LL_WG_REGS64, LL_WG_OUT64, "{%64, %65, %66, %67}", "%68", "%69", "1", LL_WG_RS_IN);
-    else
-      LL_WGMMA(128, "f16", LL_WG_REGS64, LL_WG_OUT64, "{%64, %65, %66, %67}", "%68", "%69", "1", LL_WG_RS_IN);
-  }
+  if constexpr (N == 64) { LL_WG_TYPED(64, 32, "{%32, %33, %34, %35}", "%36", "%37", "1", RS); }
+  else { LL_WG_TYPED(128, 64, "{%64, %65, %66, %67}", "%68", "%69", "1", RS); }
 #endif
 }
 
 #undef LL_WGMMA
-#undef LL_WG_SS_IN
-#undef LL_WG_RS_IN
+#undef LL_WG_TYPED
+#undef LL_WG_IN_SS
+#undef LL_WG_IN_RS
 #undef LL_WG_OUT8
 #undef LL_WG_OUT32
 #undef LL_WG_OUT64
