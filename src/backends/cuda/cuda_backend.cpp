@@ -98,7 +98,7 @@ class CudaBackend final : public ops::Backend {
     linear_.forget_xq();
     ProfileScope ps(prof_, "moe route", stream());
     LL_CUDA(cuda::moe_route(act(), logits.data, int(logits.rows()), int(logits.cols()), top_k, norm_topk_prob,
-                            t_expert, t_weight, stream(), pdl_moe()));
+                            t_expert, t_weight, stream(), pdl(tuning_.pdl_moe)));
   }
   size_t moe_workspace_bytes(int max_tokens, int top_k, const ops::MoeExperts& w) const override {
     return experts_workspace_bytes(max_tokens, top_k, w);
@@ -108,8 +108,8 @@ class CudaBackend final : public ops::Backend {
     linear_.forget_xq();
     {
       ProfileScope ps(prof_, "moe experts", stream());
-      run_experts(dev_, x, w, t_expert, t_weight, top_k, workspace, out, tuning_.moe_gemv_max_assign, pdl_moe(),
-                  tuning_.moe_l2_prefetch, tuning_.moe_gemv_row_groups);
+      run_experts(dev_, x, w, t_expert, t_weight, top_k, workspace, out, tuning_.moe_gemv_max_assign,
+                  pdl(tuning_.pdl_moe), tuning_.moe_l2_prefetch, tuning_.moe_gemv_row_groups);
     }
     finite_("moe_experts", out);
   }
@@ -129,8 +129,8 @@ class CudaBackend final : public ops::Backend {
   void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor out) override {
     ProfileScope ps(prof_, "norm", stream());
     const GqX xq = linear_.quantize_x_for(out, norm_quantizes_x(int(x.rows()), int(x.cols())));
-    LL_CUDA(cuda::rms_norm(act(), x.dtype == DType::F32, x.data, w.ptr<float>(), eps, out.data, int(x.rows()), int(x.cols()), stream(), xq,
-                           pdl_norm()));
+    LL_CUDA(cuda::rms_norm(act(), x.dtype == DType::F32, x.data, w.ptr<float>(), eps, out.data, int(x.rows()),
+                           int(x.cols()), stream(), xq, pdl(tuning_.pdl_norm)));
     finite_("rms_norm", out);
   }
   void add_rms_norm(Tensor residual, const Tensor& x, const Tensor& w, float eps, Tensor out) override {
@@ -138,7 +138,7 @@ class CudaBackend final : public ops::Backend {
     const GqX xq = linear_.quantize_x_for(out, norm_quantizes_x(int(x.rows()), int(x.cols())));
     LL_CUDA(cuda::add_rms_norm(act(), residual.dtype == DType::F32, x.dtype == DType::F32, residual.data, x.data,
                                w.ptr<float>(), eps, out.data, int(x.rows()), int(x.cols()), stream(), xq,
-                               pdl_norm()));
+                               pdl(tuning_.pdl_norm)));
     finite_("add_rms_norm (residual)", residual);
     finite_("add_rms_norm", out);
   }
@@ -160,7 +160,7 @@ class CudaBackend final : public ops::Backend {
                  t_positions, t_slots, rope.cos_sin.ptr<float>(), rope.rot_dim,
                  rope.layout == ops::RopeLayout::Interleaved, int(qkv.rows()), num_heads, num_kv_heads,
                  head_dim};
-    LL_CUDA(cuda::qkv_rope_store(act(), a, stream(), pdl_norm()));
+    LL_CUDA(cuda::qkv_rope_store(act(), a, stream(), pdl(tuning_.pdl_norm)));
     finite_("qkv_rope_store (q)", q_out);
   }
   void write_slot_table(int32_t* req_to_slot, int stride, const int32_t* t_req_idx,
@@ -184,7 +184,7 @@ class CudaBackend final : public ops::Backend {
       a.max_q_len = 1;
       const int splits = decode_splits(nd, num_kv_heads, head_dim, m.max_seq_len, dev_.sm_count(), split_keys());
       LL_CUDA(attention_decode(act(), a, splits, split_keys(), static_cast<float*>(m.workspace), stream(),
-                               tuning_.pdl && tuning_.pdl_attention && dev_.props().major >= 9));
+                               pdl(tuning_.pdl_attention)));
     }
     if (m.num_seqs > nd) {
       a.b_q_start = m.b_q_start + nd;
@@ -299,11 +299,11 @@ class CudaBackend final : public ops::Backend {
   Act act() const { return dev_.act(); }
   cudaStream_t stream() const { return dev_.stream(); }
   int split_keys() const { return std::max(0, tuning_.decode_split_keys); }
-  bool pdl_norm() const { return tuning_.pdl && tuning_.pdl_norm && dev_.props().major >= 9; }
+  // Programmatic dependent launch for one kernel family: its switch, the global one, sm_90+.
+  bool pdl(bool family) const { return tuning_.pdl && family && dev_.props().major >= 9; }
   bool prefill_wgmma() const {
     return tuning_.prefill_wgmma && dev_.props().major == 9 && dev_.props().minor == 0;
   }
-  bool pdl_moe() const { return tuning_.pdl && tuning_.pdl_moe && dev_.props().major >= 9; }
 
   std::shared_ptr<NcclComm> comm_;  // tensor parallelism (null: one device)
   std::shared_ptr<PeerAllReduce> peer_;  // small all-reduces over peer memory (null: NCCL only)

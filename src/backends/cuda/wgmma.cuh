@@ -47,17 +47,20 @@ __device__ __forceinline__ void fence_async_smem() {}
 
 // Keeps the compiler from moving accumulator reads or writes across an asynchronous wgmma.
 template <int R>
-__device__ __forceinline__ void fence_regs(float (&d)[R]) {
+__device__ __forceinline__ void fence_regs(float (&d)[R][4]) {
 #pragma unroll
-  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+  for (int i = 0; i < R; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) asm volatile("" : "+f"(d[i][j])::"memory");
 }
 
-// The accumulator operands of the wgmma wrappers: d[0..31] or d[0..63] and their "%i" names.
-#define LL_WG_OUT8(o)                                                                                      \
-  "+f"(d[(o) + 0]), "+f"(d[(o) + 1]), "+f"(d[(o) + 2]), "+f"(d[(o) + 3]), "+f"(d[(o) + 4]), "+f"(d[(o) + 5]), \
-      "+f"(d[(o) + 6]), "+f"(d[(o) + 7])
-#define LL_WG_OUT32 LL_WG_OUT8(0), LL_WG_OUT8(8), LL_WG_OUT8(16), LL_WG_OUT8(24)
-#define LL_WG_OUT64 LL_WG_OUT32, LL_WG_OUT8(32), LL_WG_OUT8(40), LL_WG_OUT8(48), LL_WG_OUT8(56)
+// The accumulator operands of the wgmma wrappers: d[0..7][4] or d[0..15][4] (8 columns each, the
+// mma accumulator layout) and their "%i" names; LL_WG_OUT8(i) names d[i] and d[i + 1].
+#define LL_WG_OUT8(i)                                                                                  \
+  "+f"(d[i][0]), "+f"(d[i][1]), "+f"(d[i][2]), "+f"(d[i][3]), "+f"(d[(i) + 1][0]), "+f"(d[(i) + 1][1]), \
+      "+f"(d[(i) + 1][2]), "+f"(d[(i) + 1][3])
+#define LL_WG_OUT32 LL_WG_OUT8(0), LL_WG_OUT8(2), LL_WG_OUT8(4), LL_WG_OUT8(6)
+#define LL_WG_OUT64 LL_WG_OUT32, LL_WG_OUT8(8), LL_WG_OUT8(10), LL_WG_OUT8(12), LL_WG_OUT8(14)
 #define LL_WG_REGS32                                                                                      \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
   "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
@@ -82,9 +85,9 @@ __device__ __forceinline__ void fence_regs(float (&d)[R]) {
 #define LL_WG_IN_SS "l"(a_desc), "l"(b_desc), "r"(scale_d)
 #define LL_WG_IN_RS "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d)
 
-// d (64 x N) = A (64 x 16, K-major descriptor) * B (16 x N, K-major descriptor) + (scale_d ? d : 0).
+// d (64 x N, d[n / 8]) = A (64 x 16, K-major descriptor) * B (16 x N, K-major descriptor) + (scale_d ? d : 0).
 template <bool kBf16, int N>
-__device__ __forceinline__ void mma_ss(float (&d)[N / 2], uint64_t a_desc, uint64_t b_desc, int scale_d) {
+__device__ __forceinline__ void mma_ss(float (&d)[N / 8][4], uint64_t a_desc, uint64_t b_desc, int scale_d) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(N == 64 || N == 128);
   if constexpr (N == 64) { LL_WG_TYPED(64, 32, "%32", "%33", "%34", "0, 0", SS); }
@@ -92,9 +95,9 @@ __device__ __forceinline__ void mma_ss(float (&d)[N / 2], uint64_t a_desc, uint6
 #endif
 }
 
-// d (64 x N) = A (64 x 16, registers) * B (16 x N, MN-major descriptor) + (scale_d ? d : 0).
+// d (64 x N, d[n / 8]) = A (64 x 16, registers) * B (16 x N, MN-major descriptor) + (scale_d ? d : 0).
 template <bool kBf16, int N>
-__device__ __forceinline__ void mma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t b_desc, int scale_d) {
+__device__ __forceinline__ void mma_rs(float (&d)[N / 8][4], const uint32_t (&a)[4], uint64_t b_desc, int scale_d) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(N == 64 || N == 128);
   if constexpr (N == 64) { LL_WG_TYPED(64, 32, "{%32, %33, %34, %35}", "%36", "%37", "1", RS); }

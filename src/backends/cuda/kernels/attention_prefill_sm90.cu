@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "backends/cuda/common.cuh"
+#include "backends/cuda/kernels/attention_tile.cuh"
 #include "backends/cuda/launchers.h"
 #include "backends/cuda/mma.cuh"
 #include "backends/cuda/wgmma.cuh"
@@ -99,9 +100,9 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_sm90_kernel(AttnArgs a) {
     const int r = wgi * 64 + warp * 16 + g + 8 * h;
     lim[h] = r < nrows ? min(prefix + tq0 + r / G + 1, key_end) : key_end;
   }
-  float o[D / 2], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+  float o[D / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
 #pragma unroll
-  for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
+  for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
   const float scale_log2 = a.scale * 1.4426950408889634f;
   const uint32_t q_desc0 = sQ + wgi * 64 * 128;
 
@@ -115,9 +116,9 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_sm90_kernel(AttnArgs a) {
     const uint32_t sK = sKV + (j & 1) * 2 * C::kTileBytes, sV = sK + C::kTileBytes;
 
     // S = Q K^T (64 rows x 128 keys a warpgroup).
-    float s[kBN / 2];
+    float s[kBN / 8][4];
 #pragma unroll
-    for (int i = 0; i < kBN / 2; ++i) s[i] = 0.f;
+    for (int i = 0; i < kBN / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
     wg::fence();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
@@ -130,50 +131,13 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_sm90_kernel(AttnArgs a) {
     wg::wait<0>();
     wg::fence_regs(s);
 
-    // Online softmax in exp2 form; a row with no visible key yet (max -inf) contributes nothing.
     const int k0 = j * kBN;
-    const bool mask = k0 + kBN > mask_from;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float mx = -INFINITY;
-#pragma unroll
-      for (int i = 0; i < kBN / 8; ++i)
-#pragma unroll
-        for (int jj = 0; jj < 2; ++jj) {
-          float v = s[4 * i + 2 * h + jj] * scale_log2;
-          if (mask && k0 + 8 * i + 2 * t + jj >= lim[h]) v = -INFINITY;
-          s[4 * i + 2 * h + jj] = v;
-          mx = fmaxf(mx, v);
-        }
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_new = fmaxf(m[h], mx);
-      const float base = m_new == -INFINITY ? 0.f : m_new;
-      const float alpha = exp2f(m[h] - base);
-      float sum = 0.f;
-#pragma unroll
-      for (int i = 0; i < kBN / 8; ++i)
-#pragma unroll
-        for (int jj = 0; jj < 2; ++jj) {
-          const float p = exp2f(s[4 * i + 2 * h + jj] - base);
-          s[4 * i + 2 * h + jj] = p;
-          sum += p;
-        }
-      l[h] = l[h] * alpha + sum;
-      m[h] = m_new;
-#pragma unroll
-      for (int i = 0; i < D / 8; ++i) o[4 * i + 2 * h] *= alpha, o[4 * i + 2 * h + 1] *= alpha;
-    }
+    attn::softmax_step(s, o, m, l, k0 + kBN > mask_from, k0, lim, scale_log2);
 
     // O += P V: P's 16-key steps are the A fragments, V (keys x D) the MN-major B operand.
     uint32_t pa[kBN / 16][4];
 #pragma unroll
-    for (int ks = 0; ks < kBN / 16; ++ks) {
-      pa[ks][0] = pack2<T>(s[8 * ks + 0], s[8 * ks + 1]);
-      pa[ks][1] = pack2<T>(s[8 * ks + 2], s[8 * ks + 3]);
-      pa[ks][2] = pack2<T>(s[8 * ks + 4], s[8 * ks + 5]);
-      pa[ks][3] = pack2<T>(s[8 * ks + 6], s[8 * ks + 7]);
-    }
+    for (int ks = 0; ks < kBN / 16; ++ks) attn::p_frag<T>(s, ks, pa[ks]);
     wg::fence_regs(o);
     wg::fence();
 #pragma unroll
@@ -196,7 +160,7 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_sm90_kernel(AttnArgs a) {
     T* orow = out + (q_row0 + size_t(r / G) * a.Hq + r % G) * D + 2 * t;
 #pragma unroll
     for (int i = 0; i < D / 8; ++i)
-      *reinterpret_cast<uint32_t*>(orow + i * 8) = pack2<T>(o[4 * i + 2 * h] * inv, o[4 * i + 2 * h + 1] * inv);
+      *reinterpret_cast<uint32_t*>(orow + i * 8) = pack2<T>(o[i][2 * h] * inv, o[i][2 * h + 1] * inv);
   }
 #else
   __trap();  // launched only where sm_90a code was built (attention_prefill_sm90_built)
@@ -208,10 +172,11 @@ cudaError_t launch(const AttnArgs& a, cudaStream_t s) {
   const int G = a.Hq / a.Hkv;
   if (G < 1 || G > kBM || a.Hq % a.Hkv != 0) return cudaErrorInvalidValue;
   constexpr size_t smem = Sm90Cfg<D>::kSmem;
-  cudaError_t e = cudaFuncSetAttribute(prefill_sm90_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  auto* kernel = prefill_sm90_kernel<T, D>;
+  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
   if (e != cudaSuccess) return e;
   const dim3 grid(ceil_div(a.max_q_len, kBM / G), a.Hkv, a.num_seqs);
-  prefill_sm90_kernel<T, D><<<grid, kThreads, smem, s>>>(a);
+  kernel<<<grid, kThreads, smem, s>>>(a);
   return cudaGetLastError();
 }
 

@@ -102,6 +102,58 @@ struct KvPipe {
   }
 };
 
+// One online-softmax step of a 16-row tile in mma accumulator layout (lane 4g + t holds rows g
+// and g + 8 as h = 0, 1, keys key0 + 8 nt + 2 t + j in s[nt][2 h + j]), in exp2 form: with `mask`
+// key k is visible to row h only below lim[h]; the scores become probabilities against the new
+// row maxima m, and the sums l and the output o (same layout, columns for keys) are rescaled. A row
+// with no visible key yet (max -inf) contributes nothing.
+template <int NT, int ND>
+__device__ __forceinline__ void softmax_step(float (&s)[NT][4], float (&o)[ND][4], float (&m)[2], float (&l)[2],
+                                             bool mask, int key0, const int (&lim)[2], float scale_log2) {
+  const int t = threadIdx.x & 3;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float mx = -INFINITY;
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        float v = s[nt][2 * h + j] * scale_log2;
+        if (mask && key0 + nt * 8 + 2 * t + j >= lim[h]) v = -INFINITY;
+        s[nt][2 * h + j] = v;
+        mx = fmaxf(mx, v);
+      }
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float m_new = fmaxf(m[h], mx);
+    const float base = m_new == -INFINITY ? 0.f : m_new;
+    const float alpha = exp2f(m[h] - base);
+    float sum = 0.f;
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const float p = exp2f(s[nt][2 * h + j] - base);
+        s[nt][2 * h + j] = p;
+        sum += p;
+      }
+    l[h] = l[h] * alpha + sum;
+    m[h] = m_new;
+#pragma unroll
+    for (int nd = 0; nd < ND; ++nd) o[nd][2 * h] *= alpha, o[nd][2 * h + 1] *= alpha;
+  }
+}
+
+// The probabilities of keys [16 ks, 16 ks + 16) of a softmax_step tile as the A fragment of a
+// 16-key step of O += P V (two 8-key accumulator tiles make one m16n8k16 A fragment).
+template <typename T, int NT>
+__device__ __forceinline__ void p_frag(const float (&s)[NT][4], int ks, uint32_t (&a)[4]) {
+  a[0] = pack2<T>(s[2 * ks][0], s[2 * ks][1]);
+  a[1] = pack2<T>(s[2 * ks][2], s[2 * ks][3]);
+  a[2] = pack2<T>(s[2 * ks + 1][0], s[2 * ks + 1][1]);
+  a[3] = pack2<T>(s[2 * ks + 1][2], s[2 * ks + 1][3]);
+}
+
 // One warp's running attention over 16 MT query rows: unnormalised output, row maximum (of
 // log2-scaled scores) and this lane's share of the row sum (the quad's four shares add up).
 // Lane 4g + t holds rows g and g + 8 of each 16-row tile (index h = 0, 1).
@@ -128,7 +180,7 @@ struct WarpAttn {
   __device__ __forceinline__ void tile(const uint32_t (&q)[MT][D / 16][4], const T* Qw, const T* Ks, const T* Vs,
                                        int koff, int k0, bool mask, const int (&lim)[MT][2], float scale_log2) {
     static_assert(NT % 2 == 0, "keys in steps of 16");
-    const int lane = threadIdx.x & 31, t = lane & 3;
+    const int lane = threadIdx.x & 31;
     float s[MT][NT][4];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
@@ -160,52 +212,15 @@ struct WarpAttn {
         }
       }
     }
-    // Online softmax in exp2 form; a row with no visible key yet (max -inf) contributes nothing.
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float mx = -INFINITY;
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-          for (int j = 0; j < 2; ++j) {
-            float v = s[mt][nt][2 * h + j] * scale_log2;
-            if (mask && k0 + koff + nt * 8 + 2 * t + j >= lim[mt][h]) v = -INFINITY;
-            s[mt][nt][2 * h + j] = v;
-            mx = fmaxf(mx, v);
-          }
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        const float m_new = fmaxf(m[mt][h], mx);
-        const float base = m_new == -INFINITY ? 0.f : m_new;
-        const float alpha = exp2f(m[mt][h] - base);
-        float sum = 0.f;
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-          for (int j = 0; j < 2; ++j) {
-            const float p = exp2f(s[mt][nt][2 * h + j] - base);
-            s[mt][nt][2 * h + j] = p;
-            sum += p;
-          }
-        l[mt][h] = l[mt][h] * alpha + sum;
-        m[mt][h] = m_new;
-#pragma unroll
-        for (int nd = 0; nd < D / 8; ++nd) o[mt][nd][2 * h] *= alpha, o[mt][nd][2 * h + 1] *= alpha;
-      }
+    for (int mt = 0; mt < MT; ++mt) softmax_step(s[mt], o[mt], m[mt], l[mt], mask, k0 + koff, lim[mt], scale_log2);
     // O += P V: the score accumulators of two 8-key tiles are the A fragment of a 16-key step;
     // ldmatrix.trans gives V's B fragments for two 8-dim tiles.
 #pragma unroll
     for (int ks = 0; ks < NT / 2; ++ks) {
       uint32_t a[MT][4];
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        a[mt][0] = pack2<T>(s[mt][2 * ks][0], s[mt][2 * ks][1]);
-        a[mt][1] = pack2<T>(s[mt][2 * ks][2], s[mt][2 * ks][3]);
-        a[mt][2] = pack2<T>(s[mt][2 * ks + 1][0], s[mt][2 * ks + 1][1]);
-        a[mt][3] = pack2<T>(s[mt][2 * ks + 1][2], s[mt][2 * ks + 1][3]);
-      }
+      for (int mt = 0; mt < MT; ++mt) p_frag<T>(s[mt], ks, a[mt]);
       const int key = koff + ks * 16 + (lane & 7) + (((lane >> 3) & 1) << 3);
 #pragma unroll
       for (int dp = 0; dp < D / 16; ++dp) {
