@@ -4,10 +4,12 @@ if(NOT LITE_LLAMA_CUDA STREQUAL "OFF")
   include(CheckLanguage)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
-    # 90a (not 90): Hopper's wgmma, which the long-prefill attention kernel uses, exists only in
-    # arch-specific code; 80 keeps Ampere on the mma.sync kernels.
+    # 90a: Hopper's wgmma, which the long-prefill attention kernel uses, exists only in
+    # arch-specific code; 80 keeps Ampere on the mma.sync kernels; 90-virtual is the PTX that
+    # newer GPUs compile at load (90a's is not portable, and 80's would drop the PDL waits that
+    # the host's launches on sm_90+ rely on).
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-      set(CMAKE_CUDA_ARCHITECTURES 80 90a)
+      set(CMAKE_CUDA_ARCHITECTURES 80 90a 90-virtual)
     endif()
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)
