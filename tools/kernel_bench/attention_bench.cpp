@@ -2,7 +2,8 @@
 // K/V read, each beside the limits measured in the same run (device-to-device copy bandwidth and a
 // large bf16 cuBLASLt GEMM). One JSON object per line on stdout.
 //   attention-bench [--quick]
-//   attention-bench --prefill D TOKENS [mma] | --decode D BATCH CONTEXT [SPLITS]   (one case, e.g. under ncu)
+//   attention-bench --prefill D TOKENS [mma] | --decode D BATCH CONTEXT [SPLITS (0: auto)] [STAGES]
+//     (one case, e.g. under ncu)
 //   attention-bench --chunk D TOKENS PREFIX [SPLITS]   (a short chunk after a cached prefix: splits vs one)
 #include <cuda_runtime.h>
 
@@ -89,7 +90,7 @@ void chunk_case(int D, int L, int P, int splits, int sms, int reps, double copy_
 
 // Microseconds per decode call (attention and merge), replayed from a graph over enough pools
 // (>= 256 MiB of K/V in all) that each call reads its K/V from HBM, not from the 50 MB L2.
-double decode_us(int D, int B, int ctx, int Hq, int Hkv, int splits, int sms, int reps) {
+double decode_us(int D, int B, int ctx, int Hq, int Hkv, int splits, int sms, int reps, int stages = 4) {
   const int n = int(std::clamp(std::ceil(double(256 << 20) / kv_bytes(D, B, ctx, Hkv)), 1.0, 32.0));
   std::vector<std::unique_ptr<Pool>> pools;
   for (int i = 0; i < n; ++i) pools.push_back(std::make_unique<Pool>(B, 1, ctx, Hq, Hkv, D, sms));
@@ -99,7 +100,7 @@ double decode_us(int D, int B, int ctx, int Hq, int Hkv, int splits, int sms, in
   const int calls = std::max(reps, n);
   const double us = graph_us(s, [&](int i) {
     const Pool& p = *pools[size_t(i % n)];
-    CK(attention_decode(Act::BF16, p.args, splits, 16, p.partial, s));
+    CK(attention_decode(Act::BF16, p.args, splits, 16, p.partial, s, false, stages));
   }, calls, 3);
   CK(cudaStreamDestroy(s));
   return us;
@@ -127,10 +128,12 @@ int main(int argc, char** argv) {
   }
   if (argc >= 5 && std::strcmp(argv[1], "--decode") == 0) {
     const int D = std::atoi(argv[2]), B = std::atoi(argv[3]), ctx = std::atoi(argv[4]);
-    const int splits = argc >= 6 ? std::atoi(argv[5]) : decode_splits(B, 8, D, ctx, sms, 16);
-    const double us = decode_us(D, B, ctx, 32, 8, splits, sms, 20);
-    std::printf("decode D %d batch %d context %d splits %d: %.1f us, %.1f GB/s of K/V\n", D, B, ctx, splits, us,
-                kv_bytes(D, B, ctx, 8) / us / 1e3);
+    const int given = argc >= 6 ? std::atoi(argv[5]) : 0;
+    const int splits = given > 0 ? given : decode_splits(B, 8, D, ctx, sms, 16);
+    const int stages = argc >= 7 ? std::atoi(argv[6]) : 4;
+    const double us = decode_us(D, B, ctx, 32, 8, splits, sms, 20, stages);
+    std::printf("decode D %d batch %d context %d splits %d stages %d: %.1f us, %.1f GB/s of K/V\n", D, B, ctx, splits,
+                stages, us, kv_bytes(D, B, ctx, 8) / us / 1e3);
     return 0;
   }
   std::printf("{\"device\": \"%s\", \"sms\": %d}\n", prop.name, sms);

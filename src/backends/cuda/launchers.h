@@ -234,8 +234,9 @@ size_t decode_workspace_bytes(int max_seqs, int num_heads, int head_dim, int num
 int workspace_rows_per_head(int head_dim, int num_sms);
 // pdl: launched with programmatic dependent launch (sm_90+, pdl.cuh) after the RoPE + KV write,
 // whose new keys and queries it reads only after pdl_wait().
+// stages: the K/V ring of split sequences at head dim 64, 3 or 4 (three tiles in flight a block).
 cudaError_t attention_decode(Act act, const AttnArgs& a, int splits, int min_keys, float* partial,
-                             cudaStream_t s, bool pdl = false);
+                             cudaStream_t s, bool pdl = false, int stages = 3);
 
 bool swiglu_quantizes_x(int T, int F);
 cudaError_t swiglu(Act act, const void* gate_up, void* out, int T, int F, cudaStream_t s,

@@ -27,22 +27,25 @@ __device__ __forceinline__ int used_splits(int seq_len, int per) {
 // Split sequences (small batches) take three stages, two tiles in flight per block: their
 // bandwidth depends on the bytes in flight per SM. Unsplit ones (large batches, a grid of several
 // waves) take two, which fits more blocks per SM (H100: 0.78 -> 0.90 of copy at batch 64, D 64).
+// The query tile lives in the ring's last K buffer, which the first wait() is the first to fill:
+// the queries are in registers by then.
 template <int D, int S>
 constexpr size_t decode_smem_bytes() {
-  return size_t(16) * ld<D>() * 2 + KvPipe<__half, D, S>::smem_bytes();
+  return KvPipe<__half, D, S>::smem_bytes();
 }
 // Blocks of the three-stage kernel an SM holds (shared memory bound); splits fill one wave.
 constexpr int blocks_per_sm(int D) { return D <= 64 ? 3 : 2; }
 // sm_90: 228 KiB of shared memory an SM, 1 KiB of it reserved per block.
-static_assert((decode_smem_bytes<64, 3>() + 1024) * blocks_per_sm(64) <= 228 * 1024 &&
+// Split D 64 may take four stages (three tiles in flight a block: CudaTuning::decode_stages).
+static_assert((decode_smem_bytes<64, 4>() + 1024) * blocks_per_sm(64) <= 228 * 1024 &&
               (decode_smem_bytes<128, 3>() + 1024) * blocks_per_sm(128) <= 228 * 1024);
 
 template <typename T, int D, int kStages>
 __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, int splits, int min_keys, int hchunks,
                                                           float* __restrict__ partial) {
   extern __shared__ __align__(16) uint8_t smem[];
-  T* Qs = reinterpret_cast<T*>(smem);
-  uint8_t* pipe_smem = smem + size_t(16) * ld<D>() * 2;
+  uint8_t* pipe_smem = smem;
+  T* Qs = reinterpret_cast<T*>(pipe_smem) + size_t(2 * (kStages - 1)) * kBN * ld<D>();  // K(kStages - 1)
 
   const int b = blockIdx.z, split = blockIdx.x;
   const int kvh = blockIdx.y / hchunks, hc = blockIdx.y % hchunks;
@@ -158,12 +161,18 @@ cudaError_t run_decode(dim3 grid, const AttnArgs& a, int splits, int min_keys, i
 }
 
 template <typename T, int D>
-cudaError_t launch(const AttnArgs& a, int splits, int min_keys, float* partial, cudaStream_t s, bool pdl) {
+cudaError_t launch(const AttnArgs& a, int splits, int min_keys, float* partial, cudaStream_t s, bool pdl,
+                   int stages) {
   if (a.Hq % a.Hkv != 0) return cudaErrorInvalidValue;
   const int hchunks = (a.Hq / a.Hkv + 15) / 16;
   const dim3 grid(splits, a.Hkv * hchunks, a.num_seqs);
-  cudaError_t e = splits > 1 ? run_decode<T, D, 3>(grid, a, splits, min_keys, hchunks, partial, s, pdl)
-                             : run_decode<T, D, 2>(grid, a, splits, min_keys, hchunks, partial, s, pdl);
+  cudaError_t e;
+  if (splits == 1)
+    e = run_decode<T, D, 2>(grid, a, splits, min_keys, hchunks, partial, s, pdl);
+  else if (D == 64 && stages >= 4)
+    e = run_decode<T, D, 4>(grid, a, splits, min_keys, hchunks, partial, s, pdl);
+  else
+    e = run_decode<T, D, 3>(grid, a, splits, min_keys, hchunks, partial, s, pdl);
   if (e != cudaSuccess || splits == 1) return e;
   return launch_pdl(pdl, merge_kernel<T, D>, dim3(a.Hq, a.num_seqs), dim3(D), 0, s, a, splits, min_keys,
                     static_cast<const float*>(partial));
@@ -191,13 +200,17 @@ size_t decode_workspace_bytes(int max_seqs, int num_heads, int head_dim, int num
 int workspace_rows_per_head(int head_dim, int num_sms) { return 4 * blocks_per_sm(head_dim) * num_sms; }
 
 cudaError_t attention_decode(Act act, const AttnArgs& a, int splits, int min_keys, float* partial,
-                             cudaStream_t s, bool pdl) {
+                             cudaStream_t s, bool pdl, int stages) {
   if (a.num_seqs == 0) return cudaSuccess;
   if (splits < 1 || splits > kMaxSplits || min_keys < 0) return cudaErrorInvalidValue;
   const bool bf = act == Act::BF16;
   switch (a.D) {
-    case 64: return bf ? launch<__nv_bfloat16, 64>(a, splits, min_keys, partial, s, pdl) : launch<__half, 64>(a, splits, min_keys, partial, s, pdl);
-    case 128: return bf ? launch<__nv_bfloat16, 128>(a, splits, min_keys, partial, s, pdl) : launch<__half, 128>(a, splits, min_keys, partial, s, pdl);
+    case 64:
+      return bf ? launch<__nv_bfloat16, 64>(a, splits, min_keys, partial, s, pdl, stages)
+                : launch<__half, 64>(a, splits, min_keys, partial, s, pdl, stages);
+    case 128:
+      return bf ? launch<__nv_bfloat16, 128>(a, splits, min_keys, partial, s, pdl, stages)
+                : launch<__half, 128>(a, splits, min_keys, partial, s, pdl, stages);
     default: return cudaErrorInvalidValue;
   }
 }
