@@ -2,7 +2,7 @@
 // K/V read, each beside the limits measured in the same run (device-to-device copy bandwidth and a
 // large bf16 cuBLASLt GEMM). One JSON object per line on stdout.
 //   attention-bench [--quick]
-//   attention-bench --prefill D TOKENS [mma] | --decode D BATCH CONTEXT [SPLITS (0: auto)] [STAGES]
+//   attention-bench --prefill D TOKENS [mma] | --decode D BATCH CONTEXT [SPLITS (0: auto)] [STAGES] [PDL]
 //     (one case, e.g. under ncu)
 //   attention-bench --chunk D TOKENS PREFIX [SPLITS]   (a short chunk after a cached prefix: splits vs one)
 #include <cuda_runtime.h>
@@ -89,8 +89,11 @@ void chunk_case(int D, int L, int P, int splits, int sms, int reps, double copy_
 }
 
 // Microseconds per decode call (attention and merge), replayed from a graph over enough pools
-// (>= 256 MiB of K/V in all) that each call reads its K/V from HBM, not from the 50 MB L2.
-double decode_us(int D, int B, int ctx, int Hq, int Hkv, int splits, int sms, int reps, int stages = 4) {
+// (>= 256 MiB of K/V in all) that each call reads its K/V from HBM, not from the 50 MB L2. With
+// pdl both kernels are launched as a decode step launches them on sm_90 (CudaTuning::pdl_attention):
+// a call's merge, and the next call's first K/V loads, start while the kernel before them ends.
+double decode_us(int D, int B, int ctx, int Hq, int Hkv, int splits, int sms, int reps, int stages = 4,
+                 bool pdl = false) {
   const int n = int(std::clamp(std::ceil(double(256 << 20) / kv_bytes(D, B, ctx, Hkv)), 1.0, 32.0));
   std::vector<std::unique_ptr<Pool>> pools;
   for (int i = 0; i < n; ++i) pools.push_back(std::make_unique<Pool>(B, 1, ctx, Hq, Hkv, D, sms));
@@ -100,7 +103,7 @@ double decode_us(int D, int B, int ctx, int Hq, int Hkv, int splits, int sms, in
   const int calls = std::max(reps, n);
   const double us = graph_us(s, [&](int i) {
     const Pool& p = *pools[size_t(i % n)];
-    CK(attention_decode(Act::BF16, p.args, splits, 16, p.partial, s, false, stages));
+    CK(attention_decode(Act::BF16, p.args, splits, 16, p.partial, s, pdl, stages));
   }, calls, 3);
   CK(cudaStreamDestroy(s));
   return us;
@@ -131,9 +134,10 @@ int main(int argc, char** argv) {
     const int given = argc >= 6 ? std::atoi(argv[5]) : 0;
     const int splits = given > 0 ? given : decode_splits(B, 8, D, ctx, sms, 16);
     const int stages = argc >= 7 ? std::atoi(argv[6]) : 4;
-    const double us = decode_us(D, B, ctx, 32, 8, splits, sms, 20, stages);
-    std::printf("decode D %d batch %d context %d splits %d stages %d: %.1f us, %.1f GB/s of K/V\n", D, B, ctx, splits,
-                stages, us, kv_bytes(D, B, ctx, 8) / us / 1e3);
+    const bool pdl = argc >= 8 && std::atoi(argv[7]) != 0;
+    const double us = decode_us(D, B, ctx, 32, 8, splits, sms, 20, stages, pdl);
+    std::printf("decode D %d batch %d context %d splits %d stages %d pdl %d: %.1f us, %.1f GB/s of K/V\n", D, B, ctx,
+                splits, stages, int(pdl), us, kv_bytes(D, B, ctx, 8) / us / 1e3);
     return 0;
   }
   std::printf("{\"device\": \"%s\", \"sms\": %d}\n", prop.name, sms);
@@ -181,15 +185,20 @@ int main(int argc, char** argv) {
     for (int P : quick ? std::vector<int>{4096} : std::vector<int>{4096, 16384, 32768})
       for (int L : {48, 256}) chunk_case(D, L, P, 0, sms, 10, copy_gbs);
   const std::vector<int> ctxs = quick ? std::vector<int>{8192} : std::vector<int>{8192, 16384, 32768};
-  for (int D : {64, 128})
-    for (int ctx : ctxs)
-      for (int B : {1, 4, 16, 64}) {
-        const int splits = decode_splits(B, Hkv, D, ctx, sms, 16);
-        const double ms = decode_us(D, B, ctx, Hq, Hkv, splits, sms, quick ? 10 : 40) / 1e3;
-        const double gbs = kv_bytes(D, B, ctx, Hkv) / ms / 1e6;
-        std::printf("{\"kernel\": \"decode\", \"D\": %d, \"Hq\": %d, \"Hkv\": %d, \"batch\": %d, \"context\": %d, "
-                    "\"splits\": %d, \"us\": %.1f, \"GB/s\": %.1f, \"of_copy\": %.3f}\n",
-                    D, Hq, Hkv, B, ctx, splits, ms * 1e3, gbs, gbs / copy_gbs);
-      }
+  // "decode": calls one after another with plain launches (each call's launch, ramp and merge in
+  // full); "decode_pdl": launched as a decode step launches them on sm_90 (PDL).
+  std::vector<bool> pdls = {false};
+  if (prop.major >= 9) pdls.push_back(true);
+  for (bool pdl : pdls)
+    for (int D : {64, 128})
+      for (int ctx : ctxs)
+        for (int B : {1, 4, 16, 64}) {
+          const int splits = decode_splits(B, Hkv, D, ctx, sms, 16);
+          const double ms = decode_us(D, B, ctx, Hq, Hkv, splits, sms, quick ? 10 : 40, 4, pdl) / 1e3;
+          const double gbs = kv_bytes(D, B, ctx, Hkv) / ms / 1e6;
+          std::printf("{\"kernel\": \"%s\", \"D\": %d, \"Hq\": %d, \"Hkv\": %d, \"batch\": %d, "
+                      "\"context\": %d, \"splits\": %d, \"us\": %.1f, \"GB/s\": %.1f, \"of_copy\": %.3f}\n",
+                      pdl ? "decode_pdl" : "decode", D, Hq, Hkv, B, ctx, splits, ms * 1e3, gbs, gbs / copy_gbs);
+        }
   return 0;
 }
