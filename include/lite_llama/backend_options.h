@@ -57,6 +57,10 @@ struct CudaTuning {
   // The one-token down projection computes its SwiGLU input itself (one launch fewer, but every
   // block recomputes the K inputs) up to this K; 0: never.
   int swiglu_gemv_max_k = 8192;
+  // The one-token gate|up projection of 16-bit weights applies the SwiGLU to its products (one
+  // launch fewer; the down projection then reads plain activations). Where it runs,
+  // swiglu_gemv_max_k no longer applies.
+  bool gate_up_swiglu = true;
   // Programmatic dependent launch where the GPU has it (sm_90+) for the quantised kernels, and
   // for the 16-bit one-token GEMV when pdl_gemv is also set (H100, batch 1: 0.6-1.8% faster on
   // Llama-3.2-1B/3B, Qwen2.5-3B, Qwen3-4B; docs/benchmarks/gpu.md).

@@ -261,6 +261,8 @@ Tensor Decoder::run(const StepShape& s) {
       be_.linear(h, lw.router, router);
       be_.moe_route(router, k, cfg_.norm_topk_prob, route_expert, route_weight);
       be_.moe_experts(h, lw.experts, route_expert, route_weight, k, moe_.as<uint8_t>() + moe_ws_offset_, down);
+    } else if (be_.linear_swiglu(h, lw.gate_up, mlp)) {
+      be_.linear(mlp, lw.down, down);
     } else {
       be_.linear(h, lw.gate_up, gu);
       be_.swiglu_linear(gu, lw.down, mlp, down);

@@ -148,6 +148,10 @@ class Backend {
                            const float* t_weight, int top_k, void* workspace, Tensor out) = 0;
   // gate_up[T, 2F] = [gate | up] -> out[T, F] = silu(gate) * up
   virtual void swiglu(const Tensor& gate_up, Tensor out) = 0;
+  // out[T, F] = silu(gate) * up of linear(x, gate_up) (gate_up: F gate rows, then F up rows) in one
+  // kernel, where the backend has one for this step (the CUDA backend's one-token GEMV of 16-bit
+  // weights); false: it ran nothing, and the caller runs linear, then swiglu.
+  virtual bool linear_swiglu(const Tensor& x, const Linear& gate_up, Tensor out) { return false; }
   // out = linear(swiglu(gate_up), w); `mlp` [T, F] is scratch the backend may use for the
   // intermediate (the CUDA backend's one-token GEMV computes it on the fly instead).
   virtual void swiglu_linear(const Tensor& gate_up, const Linear& w, Tensor mlp, Tensor out) {

@@ -159,6 +159,52 @@ TEST_P(CudaLinear, SwigluFusedIntoOneTokenGemv) {
     }
 }
 
+// linear_swiglu: one token of 16-bit gate|up weights takes the GEMV that applies the SwiGLU to its
+// products; it must equal linear then swiglu on the device bit for bit (the products rounded to
+// act first, the same formula), and the CPU's within the usual tolerance. Odd F, K % 64 != 0, two
+// tokens, an F32 output and the option switched off run nothing (false).
+TEST_P(CudaLinear, SwigluAppliedByOneTokenGateUpGemv) {
+  CudaTuning off;
+  off.gate_up_swiglu = false;
+  std::unique_ptr<ops::Backend> g_off = make_gpu(GetParam(), off);
+  std::mt19937 rng(113);
+  int idx = 0;
+  for (int64_t K : {64, 96, 2048, 2560})
+    for (int64_t F : {7, 8, 1000, 9728}) {
+      const bool bias = idx++ % 2 == 1;
+      Layer L;
+      build_layer(L, *gpu, *cpu, keep, rng, K, {F, F}, {DType::BF16, DType::F32}, bias, act);
+      if (HasFatalFailure()) return;
+      const bool fits = K % 64 == 0 && F % 2 == 0;
+      for (int64_t T : {1, 2}) {
+        SCOPED_TRACE(::testing::Message() << "K " << K << " F " << F << " T " << T << " bias " << bias);
+        std::vector<float> x = rand_act(rng, size_t(T * K), act);
+        std::vector<float> gu_h(size_t(T * 2 * F)), want(size_t(T * F), NAN);
+        cpu->linear(host_f32(x, {T, K}), L.cpu_lin, host_f32(gu_h, {T, 2 * F}));
+        for (float& v : gu_h) v = round_to(act, v);  // the device keeps the products in act
+        cpu->swiglu(host_f32(gu_h, {T, 2 * F}), host_f32(want, {T, F}));
+        DevTensor dx = dev_from(*gpu, x, act, {T, K});
+        DevTensor fused = dev_alloc(*gpu, act, {T, F}), gu = dev_alloc(*gpu, act, {T, 2 * F});
+        DevTensor apart = dev_alloc(*gpu, act, {T, F}), f32 = dev_alloc(*gpu, DType::F32, {T, F});
+        poison(*gpu, fused.t);
+        poison(*gpu, apart.t);
+        const bool ran = gpu->linear_swiglu(dx.t, L.gpu_lin, fused.t);
+        ASSERT_EQ(ran, fits && T == 1);
+        EXPECT_FALSE(gpu->linear_swiglu(dx.t, L.gpu_lin, f32.t));
+        EXPECT_FALSE(g_off->linear_swiglu(dx.t, L.gpu_lin, apart.t));
+        gpu->linear(dx.t, L.gpu_lin, gu.t);
+        gpu->swiglu(gu.t, apart.t);
+        const std::vector<float> two_ops = to_host(*gpu, apart.t);
+        if (ran) {
+          EXPECT_EQ(to_host(*gpu, fused.t), two_ops);
+        }
+        // The device's __expf may round a few SwiGLU outputs the other way: the 16-bit tolerance.
+        EXPECT_TRUE(close_rows(two_ops, want, size_t(F), act_tol(act), "token"));
+      }
+      keep.clear();
+    }
+}
+
 // The backend's GEMV serves 1 token by default (cuBLASLt was faster at 2 on the H100); its
 // multi-token kernels stay reachable through CudaTuning::gemv_max_tokens and are checked here.
 TEST_P(CudaLinear, GemvUpTo8TokensWhenSwitchedOn) {

@@ -32,6 +32,7 @@ void apply_env_tuning(BackendOptions& o) {
   env_int("LITE_LLAMA_PEER_ALLREDUCE_KIB", c.peer_all_reduce_max_kib);
   c.peer_all_reduce_max_kib = std::max(0, c.peer_all_reduce_max_kib);
   env_int("LITE_LLAMA_SWIGLU_GEMV_MAX_K", c.swiglu_gemv_max_k);
+  if (env("LITE_LLAMA_GATE_UP_SWIGLU")) c.gate_up_swiglu = !env_is("LITE_LLAMA_GATE_UP_SWIGLU", "0");
   env_int("LITE_LLAMA_MOE_GEMV_MAX", c.moe_gemv_max_assign);
   env_int("LITE_LLAMA_MOE_L2_PREFETCH", c.moe_l2_prefetch);
   c.moe_l2_prefetch = std::max(0, c.moe_l2_prefetch);

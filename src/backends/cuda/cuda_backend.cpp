@@ -201,6 +201,15 @@ class CudaBackend final : public ops::Backend {
     }
     finite_(nd == m.num_seqs ? "attention (decode)" : "attention (prefill)", out);
   }
+  bool linear_swiglu(const Tensor& x, const ops::Linear& gate_up, Tensor out) override {
+    if (!linear_.gate_up_swiglu_fits(x, gate_up, out)) return false;
+    {
+      ProfileScope ps(prof_, "gemm", stream());
+      linear_.run_gate_up_swiglu(x, gate_up, out);
+    }
+    finite_("linear (swiglu epilogue)", out);
+    return true;
+  }
   void swiglu_linear(const Tensor& gate_up, const ops::Linear& w, Tensor mlp, Tensor out) override {
     if (!linear_.swiglu_fits(gate_up, w)) return ops::Backend::swiglu_linear(gate_up, w, mlp, out);
     {

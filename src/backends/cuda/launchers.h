@@ -97,6 +97,13 @@ bool gemv_swiglu_fits(int K);
 cudaError_t gemv_swiglu(Act act, const void* gate_up, const void* w, const void* bias, void* out, bool out_f32,
                         int N, int K, cudaStream_t s, bool pdl = false);
 
+// out[F] = silu(g) * u for one token, g | u = x [gate (F rows) | up (F rows)]^T (+ bias), each
+// rounded to act first: equal to gemv into [1, 2F] then swiglu bit for bit, in one launch.
+// gemv_gate_up_swiglu_fits(F, K): F even, K % 64 == 0.
+bool gemv_gate_up_swiglu_fits(int F, int K);
+cudaError_t gemv_gate_up_swiglu(Act act, const void* x, const void* w, const void* bias, void* out, int F, int K,
+                                cudaStream_t s, bool pdl = false);
+
 // Quantised weights in the GQ layout (core/gq.h). kind: 0 int8, 1 int4, 2 fp8 (GqKind order);
 // group 0 = one (scale, offset) pair per row; row_bytes = the row stride.
 struct GqArgs {

@@ -59,6 +59,19 @@ void CudaLinear::run_swiglu(const Tensor& gate_up, const ops::Linear& w, Tensor 
                       int(w.out_features), int(gate_up.cols() / 2), dev_.stream(), pdl_ && tuning_.pdl_gemv));
 }
 
+bool CudaLinear::gate_up_swiglu_fits(const Tensor& x, const ops::Linear& w, const Tensor& out) const {
+  return tuning_.gate_up_swiglu && tuning_.gemv_max_tokens >= 1 && x.rows() == 1 && out.rows() == 1 &&
+         out.dtype != DType::F32 && !is_gq(w.parts[0].dtype) && w.parts.size() == 1 &&
+         w.in_features == x.cols() && w.out_features == 2 * out.cols() &&
+         gemv_gate_up_swiglu_fits(int(out.cols()), int(x.cols()));
+}
+
+void CudaLinear::run_gate_up_swiglu(const Tensor& x, const ops::Linear& w, Tensor out) {
+  xq_of_ = nullptr;  // no integer form of the SwiGLU output is written
+  LL_CUDA(gemv_gate_up_swiglu(dev_.act(), x.data, w.parts[0].data, w.bias.data, out.data, int(out.cols()),
+                              int(x.cols()), dev_.stream(), pdl_ && tuning_.pdl_gemv));
+}
+
 // Quantised weights: a GEMV that dequantises in registers for decode batches, a tensor-core
 // GEMM that does the same up to kGqMmaMaxTokens; above that (long prefills), tiles of rows
 // dequantised into an L2-sized scratch, each one cuBLASLt GEMM into its columns.

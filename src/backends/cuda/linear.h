@@ -20,6 +20,10 @@ class CudaLinear {
   // step's down projection), where swiglu_fits; elsewhere the caller runs both ops.
   bool swiglu_fits(const Tensor& gate_up, const ops::Linear& w) const;
   void run_swiglu(const Tensor& gate_up, const ops::Linear& w, Tensor out);
+  // out = swiglu(linear(x, gate_up)) in one GEMV for one token of 16-bit gate|up weights (the
+  // decode step's gate|up projection; CudaTuning::gate_up_swiglu), where gate_up_swiglu_fits.
+  bool gate_up_swiglu_fits(const Tensor& x, const ops::Linear& gate_up, const Tensor& out) const;
+  void run_gate_up_swiglu(const Tensor& x, const ops::Linear& gate_up, Tensor out);
 
   // A GQ weight of format f was prepared: allocates the scratch buffers its kernels use (at load,
   // never inside a step).

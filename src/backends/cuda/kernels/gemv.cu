@@ -74,15 +74,24 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__
 // every SM many resident warps, which a warp-per-row layout cannot.
 constexpr int kRows1 = 4;
 
-// kSwiglu: x is [gate (K) | up (K)] and the input is silu(gate) * up rounded to T (swiglu_kernel's
-// formula), recomputed by every block from the L2-resident row: no separate SwiGLU launch.
-template <typename T, typename OutT, bool kSwiglu = false>
+// What the one-token GEMV computes around the product: kPlain out = x W^T; kSwigluIn: x is
+// [gate (K) | up (K)] and the input is silu(gate) * up rounded to T (swiglu_kernel's formula),
+// recomputed by every block from the L2-resident row: no separate SwiGLU launch; kSwigluOut: W is
+// [gate (N rows) | up (N rows)], a block's rows are gate rows (i, i + 1) and up rows (i, i + 1), and
+// out[i] = silu(gate) * up of the products rounded to T, as gemv then swiglu_kernel compute it.
+enum class Gemv1 { kPlain, kSwigluIn, kSwigluOut };
+
+template <typename T, typename OutT, Gemv1 kMode = Gemv1::kPlain>
 __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict__ x, const T* __restrict__ w,
                                                             const T* __restrict__ bias, OutT* __restrict__ out,
                                                             int N, int K) {
+  constexpr bool kSwiglu = kMode == Gemv1::kSwigluIn, kGateUp = kMode == Gemv1::kSwigluOut;
   __shared__ float part[kWarps][kRows1];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int row0 = blockIdx.x * kRows1;
+  const int row0 = blockIdx.x * (kGateUp ? kRows1 / 2 : kRows1);
+  // The weight row of the block's r-th row, and whether it exists.
+  auto w_row = [&](int r) { return kGateUp ? row0 + (r & 1) + (r >> 1) * N : row0 + r; };
+  auto row_ok = [&](int r) { return (kGateUp ? row0 + (r & 1) : row0 + r) < N; };
   const int slice = K / kWarps;  // elements per warp, a multiple of 8
   const int c_beg = warp * (slice / 8), c_end = c_beg + slice / 8;
   float acc[kRows1];
@@ -93,9 +102,9 @@ __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict_
     const int c1 = c0 + 32;
 #pragma unroll
     for (int r = 0; r < kRows1; ++r) {
-      const bool ok = row0 + r < N && c0 < c_end;
-      wv[0][r] = ok ? ld_stream(w + size_t(row0 + r) * K + size_t(c0) * 8) : make_uint4(0, 0, 0, 0);
-      wv[1][r] = ok && c1 < c_end ? ld_stream(w + size_t(row0 + r) * K + size_t(c1) * 8) : make_uint4(0, 0, 0, 0);
+      const bool ok = row_ok(r) && c0 < c_end;
+      wv[0][r] = ok ? ld_stream(w + size_t(w_row(r)) * K + size_t(c0) * 8) : make_uint4(0, 0, 0, 0);
+      wv[1][r] = ok && c1 < c_end ? ld_stream(w + size_t(w_row(r)) * K + size_t(c1) * 8) : make_uint4(0, 0, 0, 0);
     }
   };
   // Launched with PDL (LITE_LLAMA_PDL_GEMV=1) this block may start while the kernel before it
@@ -137,7 +146,17 @@ __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict_
     if (lane == 0) part[warp][r] = v;
   }
   __syncthreads();
-  if (threadIdx.x < kRows1 && row0 + int(threadIdx.x) < N) {
+  if constexpr (kGateUp) {
+    if (threadIdx.x < kRows1 / 2 && row0 + int(threadIdx.x) < N) {
+      const int r = threadIdx.x;
+      float g = 0.f, u = 0.f;
+#pragma unroll
+      for (int i = 0; i < kWarps; ++i) g += part[i][r], u += part[i][r + 2];
+      if (bias) g += to_f(bias[row0 + r]), u += to_f(bias[N + row0 + r]);
+      g = to_f(from_f<T>(g)), u = to_f(from_f<T>(u));  // the gate|up row gemv would have stored
+      out[row0 + r] = from_f<OutT>(g / (1.0f + __expf(-g)) * u);
+    }
+  } else if (threadIdx.x < kRows1 && row0 + int(threadIdx.x) < N) {
     const int r = threadIdx.x;
     float v = 0.f;
 #pragma unroll
@@ -189,12 +208,26 @@ cudaError_t gemv_swiglu(Act act, const void* gate_up, const void* w, const void*
   auto go = [&](auto t, auto o) {
     using T = decltype(t);
     using O = decltype(o);
-    return launch_pdl(pdl, gemv1_kernel<T, O, true>, dim3(ceil_div(N, kRows1)), dim3(kWarps * 32), 0, s,
+    return launch_pdl(pdl, gemv1_kernel<T, O, Gemv1::kSwigluIn>, dim3(ceil_div(N, kRows1)), dim3(kWarps * 32), 0, s,
                       static_cast<const T*>(gate_up), static_cast<const T*>(w), static_cast<const T*>(bias),
                       static_cast<O*>(out), N, K);
   };
   if (act == Act::BF16) return out_f32 ? go(__nv_bfloat16{}, float{}) : go(__nv_bfloat16{}, __nv_bfloat16{});
   return out_f32 ? go(__half{}, float{}) : go(__half{}, __half{});
+}
+
+bool gemv_gate_up_swiglu_fits(int F, int K) { return F > 0 && F % 2 == 0 && K > 0 && K % (kWarps * 8) == 0; }
+
+cudaError_t gemv_gate_up_swiglu(Act act, const void* x, const void* w, const void* bias, void* out, int F, int K,
+                                cudaStream_t s, bool pdl) {
+  if (!gemv_gate_up_swiglu_fits(F, K)) return cudaErrorInvalidValue;
+  auto go = [&](auto t) {
+    using T = decltype(t);
+    return launch_pdl(pdl, gemv1_kernel<T, T, Gemv1::kSwigluOut>, dim3(ceil_div(F, kRows1 / 2)),
+                      dim3(kWarps * 32), 0, s, static_cast<const T*>(x), static_cast<const T*>(w),
+                      static_cast<const T*>(bias), static_cast<T*>(out), F, K);
+  };
+  return act == Act::BF16 ? go(__nv_bfloat16{}) : go(__half{});
 }
 
 cudaError_t gemv(Act act, const void* x, const void* w, const void* bias, void* out, bool out_f32,
