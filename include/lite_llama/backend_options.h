@@ -69,8 +69,9 @@ struct CudaTuning {
   // With pdl: decode attention starts beside the RoPE + KV write on the keys of earlier steps,
   // and its merge beside it.
   bool pdl_attention = true;
-  // K/V ring stages of split decode attention at head dim 64: 4 keeps three tiles in flight a
-  // block (the query tile moved into the ring so that three blocks still fit an SM), 3 two.
+  // K/V ring stages of split decode attention at head dim 64 where a batch's blocks fit one wave:
+  // 4 keeps three tiles in flight a block (the query tile moved into the ring so that three
+  // blocks still fit an SM), 3 two. Larger batches always take 3.
   int decode_stages = 4;
   // With pdl: the RMSNorms and the RoPE + KV write are launched while the projection before them
   // finishes, and wait for it inside.

@@ -194,7 +194,8 @@ int main(int argc, char** argv) {
       for (int ctx : ctxs)
         for (int B : {1, 4, 16, 64}) {
           const int splits = decode_splits(B, Hkv, D, ctx, sms, 16);
-          const double ms = decode_us(D, B, ctx, Hq, Hkv, splits, sms, quick ? 10 : 40, 4, pdl) / 1e3;
+          const int stages = decode_stages(B, Hkv, D, sms, 4);  // as the engine picks them
+          const double ms = decode_us(D, B, ctx, Hq, Hkv, splits, sms, quick ? 10 : 40, stages, pdl) / 1e3;
           const double gbs = kv_bytes(D, B, ctx, Hkv) / ms / 1e6;
           std::printf("{\"kernel\": \"%s\", \"D\": %d, \"Hq\": %d, \"Hkv\": %d, \"batch\": %d, "
                       "\"context\": %d, \"splits\": %d, \"us\": %.1f, \"GB/s\": %.1f, \"of_copy\": %.3f}\n",

@@ -239,6 +239,9 @@ size_t decode_workspace_bytes(int max_seqs, int num_heads, int head_dim, int num
 // Rows (token x split) a head that decode_workspace_bytes holds for any max_seqs >= 1: the bound
 // for prefill_splits.
 int workspace_rows_per_head(int head_dim, int num_sms);
+// The K/V ring stages attention_decode should take for a batch: `stages` (CudaTuning::decode_stages)
+// where the batch's blocks fit one wave and are split to fill it, else 3.
+int decode_stages(int num_seqs, int Hkv, int head_dim, int num_sms, int stages);
 // pdl: launched with programmatic dependent launch (sm_90+, pdl.cuh) after the RoPE + KV write,
 // whose new keys and queries it reads only after pdl_wait().
 // stages: the K/V ring of split sequences at head dim 64, 3 or 4 (three tiles in flight a block).
