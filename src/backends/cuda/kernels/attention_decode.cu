@@ -171,8 +171,9 @@ cudaError_t launch(const AttnArgs& a, int splits, int min_keys, float* partial, 
   cudaError_t e;
   if (splits == 1)
     e = run_decode<T, D, 2>(grid, a, splits, min_keys, hchunks, partial, s, pdl);
-  else if (D == 64 && stages >= 4)
-    e = run_decode<T, D, 4>(grid, a, splits, min_keys, hchunks, partial, s, pdl);
+  else if constexpr (D == 64)
+    e = stages >= 4 ? run_decode<T, D, 4>(grid, a, splits, min_keys, hchunks, partial, s, pdl)
+                    : run_decode<T, D, 3>(grid, a, splits, min_keys, hchunks, partial, s, pdl);
   else
     e = run_decode<T, D, 3>(grid, a, splits, min_keys, hchunks, partial, s, pdl);
   if (e != cudaSuccess || splits == 1) return e;
