@@ -47,10 +47,14 @@ void CudaLinear::run(const Tensor& x, const ops::Linear& w, Tensor out) {
   }
 }
 
+bool CudaLinear::one_token_gemv16(const ops::Linear& w, int64_t rows) const {
+  return rows == 1 && tuning_.gemv_max_tokens >= 1 && w.parts.size() == 1 && !is_gq(w.parts[0].dtype);
+}
+
 bool CudaLinear::swiglu_fits(const Tensor& gate_up, const ops::Linear& w) const {
   const int64_t K = gate_up.cols() / 2;
-  return gate_up.rows() == 1 && !is_gq(w.parts[0].dtype) && w.parts.size() == 1 && w.in_features == K &&
-         tuning_.gemv_max_tokens >= 1 && K <= tuning_.swiglu_gemv_max_k && gemv_swiglu_fits(int(K));
+  return one_token_gemv16(w, gate_up.rows()) && w.in_features == K && K <= tuning_.swiglu_gemv_max_k &&
+         gemv_swiglu_fits(int(K));
 }
 
 void CudaLinear::run_swiglu(const Tensor& gate_up, const ops::Linear& w, Tensor out) {
@@ -60,8 +64,7 @@ void CudaLinear::run_swiglu(const Tensor& gate_up, const ops::Linear& w, Tensor 
 }
 
 bool CudaLinear::gate_up_swiglu_fits(const Tensor& x, const ops::Linear& w, const Tensor& out) const {
-  return tuning_.gate_up_swiglu && tuning_.gemv_max_tokens >= 1 && x.rows() == 1 && out.rows() == 1 &&
-         out.dtype != DType::F32 && !is_gq(w.parts[0].dtype) && w.parts.size() == 1 &&
+  return tuning_.gate_up_swiglu && one_token_gemv16(w, x.rows()) && out.rows() == 1 && out.dtype != DType::F32 &&
          w.in_features == x.cols() && w.out_features == 2 * out.cols() &&
          gemv_gate_up_swiglu_fits(int(out.cols()), int(x.cols()));
 }
