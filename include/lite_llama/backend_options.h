@@ -76,6 +76,9 @@ struct CudaTuning {
   // With pdl: the RMSNorms and the RoPE + KV write are launched while the projection before them
   // finishes, and wait for it inside.
   bool pdl_norm = true;
+  // With pdl: the tensor-parallel all-reduce + add + RMSNorm is launched while the row-parallel
+  // projection before it drains, and waits for it inside.
+  bool pdl_all_reduce = true;
   // Prefill chunks whose keys are not split run on the wgmma kernel (attention_prefill_sm90.cu)
   // where the GPU is sm_90 and the binary holds sm_90a code; false: the mma.sync kernel.
   bool prefill_wgmma = true;

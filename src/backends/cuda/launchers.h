@@ -69,8 +69,10 @@ size_t moe_workspace_bytes(int tokens, int top_k, int experts, int hidden, int f
 cudaError_t peer_all_reduce(const PeerArArgs& a, int elem_kind, cudaStream_t s);
 // a.x (fp32 [rows, n]) summed over the ranks and added to residual (fp32); out (act) =
 // rms_norm(residual) * w. Uses staging and signals of its own (not peer_all_reduce's). n <= 8192.
+// pdl (both): launched with PDL after the row-parallel projection, whose output it reads only
+// after pdl_wait().
 cudaError_t peer_all_reduce_add_rms_norm(const PeerArArgs& a, Act act, int rows, int n, float* residual,
-                                         const float* w, float eps, void* out, cudaStream_t s);
+                                         const float* w, float eps, void* out, cudaStream_t s, bool pdl = false);
 // The same for small messages over the low-latency channel: each rank pushes its rows straight
 // into every peer's receive buffer, two values and the call number in each 16-byte store, and
 // polls its own buffer: one one-way NVLink trip, no flags or fences apart from the data.
@@ -83,7 +85,8 @@ struct PeerLLArgs {
   uint32_t* counter = nullptr;
 };
 cudaError_t peer_ll_all_reduce_add_rms_norm(const PeerLLArgs& a, Act act, const float* x, int rows, int n,
-                                            float* residual, const float* w, float eps, void* out, cudaStream_t s);
+                                            float* residual, const float* w, float eps, void* out, cudaStream_t s,
+                                            bool pdl = false);
 
 // out[t, n] = sum_k x[t, k] * w[n, k] (+ bias[n]) for T <= 8 tokens; out is act or f32.
 // pdl: the one-token kernel is launched with programmatic dependent launch (sm_90+, pdl.cuh).

@@ -80,16 +80,16 @@ bool PeerAllReduce::takes_norm(int rows, int n) const {
 }
 
 void PeerAllReduce::run_add_rms_norm(void* x, int rows, int n, float* residual, const float* w, float eps, Act act,
-                                     void* out, cudaStream_t s) {
+                                     void* out, cudaStream_t s, bool pdl) {
   if (int64_t(rows) * n / 2 <= ll_args_.cap_lines) {
     LL_CUDA(peer_ll_all_reduce_add_rms_norm(ll_args_, act, static_cast<const float*>(x), rows, n, residual, w, eps,
-                                            out, s));
+                                            out, s, pdl));
     return;
   }
   PeerArArgs a = norm_args_;
   a.x = x;
   a.units = int64_t(rows) * n / 4;
-  LL_CUDA(peer_all_reduce_add_rms_norm(a, act, rows, n, residual, w, eps, out, s));
+  LL_CUDA(peer_all_reduce_add_rms_norm(a, act, rows, n, residual, w, eps, out, s, pdl));
 }
 
 void PeerAllReduce::run(void* x, size_t bytes, DType dt, cudaStream_t s) {

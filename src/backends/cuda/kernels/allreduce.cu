@@ -96,6 +96,7 @@ __global__ void __launch_bounds__(kPeerArThreads)
   __shared__ float red[32];
   pdl_trigger();  // as in peer_ll_norm_kernel
   const int b = blockIdx.x;
+  pdl_wait();  // as in peer_ll_norm_kernel
   PeerArSignal* me = a.signal[a.rank];
   const uint32_t flag = me->counter[b] + 1;
   const int k = int(flag & 1u);
@@ -168,6 +169,9 @@ __global__ void __launch_bounds__(kPeerArThreads)
   // The next projection's GEMV (PDL) may start fetching its weights while this waits for peers.
   pdl_trigger();
   const int b = blockIdx.x;
+  // Launched with PDL: the projection's partial sums (x) are complete only after the wait, and so
+  // is the previous call's counter update (a PDL chain may start this call while that one runs).
+  pdl_wait();
   const uint32_t flag = a.counter[b] + 1;
   const int lines = n / 2;
   const int64_t slab = a.cap_lines;  // lines of one (parity, source)
@@ -230,30 +234,27 @@ __global__ void __launch_bounds__(kPeerArThreads)
 }  // namespace
 
 cudaError_t peer_ll_all_reduce_add_rms_norm(const PeerLLArgs& a, Act act, const float* x, int rows, int n,
-                                            float* residual, const float* w, float eps, void* out, cudaStream_t s) {
+                                            float* residual, const float* w, float eps, void* out, cudaStream_t s,
+                                            bool pdl) {
   if (rows == 0) return cudaSuccess;
   if (a.size < 1 || a.size > kPeerArMaxRanks || n % 2 != 0 || n > 8192 || int64_t(rows) * n / 2 > a.cap_lines)
     return cudaErrorInvalidValue;
   if (act == Act::BF16)
-    peer_ll_norm_kernel<__nv_bfloat16><<<kPeerArBlocks, kPeerArThreads, 0, s>>>(
-        a, x, rows, n, residual, w, eps, static_cast<__nv_bfloat16*>(out));
-  else
-    peer_ll_norm_kernel<__half><<<kPeerArBlocks, kPeerArThreads, 0, s>>>(a, x, rows, n, residual, w, eps,
-                                                                          static_cast<__half*>(out));
-  return cudaGetLastError();
+    return launch_pdl(pdl, peer_ll_norm_kernel<__nv_bfloat16>, dim3(kPeerArBlocks), dim3(kPeerArThreads), 0, s, a, x,
+                      rows, n, residual, w, eps, static_cast<__nv_bfloat16*>(out));
+  return launch_pdl(pdl, peer_ll_norm_kernel<__half>, dim3(kPeerArBlocks), dim3(kPeerArThreads), 0, s, a, x, rows, n,
+                    residual, w, eps, static_cast<__half*>(out));
 }
 
 cudaError_t peer_all_reduce_add_rms_norm(const PeerArArgs& a, Act act, int rows, int n, float* residual,
-                                         const float* w, float eps, void* out, cudaStream_t s) {
+                                         const float* w, float eps, void* out, cudaStream_t s, bool pdl) {
   if (rows == 0) return cudaSuccess;
   if (a.size < 1 || a.size > kPeerArMaxRanks || n % 4 != 0 || n > 16 * kPeerArThreads) return cudaErrorInvalidValue;
   if (act == Act::BF16)
-    peer_all_reduce_norm_kernel<__nv_bfloat16><<<kPeerArBlocks, kPeerArThreads, 0, s>>>(
-        a, rows, n, residual, w, eps, static_cast<__nv_bfloat16*>(out));
-  else
-    peer_all_reduce_norm_kernel<__half><<<kPeerArBlocks, kPeerArThreads, 0, s>>>(a, rows, n, residual, w, eps,
-                                                                                 static_cast<__half*>(out));
-  return cudaGetLastError();
+    return launch_pdl(pdl, peer_all_reduce_norm_kernel<__nv_bfloat16>, dim3(kPeerArBlocks), dim3(kPeerArThreads), 0,
+                      s, a, rows, n, residual, w, eps, static_cast<__nv_bfloat16*>(out));
+  return launch_pdl(pdl, peer_all_reduce_norm_kernel<__half>, dim3(kPeerArBlocks), dim3(kPeerArThreads), 0, s, a,
+                    rows, n, residual, w, eps, static_cast<__half*>(out));
 }
 
 cudaError_t peer_all_reduce(const PeerArArgs& a, int elem_kind, cudaStream_t s) {
