@@ -108,6 +108,9 @@ struct CudaTuning {
   // assignments); 1: one group a block. H100, Qwen3-30B-A3B batch 64: 4 is 8.4% faster than 1,
   // 2 7.7%, 8 and 16 slower (too few blocks); batch 1 (<= 16 assignments) is not affected.
   int moe_gemv_row_groups = 4;
+  // Grouped GEMV over 16-bit experts on tensor cores (mma.sync, 32 weights of two rows a lane
+  // step) instead of FMAs: far fewer instructions a byte of weights.
+  bool moe_gemv_mma = false;
   // Debugging: every op's output is copied back and checked for NaN / inf (eager steps only).
   bool check_finite = false;
 };

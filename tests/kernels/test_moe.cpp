@@ -2,7 +2,8 @@
 // on the same values: the router's top-k (experts exactly, weights to fp32 rounding) with and
 // without renormalisation, ties and expert counts that are not multiples of 32; the experts of
 // every token (stacked 16-bit weights; the sort-free grouped GEMV and the expert-sorted
-// tensor-core GEMM; the weighted combine in ascending expert order) for decode-sized and prefill-sized token
+// tensor-core GEMM; the grouped GEMV on tensor cores; the weighted combine in ascending expert
+// order) for decode-sized and prefill-sized token
 // counts, fp32 and 16-bit outputs; batch-64-sized GEMV steps with several row groups a block;
 // dummy experts drawn as ops.h specifies; and the whole layer captured in a CUDA graph and
 // replayed on new routes. Quantised experts (--quantize int8: int8 rows with a scale per row;
@@ -176,19 +177,20 @@ TEST_P(CudaMoe, ExpertsMatchReference) {
 // 5): 64 tokens x top 8 over 128 experts, routed at random (about 4 assignments an expert: the
 // activations staged once for all of a block's groups), then with expert 7 in every token and
 // 100 in every third (64 and 22+ assignments: several kChunk passes, restaged per group).
-// Against the reference, and 3 groups bitwise equal to 1 (each output's sum is the same).
+// Against the reference, and 3 groups bitwise equal to 1 (each output's sum is the same), on
+// FMAs and on tensor cores (CudaTuning::moe_gemv_mma; int8 rows keep the FMAs).
 TEST_P(CudaMoe, GemvRowGroupsMatchReference) {
   const int E = 128, k = 8, T = 64;
   std::mt19937 rng(24);
   for (const std::string mode : {"none", "int8"}) {
     const int64_t H = mode == "int8" ? 160 : 200, F = mode == "int8" ? 128 : 72;
     Experts w = make_experts(rng, act, E, H, F);
-    std::unique_ptr<ops::Backend> be[2];
-    std::vector<Buffer> be_keep[2];  // freed before be
-    ops::MoeExperts dev[2];
-    for (int i = 0; i < 2; ++i) {
+    std::unique_ptr<ops::Backend> be[4];
+    std::vector<Buffer> be_keep[4];  // freed before be
+    ops::MoeExperts dev[4];
+    for (int i = 0; i < 4; ++i) {
       CudaTuning t;
-      t.moe_gemv_max_assign = 1024, t.moe_gemv_row_groups = i == 0 ? 1 : 3;
+      t.moe_gemv_max_assign = 1024, t.moe_gemv_row_groups = i % 2 == 0 ? 1 : 3, t.moe_gemv_mma = i >= 2;
       be[i] = make_gpu_quantized(GetParam(), mode, t);
       dev[i] = be[i]->prepare_experts(w.host, 0, be_keep[i]);
       settle(*be[i]);
@@ -213,13 +215,32 @@ TEST_P(CudaMoe, GemvRowGroupsMatchReference) {
       }
       std::vector<float> want(size_t(T) * size_t(H));
       cpu::ref::moe_experts(x.data(), T, ref, ex.data(), wt.data(), k, want.data());
-      std::vector<float> got[2];
-      for (int i = 0; i < 2; ++i)
+      std::vector<float> got[4];
+      for (int i = 0; i < 4; ++i)
         got[i] = expect_step_matches(*be[i], dev[i], k, x, ex, wt, want, act,
-                                     " " + mode + (hot ? " hot experts" : "") + (i ? " 3 row groups" : ""));
+                                     " " + mode + (hot ? " hot experts" : "") + (i % 2 ? " 3 row groups" : "") +
+                                         (i >= 2 ? " mma" : ""));
       EXPECT_EQ(got[0], got[1]) << mode << (hot ? " hot experts" : "");
+      EXPECT_EQ(got[2], got[3]) << mode << (hot ? " hot experts" : "") << " mma";
     }
   }
+}
+
+// Decode-sized steps on the tensor-core grouped GEMV (CudaTuning::moe_gemv_mma): 1, 4 and 13
+// tokens, top 8 of 40 experts, against the reference; H 200 and F 72 leave partial 32-weight
+// chunks (K 200 and 72) and partial 32-row groups (144 and 200 rows).
+TEST_P(CudaMoe, GemvOnTensorCoresMatchesReference) {
+  const int E = 40, k = 8;
+  const int64_t H = 200, F = 72;
+  std::mt19937 rng(31);
+  Experts w = make_experts(rng, act, E, H, F);
+  CudaTuning t;
+  t.moe_gemv_max_assign = 1024, t.moe_gemv_mma = true;
+  std::unique_ptr<ops::Backend> be = make_gpu(GetParam(), t);
+  std::vector<Buffer> be_keep;  // freed before be
+  const ops::MoeExperts dev = be->prepare_experts(w.host, 0, be_keep);
+  settle(*be);
+  expect_experts_match(*be, dev, w.host, k, rng, act, " (mma)", {1, 4, 13});
 }
 
 // --quantize int8: the experts stacked as int8 rows with an fp16 scale per row (the dense int8

@@ -108,8 +108,7 @@ class CudaBackend final : public ops::Backend {
     linear_.forget_xq();
     {
       ProfileScope ps(prof_, "moe experts", stream());
-      run_experts(dev_, x, w, t_expert, t_weight, top_k, workspace, out, tuning_.moe_gemv_max_assign,
-                  pdl(tuning_.pdl_moe), tuning_.moe_l2_prefetch, tuning_.moe_gemv_row_groups);
+      run_experts(dev_, x, w, t_expert, t_weight, top_k, workspace, out, tuning_, pdl(tuning_.pdl_moe));
     }
     finite_("moe_experts", out);
   }

@@ -75,8 +75,7 @@ size_t experts_workspace_bytes(int max_tokens, int top_k, const ops::MoeExperts&
 }
 
 void run_experts(CudaDevice& dev, const Tensor& x, const ops::MoeExperts& w, const int32_t* t_expert,
-                 const float* t_weight, int top_k, void* workspace, Tensor out, int gemv_max_assign, bool pdl,
-                 int l2_prefetch, int gemv_row_groups) {
+                 const float* t_weight, int top_k, void* workspace, Tensor out, const CudaTuning& tuning, bool pdl) {
   LL_CHECK(w.stacked_gate_up.data && w.stacked_down.data, "moe_experts: the experts were not stacked for CUDA");
   MoeArgs a;
   a.act = dev.act();
@@ -87,8 +86,9 @@ void run_experts(CudaDevice& dev, const Tensor& x, const ops::MoeExperts& w, con
   a.t_expert = t_expert, a.t_weight = t_weight;
   a.out = out.data, a.out_f32 = out.dtype == DType::F32;
   a.workspace = workspace;
-  a.gemv_max_assign = gemv_max_assign;
-  a.pdl = pdl, a.l2_prefetch = l2_prefetch, a.gemv_row_groups = gemv_row_groups;
+  a.gemv_max_assign = tuning.moe_gemv_max_assign;
+  a.pdl = pdl, a.l2_prefetch = tuning.moe_l2_prefetch, a.gemv_row_groups = tuning.moe_gemv_row_groups;
+  a.gemv_mma = tuning.moe_gemv_mma;
   LL_CUDA(moe_experts(a, dev.stream()));
 }
 

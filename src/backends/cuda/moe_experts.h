@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backends/cuda/device.h"
+#include "lite_llama/backend_options.h"
 #include "backends/cuda/weight_prep.h"
 #include "ops/ops.h"
 
@@ -21,7 +22,6 @@ ops::MoeExperts stack_experts(CudaDevice& dev, WeightPrep& prep, const ops::MoeE
                               std::vector<Buffer>& keep);
 size_t experts_workspace_bytes(int max_tokens, int top_k, const ops::MoeExperts& w);
 void run_experts(CudaDevice& dev, const Tensor& x, const ops::MoeExperts& w, const int32_t* t_expert,
-                 const float* t_weight, int top_k, void* workspace, Tensor out, int gemv_max_assign, bool pdl,
-                 int l2_prefetch, int gemv_row_groups);
+                 const float* t_weight, int top_k, void* workspace, Tensor out, const CudaTuning& tuning, bool pdl);
 
 }  // namespace lite_llama::cuda

@@ -44,7 +44,9 @@ __global__ void moe_route_kernel(const T* __restrict__ logits, int n_tokens, int
     sum += i < E ? p[c] : 0.f;
   }
   sum = warp_sum(sum);
-  float kept = 0.f;
+  // Lane j keeps the j-th pick and writes it once (no read-back of the weights to normalise).
+  float kept = 0.f, my_w = 0.f;
+  int my_e = 0;
   for (int j = 0; j < k; ++j) {
     float bp = -1.f;
     int bi = INT_MAX;
@@ -60,10 +62,9 @@ __global__ void moe_route_kernel(const T* __restrict__ logits, int n_tokens, int
     for (int c = 0; c < kRoutePer; ++c)
       if (c * 32 + lane == bi) p[c] = -1.f;
     kept += bp / sum;
-    if (lane == 0) t_expert[size_t(tok) * k + j] = bi, t_weight[size_t(tok) * k + j] = bp / sum;
+    if (lane == j) my_e = bi, my_w = bp / sum;
   }
-  if (norm && lane == 0)
-    for (int j = 0; j < k; ++j) t_weight[size_t(tok) * k + j] /= kept;
+  if (lane < k) t_expert[size_t(tok) * k + lane] = my_e, t_weight[size_t(tok) * k + lane] = norm ? my_w / kept : my_w;
 }
 
 // Counting sort of the n assignments by expert (one block): start[e] .. start[e + 1] are expert
@@ -213,7 +214,8 @@ cudaError_t experts_typed(const MoeArgs& a, cudaStream_t s) {
                                 [&](auto k) {
                                   return moe::gemv<T, decltype(k)::value, T>(wgu, F2, a.hidden, x, false, a.top_k,
                                                                              a.t_expert, n, a.experts, gu, s, a.pdl,
-                                                                             a.l2_prefetch, a.gemv_row_groups);
+                                                                             a.l2_prefetch, a.gemv_row_groups,
+                                                                             a.gemv_mma);
                                 });
         e != cudaSuccess)
       return e;
@@ -222,7 +224,7 @@ cudaError_t experts_typed(const MoeArgs& a, cudaStream_t s) {
                                   return moe::gemv<T, decltype(k)::value, float>(wd, a.hidden, a.ffn, gu, true,
                                                                                  a.top_k, a.t_expert, n, a.experts,
                                                                                  w.y, s, a.pdl, a.l2_prefetch,
-                                                                                 a.gemv_row_groups);
+                                                                                 a.gemv_row_groups, a.gemv_mma);
                                 });
         e != cudaSuccess)
       return e;

@@ -10,6 +10,7 @@
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/kernels/moe_internal.cuh"
 #include "backends/cuda/launchers.h"
+#include "backends/cuda/mma.cuh"
 #include "backends/cuda/pdl.cuh"
 
 namespace lite_llama::cuda::moe {
@@ -29,6 +30,56 @@ constexpr int kFewAssign = 16;
 constexpr int kChunk = 8;  // assignments per pass over the rows
 constexpr int kPresentWords = kMoeMaxExperts / 32;
 
+// One 32-row group of expert e applied to the m (<= kChunk) staged activations xs (row stride
+// ldx) on mma.sync (see gemv_kernel's kMma); out[list[t] * N + row]. Called by every thread.
+template <typename T, typename O>
+__device__ __forceinline__ void mma_group(const Rows& W, int e, int N, int K, const T* xs, int ldx, int g0, int m,
+                                          const int* list, O* __restrict__ out) {
+  constexpr int kU = 4;  // chunks in flight a lane (2 x 16 bytes of weights each)
+  __shared__ float part[2][4][16][8];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int wm = warp & 1, wk = warp >> 1, g = lane >> 2, tq = lane & 3;
+  const int ra = g0 + wm * 16 + g, rb = ra + 8;
+  const bool oka = ra < N, okb = rb < N;
+  const uint8_t* wa = W.data + (size_t(e) * N + (oka ? ra : 0)) * W.row_bytes;
+  const uint8_t* wb = W.data + (size_t(e) * N + (okb ? rb : 0)) * W.row_bytes;
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  float c[4] = {0.f, 0.f, 0.f, 0.f};
+  const int nch = (K + 31) / 32;
+  for (int ch0 = wk; ch0 < nch; ch0 += 4 * kU) {
+    uint4 qa[kU], qb[kU];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int k = (ch0 + 4 * u) * 32 + 8 * tq;
+      const bool in = ch0 + 4 * u < nch && k < K;
+      qa[u] = in && oka ? ld_stream(wa + size_t(k) * 2) : zero;
+      qb[u] = in && okb ? ld_stream(wb + size_t(k) * 2) : zero;
+    }
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int k = (ch0 + 4 * u) * 32 + 8 * tq;
+      // Out of range (past K, or a token past m): zeros on both sides, never 0 x garbage.
+      const bool in = ch0 + 4 * u < nch && k < K;
+      const uint4 xb = in && g < m ? *reinterpret_cast<const uint4*>(xs + size_t(g) * ldx + k) : zero;
+      const uint4 a = in ? qa[u] : zero, b = in ? qb[u] : zero;
+      const uint32_t f0[4] = {a.x, b.x, a.y, b.y}, f1[4] = {a.z, b.z, a.w, b.w};
+      mma16816<T>(c, f0, xb.x, xb.y);
+      mma16816<T>(c, f1, xb.z, xb.w);
+    }
+  }
+  part[wm][wk][g][2 * tq] = c[0], part[wm][wk][g][2 * tq + 1] = c[1];
+  part[wm][wk][g + 8][2 * tq] = c[2], part[wm][wk][g + 8][2 * tq + 1] = c[3];
+  __syncthreads();
+  {  // thread i: row (i >> 3) of the group, token i & 7
+    const int i = threadIdx.x, t = i & 7, r16 = (i >> 3) & 15, tm = i >> 7, row = g0 + tm * 16 + r16;
+    if (t < m && row < N) {
+      const float v = ((part[tm][0][r16][t] + part[tm][1][r16][t]) + part[tm][2][r16][t]) + part[tm][3][r16][t];
+      out[size_t(list[t]) * N + row] = from_f<O>(v);
+    }
+  }
+  __syncthreads();  // part is rewritten by the next group
+}
+
 // A lane reads 16 bytes of codes of each of its rows per step whatever the KIND (8, 16 or 32
 // weights), and for GQ rows the (s, m) word of their group.
 // Two blocks an SM: without the bound ptxas (CUDA 13) spilled a few registers in the
@@ -45,13 +96,21 @@ constexpr int kPresentWords = kMoeMaxExperts / 32;
 // and the row groups run without a barrier; else each pass is staged per row group, as with
 // one group a block. prefetch_pieces: 512-byte pieces of each row of the first group fetched
 // into L2 during the prologue.
-template <typename T, int KIND, typename O, bool kSwiglu, int kRows>
+// kMma (16-bit rows): the products run on mma.sync m16n8k16 instead of FMAs: warp w takes 16 rows
+// (w & 1) and a quarter of K (w >> 1) in 32-weight chunks, a lane loading 16 bytes of two rows
+// (g, g + 8) and of one staged activation row (g): the 32 weights of a chunk are applied in a
+// permuted order (lane t's 8 consecutive weights are columns 2t, 2t + 1, 2t + 8, 2t + 9 of two
+// m16n8k16 steps), the same for both operands. The warps' partial sums meet in shared memory in
+// a fixed order. A few instructions a KiB of weights instead of ~100 for the FMA loop.
+template <typename T, int KIND, typename O, bool kSwiglu, int kRows, bool kMma = false>
 __global__ void __launch_bounds__(kWarps * 32, 2)
     gemv_kernel(Rows W, int N, int K, const T* __restrict__ in, int top_k,
                 const int32_t* __restrict__ t_expert, int n, O* __restrict__ out, int prefetch_pieces) {
   constexpr int kRowsPerBlock = kWarps * kRows;
+  static_assert(!kMma || (KIND == k16Bit && kRowsPerBlock == 32), "the mma variant: 16-bit rows, 32 a group");
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  T* xs = reinterpret_cast<T*>(smem_raw);  // [kChunk][K]
+  T* xs = reinterpret_cast<T*>(smem_raw);  // [kChunk][ldx]
+  const int ldx = kMma ? K + 8 : K;        // kMma: rows padded by 16 bytes (fewer bank conflicts)
   __shared__ unsigned present[kPresentWords];
   __shared__ int list[kGemvMaxAssign];
   __shared__ int cnt, expert;
@@ -137,7 +196,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
       } else {
         val = *reinterpret_cast<const uint4*>(in + size_t(a / top_k) * K + size_t(v) * 8);
       }
-      *reinterpret_cast<uint4*>(xs + size_t(t) * K + size_t(v) * 8) = val;
+      *reinterpret_cast<uint4*>(xs + size_t(t) * ldx + size_t(v) * 8) = val;
     }
   };
   const bool once = total <= kChunk;  // xs holds every assignment: staged once for all groups
@@ -154,7 +213,9 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
         stage(c0, m);
         __syncthreads();
       }
-      if (r0 < N) {
+      if constexpr (kMma) {
+        mma_group<T, O>(W, e, N, K, xs, ldx, g0, m, list + c0, out);
+      } else if (r0 < N) {
         const uint8_t* w = W.data + (size_t(e) * N + r0) * rb;
         float acc[kRows][kChunk] = {};
 #pragma unroll 2
@@ -208,9 +269,11 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
 
 template <typename T, int KIND, typename O>
 cudaError_t gemv(const Rows& W, int N, int K, const T* in, bool swiglu, int top_k, const int32_t* t_expert, int n,
-                 int experts, O* out, cudaStream_t s, bool pdl, int l2_prefetch, int row_groups) {
+                 int experts, O* out, cudaStream_t s, bool pdl, int l2_prefetch, int row_groups, bool mma) {
   if (n > kGemvMaxAssign || K % (KIND == k16Bit ? 8 : 32) != 0) return cudaErrorInvalidValue;
-  const size_t smem = size_t(std::min(kChunk, n)) * size_t(K) * sizeof(T);  // a block stages <= n rows
+  mma = mma && KIND == k16Bit;
+  // A block stages <= n rows (mma: padded by 8 values).
+  const size_t smem = size_t(std::min(kChunk, n)) * size_t(K + (mma ? 8 : 0)) * sizeof(T);
   const bool few = n <= kFewAssign;
   const int per_block = few ? 1 : std::max(1, row_groups), pieces = int(ceil_div(l2_prefetch, 512));
   auto launch = [&](auto kernel, int rows_per_block) {
@@ -222,6 +285,10 @@ cudaError_t gemv(const Rows& W, int N, int K, const T* in, bool swiglu, int top_
     return launch_pdl(pdl, kernel, grid, dim3(kWarps * 32), smem, s, W, N, K, in, top_k, t_expert, n, out,
                       few ? pieces : 0);
   };
+  if constexpr (KIND == k16Bit)
+    if (mma)
+      return swiglu ? launch(gemv_kernel<T, KIND, O, true, 4, true>, kWarps * 4)
+                    : launch(gemv_kernel<T, KIND, O, false, 4, true>, kWarps * 4);
   if constexpr (KIND != k16Bit)
     if (few)
       return swiglu ? launch(gemv_kernel<T, KIND, O, true, 2>, kWarps * 2)
@@ -233,7 +300,7 @@ cudaError_t gemv(const Rows& W, int N, int K, const T* in, bool swiglu, int top_
 // The gate|up product writes T, the down product (SwiGLU input) fp32 partials for the combine.
 #define LL_MOE_GEMV(T, KIND, O) \
   template cudaError_t gemv<T, KIND, O>(const Rows&, int, int, const T*, bool, int, const int32_t*, int, int, O*, \
-                                        cudaStream_t, bool, int, int);
+                                        cudaStream_t, bool, int, int, bool);
 #define LL_MOE_GEMV_KINDS(T)       \
   LL_MOE_GEMV(T, k16Bit, T)        \
   LL_MOE_GEMV(T, k16Bit, float)    \

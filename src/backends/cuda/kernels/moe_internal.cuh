@@ -65,10 +65,10 @@ inline int max_tiles(int n, int experts) { return (n + kTileM - 1) / kTileM + (n
 // block gathers and stages its assignments (steps of up to 16 assignments), or, with row_groups
 // > 1, of the next row group's rows while one computes; row_groups: row groups of its expert
 // (32 rows each) a block takes after one prologue in steps of more than 16 assignments (>= 1;
-// smaller steps take 1).
+// smaller steps take 1); mma: 16-bit rows on mma.sync (CudaTuning::moe_gemv_mma).
 template <typename T, int KIND, typename O>
 cudaError_t gemv(const Rows& W, int N, int K, const T* in, bool swiglu, int top_k, const int32_t* t_expert, int n,
-                 int experts, O* out, cudaStream_t s, bool pdl, int l2_prefetch, int row_groups);
+                 int experts, O* out, cudaStream_t s, bool pdl, int l2_prefetch, int row_groups, bool mma);
 
 // out[slot, r] = W[e, r, :] . x(slot) over the sorted slots, one block per (tile, kTileN rows):
 // tiles[2 i] = expert, tiles[2 i + 1] = first slot of tile i, its slots end at
