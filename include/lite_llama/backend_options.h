@@ -109,8 +109,9 @@ struct CudaTuning {
   // 2 7.7%, 8 and 16 slower (too few blocks); batch 1 (<= 16 assignments) is not affected.
   int moe_gemv_row_groups = 4;
   // Grouped GEMV over 16-bit experts on tensor cores (mma.sync, 32 weights of two rows a lane
-  // step) instead of FMAs: far fewer instructions a byte of weights.
-  bool moe_gemv_mma = false;
+  // step) instead of FMAs: far fewer instructions a byte of weights. H100, Qwen3-30B-A3B: batch
+  // 1 / 8 / 64 steps 1.6% / 3.8% / 16.8% faster. Quantised experts keep the FMA kernel.
+  bool moe_gemv_mma = true;
   // Debugging: every op's output is copied back and checked for NaN / inf (eager steps only).
   bool check_finite = false;
 };

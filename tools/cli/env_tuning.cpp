@@ -38,7 +38,7 @@ void apply_env_tuning(BackendOptions& o) {
   c.moe_l2_prefetch = std::max(0, c.moe_l2_prefetch);
   env_int("LITE_LLAMA_MOE_GEMV_ROW_GROUPS", c.moe_gemv_row_groups);
   c.moe_gemv_row_groups = std::max(1, c.moe_gemv_row_groups);
-  if (env("LITE_LLAMA_MOE_GEMV_MMA")) c.moe_gemv_mma = env_is("LITE_LLAMA_MOE_GEMV_MMA", "1");
+  if (env("LITE_LLAMA_MOE_GEMV_MMA")) c.moe_gemv_mma = !env_is("LITE_LLAMA_MOE_GEMV_MMA", "0");
   if (env("LITE_LLAMA_PDL_MOE")) c.pdl_moe = !env_is("LITE_LLAMA_PDL_MOE", "0");
   if (env("LITE_LLAMA_FP32_RESIDUAL")) c.fp32_residual = !env_is("LITE_LLAMA_FP32_RESIDUAL", "0");
   if (env("LITE_LLAMA_FP8_GEMM")) c.fp8_gemm = !env_is("LITE_LLAMA_FP8_GEMM", "0");

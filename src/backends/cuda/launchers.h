@@ -61,7 +61,7 @@ struct MoeArgs {
   bool pdl = false;           // the GEMV path's kernels with programmatic dependent launch (pdl.cuh)
   int l2_prefetch = 1024;     // CudaTuning::moe_l2_prefetch
   int gemv_row_groups = 1;    // CudaTuning::moe_gemv_row_groups
-  bool gemv_mma = false;      // CudaTuning::moe_gemv_mma
+  bool gemv_mma = true;       // CudaTuning::moe_gemv_mma
 };
 cudaError_t moe_experts(const MoeArgs& a, cudaStream_t s);
 size_t moe_workspace_bytes(int tokens, int top_k, int experts, int hidden, int ffn);
