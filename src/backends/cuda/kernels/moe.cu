@@ -107,7 +107,8 @@ __global__ void moe_combine_kernel(const float* __restrict__ y, int H, const int
   __shared__ int ord[kMoeMaxTopK];
   const size_t t = blockIdx.x;
   const int j = threadIdx.x;
-  pdl_wait();  // launched with PDL after the down GEMV: y is complete only now
+  // The routing is read before the wait (complete: the down GEMV this follows read it before its
+  // own wait), so that only y's loads are left after it.
   if (j < k) ex[j] = t_expert[t * k + j];
   __syncthreads();
   if (j < k) {  // j's rank in ascending (expert, j) order
@@ -118,6 +119,7 @@ __global__ void moe_combine_kernel(const float* __restrict__ y, int H, const int
     wt[j] = t_weight[t * k + j];
   }
   __syncthreads();
+  pdl_wait();  // launched with PDL after the down GEMV: y is complete only now
   // Four columns a thread, every expert's row requested before the sum (in expert order) starts.
   const int i = (int(blockIdx.y) * blockDim.x + threadIdx.x) * 4;
   if (i >= H) return;

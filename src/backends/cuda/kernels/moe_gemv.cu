@@ -31,11 +31,11 @@ constexpr int kChunk = 8;  // assignments per pass over the rows
 constexpr int kPresentWords = kMoeMaxExperts / 32;
 
 // One 32-row group of expert e applied to the m (<= kChunk) staged activations xs (row stride
-// ldx) on mma.sync (see gemv_kernel's kMma); out[list[t] * N + row]. Called by every thread.
-template <typename T, typename O>
+// ldx) on mma.sync (see gemv_kernel's kMma), kU chunks in flight a lane (2 x 16 bytes of weights
+// each); out[list[t] * N + row]. Called by every thread.
+template <typename T, typename O, int kU>
 __device__ __forceinline__ void mma_group(const Rows& W, int e, int N, int K, const T* xs, int ldx, int g0, int m,
                                           const int* list, O* __restrict__ out) {
-  constexpr int kU = 4;  // chunks in flight a lane (2 x 16 bytes of weights each)
   __shared__ float part[2][4][16][8];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int wm = warp & 1, wk = warp >> 1, g = lane >> 2, tq = lane & 3;
@@ -96,13 +96,15 @@ __device__ __forceinline__ void mma_group(const Rows& W, int e, int N, int K, co
 // and the row groups run without a barrier; else each pass is staged per row group, as with
 // one group a block. prefetch_pieces: 512-byte pieces of each row of the first group fetched
 // into L2 during the prologue.
-// kMma (16-bit rows): the products run on mma.sync m16n8k16 instead of FMAs: warp w takes 16 rows
-// (w & 1) and a quarter of K (w >> 1) in 32-weight chunks, a lane loading 16 bytes of two rows
-// (g, g + 8) and of one staged activation row (g): the 32 weights of a chunk are applied in a
+// kMma > 0 (16-bit rows): the products run on mma.sync m16n8k16 instead of FMAs. Warp w takes 16
+// rows (w & 1) and a quarter of K (w >> 1) in 32-weight chunks, a lane loading 16 bytes of two
+// rows (g, g + 8) and of one staged activation row (g): the 32 weights of a chunk are applied in a
 // permuted order (lane t's 8 consecutive weights are columns 2t, 2t + 1, 2t + 8, 2t + 9 of two
 // m16n8k16 steps), the same for both operands. The warps' partial sums meet in shared memory in
-// a fixed order. A few instructions a KiB of weights instead of ~100 for the FMA loop.
-template <typename T, int KIND, typename O, bool kSwiglu, int kRows, bool kMma = false>
+// a fixed order. A few instructions a KiB of weights instead of ~100 for the FMA loop. kMma
+// chunks are in flight a lane: 8 where a warp's quarter of K has at most 8 (the down product's K
+// 768: one round trip for all of a warp's weights), else 4 (fewer registers: three blocks an SM).
+template <typename T, int KIND, typename O, bool kSwiglu, int kRows, int kMma = 0>
 __global__ void __launch_bounds__(kWarps * 32, 2)
     gemv_kernel(Rows W, int N, int K, const T* __restrict__ in, int top_k,
                 const int32_t* __restrict__ t_expert, int n, O* __restrict__ out, int prefetch_pieces) {
@@ -214,7 +216,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
         __syncthreads();
       }
       if constexpr (kMma) {
-        mma_group<T, O>(W, e, N, K, xs, ldx, g0, m, list + c0, out);
+        mma_group<T, O, kMma>(W, e, N, K, xs, ldx, g0, m, list + c0, out);
       } else if (r0 < N) {
         const uint8_t* w = W.data + (size_t(e) * N + r0) * rb;
         float acc[kRows][kChunk] = {};
@@ -286,9 +288,13 @@ cudaError_t gemv(const Rows& W, int N, int K, const T* in, bool swiglu, int top_
                       few ? pieces : 0);
   };
   if constexpr (KIND == k16Bit)
-    if (mma)
-      return swiglu ? launch(gemv_kernel<T, KIND, O, true, 4, true>, kWarps * 4)
-                    : launch(gemv_kernel<T, KIND, O, false, 4, true>, kWarps * 4);
+    if (mma) {
+      if (K <= 4 * 32 * 8)
+        return swiglu ? launch(gemv_kernel<T, KIND, O, true, 4, 8>, kWarps * 4)
+                      : launch(gemv_kernel<T, KIND, O, false, 4, 8>, kWarps * 4);
+      return swiglu ? launch(gemv_kernel<T, KIND, O, true, 4, 4>, kWarps * 4)
+                    : launch(gemv_kernel<T, KIND, O, false, 4, 4>, kWarps * 4);
+    }
   if constexpr (KIND != k16Bit)
     if (few)
       return swiglu ? launch(gemv_kernel<T, KIND, O, true, 2>, kWarps * 2)
