@@ -228,19 +228,21 @@ TEST_P(CudaMoe, GemvRowGroupsMatchReference) {
 
 // Decode-sized steps on the tensor-core grouped GEMV (CudaTuning::moe_gemv_mma): 1, 4 and 13
 // tokens, top 8 of 40 experts, against the reference; H 200 and F 72 leave partial 32-weight
-// chunks (K 200 and 72) and partial 32-row groups (144 and 200 rows).
+// chunks (K 200 and 72) and partial 32-row groups (144 and 200 rows); H 1,064 (> 1,024: the
+// 4-chunks-in-flight variant for the gate|up product) a partial chunk after 33 full ones.
 TEST_P(CudaMoe, GemvOnTensorCoresMatchesReference) {
   const int E = 40, k = 8;
-  const int64_t H = 200, F = 72;
   std::mt19937 rng(31);
-  Experts w = make_experts(rng, act, E, H, F);
-  CudaTuning t;
-  t.moe_gemv_max_assign = 1024, t.moe_gemv_mma = true;
-  std::unique_ptr<ops::Backend> be = make_gpu(GetParam(), t);
-  std::vector<Buffer> be_keep;  // freed before be
-  const ops::MoeExperts dev = be->prepare_experts(w.host, 0, be_keep);
-  settle(*be);
-  expect_experts_match(*be, dev, w.host, k, rng, act, " (mma)", {1, 4, 13});
+  for (const auto& [H, F] : {std::pair<int64_t, int64_t>{200, 72}, std::pair<int64_t, int64_t>{1064, 40}}) {
+    Experts w = make_experts(rng, act, E, H, F);
+    CudaTuning t;
+    t.moe_gemv_max_assign = 1024, t.moe_gemv_mma = true;
+    std::unique_ptr<ops::Backend> be = make_gpu(GetParam(), t);
+    std::vector<Buffer> be_keep;  // freed before be
+    const ops::MoeExperts dev = be->prepare_experts(w.host, 0, be_keep);
+    settle(*be);
+    expect_experts_match(*be, dev, w.host, k, rng, act, " (mma, H " + std::to_string(H) + ")", {1, 4, 13});
+  }
 }
 
 // --quantize int8: the experts stacked as int8 rows with an fp16 scale per row (the dense int8
