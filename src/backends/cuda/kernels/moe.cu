@@ -107,8 +107,9 @@ __global__ void moe_combine_kernel(const float* __restrict__ y, int H, const int
   __shared__ int ord[kMoeMaxTopK];
   const size_t t = blockIdx.x;
   const int j = threadIdx.x;
-  // The routing is read before the wait (complete: the down GEMV this follows read it before its
-  // own wait), so that only y's loads are left after it.
+  // The routing is read before the wait, so that only y's loads are left after it: it is complete
+  // (the gate|up GEMV waited for it, and this starts only after the down GEMV's blocks have waited
+  // for the gate|up one), and the next layer's routing waits for this kernel.
   if (j < k) ex[j] = t_expert[t * k + j];
   __syncthreads();
   if (j < k) {  // j's rank in ascending (expert, j) order
