@@ -57,6 +57,10 @@ struct CudaTuning {
   // The one-token down projection computes its SwiGLU input itself (one launch fewer, but every
   // block recomputes the K inputs) up to this K; 0: never.
   int swiglu_gemv_max_k = 8192;
+  // One-token 16-bit GEMVs on at most this many blocks an SM, each looping over its row groups
+  // and requesting the next group's weights before the current group's sums meet; 0: a block
+  // for each group of 4 rows.
+  int gemv1_loop_blocks_per_sm = 0;
   // The one-token gate|up projection of 16-bit weights applies the SwiGLU to its products (one
   // launch fewer; the down projection then reads plain activations). Where it runs,
   // swiglu_gemv_max_k no longer applies.
@@ -112,6 +116,13 @@ struct CudaTuning {
   // step) instead of FMAs: far fewer instructions a byte of weights. H100, Qwen3-30B-A3B: batch
   // 1 / 8 / 64 steps 1.6% / 3.8% / 16.8% faster. Quantised experts keep the FMA kernel.
   bool moe_gemv_mma = true;
+  // Grouped GEMV in steps of up to 16 assignments: row groups of its expert one block takes
+  // after one prologue (as moe_gemv_row_groups for larger steps).
+  int moe_gemv_few_row_groups = 1;
+  // Tensor-core grouped GEMV: a block requests its first weights as soon as it knows its expert
+  // (before it gathers its assignments, waits for the kernel before it and stages them) and, when
+  // its assignments are staged once, the next row group's weights before it sums the current one.
+  bool moe_gemv_preload = false;
   // Debugging: every op's output is copied back and checked for NaN / inf (eager steps only).
   bool check_finite = false;
 };

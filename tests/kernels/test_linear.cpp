@@ -205,6 +205,52 @@ TEST_P(CudaLinear, SwigluAppliedByOneTokenGateUpGemv) {
     }
 }
 
+// CudaTuning::gemv1_loop_blocks_per_sm: the one-token GEMVs (plain, SwiGLU of the input, SwiGLU of
+// the gate|up products) on at most 1 or 3 blocks an SM, each looping over row groups, equal bit
+// for bit to a block a group (same sums in the same order) and to the CPU within the tolerance.
+// N 200 has fewer groups than blocks (no loop); 4,096 and 9,728 many more than 132 SMs hold.
+TEST_P(CudaLinear, OneTokenGemvLoopingBlocksEqualOneGroupABlock) {
+  std::unique_ptr<ops::Backend> loop[2];
+  for (int i = 0; i < 2; ++i) {
+    CudaTuning t;
+    t.gemv1_loop_blocks_per_sm = i == 0 ? 1 : 3;
+    loop[i] = make_gpu(GetParam(), t);
+  }
+  std::mt19937 rng(117);
+  for (int64_t K : {64, 2048, 4096})
+    for (int64_t N : {200, 4096, 9728}) {
+      SCOPED_TRACE(::testing::Message() << "K " << K << " N " << N);
+      Layer L, G;
+      build_layer(L, *gpu, *cpu, keep, rng, K, split_rows(N), {DType::BF16}, N == 4096, act);
+      build_layer(G, *gpu, *cpu, keep, rng, K, {N, N}, {DType::BF16}, false, act);
+      if (HasFatalFailure()) return;
+      std::vector<float> x = rand_act(rng, size_t(K), act), gu = rand_act(rng, size_t(2 * K), act, 2.0f);
+      std::vector<float> want(size_t(N), NAN);
+      cpu->linear(host_f32(x, {1, K}), L.cpu_lin, host_f32(want, {1, N}));
+      DevTensor dx = dev_from(*gpu, x, act, {1, K}), dgu = dev_from(*gpu, gu, act, {1, 2 * K});
+      DevTensor mlp = dev_alloc(*gpu, act, {1, K});
+      auto run = [&](ops::Backend& be, DType out_t) {
+        DevTensor o = dev_alloc(*gpu, out_t, {1, N}), s = dev_alloc(*gpu, out_t, {1, N});
+        DevTensor gs = dev_alloc(*gpu, act, {1, N});
+        poison(*gpu, o.t), poison(*gpu, s.t), poison(*gpu, gs.t);
+        be.linear(dx.t, L.gpu_lin, o.t);
+        be.swiglu_linear(dgu.t, L.gpu_lin, mlp.t, s.t);
+        EXPECT_TRUE(be.linear_swiglu(dx.t, G.gpu_lin, gs.t));
+        settle(be);
+        return std::vector<std::vector<float>>{to_host(*gpu, o.t), to_host(*gpu, s.t), to_host(*gpu, gs.t)};
+      };
+      for (DType out_t : {act, DType::F32}) {
+        const auto base = run(*gpu, out_t);
+        EXPECT_TRUE(close_rows(base[0], want, size_t(N), out_t == DType::F32 ? f32_tol() : act_tol(act), "token"));
+        for (int i = 0; i < 2; ++i) {
+          const auto got = run(*loop[i], out_t);
+          for (size_t j = 0; j < 3; ++j) EXPECT_EQ(got[j], base[j]) << "blocks an SM " << (i ? 3 : 1) << " op " << j;
+        }
+      }
+      keep.clear();
+    }
+}
+
 // The backend's GEMV serves 1 token by default (cuBLASLt was faster at 2 on the H100); its
 // multi-token kernels stay reachable through CudaTuning::gemv_max_tokens and are checked here.
 TEST_P(CudaLinear, GemvUpTo8TokensWhenSwitchedOn) {

@@ -245,6 +245,47 @@ TEST_P(CudaMoe, GemvOnTensorCoresMatchesReference) {
   }
 }
 
+// The tensor-core GEMV with its first weights requested before the prologue and the next row
+// group's before the sums meet (CudaTuning::moe_gemv_preload), and with 3 row groups a block in
+// steps of up to 16 assignments (moe_gemv_few_row_groups): against the reference and bitwise equal
+// to the plain kernel. 1, 2 and 13 tokens, top 8 of 40 experts; H 200 / F 72 (both products
+// preload: K <= 1,024) and H 1,064 / F 40 (the gate|up product at K > 1,024 does not).
+TEST_P(CudaMoe, GemvPreloadAndFewRowGroupsEqualPlain) {
+  const int E = 40, k = 8;
+  std::mt19937 rng(33);
+  for (const auto& [H, F] : {std::pair<int64_t, int64_t>{200, 72}, std::pair<int64_t, int64_t>{1064, 40}}) {
+    Experts w = make_experts(rng, act, E, H, F);
+    std::unique_ptr<ops::Backend> be[4];
+    std::vector<Buffer> be_keep[4];  // freed before be
+    ops::MoeExperts dev[4];
+    for (int i = 0; i < 4; ++i) {
+      CudaTuning t;
+      t.moe_gemv_max_assign = 1024, t.moe_gemv_mma = true;
+      t.moe_gemv_preload = i % 2 == 1, t.moe_gemv_few_row_groups = i >= 2 ? 3 : 1;
+      be[i] = make_gpu(GetParam(), t);
+      dev[i] = be[i]->prepare_experts(w.host, 0, be_keep[i]);
+      settle(*be[i]);
+    }
+    for (const int T : {1, 2, 13}) {
+      const std::vector<float> x = rand_act(rng, size_t(T) * size_t(H), act);
+      std::vector<int32_t> ex;
+      std::vector<float> wt;
+      for (int t = 0; t < T; ++t) {
+        const std::vector<int32_t> d = distinct(rng, E, k);
+        for (int j = 0; j < k; ++j) ex.push_back(d[size_t(j)]), wt.push_back(0.2f + 0.3f * float(j));
+      }
+      std::vector<float> want(size_t(T) * size_t(H));
+      cpu::ref::moe_experts(x.data(), T, w.host, ex.data(), wt.data(), k, want.data());
+      std::vector<float> got[4];
+      for (int i = 0; i < 4; ++i) {
+        const std::string what = std::string(i % 2 ? " preload" : "") + (i >= 2 ? " 3 row groups" : "");
+        got[i] = expect_step_matches(*be[i], dev[i], k, x, ex, wt, want, act, what);
+        EXPECT_EQ(got[i], got[0]) << T << " tokens, H " << H << what;
+      }
+    }
+  }
+}
+
 // --quantize int8: the experts stacked as int8 rows with an fp16 scale per row (the dense int8
 // layout, quantised on the device by its quantiser), through the GEMV and the forced GEMM. H and F
 // multiples of 32 (the layout's), the GEMM's N tiles not: 544 rows of down (K 96, 3 k-tiles),

@@ -32,12 +32,17 @@ void apply_env_tuning(BackendOptions& o) {
   env_int("LITE_LLAMA_PEER_ALLREDUCE_KIB", c.peer_all_reduce_max_kib);
   c.peer_all_reduce_max_kib = std::max(0, c.peer_all_reduce_max_kib);
   env_int("LITE_LLAMA_SWIGLU_GEMV_MAX_K", c.swiglu_gemv_max_k);
+  env_int("LITE_LLAMA_GEMV1_LOOP", c.gemv1_loop_blocks_per_sm);
+  c.gemv1_loop_blocks_per_sm = std::max(0, c.gemv1_loop_blocks_per_sm);
   if (env("LITE_LLAMA_GATE_UP_SWIGLU")) c.gate_up_swiglu = !env_is("LITE_LLAMA_GATE_UP_SWIGLU", "0");
   env_int("LITE_LLAMA_MOE_GEMV_MAX", c.moe_gemv_max_assign);
   env_int("LITE_LLAMA_MOE_L2_PREFETCH", c.moe_l2_prefetch);
   c.moe_l2_prefetch = std::max(0, c.moe_l2_prefetch);
   env_int("LITE_LLAMA_MOE_GEMV_ROW_GROUPS", c.moe_gemv_row_groups);
   c.moe_gemv_row_groups = std::max(1, c.moe_gemv_row_groups);
+  env_int("LITE_LLAMA_MOE_GEMV_FEW_ROW_GROUPS", c.moe_gemv_few_row_groups);
+  c.moe_gemv_few_row_groups = std::max(1, c.moe_gemv_few_row_groups);
+  if (env("LITE_LLAMA_MOE_GEMV_PRELOAD")) c.moe_gemv_preload = env_is("LITE_LLAMA_MOE_GEMV_PRELOAD", "1");
   if (env("LITE_LLAMA_MOE_GEMV_MMA")) c.moe_gemv_mma = !env_is("LITE_LLAMA_MOE_GEMV_MMA", "0");
   if (env("LITE_LLAMA_PDL_MOE")) c.pdl_moe = !env_is("LITE_LLAMA_PDL_MOE", "0");
   if (env("LITE_LLAMA_FP32_RESIDUAL")) c.fp32_residual = !env_is("LITE_LLAMA_FP32_RESIDUAL", "0");

@@ -81,114 +81,137 @@ constexpr int kRows1 = 4;
 // out[i] = silu(gate) * up of the products rounded to T, as gemv then swiglu_kernel compute it.
 enum class Gemv1 { kPlain, kSwigluIn, kSwigluOut };
 
-template <typename T, typename OutT, Gemv1 kMode = Gemv1::kPlain>
+// kLoop: the grid is smaller than the row groups (at most a few blocks an SM) and a block takes
+// groups blockIdx.x, blockIdx.x + gridDim.x, ...; it requests the next group's first weights
+// before the current group's sums meet, so a block's loads stay in flight across its groups and
+// no block pays a launch, a PDL wait or a tail alone. Same sums in the same order: bitwise equal.
+template <typename T, typename OutT, Gemv1 kMode = Gemv1::kPlain, bool kLoop = false>
 __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict__ x, const T* __restrict__ w,
                                                             const T* __restrict__ bias, OutT* __restrict__ out,
                                                             int N, int K) {
   constexpr bool kSwiglu = kMode == Gemv1::kSwigluIn, kGateUp = kMode == Gemv1::kSwigluOut;
+  constexpr int kOut = kGateUp ? kRows1 / 2 : kRows1;  // outputs a row group
   __shared__ float part[kWarps][kRows1];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int row0 = blockIdx.x * (kGateUp ? kRows1 / 2 : kRows1);
-  // The weight row of the block's r-th row, and whether it exists.
-  auto w_row = [&](int r) { return kGateUp ? row0 + (r & 1) + (r >> 1) * N : row0 + r; };
-  auto row_ok = [&](int r) { return (kGateUp ? row0 + (r & 1) : row0 + r) < N; };
+  const int groups = (N + kOut - 1) / kOut;
+  // The weight row of row group g's r-th row, and whether it exists.
+  auto w_row = [&](int row0, int r) { return kGateUp ? row0 + (r & 1) + (r >> 1) * N : row0 + r; };
+  auto row_ok = [&](int row0, int r) { return (kGateUp ? row0 + (r & 1) : row0 + r) < N; };
   const int slice = K / kWarps;  // elements per warp, a multiple of 8
   const int c_beg = warp * (slice / 8), c_end = c_beg + slice / 8;
-  float acc[kRows1];
-#pragma unroll
-  for (int r = 0; r < kRows1; ++r) acc[r] = 0.f;
   uint4 wv[2][kRows1];
-  auto load_w = [&](int c0) {
+  auto load_w = [&](int row0, int c0) {
     const int c1 = c0 + 32;
 #pragma unroll
     for (int r = 0; r < kRows1; ++r) {
-      const bool ok = row_ok(r) && c0 < c_end;
-      wv[0][r] = ok ? ld_stream(w + size_t(w_row(r)) * K + size_t(c0) * 8) : make_uint4(0, 0, 0, 0);
-      wv[1][r] = ok && c1 < c_end ? ld_stream(w + size_t(w_row(r)) * K + size_t(c1) * 8) : make_uint4(0, 0, 0, 0);
+      const bool ok = row_ok(row0, r) && c0 < c_end;
+      wv[0][r] = ok ? ld_stream(w + size_t(w_row(row0, r)) * K + size_t(c0) * 8) : make_uint4(0, 0, 0, 0);
+      wv[1][r] = ok && c1 < c_end ? ld_stream(w + size_t(w_row(row0, r)) * K + size_t(c1) * 8)
+                                  : make_uint4(0, 0, 0, 0);
     }
   };
+  int grp = blockIdx.x;
   // Launched with PDL (LITE_LLAMA_PDL_GEMV=1) this block may start while the kernel before it
   // (norm, SwiGLU, attention merge) still runs: the first weights, which no kernel writes, are
   // fetched before the wait; x and out only after it.
-  load_w(c_beg + lane);
+  load_w(grp * kOut, c_beg + lane);
   pdl_wait();
-  for (int c0 = c_beg + lane; c0 < c_end; c0 += 64) {
-    const int c1 = c0 + 32;
-    if (c0 != c_beg + lane) load_w(c0);
+  for (;;) {
+    const int row0 = grp * kOut;
+    float acc[kRows1];
 #pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      const int c = u ? c1 : c0;
-      if (c >= c_end) break;
-      float xf[8];
-      if constexpr (kSwiglu) {
-        float gf[8], uf[8];
-        unpack8<T>(*reinterpret_cast<const uint4*>(x + size_t(c) * 8), gf);
-        unpack8<T>(*reinterpret_cast<const uint4*>(x + size_t(K) + size_t(c) * 8), uf);
+    for (int r = 0; r < kRows1; ++r) acc[r] = 0.f;
+    for (int c0 = c_beg + lane; c0 < c_end; c0 += 64) {
+      const int c1 = c0 + 32;
+      if (c0 != c_beg + lane) load_w(row0, c0);
 #pragma unroll
-        for (int j = 0; j < 8; ++j) gf[j] = gf[j] / (1.0f + __expf(-gf[j])) * uf[j];
-        unpack8<T>(pack8<T>(gf), xf);
-      } else {
-        unpack8<T>(*reinterpret_cast<const uint4*>(x + size_t(c) * 8), xf);
-      }
+      for (int u = 0; u < 2; ++u) {
+        const int c = u ? c1 : c0;
+        if (c >= c_end) break;
+        float xf[8];
+        if constexpr (kSwiglu) {
+          float gf[8], uf[8];
+          unpack8<T>(*reinterpret_cast<const uint4*>(x + size_t(c) * 8), gf);
+          unpack8<T>(*reinterpret_cast<const uint4*>(x + size_t(K) + size_t(c) * 8), uf);
 #pragma unroll
-      for (int r = 0; r < kRows1; ++r) {
-        float wf[8];
-        unpack8<T>(wv[u][r], wf);
+          for (int j = 0; j < 8; ++j) gf[j] = gf[j] / (1.0f + __expf(-gf[j])) * uf[j];
+          unpack8<T>(pack8<T>(gf), xf);
+        } else {
+          unpack8<T>(*reinterpret_cast<const uint4*>(x + size_t(c) * 8), xf);
+        }
 #pragma unroll
-        for (int j = 0; j < 8; ++j) acc[r] = fmaf(wf[j], xf[j], acc[r]);
+        for (int r = 0; r < kRows1; ++r) {
+          float wf[8];
+          unpack8<T>(wv[u][r], wf);
+#pragma unroll
+          for (int j = 0; j < 8; ++j) acc[r] = fmaf(wf[j], xf[j], acc[r]);
+        }
       }
     }
-  }
-  pdl_trigger();  // the norm or RoPE + KV write after it (PDL) may be scheduled; it waits inside
+    const int next = kLoop ? grp + int(gridDim.x) : groups;
+    if (next < groups)
+      load_w(next * kOut, c_beg + lane);  // in flight while this group's sums meet
+    else
+      pdl_trigger();  // the norm or RoPE + KV write after it (PDL) may be scheduled; it waits inside
 #pragma unroll
-  for (int r = 0; r < kRows1; ++r) {
-    const float v = warp_sum(acc[r]);
-    if (lane == 0) part[warp][r] = v;
-  }
-  __syncthreads();
-  if constexpr (kGateUp) {
-    if (threadIdx.x < kRows1 / 2 && row0 + int(threadIdx.x) < N) {
+    for (int r = 0; r < kRows1; ++r) {
+      const float v = warp_sum(acc[r]);
+      if (lane == 0) part[warp][r] = v;
+    }
+    __syncthreads();
+    if constexpr (kGateUp) {
+      if (threadIdx.x < kRows1 / 2 && row0 + int(threadIdx.x) < N) {
+        const int r = threadIdx.x;
+        float g = 0.f, u = 0.f;
+#pragma unroll
+        for (int i = 0; i < kWarps; ++i) g += part[i][r], u += part[i][r + 2];
+        if (bias) g += to_f(bias[row0 + r]), u += to_f(bias[N + row0 + r]);
+        g = to_f(from_f<T>(g)), u = to_f(from_f<T>(u));  // the gate|up row gemv would have stored
+        out[row0 + r] = from_f<OutT>(g / (1.0f + __expf(-g)) * u);
+      }
+    } else if (threadIdx.x < kRows1 && row0 + int(threadIdx.x) < N) {
       const int r = threadIdx.x;
-      float g = 0.f, u = 0.f;
+      float v = 0.f;
 #pragma unroll
-      for (int i = 0; i < kWarps; ++i) g += part[i][r], u += part[i][r + 2];
-      if (bias) g += to_f(bias[row0 + r]), u += to_f(bias[N + row0 + r]);
-      g = to_f(from_f<T>(g)), u = to_f(from_f<T>(u));  // the gate|up row gemv would have stored
-      out[row0 + r] = from_f<OutT>(g / (1.0f + __expf(-g)) * u);
+      for (int i = 0; i < kWarps; ++i) v += part[i][r];
+      if (bias) v += to_f(bias[row0 + r]);
+      out[row0 + r] = from_f<OutT>(v);
     }
-  } else if (threadIdx.x < kRows1 && row0 + int(threadIdx.x) < N) {
-    const int r = threadIdx.x;
-    float v = 0.f;
-#pragma unroll
-    for (int i = 0; i < kWarps; ++i) v += part[i][r];
-    if (bias) v += to_f(bias[row0 + r]);
-    out[row0 + r] = from_f<OutT>(v);
+    if (next >= groups) break;
+    __syncthreads();  // part is rewritten by the next group
+    grp = next;
   }
 }
 
 // gemv1_kernel's K: a whole number of 8-element chunks for each of its warps.
 bool gemv1_fits(int K) { return K % (kWarps * 8) == 0; }
 
-// One launch of gemv1_kernel for N outputs (kSwigluOut: a block writes 2 of them, else 4).
+// One launch of gemv1_kernel for N outputs (kSwigluOut: a block writes 2 of them, else 4), on
+// at most max_blocks looping blocks where that is fewer than the row groups (0: a block each).
 template <typename T, typename OutT, Gemv1 kMode>
 cudaError_t launch_gemv1(const void* x, const void* w, const void* bias, void* out, int N, int K, cudaStream_t s,
-                         bool pdl) {
+                         bool pdl, int max_blocks) {
   constexpr int kOutPerBlock = kMode == Gemv1::kSwigluOut ? kRows1 / 2 : kRows1;
-  return launch_pdl(pdl, gemv1_kernel<T, OutT, kMode>, dim3(ceil_div(N, kOutPerBlock)), dim3(kWarps * 32), 0, s,
-                    static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(bias),
-                    static_cast<OutT*>(out), N, K);
+  const int groups = int(ceil_div(N, kOutPerBlock));
+  auto go = [&](auto kernel, int blocks) {
+    return launch_pdl(pdl, kernel, dim3(blocks), dim3(kWarps * 32), 0, s, static_cast<const T*>(x),
+                      static_cast<const T*>(w), static_cast<const T*>(bias), static_cast<OutT*>(out), N, K);
+  };
+  if (max_blocks > 0 && max_blocks < groups) return go(gemv1_kernel<T, OutT, kMode, true>, max_blocks);
+  return go(gemv1_kernel<T, OutT, kMode, false>, groups);
 }
 
 template <typename T, typename OutT>
 cudaError_t launch(const void* x, const void* w, const void* bias, void* out, int T_, int N, int K,
-                   int ldo, cudaStream_t s, bool pdl) {
+                   int ldo, cudaStream_t s, bool pdl, int max_blocks) {
   auto* xp = static_cast<const T*>(x);
   auto* wp = static_cast<const T*>(w);
   auto* bp = static_cast<const T*>(bias);
   auto* op = static_cast<OutT*>(out);
   const dim3 block(kWarps * 32);
   // One token: 2 rows x 4 chunks in flight per lane; more tokens: 4 rows share each x load.
-  if (T_ == 1 && gemv1_fits(K)) return launch_gemv1<T, OutT, Gemv1::kPlain>(x, w, bias, out, N, K, s, pdl);
+  if (T_ == 1 && gemv1_fits(K))
+    return launch_gemv1<T, OutT, Gemv1::kPlain>(x, w, bias, out, N, K, s, pdl, max_blocks);
   if (T_ == 1) {
     gemv_kernel<T, 1, 2, 4, OutT><<<ceil_div(N, kWarps * 2), block, 0, s>>>(xp, wp, bp, op, N, K, ldo);
     return cudaGetLastError();
@@ -211,10 +234,11 @@ cudaError_t launch(const void* x, const void* w, const void* bias, void* out, in
 bool gemv_swiglu_fits(int K) { return K > 0 && K <= 8192 && gemv1_fits(K); }
 
 cudaError_t gemv_swiglu(Act act, const void* gate_up, const void* w, const void* bias, void* out, bool out_f32,
-                        int N, int K, cudaStream_t s, bool pdl) {
+                        int N, int K, cudaStream_t s, bool pdl, int max_blocks) {
   if (!gemv_swiglu_fits(K)) return cudaErrorInvalidValue;
   auto go = [&](auto t, auto o) {
-    return launch_gemv1<decltype(t), decltype(o), Gemv1::kSwigluIn>(gate_up, w, bias, out, N, K, s, pdl);
+    return launch_gemv1<decltype(t), decltype(o), Gemv1::kSwigluIn>(gate_up, w, bias, out, N, K, s, pdl,
+                                                                      max_blocks);
   };
   if (act == Act::BF16) return out_f32 ? go(__nv_bfloat16{}, float{}) : go(__nv_bfloat16{}, __nv_bfloat16{});
   return out_f32 ? go(__half{}, float{}) : go(__half{}, __half{});
@@ -223,22 +247,22 @@ cudaError_t gemv_swiglu(Act act, const void* gate_up, const void* w, const void*
 bool gemv_gate_up_swiglu_fits(int F, int K) { return F > 0 && F % 2 == 0 && K > 0 && gemv1_fits(K); }
 
 cudaError_t gemv_gate_up_swiglu(Act act, const void* x, const void* w, const void* bias, void* out, int F, int K,
-                                cudaStream_t s, bool pdl) {
+                                cudaStream_t s, bool pdl, int max_blocks) {
   if (!gemv_gate_up_swiglu_fits(F, K)) return cudaErrorInvalidValue;
   auto go = [&](auto t) {
-    return launch_gemv1<decltype(t), decltype(t), Gemv1::kSwigluOut>(x, w, bias, out, F, K, s, pdl);
+    return launch_gemv1<decltype(t), decltype(t), Gemv1::kSwigluOut>(x, w, bias, out, F, K, s, pdl, max_blocks);
   };
   return act == Act::BF16 ? go(__nv_bfloat16{}) : go(__half{});
 }
 
 cudaError_t gemv(Act act, const void* x, const void* w, const void* bias, void* out, bool out_f32,
-                 int T, int N, int K, int ldo, cudaStream_t s, bool pdl) {
+                 int T, int N, int K, int ldo, cudaStream_t s, bool pdl, int max_blocks) {
   if (K % 8 != 0 || T < 1 || T > 8) return cudaErrorInvalidValue;
   if (act == Act::BF16)
-    return out_f32 ? launch<__nv_bfloat16, float>(x, w, bias, out, T, N, K, ldo, s, pdl)
-                   : launch<__nv_bfloat16, __nv_bfloat16>(x, w, bias, out, T, N, K, ldo, s, pdl);
-  return out_f32 ? launch<__half, float>(x, w, bias, out, T, N, K, ldo, s, pdl)
-                 : launch<__half, __half>(x, w, bias, out, T, N, K, ldo, s, pdl);
+    return out_f32 ? launch<__nv_bfloat16, float>(x, w, bias, out, T, N, K, ldo, s, pdl, max_blocks)
+                   : launch<__nv_bfloat16, __nv_bfloat16>(x, w, bias, out, T, N, K, ldo, s, pdl, max_blocks);
+  return out_f32 ? launch<__half, float>(x, w, bias, out, T, N, K, ldo, s, pdl, max_blocks)
+                 : launch<__half, __half>(x, w, bias, out, T, N, K, ldo, s, pdl, max_blocks);
 }
 
 }  // namespace lite_llama::cuda

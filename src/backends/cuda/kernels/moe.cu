@@ -213,12 +213,13 @@ cudaError_t experts_typed(const MoeArgs& a, cudaStream_t s) {
   const int per_expert = quantized ? 1 : 4;
   const int gemv_max = std::min(a.gemv_max_assign < 0 ? per_expert * a.experts : a.gemv_max_assign, moe::kGemvMaxAssign);
   if (n <= gemv_max) {
+    moe::GemvTuning t;
+    t.pdl = a.pdl, t.l2_prefetch = a.l2_prefetch, t.row_groups = a.gemv_row_groups;
+    t.few_row_groups = a.gemv_few_row_groups, t.mma = a.gemv_mma, t.preload = a.gemv_preload;
     if (cudaError_t e = by_kind(a.gate_up.kind,
                                 [&](auto k) {
                                   return moe::gemv<T, decltype(k)::value, T>(wgu, F2, a.hidden, x, false, a.top_k,
-                                                                             a.t_expert, n, a.experts, gu, s, a.pdl,
-                                                                             a.l2_prefetch, a.gemv_row_groups,
-                                                                             a.gemv_mma);
+                                                                             a.t_expert, n, a.experts, gu, s, t);
                                 });
         e != cudaSuccess)
       return e;
@@ -226,8 +227,7 @@ cudaError_t experts_typed(const MoeArgs& a, cudaStream_t s) {
                                 [&](auto k) {
                                   return moe::gemv<T, decltype(k)::value, float>(wd, a.hidden, a.ffn, gu, true,
                                                                                  a.top_k, a.t_expert, n, a.experts,
-                                                                                 w.y, s, a.pdl, a.l2_prefetch,
-                                                                                 a.gemv_row_groups, a.gemv_mma);
+                                                                                 w.y, s, t);
                                 });
         e != cudaSuccess)
       return e;

@@ -6,6 +6,7 @@
 // Weights are 16-bit or GQ int8 / fp8 / int4 rows (moe_internal.cuh), the latter dequantised in
 // registers; the activations and the fp32 accumulation are the same for all.
 #include <algorithm>
+#include <type_traits>
 
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/kernels/moe_internal.cuh"
@@ -30,43 +31,60 @@ constexpr int kFewAssign = 16;
 constexpr int kChunk = 8;  // assignments per pass over the rows
 constexpr int kPresentWords = kMoeMaxExperts / 32;
 
-// One 32-row group of expert e applied to the m (<= kChunk) staged activations xs (row stride
-// ldx) on mma.sync (see gemv_kernel's kMma), kU chunks in flight a lane (2 x 16 bytes of weights
-// each); out[list[t] * N + row]. Called by every thread.
-template <typename T, typename O, int kU>
-__device__ __forceinline__ void mma_group(const Rows& W, int e, int N, int K, const T* xs, int ldx, int g0, int m,
-                                          const int* list, O* __restrict__ out) {
-  __shared__ float part[2][4][16][8];
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int wm = warp & 1, wk = warp >> 1, g = lane >> 2, tq = lane & 3;
-  const int ra = g0 + wm * 16 + g, rb = ra + 8;
-  const bool oka = ra < N, okb = rb < N;
-  const uint8_t* wa = W.data + (size_t(e) * N + (oka ? ra : 0)) * W.row_bytes;
-  const uint8_t* wb = W.data + (size_t(e) * N + (okb ? rb : 0)) * W.row_bytes;
-  const uint4 zero = make_uint4(0, 0, 0, 0);
-  float c[4] = {0.f, 0.f, 0.f, 0.f};
-  const int nch = (K + 31) / 32;
-  for (int ch0 = wk; ch0 < nch; ch0 += 4 * kU) {
-    uint4 qa[kU], qb[kU];
+// A lane's weights of one round of a 32-row group of expert e on mma.sync: chunks ch0, ch0 + 4,
+// ..., ch0 + 4 (kU - 1) of rows g0 + 16 (warp & 1) + lane / 4 (a) and 8 further (b), 16 bytes of
+// each at column 8 (lane & 3) of the chunk; zeros past K or N.
+template <int kU>
+struct MmaLoads {
+  uint4 a[kU], b[kU];
+  __device__ __forceinline__ void load(const Rows& W, int e, int N, int K, int g0, int ch0) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int ra = g0 + (warp & 1) * 16 + (lane >> 2), rb = ra + 8, tq = lane & 3;
+    const bool oka = ra < N, okb = rb < N;
+    const uint8_t* wa = W.data + (size_t(e) * N + (oka ? ra : 0)) * W.row_bytes;
+    const uint8_t* wb = W.data + (size_t(e) * N + (okb ? rb : 0)) * W.row_bytes;
+    const int nch = (K + 31) / 32;
+    const uint4 zero = make_uint4(0, 0, 0, 0);
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
       const int k = (ch0 + 4 * u) * 32 + 8 * tq;
       const bool in = ch0 + 4 * u < nch && k < K;
-      qa[u] = in && oka ? ld_stream(wa + size_t(k) * 2) : zero;
-      qb[u] = in && okb ? ld_stream(wb + size_t(k) * 2) : zero;
+      a[u] = in && oka ? ld_stream(wa + size_t(k) * 2) : zero;
+      b[u] = in && okb ? ld_stream(wb + size_t(k) * 2) : zero;
     }
+  }
+};
+
+// One 32-row group of expert e applied to the m (<= kChunk) staged activations xs (row stride
+// ldx) on mma.sync (see gemv_kernel's kMma), kU chunks in flight a lane (2 x 16 bytes of weights
+// each); out[list[t] * N + row]. Called by every thread. loaded: q already holds the group's
+// first round; next_g0 >= 0: q is left holding row group next_g0's first round, requested before
+// the warps' sums are combined.
+template <typename T, typename O, int kU>
+__device__ __forceinline__ void mma_group(const Rows& W, int e, int N, int K, const T* xs, int ldx, int g0, int m,
+                                          const int* list, O* __restrict__ out, MmaLoads<kU>& q, bool loaded,
+                                          int next_g0) {
+  __shared__ float part[2][4][16][8];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int wm = warp & 1, wk = warp >> 1, g = lane >> 2, tq = lane & 3;
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  float c[4] = {0.f, 0.f, 0.f, 0.f};
+  const int nch = (K + 31) / 32;
+  for (int ch0 = wk; ch0 < nch; ch0 += 4 * kU) {
+    if (!loaded || ch0 != wk) q.load(W, e, N, K, g0, ch0);
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
       const int k = (ch0 + 4 * u) * 32 + 8 * tq;
       // Out of range (past K, or a token past m): zeros on both sides, never 0 x garbage.
       const bool in = ch0 + 4 * u < nch && k < K;
       const uint4 xb = in && g < m ? *reinterpret_cast<const uint4*>(xs + size_t(g) * ldx + k) : zero;
-      const uint4 a = in ? qa[u] : zero, b = in ? qb[u] : zero;
+      const uint4 a = in ? q.a[u] : zero, b = in ? q.b[u] : zero;
       const uint32_t f0[4] = {a.x, b.x, a.y, b.y}, f1[4] = {a.z, b.z, a.w, b.w};
       mma16816<T>(c, f0, xb.x, xb.y);
       mma16816<T>(c, f1, xb.z, xb.w);
     }
   }
+  if (next_g0 >= 0) q.load(W, e, N, K, next_g0, wk);  // in flight while the sums meet
   part[wm][wk][g][2 * tq] = c[0], part[wm][wk][g][2 * tq + 1] = c[1];
   part[wm][wk][g + 8][2 * tq] = c[2], part[wm][wk][g + 8][2 * tq + 1] = c[3];
   __syncthreads();
@@ -104,12 +122,16 @@ __device__ __forceinline__ void mma_group(const Rows& W, int e, int N, int K, co
 // a fixed order. A few instructions a KiB of weights instead of ~100 for the FMA loop. kMma
 // chunks are in flight a lane: 8 where a warp's quarter of K has at most 8 (the down product's K
 // 768: one round trip for all of a warp's weights), else 4 (fewer registers: three blocks an SM).
-template <typename T, int KIND, typename O, bool kSwiglu, int kRows, int kMma = 0>
+// kPreload (kMma): the block's first weights are requested as soon as its expert is known (for
+// the down product before its PDL wait), and with its assignments staged once the next row
+// group's before the current one's sums meet (CudaTuning::moe_gemv_preload).
+template <typename T, int KIND, typename O, bool kSwiglu, int kRows, int kMma = 0, bool kPreload = false>
 __global__ void __launch_bounds__(kWarps * 32, 2)
     gemv_kernel(Rows W, int N, int K, const T* __restrict__ in, int top_k,
                 const int32_t* __restrict__ t_expert, int n, O* __restrict__ out, int prefetch_pieces) {
   constexpr int kRowsPerBlock = kWarps * kRows;
   static_assert(!kMma || (KIND == k16Bit && kRowsPerBlock == 32), "the mma variant: 16-bit rows, 32 a group");
+  static_assert(!kPreload || kMma, "preload: the mma variant");
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* xs = reinterpret_cast<T*>(smem_raw);  // [kChunk][ldx]
   const int ldx = kMma ? K + 8 : K;        // kMma: rows padded by 16 bytes (fewer bank conflicts)
@@ -171,6 +193,14 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
     }
   };
   prefetch(int(blockIdx.x) * kRowsPerBlock, prefetch_pieces);  // while the assignments are gathered
+  // preload: the first group's first round of weights in flight from here (no kernel writes them).
+  MmaLoads<kMma ? kMma : 1> q;
+  bool loaded = false;
+  if constexpr (kPreload)
+    if (int(blockIdx.x) * kRowsPerBlock < N) {
+      q.load(W, e, N, K, int(blockIdx.x) * kRowsPerBlock, warp >> 1);
+      loaded = true;
+    }
   // The order within the list does not matter: each output depends on its own assignment only.
 #pragma unroll
   for (int i = 0; i < kPer; ++i)
@@ -216,7 +246,11 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
         __syncthreads();
       }
       if constexpr (kMma) {
-        mma_group<T, O, kMma>(W, e, N, K, xs, ldx, g0, m, list + c0, out);
+        // With every assignment staged once, the next group follows this one directly: request it.
+        const int next = g0 + int(gridDim.x) * kRowsPerBlock;
+        const int next_g0 = kPreload && once && next < N ? next : -1;
+        mma_group<T, O, kMma>(W, e, N, K, xs, ldx, g0, m, list + c0, out, q, loaded && c0 == 0, next_g0);
+        loaded = next_g0 >= 0;
       } else if (r0 < N) {
         const uint8_t* w = W.data + (size_t(e) * N + r0) * rb;
         float acc[kRows][kChunk] = {};
@@ -271,29 +305,37 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
 
 template <typename T, int KIND, typename O>
 cudaError_t gemv(const Rows& W, int N, int K, const T* in, bool swiglu, int top_k, const int32_t* t_expert, int n,
-                 int experts, O* out, cudaStream_t s, bool pdl, int l2_prefetch, int row_groups, bool mma) {
+                 int experts, O* out, cudaStream_t s, const GemvTuning& tune) {
   if (n > kGemvMaxAssign || K % (KIND == k16Bit ? 8 : 32) != 0) return cudaErrorInvalidValue;
-  mma = mma && KIND == k16Bit;
+  const bool mma = tune.mma && KIND == k16Bit, preload = mma && tune.preload;
   // A block stages <= n rows (mma: padded by 8 values).
   const size_t smem = size_t(std::min(kChunk, n)) * size_t(K + (mma ? 8 : 0)) * sizeof(T);
   const bool few = n <= kFewAssign;
-  const int per_block = few ? 1 : std::max(1, row_groups), pieces = int(ceil_div(l2_prefetch, 512));
+  const int per_block = std::max(1, few ? tune.few_row_groups : tune.row_groups);
+  const int pieces = int(ceil_div(tune.l2_prefetch, 512));
   auto launch = [&](auto kernel, int rows_per_block) {
     if (smem > 48 * 1024)
       if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
           e != cudaSuccess)
         return e;
     const dim3 grid(ceil_div(long(ceil_div(N, rows_per_block)), per_block), unsigned(std::min(n, experts)));
-    return launch_pdl(pdl, kernel, grid, dim3(kWarps * 32), smem, s, W, N, K, in, top_k, t_expert, n, out,
+    return launch_pdl(tune.pdl, kernel, grid, dim3(kWarps * 32), smem, s, W, N, K, in, top_k, t_expert, n, out,
                       few ? pieces : 0);
   };
   if constexpr (KIND == k16Bit)
     if (mma) {
-      if (K <= 4 * 32 * 8)
-        return swiglu ? launch(gemv_kernel<T, KIND, O, true, 4, 8>, kWarps * 4)
-                      : launch(gemv_kernel<T, KIND, O, false, 4, 8>, kWarps * 4);
-      return swiglu ? launch(gemv_kernel<T, KIND, O, true, 4, 4>, kWarps * 4)
-                    : launch(gemv_kernel<T, KIND, O, false, 4, 4>, kWarps * 4);
+      auto by_swiglu = [&](auto kU, auto pre) {
+        constexpr int u = decltype(kU)::value;
+        constexpr bool p = decltype(pre)::value;
+        return swiglu ? launch(gemv_kernel<T, KIND, O, true, 4, u, p>, kWarps * 4)
+                      : launch(gemv_kernel<T, KIND, O, false, 4, u, p>, kWarps * 4);
+      };
+      using U8 = std::integral_constant<int, 8>;
+      using U4 = std::integral_constant<int, 4>;
+      // preload only with 8 chunks in flight: with 4 the kernel needs 128 registers instead of 70
+      // (two blocks an SM instead of three) and spills.
+      if (K <= 4 * 32 * 8) return preload ? by_swiglu(U8{}, std::true_type{}) : by_swiglu(U8{}, std::false_type{});
+      return by_swiglu(U4{}, std::false_type{});
     }
   if constexpr (KIND != k16Bit)
     if (few)
@@ -306,7 +348,7 @@ cudaError_t gemv(const Rows& W, int N, int K, const T* in, bool swiglu, int top_
 // The gate|up product writes T, the down product (SwiGLU input) fp32 partials for the combine.
 #define LL_MOE_GEMV(T, KIND, O) \
   template cudaError_t gemv<T, KIND, O>(const Rows&, int, int, const T*, bool, int, const int32_t*, int, int, O*, \
-                                        cudaStream_t, bool, int, int, bool);
+                                        cudaStream_t, const GemvTuning&);
 #define LL_MOE_GEMV_KINDS(T)       \
   LL_MOE_GEMV(T, k16Bit, T)        \
   LL_MOE_GEMV(T, k16Bit, float)    \
