@@ -59,9 +59,11 @@ struct CudaTuning {
   int swiglu_gemv_max_k = 8192;
   // One-token 16-bit GEMVs on at most this many blocks an SM, each looping over its row groups
   // and requesting the next group's weights before the current group's sums meet; 0: a block
-  // for each group of 4 rows. 4 (all resident at once): H200, batch-1 steps 5.3% (Llama-3.2-1B),
-  // 4.3% (Qwen3-4B) and 1.2% (Qwen3-30B-A3B) faster than 0; 2 was slower, 3 about as fast.
-  int gemv1_loop_blocks_per_sm = 4;
+  // for each group of 4 rows. Off: on an H100 4 (and 3) made batch-1 steps 0.5-3.3% slower
+  // (Llama-3.2-1B and Qwen3-4B at 128 and 16k-32k tokens, Qwen3-30B-A3B), while on an H200 4
+  // made them 5.3% (Llama-3.2-1B) and 4.3% (Qwen3-4B) faster at 128 tokens
+  // (docs/benchmarks/gpu.md).
+  int gemv1_loop_blocks_per_sm = 0;
   // The one-token gate|up projection of 16-bit weights applies the SwiGLU to its products (one
   // launch fewer; the down projection then reads plain activations). Where it runs,
   // swiglu_gemv_max_k no longer applies.
@@ -123,8 +125,8 @@ struct CudaTuning {
   // Tensor-core grouped GEMV with K <= 1,024 (the down product) in steps of up to 16
   // assignments: a block requests its first weights as soon as it knows its expert (before it
   // gathers its assignments, waits for the gate|up GEMV and stages them) and the next row group's
-  // before the current one's sums meet. With moe_gemv_few_row_groups 2, H200, Qwen3-30B-A3B batch
-  // 1: 3.1% faster than neither (preload alone 0.4%).
+  // before the current one's sums meet. With moe_gemv_few_row_groups 2, Qwen3-30B-A3B batch 1:
+  // 3.1% faster than neither on an H200 (preload alone 0.4%), 2-3% on an H100 (docs/benchmarks/moe.md).
   bool moe_gemv_preload = true;
   // Debugging: every op's output is copied back and checked for NaN / inf (eager steps only).
   bool check_finite = false;
