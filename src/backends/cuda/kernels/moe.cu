@@ -53,11 +53,20 @@ __global__ void moe_route_kernel(const T* __restrict__ logits, int n_tokens, int
 #pragma unroll
     for (int c = 0; c < kRoutePer; ++c)
       if (p[c] > bp) bp = p[c], bi = c * 32 + lane;  // ascending i: the lowest index wins ties
+#if __CUDA_ARCH__ >= 800
+    // Two warp reductions instead of five shuffle pairs: candidates are >= 0 (expf), whose bits
+    // order as unsigned integers; key 0 = no candidate. Then the lowest index of the best value.
+    const unsigned key = bp >= 0.f ? __float_as_uint(bp) + 1u : 0u;
+    const unsigned best = __reduce_max_sync(0xffffffffu, key);
+    bi = int(__reduce_min_sync(0xffffffffu, key == best ? unsigned(bi) : 0xffffffffu));
+    bp = best ? __uint_as_float(best - 1u) : -1.f;
+#else
     for (int o = 16; o > 0; o >>= 1) {
       const float op = __shfl_xor_sync(0xffffffffu, bp, o);
       const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
       if (op > bp || (op == bp && oi < bi)) bp = op, bi = oi;
     }
+#endif
 #pragma unroll
     for (int c = 0; c < kRoutePer; ++c)
       if (c * 32 + lane == bi) p[c] = -1.f;
