@@ -64,10 +64,6 @@ struct CudaTuning {
   // made them 5.3% (Llama-3.2-1B) and 4.3% (Qwen3-4B) faster at 128 tokens
   // (docs/benchmarks/gpu.md).
   int gemv1_loop_blocks_per_sm = 0;
-  // One-token 16-bit GEMVs with K up to this: a warp takes a quarter of K and a block two groups
-  // of 4 rows, instead of an eighth and one (where K / 8 gives a lane one 16-byte load a row,
-  // e.g. K 2048, it then has two in flight); 0: never.
-  int gemv1_quarter_k_max = 0;
   // The one-token gate|up projection of 16-bit weights applies the SwiGLU to its products (one
   // launch fewer; the down projection then reads plain activations). Where it runs,
   // swiglu_gemv_max_k no longer applies.

@@ -251,61 +251,6 @@ TEST_P(CudaLinear, OneTokenGemvLoopingBlocksEqualOneGroupABlock) {
     }
 }
 
-// CudaTuning::gemv1_quarter_k_max: one-token GEMVs with a quarter of K a warp and two row groups a
-// block (alone and on looping blocks) against the CPU within the usual tolerance, and the fused
-// SwiGLU variants against the device's own two kernels in the same configuration (bit for bit:
-// same slices, same order). N 1,004 leaves a partial last pair of row groups.
-TEST_P(CudaLinear, OneTokenGemvOnQuarterSlicesMatchesCpu) {
-  std::unique_ptr<ops::Backend> quarter[2];
-  for (int i = 0; i < 2; ++i) {
-    CudaTuning t;
-    t.gemv1_quarter_k_max = 4096, t.gemv1_loop_blocks_per_sm = i;
-    quarter[i] = make_gpu(GetParam(), t);
-  }
-  std::mt19937 rng(119);
-  for (int64_t K : {64, 2048, 3072})
-    for (int64_t N : {8, 1004, 4096}) {
-      SCOPED_TRACE(::testing::Message() << "K " << K << " N " << N);
-      Layer L, G;
-      build_layer(L, *gpu, *cpu, keep, rng, K, split_rows(N), {DType::BF16}, N == 1004, act);
-      build_layer(G, *gpu, *cpu, keep, rng, K, {N, N}, {DType::BF16}, false, act);
-      if (HasFatalFailure()) return;
-      std::vector<float> x = rand_act(rng, size_t(K), act), gu = rand_act(rng, size_t(2 * K), act, 2.0f);
-      std::vector<float> want(size_t(N), NAN), gu_h(size_t(2 * N)), want_gu(size_t(N), NAN);
-      cpu->linear(host_f32(x, {1, K}), L.cpu_lin, host_f32(want, {1, N}));
-      cpu->linear(host_f32(x, {1, K}), G.cpu_lin, host_f32(gu_h, {1, 2 * N}));
-      for (float& v : gu_h) v = round_to(act, v);  // the device keeps the products in act
-      cpu->swiglu(host_f32(gu_h, {1, 2 * N}), host_f32(want_gu, {1, N}));
-      DevTensor dx = dev_from(*gpu, x, act, {1, K}), dgu = dev_from(*gpu, gu, act, {1, 2 * K});
-      for (int i = 0; i < 2; ++i) {
-        ops::Backend& be = *quarter[i];
-        for (DType out_t : {act, DType::F32}) {
-          DevTensor o = dev_alloc(*gpu, out_t, {1, N}), fused = dev_alloc(*gpu, out_t, {1, N});
-          DevTensor apart = dev_alloc(*gpu, out_t, {1, N}), mlp = dev_alloc(*gpu, act, {1, K});
-          poison(*gpu, o.t), poison(*gpu, fused.t), poison(*gpu, apart.t);
-          be.linear(dx.t, L.gpu_lin, o.t);
-          EXPECT_TRUE(close_rows(to_host(*gpu, o.t), want, size_t(N), out_t == DType::F32 ? f32_tol() : act_tol(act),
-                                 "token"))
-              << "loop " << i;
-          be.swiglu_linear(dgu.t, L.gpu_lin, mlp.t, fused.t);
-          be.swiglu(dgu.t, mlp.t);
-          be.linear(mlp.t, L.gpu_lin, apart.t);
-          EXPECT_EQ(to_host(*gpu, fused.t), to_host(*gpu, apart.t)) << "loop " << i;
-        }
-        DevTensor gs = dev_alloc(*gpu, act, {1, N}), g2 = dev_alloc(*gpu, act, {1, 2 * N});
-        DevTensor gapart = dev_alloc(*gpu, act, {1, N});
-        poison(*gpu, gs.t);
-        ASSERT_TRUE(be.linear_swiglu(dx.t, G.gpu_lin, gs.t));
-        be.linear(dx.t, G.gpu_lin, g2.t);
-        be.swiglu(g2.t, gapart.t);
-        const std::vector<float> got = to_host(*gpu, gs.t);
-        EXPECT_EQ(got, to_host(*gpu, gapart.t)) << "loop " << i;
-        EXPECT_TRUE(close_rows(got, want_gu, size_t(N), act_tol(act), "token")) << "loop " << i;
-      }
-      keep.clear();
-    }
-}
-
 // The backend's GEMV serves 1 token by default (cuBLASLt was faster at 2 on the H100); its
 // multi-token kernels stay reachable through CudaTuning::gemv_max_tokens and are checked here.
 TEST_P(CudaLinear, GemvUpTo8TokensWhenSwitchedOn) {

@@ -43,8 +43,9 @@ class CudaLinear {
  private:
   // One token through the 16-bit one-token GEMV (the fused SwiGLU GEMVs' common condition).
   bool one_token_gemv16(const ops::Linear& w, int64_t rows) const;
-  // How the one-token 16-bit GEMVs run (CudaTuning::gemv1_loop_blocks_per_sm, gemv1_quarter_k_max).
-  Gemv1Tuning gemv1_tuning() const;
+  // Most blocks of a one-token 16-bit GEMV (CudaTuning::gemv1_loop_blocks_per_sm an SM; 0: a block
+  // a row group).
+  int loop_blocks() const;
   void run_gq(const Tensor& x, const ops::Linear& w, Tensor out, int T, int N, int K, bool f32);
   bool run_fp8(const Tensor& x, const ops::Linear& w, Tensor out, int T, int N, int K, bool f32);
   // Most tokens of a step whose quantised linears of `kind` (GqKind) run the integer GEMV: the

@@ -85,27 +85,20 @@ enum class Gemv1 { kPlain, kSwigluIn, kSwigluOut };
 // groups blockIdx.x, blockIdx.x + gridDim.x, ...; it requests the next group's first weights
 // before the current group's sums meet, so a block's loads stay in flight across its groups and
 // no block pays a launch, a PDL wait or a tail alone. Same sums in the same order: bitwise equal.
-// kSlices: K is split over this many warps (8, or 4 with two row groups a block: where K / 8
-// gives a lane a single 16-byte load a row, 4 gives it two, twice the bytes in flight a block).
-template <typename T, typename OutT, Gemv1 kMode = Gemv1::kPlain, bool kLoop = false, int kSlices = kWarps>
+template <typename T, typename OutT, Gemv1 kMode = Gemv1::kPlain, bool kLoop = false>
 __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict__ x, const T* __restrict__ w,
                                                             const T* __restrict__ bias, OutT* __restrict__ out,
                                                             int N, int K) {
   constexpr bool kSwiglu = kMode == Gemv1::kSwigluIn, kGateUp = kMode == Gemv1::kSwigluOut;
   constexpr int kOut = kGateUp ? kRows1 / 2 : kRows1;  // outputs a row group
-  constexpr int kSets = kWarps / kSlices;               // row groups a block
-  static_assert(kSets * kSlices == kWarps, "kSlices divides the warps");
   __shared__ float part[kWarps][kRows1];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int set = warp / kSlices, sl = warp % kSlices;
-  const int groups = (N + kOut * kSets - 1) / (kOut * kSets);
+  const int groups = (N + kOut - 1) / kOut;
   // The weight row of row group g's r-th row, and whether it exists.
   auto w_row = [&](int row0, int r) { return kGateUp ? row0 + (r & 1) + (r >> 1) * N : row0 + r; };
   auto row_ok = [&](int row0, int r) { return (kGateUp ? row0 + (r & 1) : row0 + r) < N; };
-  const int slice = K / kSlices;  // elements per warp, a multiple of 8
-  const int c_beg = sl * (slice / 8), c_end = c_beg + slice / 8;
-  // This warp's first row of the block's group grp.
-  auto first_row = [&](int grp) { return (grp * kSets + set) * kOut; };
+  const int slice = K / kWarps;  // elements per warp, a multiple of 8
+  const int c_beg = warp * (slice / 8), c_end = c_beg + slice / 8;
   uint4 wv[2][kRows1];
   auto load_w = [&](int row0, int c0) {
     const int c1 = c0 + 32;
@@ -121,10 +114,10 @@ __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict_
   // Launched with PDL (LITE_LLAMA_PDL_GEMV=1) this block may start while the kernel before it
   // (norm, SwiGLU, attention merge) still runs: the first weights, which no kernel writes, are
   // fetched before the wait; x and out only after it.
-  load_w(first_row(grp), c_beg + lane);
+  load_w(grp * kOut, c_beg + lane);
   pdl_wait();
   for (;;) {
-    const int row0 = first_row(grp);
+    const int row0 = grp * kOut;
     float acc[kRows1];
 #pragma unroll
     for (int r = 0; r < kRows1; ++r) acc[r] = 0.f;
@@ -157,7 +150,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict_
     }
     const int next = kLoop ? grp + int(gridDim.x) : groups;
     if (next < groups)
-      load_w(first_row(next), c_beg + lane);  // in flight while this group's sums meet
+      load_w(next * kOut, c_beg + lane);  // in flight while this group's sums meet
     else
       pdl_trigger();  // the norm or RoPE + KV write after it (PDL) may be scheduled; it waits inside
 #pragma unroll
@@ -166,23 +159,23 @@ __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict_
       if (lane == 0) part[warp][r] = v;
     }
     __syncthreads();
-    // Thread t < kOut * kSets: output t of the block's group, row group t / kOut, its r-th output.
-    const int t = threadIdx.x, ts = t / kOut, r = t % kOut, orow = grp * kSets * kOut + t;
     if constexpr (kGateUp) {
-      if (t < kOut * kSets && orow < N) {
+      if (threadIdx.x < kRows1 / 2 && row0 + int(threadIdx.x) < N) {
+        const int r = threadIdx.x;
         float g = 0.f, u = 0.f;
 #pragma unroll
-        for (int i = 0; i < kSlices; ++i) g += part[ts * kSlices + i][r], u += part[ts * kSlices + i][r + 2];
-        if (bias) g += to_f(bias[orow]), u += to_f(bias[N + orow]);
+        for (int i = 0; i < kWarps; ++i) g += part[i][r], u += part[i][r + 2];
+        if (bias) g += to_f(bias[row0 + r]), u += to_f(bias[N + row0 + r]);
         g = to_f(from_f<T>(g)), u = to_f(from_f<T>(u));  // the gate|up row gemv would have stored
-        out[orow] = from_f<OutT>(g / (1.0f + __expf(-g)) * u);
+        out[row0 + r] = from_f<OutT>(g / (1.0f + __expf(-g)) * u);
       }
-    } else if (t < kOut * kSets && orow < N) {
+    } else if (threadIdx.x < kRows1 && row0 + int(threadIdx.x) < N) {
+      const int r = threadIdx.x;
       float v = 0.f;
 #pragma unroll
-      for (int i = 0; i < kSlices; ++i) v += part[ts * kSlices + i][r];
-      if (bias) v += to_f(bias[orow]);
-      out[orow] = from_f<OutT>(v);
+      for (int i = 0; i < kWarps; ++i) v += part[i][r];
+      if (bias) v += to_f(bias[row0 + r]);
+      out[row0 + r] = from_f<OutT>(v);
     }
     if (next >= groups) break;
     __syncthreads();  // part is rewritten by the next group
@@ -193,29 +186,24 @@ __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict_
 // gemv1_kernel's K: a whole number of 8-element chunks for each of its warps.
 bool gemv1_fits(int K) { return K % (kWarps * 8) == 0; }
 
-// One launch of gemv1_kernel for N outputs (kSwigluOut: a row group writes 2 of them, else 4),
-// a block a group of rows (two with K <= g1.quarter_k_max), or on at most g1.loop_blocks looping
-// blocks where that is fewer than the groups.
+// One launch of gemv1_kernel for N outputs (kSwigluOut: a block writes 2 of them, else 4), on
+// at most max_blocks looping blocks where that is fewer than the row groups (0: a block each).
 template <typename T, typename OutT, Gemv1 kMode>
 cudaError_t launch_gemv1(const void* x, const void* w, const void* bias, void* out, int N, int K, cudaStream_t s,
-                         bool pdl, const Gemv1Tuning& g1) {
-  constexpr int kOut = kMode == Gemv1::kSwigluOut ? kRows1 / 2 : kRows1;
-  const bool quarter = K <= g1.quarter_k_max;
-  const int groups = int(ceil_div(N, kOut * (quarter ? 2 : 1)));
+                         bool pdl, int max_blocks) {
+  constexpr int kOutPerBlock = kMode == Gemv1::kSwigluOut ? kRows1 / 2 : kRows1;
+  const int groups = int(ceil_div(N, kOutPerBlock));
   auto go = [&](auto kernel, int blocks) {
     return launch_pdl(pdl, kernel, dim3(blocks), dim3(kWarps * 32), 0, s, static_cast<const T*>(x),
                       static_cast<const T*>(w), static_cast<const T*>(bias), static_cast<OutT*>(out), N, K);
   };
-  const bool loop = g1.loop_blocks > 0 && g1.loop_blocks < groups;
-  if (quarter)
-    return loop ? go(gemv1_kernel<T, OutT, kMode, true, kWarps / 2>, g1.loop_blocks)
-                : go(gemv1_kernel<T, OutT, kMode, false, kWarps / 2>, groups);
-  return loop ? go(gemv1_kernel<T, OutT, kMode, true>, g1.loop_blocks) : go(gemv1_kernel<T, OutT, kMode, false>, groups);
+  if (max_blocks > 0 && max_blocks < groups) return go(gemv1_kernel<T, OutT, kMode, true>, max_blocks);
+  return go(gemv1_kernel<T, OutT, kMode, false>, groups);
 }
 
 template <typename T, typename OutT>
 cudaError_t launch(const void* x, const void* w, const void* bias, void* out, int T_, int N, int K,
-                   int ldo, cudaStream_t s, bool pdl, const Gemv1Tuning& g1) {
+                   int ldo, cudaStream_t s, bool pdl, int max_blocks) {
   auto* xp = static_cast<const T*>(x);
   auto* wp = static_cast<const T*>(w);
   auto* bp = static_cast<const T*>(bias);
@@ -223,7 +211,7 @@ cudaError_t launch(const void* x, const void* w, const void* bias, void* out, in
   const dim3 block(kWarps * 32);
   // One token: 2 rows x 4 chunks in flight per lane; more tokens: 4 rows share each x load.
   if (T_ == 1 && gemv1_fits(K))
-    return launch_gemv1<T, OutT, Gemv1::kPlain>(x, w, bias, out, N, K, s, pdl, g1);
+    return launch_gemv1<T, OutT, Gemv1::kPlain>(x, w, bias, out, N, K, s, pdl, max_blocks);
   if (T_ == 1) {
     gemv_kernel<T, 1, 2, 4, OutT><<<ceil_div(N, kWarps * 2), block, 0, s>>>(xp, wp, bp, op, N, K, ldo);
     return cudaGetLastError();
@@ -246,11 +234,11 @@ cudaError_t launch(const void* x, const void* w, const void* bias, void* out, in
 bool gemv_swiglu_fits(int K) { return K > 0 && K <= 8192 && gemv1_fits(K); }
 
 cudaError_t gemv_swiglu(Act act, const void* gate_up, const void* w, const void* bias, void* out, bool out_f32,
-                        int N, int K, cudaStream_t s, bool pdl, const Gemv1Tuning& g1) {
+                        int N, int K, cudaStream_t s, bool pdl, int max_blocks) {
   if (!gemv_swiglu_fits(K)) return cudaErrorInvalidValue;
   auto go = [&](auto t, auto o) {
     return launch_gemv1<decltype(t), decltype(o), Gemv1::kSwigluIn>(gate_up, w, bias, out, N, K, s, pdl,
-                                                                      g1);
+                                                                      max_blocks);
   };
   if (act == Act::BF16) return out_f32 ? go(__nv_bfloat16{}, float{}) : go(__nv_bfloat16{}, __nv_bfloat16{});
   return out_f32 ? go(__half{}, float{}) : go(__half{}, __half{});
@@ -259,22 +247,22 @@ cudaError_t gemv_swiglu(Act act, const void* gate_up, const void* w, const void*
 bool gemv_gate_up_swiglu_fits(int F, int K) { return F > 0 && F % 2 == 0 && K > 0 && gemv1_fits(K); }
 
 cudaError_t gemv_gate_up_swiglu(Act act, const void* x, const void* w, const void* bias, void* out, int F, int K,
-                                cudaStream_t s, bool pdl, const Gemv1Tuning& g1) {
+                                cudaStream_t s, bool pdl, int max_blocks) {
   if (!gemv_gate_up_swiglu_fits(F, K)) return cudaErrorInvalidValue;
   auto go = [&](auto t) {
-    return launch_gemv1<decltype(t), decltype(t), Gemv1::kSwigluOut>(x, w, bias, out, F, K, s, pdl, g1);
+    return launch_gemv1<decltype(t), decltype(t), Gemv1::kSwigluOut>(x, w, bias, out, F, K, s, pdl, max_blocks);
   };
   return act == Act::BF16 ? go(__nv_bfloat16{}) : go(__half{});
 }
 
 cudaError_t gemv(Act act, const void* x, const void* w, const void* bias, void* out, bool out_f32,
-                 int T, int N, int K, int ldo, cudaStream_t s, bool pdl, const Gemv1Tuning& g1) {
+                 int T, int N, int K, int ldo, cudaStream_t s, bool pdl, int max_blocks) {
   if (K % 8 != 0 || T < 1 || T > 8) return cudaErrorInvalidValue;
   if (act == Act::BF16)
-    return out_f32 ? launch<__nv_bfloat16, float>(x, w, bias, out, T, N, K, ldo, s, pdl, g1)
-                   : launch<__nv_bfloat16, __nv_bfloat16>(x, w, bias, out, T, N, K, ldo, s, pdl, g1);
-  return out_f32 ? launch<__half, float>(x, w, bias, out, T, N, K, ldo, s, pdl, g1)
-                 : launch<__half, __half>(x, w, bias, out, T, N, K, ldo, s, pdl, g1);
+    return out_f32 ? launch<__nv_bfloat16, float>(x, w, bias, out, T, N, K, ldo, s, pdl, max_blocks)
+                   : launch<__nv_bfloat16, __nv_bfloat16>(x, w, bias, out, T, N, K, ldo, s, pdl, max_blocks);
+  return out_f32 ? launch<__half, float>(x, w, bias, out, T, N, K, ldo, s, pdl, max_blocks)
+                 : launch<__half, __half>(x, w, bias, out, T, N, K, ldo, s, pdl, max_blocks);
 }
 
 }  // namespace lite_llama::cuda
