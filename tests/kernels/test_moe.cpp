@@ -177,6 +177,25 @@ TEST_P(CudaMoe, ExpertsMatchReference) {
 // 5): 64 tokens x top 8 over 128 experts, routed at random (about 4 assignments an expert: the
 // activations staged once for all of a block's groups), then with expert 7 in every token and
 // 100 in every third (64 and 22+ assignments: several kChunk passes, restaged per group).
+// Four GPU backends of one --quantize mode ("none": 16-bit) whose tunings tune(i, t) sets (on
+// top of the grouped GEMV for every decode-sized step), each with `host`'s experts prepared.
+struct FourBackends {
+  std::unique_ptr<ops::Backend> be[4];
+  std::vector<Buffer> keep[4];  // freed before be
+  ops::MoeExperts dev[4];
+  template <typename Tune>
+  FourBackends(const std::string& dtype, const std::string& mode, const ops::MoeExperts& host, Tune tune) {
+    for (int i = 0; i < 4; ++i) {
+      CudaTuning t;
+      t.moe_gemv_max_assign = 1024;
+      tune(i, t);
+      be[i] = make_gpu_quantized(dtype, mode, t);
+      dev[i] = be[i]->prepare_experts(host, 0, keep[i]);
+      settle(*be[i]);
+    }
+  }
+};
+
 // Against the reference, and 3 groups bitwise equal to 1 (each output's sum is the same), on
 // FMAs and on tensor cores (CudaTuning::moe_gemv_mma; int8 rows keep the FMAs).
 TEST_P(CudaMoe, GemvRowGroupsMatchReference) {
@@ -185,16 +204,11 @@ TEST_P(CudaMoe, GemvRowGroupsMatchReference) {
   for (const std::string mode : {"none", "int8"}) {
     const int64_t H = mode == "int8" ? 160 : 200, F = mode == "int8" ? 128 : 72;
     Experts w = make_experts(rng, act, E, H, F);
-    std::unique_ptr<ops::Backend> be[4];
-    std::vector<Buffer> be_keep[4];  // freed before be
-    ops::MoeExperts dev[4];
-    for (int i = 0; i < 4; ++i) {
-      CudaTuning t;
-      t.moe_gemv_max_assign = 1024, t.moe_gemv_row_groups = i % 2 == 0 ? 1 : 3, t.moe_gemv_mma = i >= 2;
-      be[i] = make_gpu_quantized(GetParam(), mode, t);
-      dev[i] = be[i]->prepare_experts(w.host, 0, be_keep[i]);
-      settle(*be[i]);
-    }
+    FourBackends fb(GetParam(), mode, w.host, [](int i, CudaTuning& t) {
+      t.moe_gemv_row_groups = i % 2 == 0 ? 1 : 3, t.moe_gemv_mma = i >= 2;
+    });
+    auto& be = fb.be;
+    auto& dev = fb.dev;
     const Experts d = mode == "int8" ? dequantized(*be[0], dev[0]) : Experts{};
     const ops::MoeExperts& ref = mode == "int8" ? d.host : w.host;
     for (const bool hot : {false, true}) {
@@ -255,17 +269,11 @@ TEST_P(CudaMoe, GemvPreloadAndFewRowGroupsEqualPlain) {
   std::mt19937 rng(33);
   for (const auto& [H, F] : {std::pair<int64_t, int64_t>{200, 72}, std::pair<int64_t, int64_t>{1064, 40}}) {
     Experts w = make_experts(rng, act, E, H, F);
-    std::unique_ptr<ops::Backend> be[4];
-    std::vector<Buffer> be_keep[4];  // freed before be
-    ops::MoeExperts dev[4];
-    for (int i = 0; i < 4; ++i) {
-      CudaTuning t;
-      t.moe_gemv_max_assign = 1024, t.moe_gemv_mma = true;
-      t.moe_gemv_preload = i % 2 == 1, t.moe_gemv_few_row_groups = i >= 2 ? 3 : 1;
-      be[i] = make_gpu(GetParam(), t);
-      dev[i] = be[i]->prepare_experts(w.host, 0, be_keep[i]);
-      settle(*be[i]);
-    }
+    FourBackends fb(GetParam(), "none", w.host, [](int i, CudaTuning& t) {
+      t.moe_gemv_mma = true, t.moe_gemv_preload = i % 2 == 1, t.moe_gemv_few_row_groups = i >= 2 ? 3 : 1;
+    });
+    auto& be = fb.be;
+    auto& dev = fb.dev;
     for (const int T : {1, 2, 13}) {
       const std::vector<float> x = rand_act(rng, size_t(T) * size_t(H), act);
       std::vector<int32_t> ex;
