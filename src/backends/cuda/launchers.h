@@ -43,6 +43,21 @@ struct MoeWeights {
   int kind = -1;
   int group = 0;
 };
+// How the decode-sized MoE path runs (filled from CudaTuning::moe_*). pdl: its kernels (the two
+// grouped GEMVs, the combine) with programmatic dependent launch, the gate|up GEMV after the
+// routing, the down one after the gate|up one (which must itself have waited for the routing);
+// l2_prefetch: bytes of each weight row fetched into L2 while a block gathers and stages its
+// assignments (steps of up to 16 assignments); row_groups / few_row_groups: row groups of its
+// expert (32 rows each) a block takes after one prologue in steps of more than / up to 16
+// assignments (>= 1); mma: 16-bit rows on mma.sync; preload (mma): a block requests its first
+// weights as soon as it knows its expert (before it gathers, waits and stages) and, where its
+// assignments are staged once, the next row group's before it sums the current one's.
+struct MoeGemvTuning {
+  bool pdl = false;
+  int l2_prefetch = 1024;
+  int row_groups = 1, few_row_groups = 1;
+  bool mma = true, preload = false;
+};
 // Experts: weights stacked [experts, 2 * ffn, hidden] (gate rows, then up rows) and
 // [experts, hidden, ffn], each in its own format (MoeWeights); x [tokens, hidden] act; out
 // [tokens, hidden] fp32 or act. The workspace pointers carve moe_workspace_bytes(tokens, top_k,
@@ -58,12 +73,7 @@ struct MoeArgs {
   bool out_f32 = false;
   void* workspace = nullptr;  // moe_workspace_bytes(tokens, top_k, experts, hidden, ffn) bytes
   int gemv_max_assign = -1;   // CudaTuning::moe_gemv_max_assign
-  bool pdl = false;           // the GEMV path's kernels with programmatic dependent launch (pdl.cuh)
-  int l2_prefetch = 1024;     // CudaTuning::moe_l2_prefetch
-  int gemv_row_groups = 1;    // CudaTuning::moe_gemv_row_groups
-  bool gemv_mma = true;       // CudaTuning::moe_gemv_mma
-  int gemv_few_row_groups = 1;  // CudaTuning::moe_gemv_few_row_groups
-  bool gemv_preload = false;    // CudaTuning::moe_gemv_preload
+  MoeGemvTuning gemv;
 };
 cudaError_t moe_experts(const MoeArgs& a, cudaStream_t s);
 size_t moe_workspace_bytes(int tokens, int top_k, int experts, int hidden, int ffn);

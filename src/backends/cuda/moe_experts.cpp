@@ -87,9 +87,9 @@ void run_experts(CudaDevice& dev, const Tensor& x, const ops::MoeExperts& w, con
   a.out = out.data, a.out_f32 = out.dtype == DType::F32;
   a.workspace = workspace;
   a.gemv_max_assign = tuning.moe_gemv_max_assign;
-  a.pdl = pdl, a.l2_prefetch = tuning.moe_l2_prefetch, a.gemv_row_groups = tuning.moe_gemv_row_groups;
-  a.gemv_mma = tuning.moe_gemv_mma;
-  a.gemv_few_row_groups = tuning.moe_gemv_few_row_groups, a.gemv_preload = tuning.moe_gemv_preload;
+  a.gemv.pdl = pdl, a.gemv.l2_prefetch = tuning.moe_l2_prefetch;
+  a.gemv.row_groups = tuning.moe_gemv_row_groups, a.gemv.few_row_groups = tuning.moe_gemv_few_row_groups;
+  a.gemv.mma = tuning.moe_gemv_mma, a.gemv.preload = tuning.moe_gemv_preload;
   LL_CUDA(moe_experts(a, dev.stream()));
 }
 

@@ -222,13 +222,10 @@ cudaError_t experts_typed(const MoeArgs& a, cudaStream_t s) {
   const int per_expert = quantized ? 1 : 4;
   const int gemv_max = std::min(a.gemv_max_assign < 0 ? per_expert * a.experts : a.gemv_max_assign, moe::kGemvMaxAssign);
   if (n <= gemv_max) {
-    moe::GemvTuning t;
-    t.pdl = a.pdl, t.l2_prefetch = a.l2_prefetch, t.row_groups = a.gemv_row_groups;
-    t.few_row_groups = a.gemv_few_row_groups, t.mma = a.gemv_mma, t.preload = a.gemv_preload;
     if (cudaError_t e = by_kind(a.gate_up.kind,
                                 [&](auto k) {
                                   return moe::gemv<T, decltype(k)::value, T>(wgu, F2, a.hidden, x, false, a.top_k,
-                                                                             a.t_expert, n, a.experts, gu, s, t);
+                                                                             a.t_expert, n, a.experts, gu, s, a.gemv);
                                 });
         e != cudaSuccess)
       return e;
@@ -236,7 +233,7 @@ cudaError_t experts_typed(const MoeArgs& a, cudaStream_t s) {
                                 [&](auto k) {
                                   return moe::gemv<T, decltype(k)::value, float>(wd, a.hidden, a.ffn, gu, true,
                                                                                  a.top_k, a.t_expert, n, a.experts,
-                                                                                 w.y, s, t);
+                                                                                 w.y, s, a.gemv);
                                 });
         e != cudaSuccess)
       return e;
@@ -263,7 +260,7 @@ cudaError_t experts_typed(const MoeArgs& a, cudaStream_t s) {
     slot_of = w.slot_of;
   }
   const dim3 combine_grid(unsigned(a.tokens), ceil_div(a.hidden, 256 * 4));
-  const bool pdl = a.pdl && !slot_of;  // after the down GEMV (the GEMM path launches plainly)
+  const bool pdl = a.gemv.pdl && !slot_of;  // after the down GEMV (the GEMM path launches plainly)
   if (a.out_f32)
     return launch_pdl(pdl, moe_combine_kernel<float>, combine_grid, dim3(256), 0, s, w.y, a.hidden, a.t_expert,
                       a.t_weight, slot_of, a.top_k, static_cast<float*>(a.out));

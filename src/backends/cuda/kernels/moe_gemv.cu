@@ -305,7 +305,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
 
 template <typename T, int KIND, typename O>
 cudaError_t gemv(const Rows& W, int N, int K, const T* in, bool swiglu, int top_k, const int32_t* t_expert, int n,
-                 int experts, O* out, cudaStream_t s, const GemvTuning& tune) {
+                 int experts, O* out, cudaStream_t s, const MoeGemvTuning& tune) {
   if (n > kGemvMaxAssign || K % (KIND == k16Bit ? 8 : 32) != 0) return cudaErrorInvalidValue;
   const bool few = n <= kFewAssign;
   // preload in steps of up to kFewAssign assignments only (H200, Qwen3-30B-A3B batch 64: 1.8%
@@ -350,7 +350,7 @@ cudaError_t gemv(const Rows& W, int N, int K, const T* in, bool swiglu, int top_
 // The gate|up product writes T, the down product (SwiGLU input) fp32 partials for the combine.
 #define LL_MOE_GEMV(T, KIND, O) \
   template cudaError_t gemv<T, KIND, O>(const Rows&, int, int, const T*, bool, int, const int32_t*, int, int, O*, \
-                                        cudaStream_t, const GemvTuning&);
+                                        cudaStream_t, const MoeGemvTuning&);
 #define LL_MOE_GEMV_KINDS(T)       \
   LL_MOE_GEMV(T, k16Bit, T)        \
   LL_MOE_GEMV(T, k16Bit, float)    \

@@ -7,6 +7,7 @@
 
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/kernels/gq_common.cuh"
+#include "backends/cuda/launchers.h"
 
 namespace lite_llama::cuda::moe {
 
@@ -56,29 +57,13 @@ constexpr int kTileM = 64, kTileN = 64;
 // Most tiles of kTileM sorted slots n assignments over `experts` experts can need.
 inline int max_tiles(int n, int experts) { return (n + kTileM - 1) / kTileM + (n < experts ? n : experts); }
 
-// How the decode-sized grouped GEMV runs (CudaTuning::moe_*). pdl: launched with programmatic
-// dependent launch after the routing (gate|up) or the gate|up GEMV (down), which must itself have
-// waited for the routing; l2_prefetch: bytes of each weight row fetched into L2 while a block
-// gathers and stages its assignments (steps of up to 16 assignments); row_groups /
-// few_row_groups: row groups of its expert (32 rows each) a block takes after one prologue in
-// steps of more than / up to 16 assignments (>= 1); mma: 16-bit rows on mma.sync; preload (mma):
-// a block requests its first weights as soon as it knows its expert (before it gathers, waits and
-// stages) and, where its assignments are staged once, the next row group's before it sums the
-// current one's.
-struct GemvTuning {
-  bool pdl = false;
-  int l2_prefetch = 1024;
-  int row_groups = 1, few_row_groups = 1;
-  bool mma = true, preload = false;
-};
-
 // out[a, r] = W[e(a), r, :] . x(a) for every assignment a < n (e(a) = t_expert[a]):
 // x(a) = in[a / top_k] (hidden states, K wide) when !swiglu, else silu(g) * u of gate_up row a
 // ([g(K) | u(K)]), rounded to T as the dense SwiGLU rounds it. T: __half or __nv_bfloat16;
 // KIND: see above (GQ rows: K % 32 == 0); O: T or float.
 template <typename T, int KIND, typename O>
 cudaError_t gemv(const Rows& W, int N, int K, const T* in, bool swiglu, int top_k, const int32_t* t_expert, int n,
-                 int experts, O* out, cudaStream_t s, const GemvTuning& t);
+                 int experts, O* out, cudaStream_t s, const MoeGemvTuning& t);
 
 // out[slot, r] = W[e, r, :] . x(slot) over the sorted slots, one block per (tile, kTileN rows):
 // tiles[2 i] = expert, tiles[2 i + 1] = first slot of tile i, its slots end at
