@@ -12,7 +12,7 @@ class CudaRope : public CudaVsCpu {};
 // Row widths: the register path (n % 8 == 0, n <= 8192) at model sizes, and the generic
 // two-pass path (n = 100: not a multiple of 8; n = 8200: past 8192).
 constexpr int64_t kWidths[] = {64, 576, 2048, 2560, 3072, 8192, 100, 8200};
-constexpr int64_t kRows[] = {1, 3, 64};
+constexpr int64_t kRows[] = {1, 3, 64, 600};  // 600: past the kernel's early-load variant (<= 512 rows)
 
 }  // namespace
 
@@ -128,7 +128,7 @@ std::vector<float> rope_table(int rot, int64_t npos, double theta) {
 }
 
 constexpr int64_t kMaxPos = 4096;
-constexpr int64_t kSlots = 256;
+constexpr int64_t kSlots = 1024;
 constexpr float kSentinel = 1024.0f;  // exact in bf16 and fp16
 
 // Tolerance: the device rounds q/k once after the rotation, and with q/k norm twice more
@@ -235,6 +235,22 @@ TEST_P(CudaRope, PartialRotary) {
         check_rope(*gpu, *cpu, keep, rng, {8, 2, d, 32, layout, norm}, 7, table, act);
         if (HasFatalFailure()) return;
       }
+}
+
+TEST_P(CudaRope, StepsOnBothSidesOfTheEarlyLoadVariant) {
+  // Steps of up to 512 tokens load cos/sin and the q/k norm weights before the PDL wait, larger
+  // ones after it: the same results on both sides of the boundary.
+  std::mt19937 rng(205);
+  for (int d : {64, 128}) {
+    const std::vector<float> table = rope_table(d, kMaxPos, 1000000.0);
+    for (auto layout : {ops::RopeLayout::Neox, ops::RopeLayout::Interleaved})
+      for (bool norm : {false, true})
+        for (int64_t T : {512, 513, 700}) {
+          SCOPED_TRACE(::testing::Message() << "layout " << int(layout) << " norm " << norm << " D " << d << " T " << T);
+          check_rope(*gpu, *cpu, keep, rng, {16, 2, d, d, layout, norm}, T, table, act);
+          if (HasFatalFailure()) return;
+        }
+  }
 }
 
 LL_INSTANTIATE_DTYPES(CudaNorm);

@@ -162,26 +162,42 @@ __device__ __forceinline__ float2 ld_line(const uint4* p, uint32_t flag) {
 // rank order on every rank, so all ranks hold the same bits.
 template <typename T>
 __global__ void __launch_bounds__(kPeerArThreads)
-    peer_ll_norm_kernel(PeerLLArgs a, const float* __restrict__ x, int rows, int n, float* __restrict__ residual,
+    peer_ll_norm_kernel(PeerLLArgs a, const float* x, int rows, int n, float* __restrict__ residual,
                         const float* __restrict__ w, float eps, T* __restrict__ out) {
   __shared__ float red[32];
   constexpr int kLines = 8192 / 2 / kPeerArThreads;  // lines a thread owns at most
   // The next projection's GEMV (PDL) may start fetching its weights while this waits for peers.
   pdl_trigger();
   const int b = blockIdx.x;
+  const int lines = n / 2;
+  // Before the wait, so that no DRAM trip is left on the path after it: the norm weights (no
+  // kernel writes them) into registers, the call counter and this block's residual rows into L2
+  // (l2_prefetch: coherent with the writes still to come).
+  float2 wv[kLines];
+#pragma unroll
+  for (int c = 0; c < kLines; ++c) {
+    const int i = c * kPeerArThreads + threadIdx.x;
+    if (i < lines) wv[c] = reinterpret_cast<const float2*>(w)[i];
+  }
+  if (threadIdx.x == 0) l2_prefetch(a.counter + b);
+  for (int r = b; r < rows; r += gridDim.x)
+    for (int i = threadIdx.x * 32; i < n; i += kPeerArThreads * 32) l2_prefetch(residual + size_t(r) * n + i);
   // Launched with PDL: the projection's partial sums (x) are complete only after the wait, and so
   // is the previous call's counter update (a PDL chain may start this call while that one runs).
   pdl_wait();
   const uint32_t flag = a.counter[b] + 1;
-  const int lines = n / 2;
   const int64_t slab = a.cap_lines;  // lines of one (parity, source)
   const int64_t par = int64_t(flag & 1u) * a.size * slab;
   for (int r = b; r < rows; r += gridDim.x) {
-    float2 v[kLines];
+    // The residual's loads are issued with x's, before the push: they return during the NVLink trip.
+    float2 v[kLines], res[kLines];
 #pragma unroll
     for (int c = 0; c < kLines; ++c) {
       const int i = c * kPeerArThreads + threadIdx.x;
-      if (i < lines) v[c] = reinterpret_cast<const float2*>(x + size_t(r) * n)[i];
+      if (i < lines) {
+        v[c] = reinterpret_cast<const float2*>(x + size_t(r) * n)[i];
+        res[c] = reinterpret_cast<const float2*>(residual + size_t(r) * n)[i];
+      }
     }
     const int64_t at = int64_t(r) * lines;
     for (int p = 0; p < a.size; ++p) {
@@ -211,10 +227,9 @@ __global__ void __launch_bounds__(kPeerArThreads)
     for (int c = 0; c < kLines; ++c) {
       const int i = c * kPeerArThreads + threadIdx.x;
       if (i >= lines) continue;
-      float2* rp = reinterpret_cast<float2*>(residual + size_t(r) * n) + i;
-      float2 q = *rp;
+      float2 q = res[c];
       q.x += acc[c].x, q.y += acc[c].y;
-      *rp = q;
+      reinterpret_cast<float2*>(residual + size_t(r) * n)[i] = q;
       acc[c] = q;
       ss += q.x * q.x + q.y * q.y;
     }
@@ -224,8 +239,8 @@ __global__ void __launch_bounds__(kPeerArThreads)
       const int i = c * kPeerArThreads + threadIdx.x;
       if (i >= lines) continue;
       T* o = out + size_t(r) * n + 2 * i;
-      o[0] = from_f<T>(acc[c].x * inv * w[2 * i]);
-      o[1] = from_f<T>(acc[c].y * inv * w[2 * i + 1]);
+      o[0] = from_f<T>(acc[c].x * inv * wv[c].x);
+      o[1] = from_f<T>(acc[c].y * inv * wv[c].y);
     }
   }
   if (threadIdx.x == 0) a.counter[b] = flag;

@@ -142,15 +142,15 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, int splits
 
 // One block of D threads per (query head, sequence).
 template <typename T, int D>
-__global__ void __launch_bounds__(D) merge_kernel(AttnArgs a, int splits, int min_keys,
-                                                  const float* __restrict__ partial) {
+__global__ void __launch_bounds__(D) merge_kernel(AttnArgs a, int splits, int min_keys, const float* partial) {
   pdl_trigger();  // the output projection's GEMV (PDL) may start fetching its weights
-  pdl_wait();     // launched with PDL: the partials are complete only now
   const int b = blockIdx.y, h = blockIdx.x;
-  const int seq_len = a.b_seq_len[b];
+  // The step's metadata (uploaded before it, written by no kernel) is read before the wait.
+  const int seq_len = a.b_seq_len[b], q_start = a.b_q_start[b];
   const int used = used_splits(seq_len, keys_per_split(seq_len, splits, min_keys));
+  pdl_wait();  // launched with PDL: the partials are complete only now
   merge_partials<T, D>(partial + (size_t(b) * a.Hq + h) * splits * (D + 2), used,
-                       static_cast<T*>(a.out) + (size_t(a.b_q_start[b]) * a.Hq + h) * D);
+                       static_cast<T*>(a.out) + (size_t(q_start) * a.Hq + h) * D);
 }
 
 template <typename T, int D, int S>

@@ -254,16 +254,18 @@ constexpr int kMaxSplits = 64;  // key splits of one row (decode, short prefill 
 // of D threads. The weights exp2(m_s - M) are computed once, one thread per split, so each output
 // dimension is a single weighted sum.
 template <typename T, int D>
-__device__ __forceinline__ void merge_partials(const float* __restrict__ p, int used, T* __restrict__ out) {
+__device__ __forceinline__ void merge_partials(const float* p, int used, T* __restrict__ out) {
   static_assert(D >= kMaxSplits, "one thread per split");
   __shared__ float w[kMaxSplits], red[32];
   const int t = threadIdx.x;
-  // Every load is issued before any is used: one round trip to L2, not one per split.
+  // Every load is issued before any is used: one round trip to L2, not one per split. __ldcg, not
+  // the read-only path: under PDL the kernel that writes p runs while this kernel starts, and a
+  // read-only load may be scheduled above pdl_wait() once its address is known before it.
   float v[kMaxSplits];
 #pragma unroll
-  for (int s = 0; s < kMaxSplits; ++s) v[s] = s < used ? p[s * (D + 2) + t] : 0.f;
-  const float m = t < used ? p[t * (D + 2) + D] : -INFINITY;
-  const float l = t < used ? p[t * (D + 2) + D + 1] : 0.f;
+  for (int s = 0; s < kMaxSplits; ++s) v[s] = s < used ? __ldcg(p + s * (D + 2) + t) : 0.f;
+  const float m = t < used ? __ldcg(p + t * (D + 2) + D) : -INFINITY;
+  const float l = t < used ? __ldcg(p + t * (D + 2) + D + 1) : 0.f;
   const float M = block_max(m, red);
   const float wt = m != -INFINITY ? exp2f(m - M) : 0.f;
   const float L = block_sum(l * wt, red);
