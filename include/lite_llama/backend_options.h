@@ -64,6 +64,11 @@ struct CudaTuning {
   // made them 5.3% (Llama-3.2-1B) and 4.3% (Qwen3-4B) faster at 128 tokens
   // (docs/benchmarks/gpu.md).
   int gemv1_loop_blocks_per_sm = 0;
+  // The one-token 16-bit GEMV requests its first weights before its PDL wait with ordinary loads
+  // instead of read-only ones: with read-only loads ptxas places the wait before them, so the
+  // weights are only requested once the kernel before has finished. Off until measured
+  // (docs/benchmarks/gpu.md); bitwise equal either way.
+  bool gemv1_ordered_prefetch = false;
   // The one-token gate|up projection of 16-bit weights applies the SwiGLU to its products (one
   // launch fewer; the down projection then reads plain activations). Where it runs,
   // swiglu_gemv_max_k no longer applies.

@@ -207,13 +207,18 @@ TEST_P(CudaLinear, SwigluAppliedByOneTokenGateUpGemv) {
 
 // CudaTuning::gemv1_loop_blocks_per_sm: the one-token GEMVs (plain, SwiGLU of the input, SwiGLU of
 // the gate|up products) on at most 1 or 3 blocks an SM, each looping over row groups, equal bit
-// for bit to a block a group (same sums in the same order) and to the CPU within the tolerance.
+// for bit to a block a group (same sums in the same order) and to the CPU within the tolerance;
+// the same for gemv1_ordered_prefetch (ordinary loads for the first weights), alone and with 3.
 // N 200 has fewer groups than blocks (no loop); 4,096 and 9,728 many more than 132 SMs hold.
 TEST_P(CudaLinear, OneTokenGemvLoopingBlocksEqualOneGroupABlock) {
-  std::unique_ptr<ops::Backend> loop[2];
-  for (int i = 0; i < 2; ++i) {
+  constexpr int kVariants = 4;
+  const int blocks_per_sm[kVariants] = {1, 3, 0, 3};
+  const bool ordered[kVariants] = {false, false, true, true};
+  std::unique_ptr<ops::Backend> loop[kVariants];
+  for (int i = 0; i < kVariants; ++i) {
     CudaTuning t;
-    t.gemv1_loop_blocks_per_sm = i == 0 ? 1 : 3;
+    t.gemv1_loop_blocks_per_sm = blocks_per_sm[i];
+    t.gemv1_ordered_prefetch = ordered[i];
     loop[i] = make_gpu(GetParam(), t);
   }
   std::mt19937 rng(117);
@@ -242,9 +247,10 @@ TEST_P(CudaLinear, OneTokenGemvLoopingBlocksEqualOneGroupABlock) {
       for (DType out_t : {act, DType::F32}) {
         const auto base = run(*gpu, out_t);
         EXPECT_TRUE(close_rows(base[0], want, size_t(N), out_t == DType::F32 ? f32_tol() : act_tol(act), "token"));
-        for (int i = 0; i < 2; ++i) {
+        for (int i = 0; i < kVariants; ++i) {
           const auto got = run(*loop[i], out_t);
-          for (size_t j = 0; j < 3; ++j) EXPECT_EQ(got[j], base[j]) << "blocks an SM " << (i ? 3 : 1) << " op " << j;
+          for (size_t j = 0; j < 3; ++j)
+            EXPECT_EQ(got[j], base[j]) << "blocks an SM " << blocks_per_sm[i] << " ordered " << ordered[i] << " op " << j;
         }
       }
       keep.clear();

@@ -84,6 +84,16 @@ __device__ __forceinline__ uint4 ld_stream(const void* p) {
   return r;
 }
 
+// ld_stream as an ordinary (not read-only) load: ptxas keeps it on its side of a pdl_wait(), where
+// it may move a read-only load past the wait, either way (see gemv1_kernel's kOrdered).
+__device__ __forceinline__ uint4 ld_stream_ordered(const void* p) {
+  uint4 r;
+  asm volatile("ld.global.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "l"(p));
+  return r;
+}
+
 // Brings p's line into L2 without a register result. Safe before pdl_wait() on data a running
 // kernel still writes: L2 is where every SM's and peer's stores land, so the line stays coherent.
 __device__ __forceinline__ void l2_prefetch(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }

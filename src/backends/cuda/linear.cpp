@@ -38,7 +38,7 @@ void CudaLinear::run(const Tensor& x, const ops::Linear& w, Tensor out) {
   const int gemv_max = std::clamp(tuning_.gemv_max_tokens, 0, 8);
   if (T <= gemv_max && K % 8 == 0) {
     LL_CUDA(gemv(act, x.data, w.parts[0].data, bias, out.data, f32, T, N, K, N, s, pdl_ && tuning_.pdl_gemv,
-                 loop_blocks()));
+                 gemv1_options()));
   } else if (f32 && bias) {
     // cuBLASLt wants the bias in the output type; ours is 16-bit, so add it separately.
     gemm_.run(act, x.data, w.parts[0].data, nullptr, out.data, true, T, N, K, s);
@@ -48,7 +48,9 @@ void CudaLinear::run(const Tensor& x, const ops::Linear& w, Tensor out) {
   }
 }
 
-int CudaLinear::loop_blocks() const { return std::max(0, tuning_.gemv1_loop_blocks_per_sm) * dev_.sm_count(); }
+Gemv1Options CudaLinear::gemv1_options() const {
+  return {std::max(0, tuning_.gemv1_loop_blocks_per_sm) * dev_.sm_count(), tuning_.gemv1_ordered_prefetch};
+}
 
 bool CudaLinear::one_token_gemv16(const ops::Linear& w, int64_t rows) const {
   return rows == 1 && tuning_.gemv_max_tokens >= 1 && w.parts.size() == 1 && !is_gq(w.parts[0].dtype);
@@ -64,7 +66,7 @@ void CudaLinear::run_swiglu(const Tensor& gate_up, const ops::Linear& w, Tensor 
   xq_of_ = nullptr;  // no int8 form of the SwiGLU output exists for this step
   LL_CUDA(gemv_swiglu(dev_.act(), gate_up.data, w.parts[0].data, w.bias.data, out.data, out.dtype == DType::F32,
                       int(w.out_features), int(gate_up.cols() / 2), dev_.stream(), pdl_ && tuning_.pdl_gemv,
-                      loop_blocks()));
+                      gemv1_options()));
 }
 
 bool CudaLinear::gate_up_swiglu_fits(const Tensor& x, const ops::Linear& w, const Tensor& out) const {
@@ -76,7 +78,7 @@ bool CudaLinear::gate_up_swiglu_fits(const Tensor& x, const ops::Linear& w, cons
 void CudaLinear::run_gate_up_swiglu(const Tensor& x, const ops::Linear& w, Tensor out) {
   xq_of_ = nullptr;  // no integer form of the SwiGLU output is written
   LL_CUDA(gemv_gate_up_swiglu(dev_.act(), x.data, w.parts[0].data, w.bias.data, out.data, int(out.cols()),
-                              int(x.cols()), dev_.stream(), pdl_ && tuning_.pdl_gemv, loop_blocks()));
+                              int(x.cols()), dev_.stream(), pdl_ && tuning_.pdl_gemv, gemv1_options()));
 }
 
 // Quantised weights: a GEMV that dequantises in registers for decode batches, a tensor-core

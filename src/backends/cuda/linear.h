@@ -5,6 +5,7 @@
 #include <algorithm>
 #include "backends/cuda/device.h"
 #include "backends/cuda/gemm.h"
+#include "backends/cuda/launchers.h"
 #include "core/gq.h"
 #include "lite_llama/backend_options.h"
 #include "ops/ops.h"
@@ -43,9 +44,9 @@ class CudaLinear {
  private:
   // One token through the 16-bit one-token GEMV (the fused SwiGLU GEMVs' common condition).
   bool one_token_gemv16(const ops::Linear& w, int64_t rows) const;
-  // Most blocks of a one-token 16-bit GEMV (CudaTuning::gemv1_loop_blocks_per_sm an SM; 0: a block
-  // a row group).
-  int loop_blocks() const;
+  // How the one-token 16-bit GEMV runs: CudaTuning::gemv1_loop_blocks_per_sm an SM at most (0: a
+  // block a row group) and gemv1_ordered_prefetch.
+  Gemv1Options gemv1_options() const;
   void run_gq(const Tensor& x, const ops::Linear& w, Tensor out, int T, int N, int K, bool f32);
   bool run_fp8(const Tensor& x, const ops::Linear& w, Tensor out, int T, int N, int K, bool f32);
   // Most tokens of a step whose quantised linears of `kind` (GqKind) run the integer GEMV: the

@@ -85,7 +85,11 @@ enum class Gemv1 { kPlain, kSwigluIn, kSwigluOut };
 // groups blockIdx.x, blockIdx.x + gridDim.x, ...; it requests the next group's first weights
 // before the current group's sums meet, so a block's loads stay in flight across its groups and
 // no block pays a launch, a PDL wait or a tail alone. Same sums in the same order: bitwise equal.
-template <typename T, typename OutT, Gemv1 kMode = Gemv1::kPlain, bool kLoop = false>
+// kOrdered: the first weights, requested before pdl_wait(), use ordinary loads. The read-only
+// loads (ld_stream) are free to move past the wait, and ptxas puts the wait (ACQBULK) first, so
+// without it no weight is requested before the kernel before this one has finished (SASS of
+// every variant, nvcc 13.0); ordinary loads keep their place.
+template <typename T, typename OutT, Gemv1 kMode = Gemv1::kPlain, bool kLoop = false, bool kOrdered = false>
 __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict__ x, const T* __restrict__ w,
                                                             const T* __restrict__ bias, OutT* __restrict__ out,
                                                             int N, int K) {
@@ -100,21 +104,22 @@ __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict_
   const int slice = K / kWarps;  // elements per warp, a multiple of 8
   const int c_beg = warp * (slice / 8), c_end = c_beg + slice / 8;
   uint4 wv[2][kRows1];
-  auto load_w = [&](int row0, int c0) {
+  auto load_w = [&](int row0, int c0, auto ld) {
     const int c1 = c0 + 32;
 #pragma unroll
     for (int r = 0; r < kRows1; ++r) {
       const bool ok = row_ok(row0, r) && c0 < c_end;
-      wv[0][r] = ok ? ld_stream(w + size_t(w_row(row0, r)) * K + size_t(c0) * 8) : make_uint4(0, 0, 0, 0);
-      wv[1][r] = ok && c1 < c_end ? ld_stream(w + size_t(w_row(row0, r)) * K + size_t(c1) * 8)
-                                  : make_uint4(0, 0, 0, 0);
+      wv[0][r] = ok ? ld(w + size_t(w_row(row0, r)) * K + size_t(c0) * 8) : make_uint4(0, 0, 0, 0);
+      wv[1][r] = ok && c1 < c_end ? ld(w + size_t(w_row(row0, r)) * K + size_t(c1) * 8) : make_uint4(0, 0, 0, 0);
     }
   };
+  auto streamed = [](const void* p) { return ld_stream(p); };
+  auto first = [](const void* p) { return kOrdered ? ld_stream_ordered(p) : ld_stream(p); };
   int grp = blockIdx.x;
   // Launched with PDL (LITE_LLAMA_PDL_GEMV=1) this block may start while the kernel before it
   // (norm, SwiGLU, attention merge) still runs: the first weights, which no kernel writes, are
   // fetched before the wait; x and out only after it.
-  load_w(grp * kOut, c_beg + lane);
+  load_w(grp * kOut, c_beg + lane, first);
   pdl_wait();
   for (;;) {
     const int row0 = grp * kOut;
@@ -123,7 +128,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict_
     for (int r = 0; r < kRows1; ++r) acc[r] = 0.f;
     for (int c0 = c_beg + lane; c0 < c_end; c0 += 64) {
       const int c1 = c0 + 32;
-      if (c0 != c_beg + lane) load_w(row0, c0);
+      if (c0 != c_beg + lane) load_w(row0, c0, streamed);
 #pragma unroll
       for (int u = 0; u < 2; ++u) {
         const int c = u ? c1 : c0;
@@ -150,7 +155,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict_
     }
     const int next = kLoop ? grp + int(gridDim.x) : groups;
     if (next < groups)
-      load_w(next * kOut, c_beg + lane);  // in flight while this group's sums meet
+      load_w(next * kOut, c_beg + lane, streamed);  // in flight while this group's sums meet
     else
       pdl_trigger();  // the norm or RoPE + KV write after it (PDL) may be scheduled; it waits inside
 #pragma unroll
@@ -187,23 +192,27 @@ __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict_
 bool gemv1_fits(int K) { return K % (kWarps * 8) == 0; }
 
 // One launch of gemv1_kernel for N outputs (kSwigluOut: a block writes 2 of them, else 4), on
-// at most max_blocks looping blocks where that is fewer than the row groups (0: a block each).
+// at most opt.max_blocks looping blocks where that is fewer than the row groups (0: a block each).
 template <typename T, typename OutT, Gemv1 kMode>
 cudaError_t launch_gemv1(const void* x, const void* w, const void* bias, void* out, int N, int K, cudaStream_t s,
-                         bool pdl, int max_blocks) {
+                         bool pdl, Gemv1Options opt) {
   constexpr int kOutPerBlock = kMode == Gemv1::kSwigluOut ? kRows1 / 2 : kRows1;
   const int groups = int(ceil_div(N, kOutPerBlock));
   auto go = [&](auto kernel, int blocks) {
     return launch_pdl(pdl, kernel, dim3(blocks), dim3(kWarps * 32), 0, s, static_cast<const T*>(x),
                       static_cast<const T*>(w), static_cast<const T*>(bias), static_cast<OutT*>(out), N, K);
   };
-  if (max_blocks > 0 && max_blocks < groups) return go(gemv1_kernel<T, OutT, kMode, true>, max_blocks);
-  return go(gemv1_kernel<T, OutT, kMode, false>, groups);
+  const bool loop = opt.max_blocks > 0 && opt.max_blocks < groups;
+  const int blocks = loop ? opt.max_blocks : groups;
+  if (opt.ordered_prefetch)
+    return loop ? go(gemv1_kernel<T, OutT, kMode, true, true>, blocks)
+                : go(gemv1_kernel<T, OutT, kMode, false, true>, blocks);
+  return loop ? go(gemv1_kernel<T, OutT, kMode, true>, blocks) : go(gemv1_kernel<T, OutT, kMode, false>, blocks);
 }
 
 template <typename T, typename OutT>
 cudaError_t launch(const void* x, const void* w, const void* bias, void* out, int T_, int N, int K,
-                   int ldo, cudaStream_t s, bool pdl, int max_blocks) {
+                   int ldo, cudaStream_t s, bool pdl, Gemv1Options opt) {
   auto* xp = static_cast<const T*>(x);
   auto* wp = static_cast<const T*>(w);
   auto* bp = static_cast<const T*>(bias);
@@ -211,7 +220,7 @@ cudaError_t launch(const void* x, const void* w, const void* bias, void* out, in
   const dim3 block(kWarps * 32);
   // One token: 2 rows x 4 chunks in flight per lane; more tokens: 4 rows share each x load.
   if (T_ == 1 && gemv1_fits(K))
-    return launch_gemv1<T, OutT, Gemv1::kPlain>(x, w, bias, out, N, K, s, pdl, max_blocks);
+    return launch_gemv1<T, OutT, Gemv1::kPlain>(x, w, bias, out, N, K, s, pdl, opt);
   if (T_ == 1) {
     gemv_kernel<T, 1, 2, 4, OutT><<<ceil_div(N, kWarps * 2), block, 0, s>>>(xp, wp, bp, op, N, K, ldo);
     return cudaGetLastError();
@@ -234,11 +243,10 @@ cudaError_t launch(const void* x, const void* w, const void* bias, void* out, in
 bool gemv_swiglu_fits(int K) { return K > 0 && K <= 8192 && gemv1_fits(K); }
 
 cudaError_t gemv_swiglu(Act act, const void* gate_up, const void* w, const void* bias, void* out, bool out_f32,
-                        int N, int K, cudaStream_t s, bool pdl, int max_blocks) {
+                        int N, int K, cudaStream_t s, bool pdl, Gemv1Options opt) {
   if (!gemv_swiglu_fits(K)) return cudaErrorInvalidValue;
   auto go = [&](auto t, auto o) {
-    return launch_gemv1<decltype(t), decltype(o), Gemv1::kSwigluIn>(gate_up, w, bias, out, N, K, s, pdl,
-                                                                      max_blocks);
+    return launch_gemv1<decltype(t), decltype(o), Gemv1::kSwigluIn>(gate_up, w, bias, out, N, K, s, pdl, opt);
   };
   if (act == Act::BF16) return out_f32 ? go(__nv_bfloat16{}, float{}) : go(__nv_bfloat16{}, __nv_bfloat16{});
   return out_f32 ? go(__half{}, float{}) : go(__half{}, __half{});
@@ -247,22 +255,22 @@ cudaError_t gemv_swiglu(Act act, const void* gate_up, const void* w, const void*
 bool gemv_gate_up_swiglu_fits(int F, int K) { return F > 0 && F % 2 == 0 && K > 0 && gemv1_fits(K); }
 
 cudaError_t gemv_gate_up_swiglu(Act act, const void* x, const void* w, const void* bias, void* out, int F, int K,
-                                cudaStream_t s, bool pdl, int max_blocks) {
+                                cudaStream_t s, bool pdl, Gemv1Options opt) {
   if (!gemv_gate_up_swiglu_fits(F, K)) return cudaErrorInvalidValue;
   auto go = [&](auto t) {
-    return launch_gemv1<decltype(t), decltype(t), Gemv1::kSwigluOut>(x, w, bias, out, F, K, s, pdl, max_blocks);
+    return launch_gemv1<decltype(t), decltype(t), Gemv1::kSwigluOut>(x, w, bias, out, F, K, s, pdl, opt);
   };
   return act == Act::BF16 ? go(__nv_bfloat16{}) : go(__half{});
 }
 
 cudaError_t gemv(Act act, const void* x, const void* w, const void* bias, void* out, bool out_f32,
-                 int T, int N, int K, int ldo, cudaStream_t s, bool pdl, int max_blocks) {
+                 int T, int N, int K, int ldo, cudaStream_t s, bool pdl, Gemv1Options opt) {
   if (K % 8 != 0 || T < 1 || T > 8) return cudaErrorInvalidValue;
   if (act == Act::BF16)
-    return out_f32 ? launch<__nv_bfloat16, float>(x, w, bias, out, T, N, K, ldo, s, pdl, max_blocks)
-                   : launch<__nv_bfloat16, __nv_bfloat16>(x, w, bias, out, T, N, K, ldo, s, pdl, max_blocks);
-  return out_f32 ? launch<__half, float>(x, w, bias, out, T, N, K, ldo, s, pdl, max_blocks)
-                 : launch<__half, __half>(x, w, bias, out, T, N, K, ldo, s, pdl, max_blocks);
+    return out_f32 ? launch<__nv_bfloat16, float>(x, w, bias, out, T, N, K, ldo, s, pdl, opt)
+                   : launch<__nv_bfloat16, __nv_bfloat16>(x, w, bias, out, T, N, K, ldo, s, pdl, opt);
+  return out_f32 ? launch<__half, float>(x, w, bias, out, T, N, K, ldo, s, pdl, opt)
+                 : launch<__half, __half>(x, w, bias, out, T, N, K, ldo, s, pdl, opt);
 }
 
 }  // namespace lite_llama::cuda
