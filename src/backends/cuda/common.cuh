@@ -75,22 +75,20 @@ __device__ __forceinline__ void store8(T* p, const float* f) {
   }
 }
 
-// Streaming load that does not allocate in L1 (weights are read once per step).
+// Streaming load that does not allocate in L1 (weights are read once per step). kReadOnly: the
+// read-only path (ld.global.nc). ptxas moves read-only loads past a pdl_wait() either way, so a
+// load meant to be issued before the wait must be an ordinary one (see gemv1_kernel's kOrdered).
+template <bool kReadOnly = true>
 __device__ __forceinline__ uint4 ld_stream(const void* p) {
   uint4 r;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-               : "l"(p));
-  return r;
-}
-
-// ld_stream as an ordinary (not read-only) load: ptxas keeps it on its side of a pdl_wait(), where
-// it may move a read-only load past the wait, either way (see gemv1_kernel's kOrdered).
-__device__ __forceinline__ uint4 ld_stream_ordered(const void* p) {
-  uint4 r;
-  asm volatile("ld.global.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-               : "l"(p));
+  if constexpr (kReadOnly)
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+                 : "l"(p));
+  else
+    asm volatile("ld.global.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+                 : "l"(p));
   return r;
 }
 

@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict_
     }
   };
   auto streamed = [](const void* p) { return ld_stream(p); };
-  auto first = [](const void* p) { return kOrdered ? ld_stream_ordered(p) : ld_stream(p); };
+  auto first = [](const void* p) { return ld_stream<!kOrdered>(p); };
   int grp = blockIdx.x;
   // Launched with PDL (LITE_LLAMA_PDL_GEMV=1) this block may start while the kernel before it
   // (norm, SwiGLU, attention merge) still runs: the first weights, which no kernel writes, are
