@@ -67,7 +67,7 @@ struct CudaTuning {
   // The one-token 16-bit GEMV requests its first weights before its PDL wait with ordinary loads
   // instead of read-only ones: with read-only loads ptxas places the wait before them, so the
   // weights are only requested once the kernel before has finished. Off until measured
-  // (docs/benchmarks/gpu.md); bitwise equal either way.
+  // (docs/benchmarks/pdl.md); bitwise equal either way.
   bool gemv1_ordered_prefetch = false;
   // The one-token gate|up projection of 16-bit weights applies the SwiGLU to its products (one
   // launch fewer; the down projection then reads plain activations). Where it runs,

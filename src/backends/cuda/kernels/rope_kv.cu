@@ -28,7 +28,8 @@ __global__ void __launch_bounds__(kWarps * 32) rope_kv_kernel(RopeKvArgs a) {
   const T* src_row = static_cast<const T*>(a.qkv) + size_t(t) * row_len;
   // With kEarly, before the wait (the QKV GEMV may still run): what no kernel of the step writes,
   // the token's position and slot (uploaded before the step), its cos/sin row and the q/k norm
-  // weights. Without it, as many registers as before (40, 6 blocks an SM), after the wait.
+  // weights. Without it they are read after the wait, in 32 registers (the kernel before kEarly
+  // took 40), so prefill keeps its blocks an SM.
   int pos = 0;
   size_t slot = 0;
   const float* cs = nullptr;
