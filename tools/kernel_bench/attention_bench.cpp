@@ -109,6 +109,27 @@ double decode_us(int D, int B, int ctx, int Hq, int Hkv, int splits, int sms, in
   return us;
 }
 
+// Microseconds per device-to-device copy that moves `bytes` (bytes / 2 read, bytes / 2 written),
+// replayed from a graph over buffers of >= 256 MiB in all, as decode_us replays its calls: what
+// one call of that size costs a plain copy, launch and ramp included.
+double copy_us(double bytes, int reps) {
+  const size_t half = size_t(bytes / 2);
+  const int n = int(std::clamp(std::ceil(double(256 << 20) / bytes), 1.0, 32.0));
+  std::vector<void*> bufs;
+  for (int i = 0; i < 2 * n; ++i) {
+    bufs.push_back(dev_alloc(half));
+    CK(cudaMemset(bufs.back(), 1, half));
+  }
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const double us = graph_us(s, [&](int i) {
+    CK(cudaMemcpyAsync(bufs[size_t(2 * (i % n))], bufs[size_t(2 * (i % n) + 1)], half, cudaMemcpyDeviceToDevice, s));
+  }, std::max(reps, n), 3);
+  CK(cudaStreamDestroy(s));
+  for (void* p : bufs) cudaFree(p);
+  return us;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -186,7 +207,8 @@ int main(int argc, char** argv) {
       for (int L : {48, 256}) chunk_case(D, L, P, 0, sms, 10, copy_gbs);
   const std::vector<int> ctxs = quick ? std::vector<int>{8192} : std::vector<int>{8192, 16384, 32768};
   // "decode": calls one after another with plain launches (each call's launch, ramp and merge in
-  // full); "decode_pdl": launched as a decode step launches them on sm_90 (PDL).
+  // full); "decode_pdl": launched as a decode step launches them on sm_90 (PDL). "copy_us": a
+  // device copy moving the same bytes in one call (of_same_copy: its time over the call's).
   std::vector<bool> pdls = {false};
   if (prop.major >= 9) pdls.push_back(true);
   for (bool pdl : pdls)
@@ -197,9 +219,12 @@ int main(int argc, char** argv) {
           const int stages = decode_stages(B, Hkv, D, sms, 4);  // as the engine picks them
           const double ms = decode_us(D, B, ctx, Hq, Hkv, splits, sms, quick ? 10 : 40, stages, pdl) / 1e3;
           const double gbs = kv_bytes(D, B, ctx, Hkv) / ms / 1e6;
+          const double cus = copy_us(kv_bytes(D, B, ctx, Hkv), quick ? 10 : 40);
           std::printf("{\"kernel\": \"%s\", \"D\": %d, \"Hq\": %d, \"Hkv\": %d, \"batch\": %d, "
-                      "\"context\": %d, \"splits\": %d, \"us\": %.1f, \"GB/s\": %.1f, \"of_copy\": %.3f}\n",
-                      pdl ? "decode_pdl" : "decode", D, Hq, Hkv, B, ctx, splits, ms * 1e3, gbs, gbs / copy_gbs);
+                      "\"context\": %d, \"splits\": %d, \"us\": %.1f, \"GB/s\": %.1f, \"of_copy\": %.3f, "
+                      "\"copy_us\": %.1f, \"of_same_copy\": %.3f}\n",
+                      pdl ? "decode_pdl" : "decode", D, Hq, Hkv, B, ctx, splits, ms * 1e3, gbs, gbs / copy_gbs, cus,
+                      cus / (ms * 1e3));
         }
   return 0;
 }

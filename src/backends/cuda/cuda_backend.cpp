@@ -36,7 +36,7 @@ class CudaBackend final : public ops::Backend {
         peer_(std::move(peer)),
         tuning_(o.cuda),
         dev_(o.dtype == ActType::FP16 ? Act::F16 : Act::BF16),
-        linear_(dev_, o.cuda),
+        linear_(dev_, o.cuda, comm_ && comm_->size() > 1),
         weights_(dev_, linear_, o.quantize),
         sampler_(dev_),
         graphs_(dev_.stream()),

@@ -17,8 +17,12 @@ GqArgs gq_args(const Tensor& w, bool pdl) {
 
 }  // namespace
 
-CudaLinear::CudaLinear(CudaDevice& dev, const CudaTuning& tuning)
-    : dev_(dev), tuning_(tuning), pdl_(tuning.pdl && dev.props().major >= 9), gemm_(kGemmWorkspace) {}
+CudaLinear::CudaLinear(CudaDevice& dev, const CudaTuning& tuning, bool tensor_parallel)
+    : dev_(dev),
+      tuning_(tuning),
+      pdl_(tuning.pdl && dev.props().major >= 9),
+      tensor_parallel_(tensor_parallel),
+      gemm_(kGemmWorkspace) {}
 
 void CudaLinear::run(const Tensor& x, const ops::Linear& w, Tensor out) {
   const int T = int(x.rows()), K = int(x.cols()), N = int(w.out_features);
@@ -49,7 +53,9 @@ void CudaLinear::run(const Tensor& x, const ops::Linear& w, Tensor out) {
 }
 
 Gemv1Options CudaLinear::gemv1_options() const {
-  return {std::max(0, tuning_.gemv1_loop_blocks_per_sm) * dev_.sm_count(), tuning_.gemv1_ordered_prefetch};
+  const bool ordered = tuning_.gemv1_ordered_prefetch > 0 || (tuning_.gemv1_ordered_prefetch < 0 && tensor_parallel_);
+  return {std::max(0, tuning_.gemv1_loop_blocks_per_sm) * dev_.sm_count(), ordered,
+          std::max(0, tuning_.gemv1_l2_prefetch_groups)};
 }
 
 bool CudaLinear::one_token_gemv16(const ops::Linear& w, int64_t rows) const {

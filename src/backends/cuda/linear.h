@@ -14,7 +14,8 @@ namespace lite_llama::cuda {
 
 class CudaLinear {
  public:
-  CudaLinear(CudaDevice& dev, const CudaTuning& tuning);
+  // tensor_parallel: this rank is one of several (gemv1_ordered_prefetch's default).
+  CudaLinear(CudaDevice& dev, const CudaTuning& tuning, bool tensor_parallel = false);
 
   void run(const Tensor& x, const ops::Linear& w, Tensor out);
   // out = linear(swiglu(gate_up), w) in one GEMV for one token of 16-bit weights (the decode
@@ -45,7 +46,7 @@ class CudaLinear {
   // One token through the 16-bit one-token GEMV (the fused SwiGLU GEMVs' common condition).
   bool one_token_gemv16(const ops::Linear& w, int64_t rows) const;
   // How the one-token 16-bit GEMV runs: CudaTuning::gemv1_loop_blocks_per_sm an SM at most (0: a
-  // block a row group) and gemv1_ordered_prefetch.
+  // block a row group), gemv1_ordered_prefetch and gemv1_l2_prefetch_groups.
   Gemv1Options gemv1_options() const;
   void run_gq(const Tensor& x, const ops::Linear& w, Tensor out, int T, int N, int K, bool f32);
   bool run_fp8(const Tensor& x, const ops::Linear& w, Tensor out, int T, int N, int K, bool f32);
@@ -64,6 +65,7 @@ class CudaLinear {
   CudaDevice& dev_;
   const CudaTuning tuning_;
   const bool pdl_;  // tuning_.pdl on a GPU that has it
+  const bool tensor_parallel_;
   Gemm gemm_;
   Buffer deq_, gq_scratch_;
   const void* xq_of_ = nullptr;  // the activation whose integer form gq_scratch_ holds
