@@ -126,7 +126,9 @@ __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict_
   // (norm, SwiGLU, attention merge) still runs: the first weights, which no kernel writes, are
   // fetched before the wait; x and out only after it.
   load_w(grp * kOut, c_beg + lane, first);
-  if (kL2 && int(threadIdx.x) < pf_groups * kRows1) {
+  // Only the blocks that start in the first wave (all of a looping grid): later ones would bring
+  // groups that the first wave's prefetches already brought.
+  if (kL2 && int(blockIdx.x) < pf_stride && int(threadIdx.x) < pf_groups * kRows1) {
     const int g = grp + (int(threadIdx.x) / kRows1 + 1) * pf_stride, r = int(threadIdx.x) % kRows1;
     if (g < groups && row_ok(g * kOut, r)) l2_prefetch_bulk(w + size_t(w_row(g * kOut, r)) * K, uint32_t(K) * sizeof(T));
   }
