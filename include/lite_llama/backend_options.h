@@ -68,14 +68,9 @@ struct CudaTuning {
   // instead of read-only ones: with read-only loads ptxas places the wait before them, so the
   // weights are only requested once the kernel before has finished. -1: on with tensor
   // parallelism, where a GEMV follows each all-reduce's NVLink round trip (2 x H200, Llama-3.1-8B
-  // batch 1: tp 2 step 1.7% faster, tp 1 0.5%; one GPU, Llama-3.2-1B at 128 tokens up to 1.4%
-  // slower, docs/benchmarks/pdl.md); 0 off, 1 on. Bitwise equal either way.
+  // batch 1: tp 2 step 2.712 -> 2.658 ms, -2.0%), off on one GPU (Llama-3.2-1B at 128 tokens,
+  // batch 1 / 8: 0.9% / 1.4% slower; docs/benchmarks/pdl.md); 0 off, 1 on. Bitwise equal either way.
   int gemv1_ordered_prefetch = -1;
-  // Before its PDL wait a one-token 16-bit GEMV block also brings the weight rows of this many
-  // row groups it (or the blocks after it) will take next into L2 (cp.async.bulk.prefetch, sm_90),
-  // and its first weights with ordinary loads (as gemv1_ordered_prefetch 1); 0: none. Not yet
-  // measured (docs/benchmarks/pdl.md).
-  int gemv1_l2_prefetch_groups = 0;
   // The one-token gate|up projection of 16-bit weights applies the SwiGLU to its products (one
   // launch fewer; the down projection then reads plain activations). Where it runs,
   // swiglu_gemv_max_k no longer applies.

@@ -208,20 +208,17 @@ TEST_P(CudaLinear, SwigluAppliedByOneTokenGateUpGemv) {
 // CudaTuning::gemv1_loop_blocks_per_sm: the one-token GEMVs (plain, SwiGLU of the input, SwiGLU of
 // the gate|up products) on at most 1 or 3 blocks an SM, each looping over row groups, equal bit
 // for bit to a block a group (same sums in the same order) and to the CPU within the tolerance;
-// the same for gemv1_ordered_prefetch (ordinary loads for the first weights), alone and with 3,
-// and for gemv1_l2_prefetch_groups (later groups' rows into L2 before the wait) with and without.
+// the same for gemv1_ordered_prefetch (ordinary loads for the first weights), alone and with 3.
 // N 200 has fewer groups than blocks (no loop); 4,096 and 9,728 many more than 132 SMs hold.
 TEST_P(CudaLinear, OneTokenGemvLoopingBlocksEqualOneGroupABlock) {
-  constexpr int kVariants = 6;
-  const int blocks_per_sm[kVariants] = {1, 3, 0, 3, 0, 3};
-  const bool ordered[kVariants] = {false, false, true, true, true, false};
-  const int l2_groups[kVariants] = {0, 0, 0, 0, 2, 1};
+  constexpr int kVariants = 4;
+  const int blocks_per_sm[kVariants] = {1, 3, 0, 3};
+  const bool ordered[kVariants] = {false, false, true, true};
   std::unique_ptr<ops::Backend> loop[kVariants];
   for (int i = 0; i < kVariants; ++i) {
     CudaTuning t;
     t.gemv1_loop_blocks_per_sm = blocks_per_sm[i];
     t.gemv1_ordered_prefetch = ordered[i];
-    t.gemv1_l2_prefetch_groups = l2_groups[i];
     loop[i] = make_gpu(GetParam(), t);
   }
   std::mt19937 rng(117);
@@ -253,8 +250,7 @@ TEST_P(CudaLinear, OneTokenGemvLoopingBlocksEqualOneGroupABlock) {
         for (int i = 0; i < kVariants; ++i) {
           const auto got = run(*loop[i], out_t);
           for (size_t j = 0; j < 3; ++j)
-            EXPECT_EQ(got[j], base[j]) << "blocks an SM " << blocks_per_sm[i] << " ordered " << ordered[i] << " L2 groups " << l2_groups[i]
-                                 << " op " << j;
+            EXPECT_EQ(got[j], base[j]) << "blocks an SM " << blocks_per_sm[i] << " ordered " << ordered[i] << " op " << j;
         }
       }
       keep.clear();

@@ -36,8 +36,6 @@ void apply_env_tuning(BackendOptions& o) {
   c.gemv1_loop_blocks_per_sm = std::max(0, c.gemv1_loop_blocks_per_sm);
   env_int("LITE_LLAMA_GEMV1_ORDERED_PREFETCH", c.gemv1_ordered_prefetch);
   c.gemv1_ordered_prefetch = std::clamp(c.gemv1_ordered_prefetch, -1, 1);
-  env_int("LITE_LLAMA_GEMV1_L2_PREFETCH", c.gemv1_l2_prefetch_groups);
-  c.gemv1_l2_prefetch_groups = std::clamp(c.gemv1_l2_prefetch_groups, 0, 8);
   if (env("LITE_LLAMA_GATE_UP_SWIGLU")) c.gate_up_swiglu = !env_is("LITE_LLAMA_GATE_UP_SWIGLU", "0");
   env_int("LITE_LLAMA_MOE_GEMV_MAX", c.moe_gemv_max_assign);
   env_int("LITE_LLAMA_MOE_L2_PREFETCH", c.moe_l2_prefetch);

@@ -96,14 +96,6 @@ __device__ __forceinline__ uint4 ld_stream(const void* p) {
 // kernel still writes: L2 is where every SM's and peer's stores land, so the line stays coherent.
 __device__ __forceinline__ void l2_prefetch(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
-// Brings `bytes` (a multiple of 16, p 16-byte aligned) into L2 with one bulk request (sm_90; a
-// no-op below). For data no running kernel writes (weights).
-__device__ __forceinline__ void l2_prefetch_bulk(const void* p, uint32_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-#endif
-}
-
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

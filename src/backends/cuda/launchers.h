@@ -103,14 +103,11 @@ cudaError_t peer_ll_all_reduce_add_rms_norm(const PeerLLArgs& a, Act act, const 
 
 // How the one-token GEMV kernel runs (CudaTuning): max_blocks > 0, on at most that many blocks,
 // each looping over row groups (gemv1_loop_blocks_per_sm); ordered_prefetch, its first weights
-// loaded before the PDL wait with ordinary loads, which ptxas keeps there (gemv1_ordered_prefetch);
-// l2_prefetch_groups (PDL launches only; implies ordered_prefetch), the weight rows of that many
-// later row groups brought into L2 before the wait (gemv1_l2_prefetch_groups). All are bitwise
-// equal to the default kernel.
+// loaded before the PDL wait with ordinary loads, which ptxas keeps there (gemv1_ordered_prefetch).
+// Both are bitwise equal to the default kernel.
 struct Gemv1Options {
   int max_blocks = 0;
   bool ordered_prefetch = false;
-  int l2_prefetch_groups = 0;
 };
 
 // out[t, n] = sum_k x[t, k] * w[n, k] (+ bias[n]) for T <= 8 tokens; out is act or f32.

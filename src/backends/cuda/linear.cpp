@@ -54,8 +54,7 @@ void CudaLinear::run(const Tensor& x, const ops::Linear& w, Tensor out) {
 
 Gemv1Options CudaLinear::gemv1_options() const {
   const bool ordered = tuning_.gemv1_ordered_prefetch > 0 || (tuning_.gemv1_ordered_prefetch < 0 && tensor_parallel_);
-  return {std::max(0, tuning_.gemv1_loop_blocks_per_sm) * dev_.sm_count(), ordered,
-          std::max(0, tuning_.gemv1_l2_prefetch_groups)};
+  return {std::max(0, tuning_.gemv1_loop_blocks_per_sm) * dev_.sm_count(), ordered};
 }
 
 bool CudaLinear::one_token_gemv16(const ops::Linear& w, int64_t rows) const {

@@ -46,7 +46,7 @@ class CudaLinear {
   // One token through the 16-bit one-token GEMV (the fused SwiGLU GEMVs' common condition).
   bool one_token_gemv16(const ops::Linear& w, int64_t rows) const;
   // How the one-token 16-bit GEMV runs: CudaTuning::gemv1_loop_blocks_per_sm an SM at most (0: a
-  // block a row group), gemv1_ordered_prefetch and gemv1_l2_prefetch_groups.
+  // block a row group) and gemv1_ordered_prefetch (on by default with tensor parallelism).
   Gemv1Options gemv1_options() const;
   void run_gq(const Tensor& x, const ops::Linear& w, Tensor out, int T, int N, int K, bool f32);
   bool run_fp8(const Tensor& x, const ops::Linear& w, Tensor out, int T, int N, int K, bool f32);

@@ -89,16 +89,10 @@ enum class Gemv1 { kPlain, kSwigluIn, kSwigluOut };
 // loads (ld_stream) are free to move past the wait, and ptxas puts the wait (ACQBULK) first, so
 // without it no weight is requested before the kernel before this one has finished (SASS of
 // every variant, nvcc 13.0); ordinary loads keep their place.
-// kL2 (with kOrdered): before the wait, the block also brings into L2 the weight rows of row
-// groups grp + j * pf_stride (j = 1..pf_groups), those it or the blocks after it take next
-// (pf_stride: the blocks resident at once), so that more weights than fit its registers arrive
-// while the kernel before finishes. A template flag because any bulk prefetch before the wait
-// also keeps the read-only first loads there, which would change the default kernel.
-template <typename T, typename OutT, Gemv1 kMode = Gemv1::kPlain, bool kLoop = false, bool kOrdered = false,
-          bool kL2 = false>
+template <typename T, typename OutT, Gemv1 kMode = Gemv1::kPlain, bool kLoop = false, bool kOrdered = false>
 __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict__ x, const T* __restrict__ w,
                                                             const T* __restrict__ bias, OutT* __restrict__ out,
-                                                            int N, int K, int pf_groups, int pf_stride) {
+                                                            int N, int K) {
   constexpr bool kSwiglu = kMode == Gemv1::kSwigluIn, kGateUp = kMode == Gemv1::kSwigluOut;
   constexpr int kOut = kGateUp ? kRows1 / 2 : kRows1;  // outputs a row group
   __shared__ float part[kWarps][kRows1];
@@ -126,12 +120,6 @@ __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict_
   // (norm, SwiGLU, attention merge) still runs: the first weights, which no kernel writes, are
   // fetched before the wait; x and out only after it.
   load_w(grp * kOut, c_beg + lane, first);
-  // Only the blocks that start in the first wave (all of a looping grid): later ones would bring
-  // groups that the first wave's prefetches already brought.
-  if (kL2 && int(blockIdx.x) < pf_stride && int(threadIdx.x) < pf_groups * kRows1) {
-    const int g = grp + (int(threadIdx.x) / kRows1 + 1) * pf_stride, r = int(threadIdx.x) % kRows1;
-    if (g < groups && row_ok(g * kOut, r)) l2_prefetch_bulk(w + size_t(w_row(g * kOut, r)) * K, uint32_t(K) * sizeof(T));
-  }
   pdl_wait();
   for (;;) {
     const int row0 = grp * kOut;
@@ -210,26 +198,12 @@ cudaError_t launch_gemv1(const void* x, const void* w, const void* bias, void* o
                          bool pdl, Gemv1Options opt) {
   constexpr int kOutPerBlock = kMode == Gemv1::kSwigluOut ? kRows1 / 2 : kRows1;
   const int groups = int(ceil_div(N, kOutPerBlock));
+  auto go = [&](auto kernel, int blocks) {
+    return launch_pdl(pdl, kernel, dim3(blocks), dim3(kWarps * 32), 0, s, static_cast<const T*>(x),
+                      static_cast<const T*>(w), static_cast<const T*>(bias), static_cast<OutT*>(out), N, K);
+  };
   const bool loop = opt.max_blocks > 0 && opt.max_blocks < groups;
   const int blocks = loop ? opt.max_blocks : groups;
-  // The blocks resident at once: a looping grid's, else what the SMs hold of this kernel.
-  static const int resident = [] {
-    int dev = 0, sms = 0, per_sm = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv1_kernel<T, OutT, kMode>, kWarps * 32, 0);
-    return std::max(1, sms * per_sm);
-  }();
-  const int pf_groups = std::min(opt.l2_prefetch_groups, 8);
-  const int pf_stride = loop ? blocks : resident;
-  auto go = [&](auto kernel, int nblocks) {
-    return launch_pdl(pdl, kernel, dim3(nblocks), dim3(kWarps * 32), 0, s, static_cast<const T*>(x),
-                      static_cast<const T*>(w), static_cast<const T*>(bias), static_cast<OutT*>(out), N, K,
-                      pf_groups, pf_stride);
-  };
-  if (pf_groups > 0 && pdl)  // only a PDL launch has a window before its wait
-    return loop ? go(gemv1_kernel<T, OutT, kMode, true, true, true>, blocks)
-                : go(gemv1_kernel<T, OutT, kMode, false, true, true>, blocks);
   if (opt.ordered_prefetch)
     return loop ? go(gemv1_kernel<T, OutT, kMode, true, true>, blocks)
                 : go(gemv1_kernel<T, OutT, kMode, false, true>, blocks);
