@@ -69,21 +69,13 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, int splits
                              n,
                              (n + kBN - 1) / kBN};
 
-  // With PDL this block may run beside the RoPE + KV write kernel before it: the slot table
-  // (written at the step's start) and the pool rows of earlier steps are final, so the ring starts
-  // on them; the query and the new key's K/V row (the last key, seq_len - 1) are read only after
-  // pdl_wait(). The split holding the new key starts on its other keys too: where start() issues
-  // the new key's tile, it leaves that one row out and loads it after the wait (late_tile); a
-  // later tile is issued after the wait anyway. (Waiting before start() made that split begin
-  // its slot-id and K/V trips only after the wait, last of all the call's blocks.)
+  // With PDL this block may run beside the RoPE + KV write kernel before it: keys older than the
+  // new token (slot table, pool rows of earlier steps) are final, so the ring starts on them; the
+  // query and the new key (the last one, seq_len - 1) are read only after pdl_wait().
   const bool new_key = end == seq_len;
-  const int late_tile = new_key && pipe.ntiles <= kStages - 1 ? pipe.ntiles - 1 : -1;
-  pipe.start(late_tile >= 0 ? n - 1 : -1);
-  pdl_wait();
-  if (late_tile >= 0) {
-    pipe.load_last_row();
-    cp_async_commit();
-  }
+  if (new_key) pdl_wait();
+  pipe.start();
+  if (!new_key) pdl_wait();
   const T* qb = static_cast<const T*>(a.q) + (size_t(a.b_q_start[b]) * a.Hq + h0) * D;
   for (int i = threadIdx.x; i < 16 * (D / 8); i += kThreads) {
     const int r = i / (D / 8), c = i % (D / 8);
@@ -100,10 +92,6 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, int splits
   const float scale_log2 = a.scale * 1.4426950408889634f;
   for (int j = 0; j < pipe.ntiles; ++j) {
     pipe.wait(j);
-    if (j == late_tile) {  // the row's group came after the tiles': wait for all (the rest are empty)
-      cp_async_wait<0>();
-      __syncthreads();
-    }
     const int k0 = j * kBN;
     w.template tile<2, true>(q, Qs, pipe.K(j), pipe.V(j), warp * 16, k0, k0 + kBN > n, lim, scale_log2);
   }

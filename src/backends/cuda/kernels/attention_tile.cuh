@@ -27,15 +27,13 @@ __device__ __forceinline__ void load_slots(int32_t* dst, const int32_t* slots, i
 }
 
 // K and V rows of keys [k0, k0 + kBN) of KV head kvh; rows at or past key_end are zeros (a zero
-// row times a masked probability stays 0, where stale pool bytes could be NaN). The row of key
-// `skip` is left alone (loaded later by KvPipe::load_row).
+// row times a masked probability stays 0, where stale pool bytes could be NaN).
 template <typename T, int D>
 __device__ __forceinline__ void load_kv(T* Ks, T* Vs, const int32_t* slot_ids, const T* k_pool,
-                                        const T* v_pool, int Hkv, int kvh, int k0, int key_end, int skip = -1) {
+                                        const T* v_pool, int Hkv, int kvh, int k0, int key_end) {
   constexpr int kChunks = D / 8;
   for (int i = threadIdx.x; i < kBN * kChunks; i += kThreads) {
     const int r = i / kChunks, c = i % kChunks;
-    if (k0 + r == skip) continue;
     const bool ok = k0 + r < key_end;
     const size_t off = ok ? (size_t(slot_ids[r]) * Hkv + kvh) * D + c * 8 : 0;
     cp_async16(Ks + r * ld<D>() + c * 8, k_pool + off, ok);
@@ -75,38 +73,25 @@ struct KvPipe {
   __device__ __forceinline__ const T* V(int j) const { return K(j) + kBN * ld<D>(); }
 
   // Slot ids of tiles 0..S-2 (in the caller's open commit group, with whatever it loads), then K/V
-  // of tiles 0..S-2, without the row of key `skip` (see load_row).
-  __device__ __forceinline__ void start(int skip = -1) {
+  // of tiles 0..S-2.
+  __device__ __forceinline__ void start() {
     for (int i = 0; i < S - 1 && i < ntiles; ++i) load_slots(ids + i * kBN, slots, i * kBN, n);
     cp_async_commit();
     cp_async_wait<0>();
     __syncthreads();
     for (int i = 0; i < S - 1; ++i) {
       if (i > 0) __syncthreads();  // issue(i) overwrites the ids issue(i - 1) read
-      issue(i, skip);
+      issue(i);
       cp_async_commit();
     }
   }
-  __device__ __forceinline__ void issue(int i, int skip = -1) {
+  __device__ __forceinline__ void issue(int i) {
     if (i < ntiles) {
       T* k = kv + size_t(2 * (i % S)) * kBN * ld<D>();
-      load_kv<T, D>(k, k + kBN * ld<D>(), ids + (i % S) * kBN, k_pool, v_pool, Hkv, kvh, i * kBN, n, skip);
+      load_kv<T, D>(k, k + kBN * ld<D>(), ids + (i % S) * kBN, k_pool, v_pool, Hkv, kvh, i * kBN, n);
     }
     const int next = i + S - 1;
     if (next < ntiles) load_slots(ids + (next % S) * kBN, slots, next * kBN, n);
-  }
-  // The K/V row of the last key (n - 1), left out by start(skip = n - 1), into its tile's buffer,
-  // in the caller's commit group. Only where start() issued that tile (ntiles <= S - 1): its slot
-  // ids are then still in place (no later tile's ids overwrote them).
-  __device__ __forceinline__ void load_last_row() {
-    const int i = (n - 1) / kBN, r = (n - 1) % kBN;
-    constexpr int kChunks = D / 8;
-    T* k = kv + size_t(2 * (i % S)) * kBN * ld<D>() + r * ld<D>();
-    if (threadIdx.x < kChunks) {
-      const size_t off = (size_t(ids[(i % S) * kBN + r]) * Hkv + kvh) * D + threadIdx.x * 8;
-      cp_async16(k + threadIdx.x * 8, k_pool + off, true);
-      cp_async16(k + kBN * ld<D>() + threadIdx.x * 8, v_pool + off, true);
-    }
   }
   // Tile j landed and every warp is done with tile j - 1 (whose buffers tile j + S - 1 takes).
   __device__ __forceinline__ void wait(int j) {
