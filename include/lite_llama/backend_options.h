@@ -67,8 +67,8 @@ struct CudaTuning {
   // The one-token 16-bit GEMV requests its first weights before its PDL wait with ordinary loads
   // instead of read-only ones: with read-only loads ptxas places the wait before them, so the
   // weights are only requested once the kernel before has finished. -1: on with tensor
-  // parallelism, where a GEMV follows each all-reduce's NVLink round trip (2 x H200, Llama-3.1-8B
-  // batch 1: tp 2 step 2.712 -> 2.658 ms, -2.0%), off on one GPU (Llama-3.2-1B at 128 tokens,
+  // parallelism, where a GEMV follows each all-reduce's NVLink round trip (Llama-3.1-8B batch 1,
+  // tp 2 step: 2 x H200 2.712 -> 2.658 ms, 2 x H100 3.365 -> 3.332 ms), off on one GPU (Llama-3.2-1B at 128 tokens,
   // batch 1 / 8: 0.9% / 1.4% slower; docs/benchmarks/pdl.md); 0 off, 1 on. Bitwise equal either way.
   int gemv1_ordered_prefetch = -1;
   // The one-token gate|up projection of 16-bit weights applies the SwiGLU to its products (one
