@@ -93,6 +93,10 @@ struct CudaTuning {
   // With pdl: the tensor-parallel all-reduce + add + RMSNorm is launched while the row-parallel
   // projection before it drains, and waits for it inside.
   bool pdl_all_reduce = true;
+  // The low-latency all-reduce + norm polls all of a thread's lines from a peer at once (one L2
+  // round trip a try) instead of one line after another (one round trip a line). Being measured
+  // (docs/benchmarks/tensor-parallel.md).
+  bool peer_ll_batch_poll = true;
   // Prefill chunks whose keys are not split run on the wgmma kernel (attention_prefill_sm90.cu)
   // where the GPU is sm_90 and the binary holds sm_90a code; false: the mma.sync kernel.
   bool prefill_wgmma = true;

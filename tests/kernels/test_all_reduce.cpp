@@ -108,10 +108,12 @@ TEST(CudaTensorParallel, AllReducePeerKernelAndNccl) {
 // The fused all-reduce + residual add + RMSNorm (the peer kernel's low-latency or staged channel,
 // or NCCL and the separate norm with the kernel off), three calls in a row on new partial sums
 // (a call that read the previous call's data would be off), each after a plain all-reduce, as a
-// forward interleaves them.
-void check_all_reduce_norm(int n, int peer_kib) {
+// forward interleaves them. batch_poll: CudaTuning::peer_ll_batch_poll (the low-latency channel's
+// polling of a thread's lines all at once or one by one).
+void check_all_reduce_norm(int n, int peer_kib, bool batch_poll = true) {
   BackendOptions o = gpu_options("bf16");
   o.cuda.peer_all_reduce_max_kib = peer_kib;
+  o.cuda.peer_ll_batch_poll = batch_poll;
   auto be = make_backends(o, n);
   constexpr int kCalls = 3;
   // 64 x 4096 fills the low-latency channel (1 MiB); 300 x 1024 and 80 x 4096 take the staged one.
@@ -166,6 +168,7 @@ void check_all_reduce_norm(int n, int peer_kib) {
         er = std::max(er, std::fabs(double(got_res[size_t(r)][i]) - res[i]) / (1 + std::fabs(res[i])));
         eo = std::max(eo, std::fabs(double(got_out[size_t(r)][i]) - want[i]) / (1 + std::fabs(want[i])));
       }
+      SCOPED_TRACE(::testing::Message() << "peer KiB " << peer_kib << ", batch poll " << batch_poll);
       EXPECT_LE(er, 1e-5) << n << " ranks, " << rows << " x " << H << ", rank " << r << " (residual)";
       EXPECT_LE(eo, 1e-2) << n << " ranks, " << rows << " x " << H << ", rank " << r << " (normalised)";
       EXPECT_EQ(got_out[size_t(r)], got_out[0]) << "ranks must hold the same bits";
@@ -177,7 +180,8 @@ void check_all_reduce_norm(int n, int peer_kib) {
 TEST(CudaTensorParallel, AllReduceAddRmsNorm) {
   LL_REQUIRE_GPUS(2);
   for (int n : {2, std::min(gpus(), 8)}) {
-    check_all_reduce_norm(n, 4096);
+    check_all_reduce_norm(n, 4096, true);
+    check_all_reduce_norm(n, 4096, false);
     check_all_reduce_norm(n, 0);
   }
 }

@@ -53,6 +53,7 @@ void apply_env_tuning(BackendOptions& o) {
   if (env("LITE_LLAMA_PDL_GEMV")) c.pdl_gemv = !env_is("LITE_LLAMA_PDL_GEMV", "0");
   if (env("LITE_LLAMA_PDL_ATTENTION")) c.pdl_attention = !env_is("LITE_LLAMA_PDL_ATTENTION", "0");
   if (env("LITE_LLAMA_PDL_ALL_REDUCE")) c.pdl_all_reduce = !env_is("LITE_LLAMA_PDL_ALL_REDUCE", "0");
+  if (env("LITE_LLAMA_PEER_LL_BATCH_POLL")) c.peer_ll_batch_poll = !env_is("LITE_LLAMA_PEER_LL_BATCH_POLL", "0");
   if (env("LITE_LLAMA_PDL_NORM")) c.pdl_norm = !env_is("LITE_LLAMA_PDL_NORM", "0");
   if (env("LITE_LLAMA_PREFILL_WGMMA")) c.prefill_wgmma = !env_is("LITE_LLAMA_PREFILL_WGMMA", "0");
   if (env("LITE_LLAMA_CHECK_FINITE")) c.check_finite = env_is("LITE_LLAMA_CHECK_FINITE", "1");

@@ -278,7 +278,7 @@ class CudaBackend final : public ops::Backend {
     {
       ProfileScope ps(prof_, "all-reduce+norm", stream());
       peer_->run_add_rms_norm(x.data, rows, n, residual.ptr<float>(), w.ptr<float>(), eps, act(), out.data, stream(),
-                              pdl(tuning_.pdl_all_reduce));
+                              pdl(tuning_.pdl_all_reduce), tuning_.peer_ll_batch_poll);
     }
     finite_("add_rms_norm (residual)", residual);
     finite_("add_rms_norm", out);

@@ -97,9 +97,10 @@ struct PeerLLArgs {
   void* recv[kPeerArMaxRanks] = {};
   uint32_t* counter = nullptr;
 };
+// batch_poll: a thread polls all its lines of a source at once (CudaTuning::peer_ll_batch_poll).
 cudaError_t peer_ll_all_reduce_add_rms_norm(const PeerLLArgs& a, Act act, const float* x, int rows, int n,
                                             float* residual, const float* w, float eps, void* out, cudaStream_t s,
-                                            bool pdl = false);
+                                            bool pdl = false, bool batch_poll = false);
 
 // How the one-token GEMV kernel runs (CudaTuning): max_blocks > 0, on at most that many blocks,
 // each looping over row groups (gemv1_loop_blocks_per_sm); ordered_prefetch, its first weights

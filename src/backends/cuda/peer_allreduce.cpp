@@ -80,10 +80,10 @@ bool PeerAllReduce::takes_norm(int rows, int n) const {
 }
 
 void PeerAllReduce::run_add_rms_norm(void* x, int rows, int n, float* residual, const float* w, float eps, Act act,
-                                     void* out, cudaStream_t s, bool pdl) {
+                                     void* out, cudaStream_t s, bool pdl, bool batch_poll) {
   if (int64_t(rows) * n / 2 <= ll_args_.cap_lines) {
     LL_CUDA(peer_ll_all_reduce_add_rms_norm(ll_args_, act, static_cast<const float*>(x), rows, n, residual, w, eps,
-                                            out, s, pdl));
+                                            out, s, pdl, batch_poll));
     return;
   }
   PeerArArgs a = norm_args_;

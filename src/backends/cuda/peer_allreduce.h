@@ -26,10 +26,11 @@ class PeerAllReduce {
   bool takes(size_t bytes, DType dt) const;
   void run(void* x, size_t bytes, DType dt, cudaStream_t s);
   // The fused all-reduce + residual add + RMSNorm: fp32 x and residual [rows, n], n % 4 == 0,
-  // n <= 8192, rows * n * 4 <= max_bytes. pdl: launched with PDL after the projection (sm_90+).
+  // n <= 8192, rows * n * 4 <= max_bytes. pdl: launched with PDL after the projection (sm_90+);
+  // batch_poll: the low-latency channel polls a thread's lines together (peer_ll_batch_poll).
   bool takes_norm(int rows, int n) const;
   void run_add_rms_norm(void* x, int rows, int n, float* residual, const float* w, float eps, Act act, void* out,
-                        cudaStream_t s, bool pdl = false);
+                        cudaStream_t s, bool pdl = false, bool batch_poll = false);
 
  private:
   PeerAllReduce() = default;

@@ -157,10 +157,44 @@ __device__ __forceinline__ float2 ld_line(const uint4* p, uint32_t flag) {
   return make_float2(__uint_as_float(v.x), __uint_as_float(v.z));
 }
 
+// A thread's lines i = threadIdx.x + c * kPeerArThreads (c < kLines, i < lines) of one source, all
+// requested at once per try: one L2 round trip once the lines have arrived, where polling them one
+// after another (ld_line) pays one round trip per line.
+// (In groups of 4 lines, which bounds the registers in flight: a row of 8192 values is 8 lines a
+// thread, two round trips.)
+template <int kLines>
+__device__ __forceinline__ void ld_lines(const uint4* src, int lines, uint32_t flag, float2 (&q)[kLines]) {
+  constexpr int kGroup = kLines < 4 ? kLines : 4;
+#pragma unroll
+  for (int c0 = 0; c0 < kLines; c0 += kGroup) {
+    uint32_t pending = 0;
+#pragma unroll
+    for (int c = 0; c < kGroup; ++c)
+      if ((c0 + c) * kPeerArThreads + int(threadIdx.x) < lines) pending |= 1u << c;
+    while (pending) {
+      uint4 v[kGroup];
+#pragma unroll
+      for (int c = 0; c < kGroup; ++c)
+        if (pending & (1u << c))
+          asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                       : "=r"(v[c].x), "=r"(v[c].y), "=r"(v[c].z), "=r"(v[c].w)
+                       : "l"(src + (c0 + c) * kPeerArThreads + threadIdx.x)
+                       : "memory");
+#pragma unroll
+      for (int c = 0; c < kGroup; ++c)
+        if ((pending & (1u << c)) && v[c].y == flag && v[c].w == flag) {
+          q[c0 + c] = make_float2(__uint_as_float(v[c].x), __uint_as_float(v[c].z));
+          pending &= ~(1u << c);
+        }
+    }
+  }
+}
+
 // Block b owns the rows r with r % gridDim.x == b, as peer_all_reduce_norm_kernel; a thread owns
 // lines i = threadIdx.x + c * kPeerArThreads of a row (values 2i, 2i + 1). The sum is taken in
-// rank order on every rank, so all ranks hold the same bits.
-template <typename T>
+// rank order on every rank, so all ranks hold the same bits. kBatchPoll: a source's lines are
+// polled together (ld_lines), else one by one (CudaTuning::peer_ll_batch_poll).
+template <typename T, bool kBatchPoll = false>
 __global__ void __launch_bounds__(kPeerArThreads)
     peer_ll_norm_kernel(PeerLLArgs a, const float* x, int rows, int n, float* __restrict__ residual,
                         const float* __restrict__ w, float eps, T* __restrict__ out) {
@@ -214,6 +248,19 @@ __global__ void __launch_bounds__(kPeerArThreads)
     for (int c = 0; c < kLines; ++c) acc[c] = make_float2(0.f, 0.f);
     for (int p = 0; p < a.size; ++p) {
       const uint4* src = static_cast<const uint4*>(a.recv[a.rank]) + par + int64_t(p) * slab + at;
+      if (kBatchPoll) {
+        float2 q[kLines];
+        if (p == a.rank) {
+#pragma unroll
+          for (int c = 0; c < kLines; ++c) q[c] = v[c];
+        } else {
+          ld_lines<kLines>(src, lines, flag, q);
+        }
+#pragma unroll
+        for (int c = 0; c < kLines; ++c)
+          if (c * kPeerArThreads + int(threadIdx.x) < lines) acc[c].x += q[c].x, acc[c].y += q[c].y;
+        continue;
+      }
 #pragma unroll
       for (int c = 0; c < kLines; ++c) {
         const int i = c * kPeerArThreads + threadIdx.x;
@@ -250,15 +297,19 @@ __global__ void __launch_bounds__(kPeerArThreads)
 
 cudaError_t peer_ll_all_reduce_add_rms_norm(const PeerLLArgs& a, Act act, const float* x, int rows, int n,
                                             float* residual, const float* w, float eps, void* out, cudaStream_t s,
-                                            bool pdl) {
+                                            bool pdl, bool batch_poll) {
   if (rows == 0) return cudaSuccess;
   if (a.size < 1 || a.size > kPeerArMaxRanks || n % 2 != 0 || n > 8192 || int64_t(rows) * n / 2 > a.cap_lines)
     return cudaErrorInvalidValue;
-  if (act == Act::BF16)
-    return launch_pdl(pdl, peer_ll_norm_kernel<__nv_bfloat16>, dim3(kPeerArBlocks), dim3(kPeerArThreads), 0, s, a, x,
-                      rows, n, residual, w, eps, static_cast<__nv_bfloat16*>(out));
-  return launch_pdl(pdl, peer_ll_norm_kernel<__half>, dim3(kPeerArBlocks), dim3(kPeerArThreads), 0, s, a, x, rows, n,
-                    residual, w, eps, static_cast<__half*>(out));
+  auto go = [&](auto kernel, auto* o) {
+    return launch_pdl(pdl, kernel, dim3(kPeerArBlocks), dim3(kPeerArThreads), 0, s, a, x, rows, n, residual, w, eps, o);
+  };
+  if (act == Act::BF16) {
+    auto* o = static_cast<__nv_bfloat16*>(out);
+    return batch_poll ? go(peer_ll_norm_kernel<__nv_bfloat16, true>, o) : go(peer_ll_norm_kernel<__nv_bfloat16>, o);
+  }
+  auto* o = static_cast<__half*>(out);
+  return batch_poll ? go(peer_ll_norm_kernel<__half, true>, o) : go(peer_ll_norm_kernel<__half>, o);
 }
 
 cudaError_t peer_all_reduce_add_rms_norm(const PeerArArgs& a, Act act, int rows, int n, float* residual,
