@@ -94,7 +94,8 @@ struct CudaTuning {
   // projection before it drains, and waits for it inside.
   bool pdl_all_reduce = true;
   // The low-latency all-reduce + norm polls all of a thread's lines from a peer at once (one L2
-  // round trip a try) instead of one line after another (one round trip a line). Being measured
+  // round trip a try) instead of one line after another (one round trip a line). 2 x H100,
+  // Llama-3.1-8B: tp 2 step 3.331 -> 3.280 ms at batch 1, 4.037 -> 3.993 at batch 8
   // (docs/benchmarks/tensor-parallel.md).
   bool peer_ll_batch_poll = true;
   // Prefill chunks whose keys are not split run on the wgmma kernel (attention_prefill_sm90.cu)
