@@ -235,14 +235,22 @@ Tensor Decoder::run(const StepShape& s) {
 
   be_.write_slot_table(kv_->req_to_slot(), kv_->req_stride(), md + m_treq_, md + m_pos_,
                        md + m_slots_, s.num_tokens);
-  be_.embedding(w_.embed, md + m_ids_, s.num_tokens, x);
-  if (shard_.active()) be_.all_reduce(x);  // one real row and zeros from the other ranks
+  // Under tensor parallelism each rank's embedding shard gives one real row or zeros: those
+  // partial sums go where the MLP output goes in later layers, onto a zero residual, so that the
+  // first layer's norm all-reduces them as every later norm does (one fused kernel, not a
+  // separate all-reduce and norm).
+  if (shard_.active()) {
+    be_.zero(x);
+    be_.embedding(w_.embed, md + m_ids_, s.num_tokens, down);
+  } else {
+    be_.embedding(w_.embed, md + m_ids_, s.num_tokens, x);
+  }
   const float scale = 1.0f / std::sqrt(float(D));
   for (int l = 0; l < int(cfg_.num_layers); ++l) {
     const LayerWeights& lw = w_.layers[size_t(l)];
     // The row-parallel O and down projections' partial sums are all-reduced inside the next add +
     // RMSNorm (a plain add + RMSNorm on one rank).
-    if (l == 0)
+    if (l == 0 && !shard_.active())
       be_.rms_norm(x, lw.attn_norm, eps, h);
     else
       be_.all_reduce_add_rms_norm(x, down, lw.attn_norm, eps, h);  // the previous layer's MLP output

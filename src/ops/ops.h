@@ -111,6 +111,8 @@ class Backend {
 
   // out[n, :] = table[ids[n], :]  (table in any weight dtype, out in act dtype)
   virtual void embedding(const Tensor& table, const int32_t* ids, int n, Tensor out) = 0;
+  // x = 0 (every byte), in stream order.
+  virtual void zero(Tensor x) = 0;
   // out = x / rms(x) * w, per row
   virtual void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor out) = 0;
   // residual += x; out = rms_norm(residual) * w   (the seed's fused skip_rmsnorm)

@@ -134,6 +134,8 @@ class CpuBackend final : public ops::Backend {
     }
   }
 
+  void zero(Tensor x) override { std::memset(x.data, 0, x.nbytes()); }
+
   void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor out) override {
     int64_t n = x.cols();
     const float* wp = w.ptr<float>();

@@ -125,6 +125,7 @@ class CudaBackend final : public ops::Backend {
                               int(table.cols()), f32, stream()));
     finite_("embedding", out);
   }
+  void zero(Tensor x) override { LL_CUDA(cudaMemsetAsync(x.data, 0, x.nbytes(), stream())); }
   void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor out) override {
     ProfileScope ps(prof_, "norm", stream());
     const GqX xq = linear_.quantize_x_for(out, norm_quantizes_x(int(x.rows()), int(x.cols())));
