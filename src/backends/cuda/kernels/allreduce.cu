@@ -248,7 +248,7 @@ __global__ void __launch_bounds__(kPeerArThreads)
     for (int c = 0; c < kLines; ++c) acc[c] = make_float2(0.f, 0.f);
     for (int p = 0; p < a.size; ++p) {
       const uint4* src = static_cast<const uint4*>(a.recv[a.rank]) + par + int64_t(p) * slab + at;
-      if (kBatchPoll) {
+      if constexpr (kBatchPoll) {
         float2 q[kLines];
         if (p == a.rank) {
 #pragma unroll
@@ -259,14 +259,14 @@ __global__ void __launch_bounds__(kPeerArThreads)
 #pragma unroll
         for (int c = 0; c < kLines; ++c)
           if (c * kPeerArThreads + int(threadIdx.x) < lines) acc[c].x += q[c].x, acc[c].y += q[c].y;
-        continue;
-      }
+      } else {
 #pragma unroll
-      for (int c = 0; c < kLines; ++c) {
-        const int i = c * kPeerArThreads + threadIdx.x;
-        if (i >= lines) continue;
-        const float2 q = p == a.rank ? v[c] : ld_line(src + i, flag);
-        acc[c].x += q.x, acc[c].y += q.y;
+        for (int c = 0; c < kLines; ++c) {
+          const int i = c * kPeerArThreads + threadIdx.x;
+          if (i >= lines) continue;
+          const float2 q = p == a.rank ? v[c] : ld_line(src + i, flag);
+          acc[c].x += q.x, acc[c].y += q.y;
+        }
       }
     }
     float ss = 0.f;
