@@ -148,13 +148,24 @@ __device__ __forceinline__ void st_line(uint4* p, float a, float b, uint32_t fla
                : "memory");
 }
 
+__device__ __forceinline__ uint4 ld_volatile(const uint4* p) {
+  uint4 v;
+  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p)
+               : "memory");
+  return v;
+}
+
+__device__ __forceinline__ bool line_arrived(const uint4& v, uint32_t flag) { return v.y == flag && v.w == flag; }
+__device__ __forceinline__ float2 line_values(const uint4& v) {
+  return make_float2(__uint_as_float(v.x), __uint_as_float(v.z));
+}
+
 __device__ __forceinline__ float2 ld_line(const uint4* p, uint32_t flag) {
   uint4 v;
   do {
-    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p)
-                 : "memory");
-  } while (v.y != flag || v.w != flag);
-  return make_float2(__uint_as_float(v.x), __uint_as_float(v.z));
+    v = ld_volatile(p);
+  } while (!line_arrived(v, flag));
+  return line_values(v);
 }
 
 // A thread's lines i = threadIdx.x + c * kPeerArThreads (c < kLines, i < lines) of one source, all
@@ -175,15 +186,11 @@ __device__ __forceinline__ void ld_lines(const uint4* src, int lines, uint32_t f
       uint4 v[kGroup];
 #pragma unroll
       for (int c = 0; c < kGroup; ++c)
-        if (pending & (1u << c))
-          asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-                       : "=r"(v[c].x), "=r"(v[c].y), "=r"(v[c].z), "=r"(v[c].w)
-                       : "l"(src + (c0 + c) * kPeerArThreads + threadIdx.x)
-                       : "memory");
+        if (pending & (1u << c)) v[c] = ld_volatile(src + (c0 + c) * kPeerArThreads + threadIdx.x);
 #pragma unroll
       for (int c = 0; c < kGroup; ++c)
-        if ((pending & (1u << c)) && v[c].y == flag && v[c].w == flag) {
-          q[c0 + c] = make_float2(__uint_as_float(v[c].x), __uint_as_float(v[c].z));
+        if ((pending & (1u << c)) && line_arrived(v[c], flag)) {
+          q[c0 + c] = line_values(v[c]);
           pending &= ~(1u << c);
         }
     }

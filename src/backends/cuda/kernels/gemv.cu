@@ -1,6 +1,8 @@
 // Decode-time projection for up to 8 tokens: each warp streams weight rows with 16-byte
 // non-allocating loads and multiplies them with every token's activations, so the weights are
 // read exactly once per step. Bandwidth-bound by design (cuBLAS handles larger batches).
+#include <type_traits>
+
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/launchers.h"
 #include "backends/cuda/pdl.cuh"
@@ -204,10 +206,12 @@ cudaError_t launch_gemv1(const void* x, const void* w, const void* bias, void* o
   };
   const bool loop = opt.max_blocks > 0 && opt.max_blocks < groups;
   const int blocks = loop ? opt.max_blocks : groups;
-  if (opt.ordered_prefetch)
-    return loop ? go(gemv1_kernel<T, OutT, kMode, true, true>, blocks)
-                : go(gemv1_kernel<T, OutT, kMode, false, true>, blocks);
-  return loop ? go(gemv1_kernel<T, OutT, kMode, true>, blocks) : go(gemv1_kernel<T, OutT, kMode, false>, blocks);
+  auto with_loop = [&](auto ordered) {
+    constexpr bool kOrdered = decltype(ordered)::value;
+    return loop ? go(gemv1_kernel<T, OutT, kMode, true, kOrdered>, blocks)
+                : go(gemv1_kernel<T, OutT, kMode, false, kOrdered>, blocks);
+  };
+  return opt.ordered_prefetch ? with_loop(std::true_type{}) : with_loop(std::false_type{});
 }
 
 template <typename T, typename OutT>

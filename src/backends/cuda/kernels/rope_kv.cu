@@ -81,7 +81,7 @@ __global__ void __launch_bounds__(kWarps * 32) rope_kv_kernel(RopeKvArgs a) {
     if (is_q ? a.q_norm : a.k_norm) {
       const float inv = rsqrtf(warp_sum(ss) / float(D) + a.eps);
       // Round to T after the norm as the model computes it in its own dtype. Unrolled only where
-      // the indices pick registers (kEarly): the rolled loops keep the other variant at 40.
+      // the indices pick registers (kEarly): the rolled loops keep the other variant at 32.
 #pragma unroll(kEarly ? kPer : 1)
       for (int j = 0; j < kPer; ++j) {
         const int i = lane + 32 * j;
