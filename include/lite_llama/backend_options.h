@@ -75,6 +75,12 @@ struct CudaTuning {
   // launch fewer; the down projection then reads plain activations). Where it runs,
   // swiglu_gemv_max_k no longer applies.
   bool gate_up_swiglu = true;
+  // The one-token QKV projection of 16-bit weights rotates its q / k products and stores them and
+  // v where the RoPE + KV write would (one launch fewer a layer; not with q / k norms (Qwen3) or
+  // partial rotary, which keep the separate kernel). -1: on with tensor parallelism (Llama-3.1-8B
+  // batch-1 step at tp 2 on 2 x H100: 3.281 -> 3.229 ms), off on one GPU (tp 1: 5.455 -> 5.490 ms;
+  // docs/benchmarks/tensor-parallel.md); 0 off, 1 on. Bitwise equal either way.
+  int qkv_rope_gemv = -1;
   // Programmatic dependent launch where the GPU has it (sm_90+) for the quantised kernels, and
   // for the 16-bit one-token GEMV when pdl_gemv is also set (H100, batch 1: 0.6-1.8% faster on
   // Llama-3.2-1B/3B, Qwen2.5-3B, Qwen3-4B; docs/benchmarks/gpu.md).

@@ -254,10 +254,13 @@ Tensor Decoder::run(const StepShape& s) {
       be_.rms_norm(x, lw.attn_norm, eps, h);
     else
       be_.all_reduce_add_rms_norm(x, down, lw.attn_norm, eps, h);  // the previous layer's MLP output
-    be_.linear(h, lw.qkv, qkv);
-    be_.qkv_rope_store(qkv, cfg_.qk_norm ? &lw.q_norm : nullptr,
-                       cfg_.qk_norm ? &lw.k_norm : nullptr, eps, md + m_pos_, md + m_slots_, rope_,
-                       Hq, Hkv, D, kv_->layer(l), q);
+    if (cfg_.qk_norm ||
+        !be_.linear_rope_store(h, lw.qkv, md + m_pos_, md + m_slots_, rope_, Hq, Hkv, D, kv_->layer(l), q)) {
+      be_.linear(h, lw.qkv, qkv);
+      be_.qkv_rope_store(qkv, cfg_.qk_norm ? &lw.q_norm : nullptr,
+                         cfg_.qk_norm ? &lw.k_norm : nullptr, eps, md + m_pos_, md + m_slots_, rope_,
+                         Hq, Hkv, D, kv_->layer(l), q);
+    }
     be_.attention(q, kv_->layer(l), am, Hq, Hkv, D, scale, attn);
     be_.linear(attn, lw.o, o);
     be_.all_reduce_add_rms_norm(x, o, lw.ffn_norm, eps, h);

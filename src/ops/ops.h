@@ -125,6 +125,14 @@ class Backend {
                               float eps, const int32_t* t_positions, const int32_t* t_slots,
                               const RopeTable& rope, int num_heads, int num_kv_heads,
                               int head_dim, KvLayer kv, Tensor q_out) = 0;
+  // qkv_rope_store(linear(x, qkv), nullptr, nullptr, ...) in one kernel, where the backend has one
+  // for this step (the CUDA backend's one-token GEMV of 16-bit weights, full rotary); false: it
+  // ran nothing, and the caller runs linear, then qkv_rope_store. No q/k norm takes this path.
+  virtual bool linear_rope_store(const Tensor& x, const Linear& qkv, const int32_t* t_positions,
+                                 const int32_t* t_slots, const RopeTable& rope, int num_heads,
+                                 int num_kv_heads, int head_dim, KvLayer kv, Tensor q_out) {
+    return false;
+  }
   // req_to_slot[t_req_idx[t] * stride + t_positions[t]] = t_slots[t] for t < n.
   virtual void write_slot_table(int32_t* req_to_slot, int stride, const int32_t* t_req_idx,
                                 const int32_t* t_positions, const int32_t* t_slots, int n) = 0;

@@ -113,20 +113,6 @@ struct RopeCase {
   bool qk_norm;
 };
 
-// cos/sin table as src/model/decoder.cpp builds it (fp32 angle, then cos/sin rounded once).
-std::vector<float> rope_table(int rot, int64_t npos, double theta) {
-  std::vector<float> inv(size_t(rot / 2));
-  for (int i = 0; i < rot / 2; ++i) inv[size_t(i)] = float(1.0 / std::pow(theta, 2.0 * i / rot));
-  std::vector<float> t(size_t(npos * rot));
-  for (int64_t p = 0; p < npos; ++p)
-    for (int i = 0; i < rot / 2; ++i) {
-      const double a = double(float(p) * inv[size_t(i)]);
-      t[size_t(p * rot + i)] = float(std::cos(a));
-      t[size_t(p * rot + rot / 2 + i)] = float(std::sin(a));
-    }
-  return t;
-}
-
 constexpr int64_t kMaxPos = 4096;
 constexpr int64_t kSlots = 1024;
 constexpr float kSentinel = 1024.0f;  // exact in bf16 and fp16

@@ -37,6 +37,8 @@ void apply_env_tuning(BackendOptions& o) {
   env_int("LITE_LLAMA_GEMV1_ORDERED_PREFETCH", c.gemv1_ordered_prefetch);
   c.gemv1_ordered_prefetch = std::clamp(c.gemv1_ordered_prefetch, -1, 1);
   if (env("LITE_LLAMA_GATE_UP_SWIGLU")) c.gate_up_swiglu = !env_is("LITE_LLAMA_GATE_UP_SWIGLU", "0");
+  env_int("LITE_LLAMA_QKV_ROPE_GEMV", c.qkv_rope_gemv);
+  c.qkv_rope_gemv = std::clamp(c.qkv_rope_gemv, -1, 1);
   env_int("LITE_LLAMA_MOE_GEMV_MAX", c.moe_gemv_max_assign);
   env_int("LITE_LLAMA_MOE_L2_PREFETCH", c.moe_l2_prefetch);
   c.moe_l2_prefetch = std::max(0, c.moe_l2_prefetch);

@@ -96,6 +96,13 @@ __device__ __forceinline__ uint4 ld_stream(const void* p) {
 // kernel still writes: L2 is where every SM's and peer's stores land, so the line stays coherent.
 __device__ __forceinline__ void l2_prefetch(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
+// x0, x1 rotated by (c, s) (RoPE), each rounding fixed (no contraction left to the compiler) so that
+// rope_kv_kernel and the QKV GEMV's epilogue produce the same bits.
+__device__ __forceinline__ void rope_rotate(float x0, float x1, float c, float s, float& y0, float& y1) {
+  y0 = __fmaf_rn(x0, c, -__fmul_rn(x1, s));
+  y1 = __fmaf_rn(x0, s, __fmul_rn(x1, c));
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

@@ -163,6 +163,20 @@ class CudaBackend final : public ops::Backend {
     LL_CUDA(cuda::qkv_rope_store(act(), a, stream(), pdl(tuning_.pdl_norm)));
     finite_("qkv_rope_store (q)", q_out);
   }
+  bool linear_rope_store(const Tensor& x, const ops::Linear& qkv, const int32_t* t_positions,
+                         const int32_t* t_slots, const ops::RopeTable& rope, int num_heads, int num_kv_heads,
+                         int head_dim, ops::KvLayer kv, Tensor q_out) override {
+    const RopeKvArgs a{nullptr, q_out.data, kv.k.data, kv.v.data, nullptr, nullptr, 0.f, t_positions, t_slots,
+                       rope.cos_sin.ptr<float>(), rope.rot_dim, rope.layout == ops::RopeLayout::Interleaved,
+                       int(x.rows()), num_heads, num_kv_heads, head_dim};
+    if (!linear_.rope_store_fits(x, qkv, a)) return false;
+    {
+      ProfileScope ps(prof_, "gemm", stream());
+      linear_.run_rope_store(x, qkv, a);
+    }
+    finite_("linear (rope + kv write epilogue, q)", q_out);
+    return true;
+  }
   void write_slot_table(int32_t* req_to_slot, int stride, const int32_t* t_req_idx,
                         const int32_t* t_positions, const int32_t* t_slots, int n) override {
     linear_.forget_xq();

@@ -223,6 +223,13 @@ struct RopeKvArgs {
   int T, Hq, Hkv, D;
 };
 cudaError_t qkv_rope_store(Act act, const RopeKvArgs& a, cudaStream_t s, bool pdl = false);
+// The QKV projection of one token (x [1, K], w [(Hq + 2 Hkv) D, K] 16-bit) and qkv_rope_store of
+// its products (a.qkv unused) in one GEMV launch, bit for bit what gemv then qkv_rope_store store.
+// gemv_rope_store_fits: one token, full rotary (rot_dim == D, D % 4 == 0), no q/k norm (its
+// per-head sum of squares spans the GEMV's blocks), K % 64 == 0.
+bool gemv_rope_store_fits(const RopeKvArgs& a, int K);
+cudaError_t gemv_rope_store(Act act, const void* x, const void* w, const void* bias, const RopeKvArgs& a, int K,
+                            cudaStream_t s, bool pdl = false, Gemv1Options opt = {});
 
 struct AttnArgs {
   const void* q;       // [T, Hq, D]

@@ -86,6 +86,18 @@ void CudaLinear::run_gate_up_swiglu(const Tensor& x, const ops::Linear& w, Tenso
                               int(x.cols()), dev_.stream(), pdl_ && tuning_.pdl_gemv, gemv1_options()));
 }
 
+bool CudaLinear::rope_store_fits(const Tensor& x, const ops::Linear& w, const RopeKvArgs& a) const {
+  const bool on = tuning_.qkv_rope_gemv > 0 || (tuning_.qkv_rope_gemv < 0 && tensor_parallel_);
+  return on && one_token_gemv16(w, x.rows()) && w.in_features == x.cols() &&
+         w.out_features == int64_t(a.Hq + 2 * a.Hkv) * a.D && gemv_rope_store_fits(a, int(x.cols()));
+}
+
+void CudaLinear::run_rope_store(const Tensor& x, const ops::Linear& w, const RopeKvArgs& a) {
+  xq_of_ = nullptr;
+  LL_CUDA(gemv_rope_store(dev_.act(), x.data, w.parts[0].data, w.bias.data, a, int(x.cols()), dev_.stream(),
+                          pdl_ && tuning_.pdl_gemv, gemv1_options()));
+}
+
 // Quantised weights: a GEMV that dequantises in registers for decode batches, a tensor-core
 // GEMM that does the same up to kGqMmaMaxTokens; above that (long prefills), tiles of rows
 // dequantised into an L2-sized scratch, each one cuBLASLt GEMM into its columns.

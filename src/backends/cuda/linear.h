@@ -26,6 +26,11 @@ class CudaLinear {
   // decode step's gate|up projection; CudaTuning::gate_up_swiglu), where gate_up_swiglu_fits.
   bool gate_up_swiglu_fits(const Tensor& x, const ops::Linear& gate_up, const Tensor& out) const;
   void run_gate_up_swiglu(const Tensor& x, const ops::Linear& gate_up, Tensor out);
+  // qkv_rope_store(linear(x, qkv)) in one GEMV for one token of 16-bit QKV weights (the decode
+  // step's QKV projection; CudaTuning::qkv_rope_gemv, by default on with tensor parallelism only),
+  // where rope_store_fits (a.qkv unused).
+  bool rope_store_fits(const Tensor& x, const ops::Linear& qkv, const RopeKvArgs& a) const;
+  void run_rope_store(const Tensor& x, const ops::Linear& qkv, const RopeKvArgs& a);
 
   // A GQ weight of format f was prepared: allocates the scratch buffers its kernels use (at load,
   // never inside a step).

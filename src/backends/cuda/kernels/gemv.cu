@@ -80,8 +80,21 @@ constexpr int kRows1 = 4;
 // [gate (K) | up (K)] and the input is silu(gate) * up rounded to T (swiglu_kernel's formula),
 // recomputed by every block from the L2-resident row: no separate SwiGLU launch; kSwigluOut: W is
 // [gate (N rows) | up (N rows)], a block's rows are gate rows (i, i + 1) and up rows (i, i + 1), and
-// out[i] = silu(gate) * up of the products rounded to T, as gemv then swiglu_kernel compute it.
-enum class Gemv1 { kPlain, kSwigluIn, kSwigluOut };
+// out[i] = silu(gate) * up of the products rounded to T, as gemv then swiglu_kernel compute it;
+// kRopeKv: W is the QKV projection [Hq + 2 Hkv heads of D rows], a block's 4 rows are two RoPE
+// pairs of one head, and the products rounded to T are rotated (q, k) and stored where
+// rope_kv_kernel puts them (q_out, the K / V pool slot): no qkv buffer, no RoPE launch.
+enum class Gemv1 { kPlain, kSwigluIn, kSwigluOut, kRopeKv };
+
+// kRopeKv: the weight row of row group row0's r-th row (0..3). Neox pairs (i, i + D/2), so the
+// group takes rows p, p + 1, p + D/2, p + D/2 + 1 of its head (p = 2 * (row0 % D) / 4); interleaved
+// pairs (2i, 2i + 1) are adjacent: rows row0 .. row0 + 3.
+__device__ __forceinline__ int rope_w_row(const RopeKvArgs& a, int row0, int r) {
+  if (a.interleaved) return row0 + r;
+  const int o = row0 % a.D;
+  return row0 - o + o / 2 + (r & 1) + (r >> 1) * (a.D / 2);
+}
+
 
 // kLoop: the grid is smaller than the row groups (at most a few blocks an SM) and a block takes
 // groups blockIdx.x, blockIdx.x + gridDim.x, ...; it requests the next group's first weights
@@ -94,14 +107,18 @@ enum class Gemv1 { kPlain, kSwigluIn, kSwigluOut };
 template <typename T, typename OutT, Gemv1 kMode = Gemv1::kPlain, bool kLoop = false, bool kOrdered = false>
 __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict__ x, const T* __restrict__ w,
                                                             const T* __restrict__ bias, OutT* __restrict__ out,
-                                                            int N, int K) {
+                                                            int N, int K, RopeKvArgs rk) {
   constexpr bool kSwiglu = kMode == Gemv1::kSwigluIn, kGateUp = kMode == Gemv1::kSwigluOut;
+  constexpr bool kRope = kMode == Gemv1::kRopeKv;
   constexpr int kOut = kGateUp ? kRows1 / 2 : kRows1;  // outputs a row group
   __shared__ float part[kWarps][kRows1];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int groups = (N + kOut - 1) / kOut;
   // The weight row of row group g's r-th row, and whether it exists.
-  auto w_row = [&](int row0, int r) { return kGateUp ? row0 + (r & 1) + (r >> 1) * N : row0 + r; };
+  auto w_row = [&](int row0, int r) {
+    if constexpr (kRope) return rope_w_row(rk, row0, r);
+    return kGateUp ? row0 + (r & 1) + (r >> 1) * N : row0 + r;
+  };
   auto row_ok = [&](int row0, int r) { return (kGateUp ? row0 + (r & 1) : row0 + r) < N; };
   const int slice = K / kWarps;  // elements per warp, a multiple of 8
   const int c_beg = warp * (slice / 8), c_end = c_beg + slice / 8;
@@ -122,6 +139,16 @@ __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict_
   // (norm, SwiGLU, attention merge) still runs: the first weights, which no kernel writes, are
   // fetched before the wait; x and out only after it.
   load_w(grp * kOut, c_beg + lane, first);
+  // kRopeKv: the token's position and slot (uploaded before the step) and the cos/sin row, which
+  // no kernel writes, before the wait too; threads 0 and 1 rotate a pair each.
+  int slot = 0;
+  const float* cs = nullptr;
+  if constexpr (kRope) {
+    if (threadIdx.x < 2) {
+      slot = rk.slots[0];
+      cs = rk.cos_sin + size_t(rk.positions[0]) * rk.rot_dim;
+    }
+  }
   pdl_wait();
   for (;;) {
     const int row0 = grp * kOut;
@@ -176,6 +203,33 @@ __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict_
         g = to_f(from_f<T>(g)), u = to_f(from_f<T>(u));  // the gate|up row gemv would have stored
         out[row0 + r] = from_f<OutT>(g / (1.0f + __expf(-g)) * u);
       }
+    } else if constexpr (kRope) {
+      if (threadIdx.x < 2) {
+        // The products rounded to T (what the QKV GEMV stores), rotated as rope_kv_kernel rotates.
+        auto product = [&](int r) {
+          float v = 0.f;
+#pragma unroll
+          for (int i = 0; i < kWarps; ++i) v += part[i][r];
+          if (bias) v += to_f(bias[w_row(row0, r)]);
+          return to_f(from_f<T>(v));
+        };
+        const int j = threadIdx.x, ra = rk.interleaved ? 2 * j : j, rb = rk.interleaved ? 2 * j + 1 : j + 2;
+        const int D = rk.D, head = row0 / D, ia = w_row(row0, ra) - head * D, ib = w_row(row0, rb) - head * D;
+        float y0 = product(ra), y1 = product(rb);
+        T* dst;
+        if (head < rk.Hq) {
+          dst = static_cast<T*>(rk.q_out) + size_t(head) * D;
+        } else {
+          const int kv = head - rk.Hq, v = kv >= rk.Hkv;
+          dst = static_cast<T*>(v ? rk.v_pool : rk.k_pool) + (size_t(slot) * rk.Hkv + (kv - v * rk.Hkv)) * D;
+        }
+        if (head < rk.Hq + rk.Hkv) {
+          const int i = rk.interleaved ? ia / 2 : ia;
+          rope_rotate(y0, y1, cs[i], cs[D / 2 + i], y0, y1);
+        }
+        dst[ia] = from_f<T>(y0);
+        dst[ib] = from_f<T>(y1);
+      }
     } else if (threadIdx.x < kRows1 && row0 + int(threadIdx.x) < N) {
       const int r = threadIdx.x;
       float v = 0.f;
@@ -197,12 +251,12 @@ bool gemv1_fits(int K) { return K % (kWarps * 8) == 0; }
 // at most opt.max_blocks looping blocks where that is fewer than the row groups (0: a block each).
 template <typename T, typename OutT, Gemv1 kMode>
 cudaError_t launch_gemv1(const void* x, const void* w, const void* bias, void* out, int N, int K, cudaStream_t s,
-                         bool pdl, Gemv1Options opt) {
+                         bool pdl, Gemv1Options opt, const RopeKvArgs& rk = {}) {
   constexpr int kOutPerBlock = kMode == Gemv1::kSwigluOut ? kRows1 / 2 : kRows1;
   const int groups = int(ceil_div(N, kOutPerBlock));
   auto go = [&](auto kernel, int blocks) {
     return launch_pdl(pdl, kernel, dim3(blocks), dim3(kWarps * 32), 0, s, static_cast<const T*>(x),
-                      static_cast<const T*>(w), static_cast<const T*>(bias), static_cast<OutT*>(out), N, K);
+                      static_cast<const T*>(w), static_cast<const T*>(bias), static_cast<OutT*>(out), N, K, rk);
   };
   const bool loop = opt.max_blocks > 0 && opt.max_blocks < groups;
   const int blocks = loop ? opt.max_blocks : groups;
@@ -263,6 +317,20 @@ cudaError_t gemv_gate_up_swiglu(Act act, const void* x, const void* w, const voi
   if (!gemv_gate_up_swiglu_fits(F, K)) return cudaErrorInvalidValue;
   auto go = [&](auto t) {
     return launch_gemv1<decltype(t), decltype(t), Gemv1::kSwigluOut>(x, w, bias, out, F, K, s, pdl, opt);
+  };
+  return act == Act::BF16 ? go(__nv_bfloat16{}) : go(__half{});
+}
+
+bool gemv_rope_store_fits(const RopeKvArgs& a, int K) {
+  return a.T == 1 && a.rot_dim == a.D && a.D % 4 == 0 && !a.q_norm && !a.k_norm && gemv1_fits(K);
+}
+
+cudaError_t gemv_rope_store(Act act, const void* x, const void* w, const void* bias, const RopeKvArgs& a, int K,
+                            cudaStream_t s, bool pdl, Gemv1Options opt) {
+  if (!gemv_rope_store_fits(a, K)) return cudaErrorInvalidValue;
+  const int N = (a.Hq + 2 * a.Hkv) * a.D;
+  auto go = [&](auto t) {
+    return launch_gemv1<decltype(t), decltype(t), Gemv1::kRopeKv>(x, w, bias, nullptr, N, K, s, pdl, opt, a);
   };
   return act == Act::BF16 ? go(__nv_bfloat16{}) : go(__half{});
 }

@@ -99,8 +99,10 @@ __global__ void __launch_bounds__(kWarps * 32) rope_kv_kernel(RopeKvArgs a) {
       const int ia = a.interleaved ? 2 * i : i;
       const int ib = a.interleaved ? 2 * i + 1 : i + half;
       const float x0 = v[ia], x1 = v[ib], c = kEarly ? cr[j] : cs[i], sn = kEarly ? sr[j] : cs[half + i];
-      dst[ia] = from_f<T>(x0 * c - x1 * sn);
-      dst[ib] = from_f<T>(x0 * sn + x1 * c);
+      float y0, y1;
+      rope_rotate(x0, x1, c, sn, y0, y1);
+      dst[ia] = from_f<T>(y0);
+      dst[ib] = from_f<T>(y1);
     }
     for (int i = a.rot_dim + lane; i < D; i += 32) dst[i] = from_f<T>(v[i]);  // unrotated tail
     __syncwarp();
