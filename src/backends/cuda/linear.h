@@ -14,7 +14,7 @@ namespace lite_llama::cuda {
 
 class CudaLinear {
  public:
-  // tensor_parallel: this rank is one of several (gemv1_ordered_prefetch's default).
+  // tensor_parallel: this rank is one of several (the default of gemv1_ordered_prefetch and qkv_rope_gemv).
   CudaLinear(CudaDevice& dev, const CudaTuning& tuning, bool tensor_parallel = false);
 
   void run(const Tensor& x, const ops::Linear& w, Tensor out);
