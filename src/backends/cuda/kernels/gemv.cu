@@ -87,14 +87,13 @@ constexpr int kRows1 = 4;
 enum class Gemv1 { kPlain, kSwigluIn, kSwigluOut, kRopeKv };
 
 // kRopeKv: the weight row of row group row0's r-th row (0..3). Neox pairs (i, i + D/2), so the
-// group takes rows p, p + 1, p + D/2, p + D/2 + 1 of its head (p = 2 * (row0 % D) / 4); interleaved
+// group takes rows p, p + 1, p + D/2, p + D/2 + 1 of its head (p = (row0 % D) / 2); interleaved
 // pairs (2i, 2i + 1) are adjacent: rows row0 .. row0 + 3.
 __device__ __forceinline__ int rope_w_row(const RopeKvArgs& a, int row0, int r) {
   if (a.interleaved) return row0 + r;
   const int o = row0 % a.D;
   return row0 - o + o / 2 + (r & 1) + (r >> 1) * (a.D / 2);
 }
-
 
 // kLoop: the grid is smaller than the row groups (at most a few blocks an SM) and a block takes
 // groups blockIdx.x, blockIdx.x + gridDim.x, ...; it requests the next group's first weights
