@@ -155,20 +155,16 @@ class CudaBackend final : public ops::Backend {
                       Tensor q_out) override {
     linear_.forget_xq();
     ProfileScope ps(prof_, "rope+kv write", stream());
-    RopeKvArgs a{qkv.data, q_out.data, kv.k.data, kv.v.data,
-                 q_norm ? q_norm->ptr<float>() : nullptr, k_norm ? k_norm->ptr<float>() : nullptr, eps,
-                 t_positions, t_slots, rope.cos_sin.ptr<float>(), rope.rot_dim,
-                 rope.layout == ops::RopeLayout::Interleaved, int(qkv.rows()), num_heads, num_kv_heads,
-                 head_dim};
+    const RopeKvArgs a = rope_kv_args(qkv.data, int(qkv.rows()), q_norm, k_norm, eps, t_positions, t_slots, rope,
+                                      num_heads, num_kv_heads, head_dim, kv, q_out);
     LL_CUDA(cuda::qkv_rope_store(act(), a, stream(), pdl(tuning_.pdl_norm)));
     finite_("qkv_rope_store (q)", q_out);
   }
   bool linear_rope_store(const Tensor& x, const ops::Linear& qkv, const int32_t* t_positions,
                          const int32_t* t_slots, const ops::RopeTable& rope, int num_heads, int num_kv_heads,
                          int head_dim, ops::KvLayer kv, Tensor q_out) override {
-    const RopeKvArgs a{nullptr, q_out.data, kv.k.data, kv.v.data, nullptr, nullptr, 0.f, t_positions, t_slots,
-                       rope.cos_sin.ptr<float>(), rope.rot_dim, rope.layout == ops::RopeLayout::Interleaved,
-                       int(x.rows()), num_heads, num_kv_heads, head_dim};
+    const RopeKvArgs a = rope_kv_args(nullptr, int(x.rows()), nullptr, nullptr, 0.f, t_positions, t_slots, rope,
+                                      num_heads, num_kv_heads, head_dim, kv, q_out);
     if (!linear_.rope_store_fits(x, qkv, a)) return false;
     {
       ProfileScope ps(prof_, "gemm", stream());
@@ -328,6 +324,17 @@ class CudaBackend final : public ops::Backend {
   bool pdl(bool family) const { return tuning_.pdl && family && dev_.props().major >= 9; }
   bool prefill_wgmma() const {
     return tuning_.prefill_wgmma && dev_.props().major == 9 && dev_.props().minor == 0;
+  }
+  // The RoPE + KV write's arguments (qkv: the projection's products, or null where the QKV GEMV
+  // writes them itself).
+  static RopeKvArgs rope_kv_args(const void* qkv, int T, const Tensor* q_norm, const Tensor* k_norm, float eps,
+                                 const int32_t* t_positions, const int32_t* t_slots, const ops::RopeTable& rope,
+                                 int num_heads, int num_kv_heads, int head_dim, const ops::KvLayer& kv,
+                                 const Tensor& q_out) {
+    return RopeKvArgs{qkv, q_out.data, kv.k.data, kv.v.data,
+                      q_norm ? q_norm->ptr<float>() : nullptr, k_norm ? k_norm->ptr<float>() : nullptr, eps,
+                      t_positions, t_slots, rope.cos_sin.ptr<float>(), rope.rot_dim,
+                      rope.layout == ops::RopeLayout::Interleaved, T, num_heads, num_kv_heads, head_dim};
   }
 
   std::shared_ptr<NcclComm> comm_;  // tensor parallelism (null: one device)

@@ -53,8 +53,7 @@ void CudaLinear::run(const Tensor& x, const ops::Linear& w, Tensor out) {
 }
 
 Gemv1Options CudaLinear::gemv1_options() const {
-  const bool ordered = tuning_.gemv1_ordered_prefetch > 0 || (tuning_.gemv1_ordered_prefetch < 0 && tensor_parallel_);
-  return {std::max(0, tuning_.gemv1_loop_blocks_per_sm) * dev_.sm_count(), ordered};
+  return {std::max(0, tuning_.gemv1_loop_blocks_per_sm) * dev_.sm_count(), on_here(tuning_.gemv1_ordered_prefetch)};
 }
 
 bool CudaLinear::one_token_gemv16(const ops::Linear& w, int64_t rows) const {
@@ -87,8 +86,7 @@ void CudaLinear::run_gate_up_swiglu(const Tensor& x, const ops::Linear& w, Tenso
 }
 
 bool CudaLinear::rope_store_fits(const Tensor& x, const ops::Linear& w, const RopeKvArgs& a) const {
-  const bool on = tuning_.qkv_rope_gemv > 0 || (tuning_.qkv_rope_gemv < 0 && tensor_parallel_);
-  return on && one_token_gemv16(w, x.rows()) && w.in_features == x.cols() &&
+  return on_here(tuning_.qkv_rope_gemv) && one_token_gemv16(w, x.rows()) && w.in_features == x.cols() &&
          w.out_features == int64_t(a.Hq + 2 * a.Hkv) * a.D && gemv_rope_store_fits(a, int(x.cols()));
 }
 

@@ -53,6 +53,8 @@ class CudaLinear {
   // How the one-token 16-bit GEMV runs: CudaTuning::gemv1_loop_blocks_per_sm an SM at most (0: a
   // block a row group) and gemv1_ordered_prefetch (on by default with tensor parallelism).
   Gemv1Options gemv1_options() const;
+  // A -1 | 0 | 1 setting (-1: on with tensor parallelism only) for this backend.
+  bool on_here(int setting) const { return setting > 0 || (setting < 0 && tensor_parallel_); }
   void run_gq(const Tensor& x, const ops::Linear& w, Tensor out, int T, int N, int K, bool f32);
   bool run_fp8(const Tensor& x, const ops::Linear& w, Tensor out, int T, int N, int K, bool f32);
   // Most tokens of a step whose quantised linears of `kind` (GqKind) run the integer GEMV: the
