@@ -5,6 +5,8 @@
 //   attention-bench --prefill D TOKENS [mma] | --decode D BATCH CONTEXT [SPLITS (0: auto)] [STAGES] [PDL]
 //     (one case, e.g. under ncu)
 //   attention-bench --chunk D TOKENS PREFIX [SPLITS]   (a short chunk after a cached prefix: splits vs one)
+//   attention-bench --timeline D BATCH CONTEXT PDL [SPLITS] [STAGES]   (builds with
+//     -DLITE_LLAMA_DECODE_TIMELINE=ON: each decode block's phases; tools/kernel_bench/decode_timeline.py)
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -131,6 +133,49 @@ double copy_us(double bytes, int reps) {
   return us;
 }
 
+#ifdef LITE_LLAMA_DECODE_TIMELINE
+// One replay of a graph of decode calls (as decode_us builds it) with the kernels' timeline on:
+// a header line, then per block "TL kind z y x pool t0..t6" (ns of the global timer; pool: which
+// call's buffers, so tools/kernel_bench/decode_timeline.py can group the blocks into calls).
+void decode_timeline(int D, int B, int ctx, bool pdl, int splits, int stages, int sms) {
+  const int n = int(std::clamp(std::ceil(double(256 << 20) / kv_bytes(D, B, ctx, 8)), 1.0, 32.0));
+  std::vector<std::unique_ptr<Pool>> pools;
+  for (int i = 0; i < n; ++i) pools.push_back(std::make_unique<Pool>(B, 1, ctx, 32, 8, D, sms));
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const int calls = std::max(16, n);
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
+  for (int i = 0; i < calls; ++i) {
+    const Pool& p = *pools[size_t(i % n)];
+    CK(attention_decode(Act::BF16, p.args, splits, 16, p.partial, s, pdl, stages));
+  }
+  CK(cudaStreamEndCapture(s, &graph));
+  CK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int r = 0; r < 3; ++r) CK(cudaGraphLaunch(exec, s));
+  CK(cudaStreamSynchronize(s));
+  decode_timeline_reset();
+  CK(cudaGraphLaunch(exec, s));
+  CK(cudaStreamSynchronize(s));
+  const std::vector<unsigned long long> v = decode_timeline_read();
+  std::printf("timeline D %d batch %d context %d pdl %d splits %d stages %d calls %d pools %d\n", D, B, ctx, int(pdl),
+              splits, stages, calls, n);
+  for (size_t r = 0; r + 9 <= v.size(); r += 9) {
+    int pool = -1;
+    for (int i = 0; i < n; ++i)
+      if (reinterpret_cast<unsigned long long>(pools[size_t(i)]->partial) == v[r + 1]) pool = i;
+    std::printf("TL %llu %llu %llu %llu %d", v[r] >> 48, (v[r] >> 32) & 0xffff, (v[r] >> 16) & 0xffff, v[r] & 0xffff,
+                pool);
+    for (int i = 0; i < 7; ++i) std::printf(" %llu", v[r + 2 + i]);
+    std::printf("\n");
+  }
+  CK(cudaGraphExecDestroy(exec));
+  CK(cudaGraphDestroy(graph));
+  CK(cudaStreamDestroy(s));
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -151,6 +196,15 @@ int main(int argc, char** argv) {
                20, 0);
     return 0;
   }
+#ifdef LITE_LLAMA_DECODE_TIMELINE
+  if (argc >= 6 && std::strcmp(argv[1], "--timeline") == 0) {
+    const int D = std::atoi(argv[2]), B = std::atoi(argv[3]), ctx = std::atoi(argv[4]);
+    const int given = argc >= 7 ? std::atoi(argv[6]) : 0;
+    decode_timeline(D, B, ctx, std::atoi(argv[5]) != 0, given > 0 ? given : decode_splits(B, 8, D, ctx, sms, 16),
+                    argc >= 8 ? std::atoi(argv[7]) : decode_stages(B, 8, D, sms, 4), sms);
+    return 0;
+  }
+#endif
   if (argc >= 5 && std::strcmp(argv[1], "--decode") == 0) {
     const int D = std::atoi(argv[2]), B = std::atoi(argv[3]), ctx = std::atoi(argv[4]);
     const int given = argc >= 6 ? std::atoi(argv[5]) : 0;

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "ops/sample_row.h"
 
@@ -280,6 +281,11 @@ int decode_stages(int num_seqs, int Hkv, int head_dim, int num_sms, int stages);
 // stages: the K/V ring of split sequences at head dim 64, 3 or 4 (three tiles in flight a block).
 cudaError_t attention_decode(Act act, const AttnArgs& a, int splits, int min_keys, float* partial,
                              cudaStream_t s, bool pdl = false, int stages = 3);
+#ifdef LITE_LLAMA_DECODE_TIMELINE
+// Diagnostic builds (kernels/decode_timeline.cuh): clear, and read back, the blocks' records.
+void decode_timeline_reset();
+std::vector<unsigned long long> decode_timeline_read();
+#endif
 
 bool swiglu_quantizes_x(int T, int F);
 cudaError_t swiglu(Act act, const void* gate_up, void* out, int T, int F, cudaStream_t s,

@@ -7,6 +7,7 @@
 // max_seq_len, so one CUDA graph serves every sequence length: lengths come from device memory,
 // and a sequence uses the first ceil(len / keys_per_split) splits of its grid row.
 #include "backends/cuda/kernels/attention_tile.cuh"
+#include "backends/cuda/kernels/decode_timeline.cuh"
 #include "backends/cuda/launchers.h"
 #include "backends/cuda/pdl.cuh"
 
@@ -42,9 +43,14 @@ constexpr int blocks_per_sm(int D) { return D <= 64 ? 3 : 2; }
 static_assert((decode_smem_bytes<64, 4>() + 1024) * blocks_per_sm(64) <= 228 * 1024 &&
               (decode_smem_bytes<128, 3>() + 1024) * blocks_per_sm(128) <= 228 * 1024);
 
+// The warps' combine reuses the ring: maxima, sums and O rows of D + 8 floats.
+static_assert(kWarps * 16 * (2 + 64 + 8) * 4 <= decode_smem_bytes<64, 2>() &&
+              kWarps * 16 * (2 + 128 + 8) * 4 <= decode_smem_bytes<128, 2>());
+
 template <typename T, int D, int kStages>
 __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, int splits, int min_keys, int hchunks,
                                                           float* __restrict__ partial) {
+  TL_BEGIN;
   extern __shared__ __align__(16) uint8_t smem[];
   uint8_t* pipe_smem = smem;
   T* Qs = reinterpret_cast<T*>(pipe_smem) + size_t(2 * (kStages - 1)) * kBN * ld<D>();  // K(kStages - 1)
@@ -75,7 +81,9 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, int splits
   const bool new_key = end == seq_len;
   if (new_key) pdl_wait();
   pipe.start();
+  TL_MARK(1);
   if (!new_key) pdl_wait();
+  TL_MARK(2);
   const T* qb = static_cast<const T*>(a.q) + (size_t(a.b_q_start[b]) * a.Hq + h0) * D;
   for (int i = threadIdx.x; i < 16 * (D / 8); i += kThreads) {
     const int r = i / (D / 8), c = i % (D / 8);
@@ -83,6 +91,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, int splits
     *reinterpret_cast<uint4*>(Qs + r * ld<D>() + c * 8) = v;
   }
   __syncthreads();
+  TL_MARK(3);
 
   uint32_t q[1][D / 16][4];
   load_q_frags<T, D, 1>(q, Qs, 0);
@@ -90,30 +99,42 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, int splits
   WarpAttn<T, D, 1> w;
   w.init();
   const float scale_log2 = a.scale * 1.4426950408889634f;
+  // With at most 8 query heads (every model here: G 3-8) rows 8-15 are zero queries, and the
+  // softmax skips them (H100, D 64, 8k keys, batch 1, with the padded combine below: 12.6 -> 11.7
+  // us a call under PDL).
+  const bool half = nh <= 8;
   for (int j = 0; j < pipe.ntiles; ++j) {
     pipe.wait(j);
+    if (j == 0) TL_MARK(4);
     const int k0 = j * kBN;
-    w.template tile<2, true>(q, Qs, pipe.K(j), pipe.V(j), warp * 16, k0, k0 + kBN > n, lim, scale_log2);
+    if (half)
+      w.template tile<2, true, 1>(q, Qs, pipe.K(j), pipe.V(j), warp * 16, k0, k0 + kBN > n, lim, scale_log2);
+    else
+      w.template tile<2, true>(q, Qs, pipe.K(j), pipe.V(j), warp * 16, k0, k0 + kBN > n, lim, scale_log2);
   }
 
   // Combine the warps' key quarters: per warp and row (m, l, O) in shared memory over the tiles.
   w.reduce_l();
+  TL_MARK(5);
   pdl_trigger();  // the merge, or without one the output projection (PDL), may start
   cp_async_wait<0>();
   __syncthreads();
-  float* cm = reinterpret_cast<float*>(pipe_smem);  // [warp][16] maxima, then sums, then O [warp][16][D]
+  float* cm = reinterpret_cast<float*>(pipe_smem);  // [warp][16] maxima, then sums, then O [warp][16][D + 8]
   float* cl = cm + kWarps * 16;
   float* co = cl + kWarps * 16;
   const int g = lane >> 2, t = lane & 3;
+  // Rows padded to D + 8 floats: a half-warp's float2 stores (rows g, pairs t) hit 16 distinct
+  // bank pairs, where rows of D floats put all 8 rows g in one bank.
+  constexpr int ldo = D + 8;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
+    if (h == 1 && half) break;
     const int r = g + 8 * h;
     if (t == 0) cm[warp * 16 + r] = w.m[0][h], cl[warp * 16 + r] = w.l[0][h];
 #pragma unroll
-    for (int nd = 0; nd < D / 8; ++nd) {
-      co[(warp * 16 + r) * D + nd * 8 + 2 * t] = w.o[0][nd][2 * h];
-      co[(warp * 16 + r) * D + nd * 8 + 2 * t + 1] = w.o[0][nd][2 * h + 1];
-    }
+    for (int nd = 0; nd < D / 8; ++nd)
+      *reinterpret_cast<float2*>(co + (warp * 16 + r) * ldo + nd * 8 + 2 * t) =
+          make_float2(w.o[0][nd][2 * h], w.o[0][nd][2 * h + 1]);
   }
   __syncthreads();
   for (int i = threadIdx.x; i < nh * D; i += kThreads) {
@@ -127,7 +148,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, int splits
       for (int x = 0; x < kWarps; ++x) {
         const float wt = exp2f(cm[x * 16 + r] - M);
         L += cl[x * 16 + r] * wt;
-        A += co[(x * 16 + r) * D + d] * wt;
+        A += co[(x * 16 + r) * ldo + d] * wt;
       }
     }
     if (splits == 1) {  // the whole sequence in this block: no merge
@@ -138,19 +159,25 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, int splits
     out[d] = A;
     if (d == 0) out[D] = M, out[D + 1] = L;
   }
+  TL_MARK(6);
+  TL_SAVE(new_key ? 3 : 1, partial);
 }
 
 // One block of D threads per (query head, sequence).
 template <typename T, int D>
 __global__ void __launch_bounds__(D) merge_kernel(AttnArgs a, int splits, int min_keys, const float* partial) {
+  TL_BEGIN;
   pdl_trigger();  // the output projection's GEMV (PDL) may start fetching its weights
   const int b = blockIdx.y, h = blockIdx.x;
   // The step's metadata (uploaded before it, written by no kernel) is read before the wait.
   const int seq_len = a.b_seq_len[b], q_start = a.b_q_start[b];
   const int used = used_splits(seq_len, keys_per_split(seq_len, splits, min_keys));
   pdl_wait();  // launched with PDL: the partials are complete only now
+  TL_MARK(1);
   merge_partials<T, D>(partial + (size_t(b) * a.Hq + h) * splits * (D + 2), used,
                        static_cast<T*>(a.out) + (size_t(q_start) * a.Hq + h) * D);
+  TL_MARK(2);
+  TL_SAVE(2, partial);
 }
 
 template <typename T, int D, int S>

@@ -106,13 +106,15 @@ struct KvPipe {
 // and g + 8 as h = 0, 1, keys key0 + 8 nt + 2 t + j in s[nt][2 h + j]), in exp2 form: with `mask`
 // key k is visible to row h only below lim[h]; the scores become probabilities against the new
 // row maxima m, and the sums l and the output o (same layout, columns for keys) are rescaled. A row
-// with no visible key yet (max -inf) contributes nothing.
-template <int NT, int ND>
+// with no visible key yet (max -inf) contributes nothing. kHalves 1 steps rows 0-7 only (h = 0):
+// rows 8-15 of a zero query tile keep scores of exactly 0, so their probabilities, and what they
+// add to O, are 0.
+template <int NT, int ND, int kHalves = 2>
 __device__ __forceinline__ void softmax_step(float (&s)[NT][4], float (&o)[ND][4], float (&m)[2], float (&l)[2],
                                              bool mask, int key0, const int (&lim)[2], float scale_log2) {
   const int t = threadIdx.x & 3;
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
+  for (int h = 0; h < kHalves; ++h) {
     float mx = -INFINITY;
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt)
@@ -175,8 +177,9 @@ struct WarpAttn {
   // Keys [koff, koff + 8 NT) of the tile at pool position k0. With `mask`, key k0 + j is visible
   // to a row only below its limit lim[mt][h] (causal position + 1, or the split's end). The query
   // fragments come from q (kQRegs) or, fewer registers for more shared-memory reads, from the
-  // warp's rows Qw of the Q tile.
-  template <int NT, bool kQRegs>
+  // warp's rows Qw of the Q tile. kHalves 1: only rows 0-7 of each 16 are real and the rest
+  // zero queries (softmax_step).
+  template <int NT, bool kQRegs, int kHalves = 2>
   __device__ __forceinline__ void tile(const uint32_t (&q)[MT][D / 16][4], const T* Qw, const T* Ks, const T* Vs,
                                        int koff, int k0, bool mask, const int (&lim)[MT][2], float scale_log2) {
     static_assert(NT % 2 == 0, "keys in steps of 16");
@@ -213,7 +216,8 @@ struct WarpAttn {
       }
     }
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt) softmax_step(s[mt], o[mt], m[mt], l[mt], mask, k0 + koff, lim[mt], scale_log2);
+    for (int mt = 0; mt < MT; ++mt)
+      softmax_step<NT, D / 8, kHalves>(s[mt], o[mt], m[mt], l[mt], mask, k0 + koff, lim[mt], scale_log2);
     // O += P V: the score accumulators of two 8-key tiles are the A fragment of a 16-key step;
     // ldmatrix.trans gives V's B fragments for two 8-dim tiles.
 #pragma unroll

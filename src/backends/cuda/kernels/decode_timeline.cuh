@@ -1,0 +1,68 @@
+// Diagnostic build only (CMake -DLITE_LLAMA_DECODE_TIMELINE=ON): thread 0 of every decode
+// attention and merge block stamps the global timer at the kernel's phases and appends one record
+// (kind: 1 a split, 3 the split holding the new key, 2 a merge block; the block index; the call's
+// partial buffer; 7 stamps) to a device array, which attention-bench
+// --timeline prints and tools/kernel_bench/decode_timeline.py reads. Included by
+// attention_decode.cu only. Without the option the marks compile to nothing.
+#pragma once
+#ifdef LITE_LLAMA_DECODE_TIMELINE
+#include <cuda_runtime.h>
+
+#include <vector>
+
+namespace lite_llama::cuda {
+
+constexpr unsigned kTimelineCap = 1u << 16;
+__device__ unsigned long long g_timeline[kTimelineCap][9];
+__device__ unsigned int g_timeline_n;
+
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__device__ __forceinline__ void timeline_save(unsigned kind, const void* call, const unsigned long long (&tl)[7]) {
+  if (threadIdx.x != 0) return;
+  const unsigned i = atomicAdd(&g_timeline_n, 1u);
+  if (i >= kTimelineCap) return;
+  g_timeline[i][0] = (1ull * kind << 48) | (1ull * blockIdx.z << 32) | (1ull * blockIdx.y << 16) | blockIdx.x;
+  g_timeline[i][1] = reinterpret_cast<unsigned long long>(call);
+  for (int k = 0; k < 7; ++k) g_timeline[i][2 + k] = tl[k];
+}
+
+void decode_timeline_reset() {
+  const unsigned z = 0;
+  cudaMemcpyToSymbol(g_timeline_n, &z, sizeof z);
+}
+
+std::vector<unsigned long long> decode_timeline_read() {
+  unsigned n = 0;
+  cudaMemcpyFromSymbol(&n, g_timeline_n, sizeof n);
+  n = n < kTimelineCap ? n : kTimelineCap;
+  std::vector<unsigned long long> v(size_t(n) * 9);
+  if (n) cudaMemcpyFromSymbol(v.data(), g_timeline, v.size() * sizeof(v[0]));
+  return v;
+}
+
+}  // namespace lite_llama::cuda
+
+#define TL_BEGIN                                       \
+  unsigned long long tl_[7] = {0, 0, 0, 0, 0, 0, 0}; \
+  TL_MARK(0)
+#define TL_MARK(i)                                           \
+  do {                                                       \
+    if (threadIdx.x == 0) tl_[i] = ::lite_llama::cuda::global_ns(); \
+  } while (0)
+#define TL_SAVE(kind, call) ::lite_llama::cuda::timeline_save(kind, call, tl_)
+#else
+#define TL_BEGIN \
+  do {           \
+  } while (0)
+#define TL_MARK(i) \
+  do {             \
+  } while (0)
+#define TL_SAVE(kind, call) \
+  do {                      \
+  } while (0)
+#endif
