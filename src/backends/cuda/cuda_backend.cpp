@@ -4,6 +4,7 @@
 #include "backends/cuda/cuda_backend.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "backends/cuda/cuda_check.h"
@@ -41,6 +42,11 @@ class CudaBackend final : public ops::Backend {
         sampler_(dev_),
         graphs_(dev_.stream()),
         finite_(dev_, o.cuda.check_finite) {}
+#ifdef LITE_LLAMA_DECODE_TIMELINE
+  ~CudaBackend() override {  // diagnostic build: the decode attention timeline of this run
+    if (const char* path = std::getenv("LITE_LLAMA_DECODE_TIMELINE_OUT")) decode_timeline_dump(path);
+  }
+#endif
 
   Device device() const override { return Device::CUDA; }
   DType act_dtype() const override { return dev_.act_dtype(); }

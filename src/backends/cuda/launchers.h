@@ -285,6 +285,7 @@ cudaError_t attention_decode(Act act, const AttnArgs& a, int splits, int min_key
 // Diagnostic builds (kernels/decode_timeline.cuh): clear, and read back, the blocks' records.
 void decode_timeline_reset();
 std::vector<unsigned long long> decode_timeline_read();
+void decode_timeline_dump(const char* path);
 #endif
 
 bool swiglu_quantizes_x(int T, int F);

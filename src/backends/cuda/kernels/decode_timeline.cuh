@@ -8,6 +8,8 @@
 #ifdef LITE_LLAMA_DECODE_TIMELINE
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <vector>
 
 namespace lite_llama::cuda {
@@ -43,6 +45,27 @@ std::vector<unsigned long long> decode_timeline_read() {
   std::vector<unsigned long long> v(size_t(n) * 9);
   if (n) cudaMemcpyFromSymbol(v.data(), g_timeline, v.size() * sizeof(v[0]));
   return v;
+}
+
+// The records in attention-bench --timeline's format (calls told apart by their partial buffer),
+// to `path`; the CUDA backend calls it when it is destroyed if LITE_LLAMA_DECODE_TIMELINE_OUT names
+// a file (a model's decode steps, in this diagnostic build only).
+void decode_timeline_dump(const char* path) {
+  const std::vector<unsigned long long> v = decode_timeline_read();
+  std::vector<unsigned long long> calls;
+  for (size_t r = 0; r + 9 <= v.size(); r += 9)
+    if (std::find(calls.begin(), calls.end(), v[r + 1]) == calls.end()) calls.push_back(v[r + 1]);
+  FILE* f = std::fopen(path, "w");
+  if (!f) return;
+  std::fprintf(f, "timeline engine records %zu pools %zu\n", v.size() / 9, calls.size());
+  for (size_t r = 0; r + 9 <= v.size(); r += 9) {
+    const long pool = std::find(calls.begin(), calls.end(), v[r + 1]) - calls.begin();
+    std::fprintf(f, "TL %llu %llu %llu %llu %ld", v[r] >> 48, (v[r] >> 32) & 0xffff, (v[r] >> 16) & 0xffff,
+                 v[r] & 0xffff, pool);
+    for (int k = 0; k < 7; ++k) std::fprintf(f, " %llu", v[r + 2 + k]);
+    std::fprintf(f, "\n");
+  }
+  std::fclose(f);
 }
 
 }  // namespace lite_llama::cuda
