@@ -73,14 +73,21 @@ struct KvPipe {
   __device__ __forceinline__ const T* V(int j) const { return K(j) + kBN * ld<D>(); }
 
   // Slot ids of tiles 0..S-2 (in the caller's open commit group, with whatever it loads), then K/V
-  // of tiles 0..S-2.
-  __device__ __forceinline__ void start() {
+  // of tiles 0..first-1; start_rest(first) issues the others of 0..S-2.
+  __device__ __forceinline__ void start(int first = S - 1) {
     for (int i = 0; i < S - 1 && i < ntiles; ++i) load_slots(ids + i * kBN, slots, i * kBN, n);
     cp_async_commit();
     cp_async_wait<0>();
     __syncthreads();
-    for (int i = 0; i < S - 1; ++i) {
+    for (int i = 0; i < first; ++i) {
       if (i > 0) __syncthreads();  // issue(i) overwrites the ids issue(i - 1) read
+      issue(i);
+      cp_async_commit();
+    }
+  }
+  __device__ __forceinline__ void start_rest(int first) {
+    for (int i = first; i < S - 1; ++i) {
+      if (i > 0) __syncthreads();
       issue(i);
       cp_async_commit();
     }
