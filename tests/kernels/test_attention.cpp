@@ -1,6 +1,8 @@
 // CUDA attention (flash-decoding for q_len == 1, tiled flash attention for prefill chunks)
 // against the CPU backend, over packed batches with scattered slots: decode only, prefill only
 // (with and without a prefix already in the pool: chunked prefill), and mixed batches.
+#include <array>
+
 #include "kernels/attention_harness.h"
 
 using namespace lite_llama;
@@ -30,7 +32,7 @@ class CudaAttention : public CudaVsCpu {
   }
 };
 
-// (Hq, Hkv): GQA groups 1, 2, 3, 4, 8 (and 16 for 64/4: two head chunks in the decode kernel).
+// (Hq, Hkv): GQA groups 1, 2, 3, 4, 8 (groups above 8: DecodeGroupsAboveEight).
 constexpr int kHeads[][2] = {{8, 8}, {8, 4}, {9, 3}, {16, 4}, {16, 2}, {32, 8}, {64, 8}};
 constexpr int kDecodeLens[] = {1, 2, 63, 64, 65, 1000, 8300, 17000};
 
@@ -61,6 +63,18 @@ TEST_P(CudaAttention, DecodeSingleSequenceEachLength) {
         check(rng, decodes({n}), 1, h[0], h[1], d);
         if (HasFatalFailure()) return;
       }
+}
+
+TEST_P(CudaAttention, DecodeGroupsAboveEight) {
+  // A block holds 16 query heads of a group: with 9-16 (64/4) every softmax row is stepped; 20
+  // (40/2) takes two head chunks, 16 rows and then 4 (rows 0-7 only), as groups of 3-8 do.
+  std::mt19937 rng(407);
+  for (int d : {64, 128})
+    for (const auto& h : {std::array<int, 2>{64, 4}, std::array<int, 2>{40, 2}, std::array<int, 2>{36, 4}}) {
+      check(rng, decodes({1, 63, 65, 1000, 9000}), 5, h[0], h[1], d);
+      check(rng, decodes({2, 64, 300}), 3, h[0], h[1], d, AttnFill::ExactProbes, 4000);
+      if (HasFatalFailure()) return;
+    }
 }
 
 TEST_P(CudaAttention, DecodeBatchSizes) {
