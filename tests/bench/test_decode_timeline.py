@@ -12,13 +12,13 @@ import decode_timeline  # noqa: E402
 PERIOD = 20000  # ns between calls
 
 
-def write_timeline(path, calls=6, pools=2):
+def write_timeline(path, calls=6, pools=2, pool_of=None):
     """Call i uses pool i % pools and starts at i * PERIOD; its three split blocks start 0, 100
     and 200 ns late and pass each stamp 1 us after the one before; two merge blocks start 5 us in,
     are released at 7 us and end at 8 us (the second one 50 ns later)."""
     lines = [f"timeline D 64 batch 1 context 8192 pdl 1 splits 3 stages 4 calls {calls} pools {pools}"]
     for i in range(calls):
-        c0, pool = 1_000_000 + i * PERIOD, i % pools
+        c0, pool = 1_000_000 + i * PERIOD, (pool_of or (lambda i: i % pools))(i)
         for x, late in enumerate((0, 100, 200)):
             stamps = [c0 + late + 1000 * k for k in range(7)]
             lines.append(f"TL {3 if x == 2 else 1} 0 0 {x} {pool} " + " ".join(map(str, stamps)))
@@ -37,6 +37,14 @@ def test_blocks_group_into_calls_in_time_order(tmp_path):
     assert all(len(c["split"]) == 3 and len(c["merge"]) == 2 for c in calls)
     starts = [min(r[2][0] for r in c["split"]) for c in calls]
     assert starts == sorted(starts) and starts[1] - starts[0] == PERIOD
+
+
+def test_calls_keep_time_order_whatever_the_pool_numbers(tmp_path):
+    f = tmp_path / "tl.txt"
+    write_timeline(f, calls=6, pools=3, pool_of=lambda i: (2 - i) % 3)
+    head, recs = decode_timeline.load(f)
+    starts = [min(r[2][0] for r in c["split"]) for c in decode_timeline.calls_of(head, recs)]
+    assert starts == [1_000_000 + i * PERIOD for i in range(6)]
 
 
 def test_phases_against_hand_worked_values(tmp_path):

@@ -95,11 +95,19 @@ void chunk_case(int D, int L, int P, int splits, int sms, int reps, double copy_
 // (>= 256 MiB of K/V in all) that each call reads its K/V from HBM, not from the 50 MB L2. With
 // pdl both kernels are launched as a decode step launches them on sm_90 (CudaTuning::pdl_attention):
 // a call's merge, and the next call's first K/V loads, start while the kernel before them ends.
-double decode_us(int D, int B, int ctx, int Hq, int Hkv, int splits, int sms, int reps, int stages = 4,
-                 bool pdl = false) {
+// The pools decode calls cycle through: enough (>= 256 MiB of K/V, at most 32) that no call's K/V
+// is still in L2 from the call before.
+std::vector<std::unique_ptr<Pool>> decode_pools(int D, int B, int ctx, int Hq, int Hkv, int sms) {
   const int n = int(std::clamp(std::ceil(double(256 << 20) / kv_bytes(D, B, ctx, Hkv)), 1.0, 32.0));
   std::vector<std::unique_ptr<Pool>> pools;
   for (int i = 0; i < n; ++i) pools.push_back(std::make_unique<Pool>(B, 1, ctx, Hq, Hkv, D, sms));
+  return pools;
+}
+
+double decode_us(int D, int B, int ctx, int Hq, int Hkv, int splits, int sms, int reps, int stages = 4,
+                 bool pdl = false) {
+  const std::vector<std::unique_ptr<Pool>> pools = decode_pools(D, B, ctx, Hq, Hkv, sms);
+  const int n = int(pools.size());
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   CK(cudaDeviceSynchronize());
@@ -135,12 +143,10 @@ double copy_us(double bytes, int reps) {
 
 #ifdef LITE_LLAMA_DECODE_TIMELINE
 // One replay of a graph of decode calls (as decode_us builds it) with the kernels' timeline on:
-// a header line, then per block "TL kind z y x pool t0..t6" (ns of the global timer; pool: which
-// call's buffers, so tools/kernel_bench/decode_timeline.py can group the blocks into calls).
+// the records as decode_timeline_dump writes them (tools/kernel_bench/decode_timeline.py reads them).
 void decode_timeline(int D, int B, int ctx, bool pdl, int splits, int stages, int sms) {
-  const int n = int(std::clamp(std::ceil(double(256 << 20) / kv_bytes(D, B, ctx, 8)), 1.0, 32.0));
-  std::vector<std::unique_ptr<Pool>> pools;
-  for (int i = 0; i < n; ++i) pools.push_back(std::make_unique<Pool>(B, 1, ctx, 32, 8, D, sms));
+  const std::vector<std::unique_ptr<Pool>> pools = decode_pools(D, B, ctx, 32, 8, sms);
+  const int n = int(pools.size());
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   const int calls = std::max(16, n);
@@ -158,18 +164,11 @@ void decode_timeline(int D, int B, int ctx, bool pdl, int splits, int stages, in
   decode_timeline_reset();
   CK(cudaGraphLaunch(exec, s));
   CK(cudaStreamSynchronize(s));
-  const std::vector<unsigned long long> v = decode_timeline_read();
-  std::printf("timeline D %d batch %d context %d pdl %d splits %d stages %d calls %d pools %d\n", D, B, ctx, int(pdl),
-              splits, stages, calls, n);
-  for (size_t r = 0; r + 9 <= v.size(); r += 9) {
-    int pool = -1;
-    for (int i = 0; i < n; ++i)
-      if (reinterpret_cast<unsigned long long>(pools[size_t(i)]->partial) == v[r + 1]) pool = i;
-    std::printf("TL %llu %llu %llu %llu %d", v[r] >> 48, (v[r] >> 32) & 0xffff, (v[r] >> 16) & 0xffff, v[r] & 0xffff,
-                pool);
-    for (int i = 0; i < 7; ++i) std::printf(" %llu", v[r + 2 + i]);
-    std::printf("\n");
-  }
+  const std::string head = "timeline D " + std::to_string(D) + " batch " + std::to_string(B) + " context " +
+                           std::to_string(ctx) + " pdl " + std::to_string(int(pdl)) + " splits " +
+                           std::to_string(splits) + " stages " + std::to_string(stages) + " calls " +
+                           std::to_string(calls);
+  decode_timeline_dump(stdout, head.c_str());
   CK(cudaGraphExecDestroy(exec));
   CK(cudaGraphDestroy(graph));
   CK(cudaStreamDestroy(s));

@@ -43,13 +43,16 @@ def runs(recs, gap_ns=4000):
 
 
 def calls_of(head, recs):
+    """Calls in the order they started: the i-th run of a pool's split blocks and of its merge
+    blocks are one call (pools are numbered as first seen, not by call)."""
     pools = int(head.split("pools ")[1])
     calls = defaultdict(lambda: {"split": [], "merge": []})
     for p in range(pools):
         for kind, sel in (("split", lambda k: k != 2), ("merge", lambda k: k == 2)):
             for i, c in enumerate(runs([r for r in recs if r[1] == p and sel(r[0])])):
-                calls[i * pools + p][kind] = c
-    return [calls[c] for c in sorted(calls) if calls[c]["split"]]
+                calls[(p, i)][kind] = c
+    found = [c for c in calls.values() if c["split"]]
+    return sorted(found, key=lambda c: min(r[2][0] for r in c["split"]))
 
 
 def phases(call):

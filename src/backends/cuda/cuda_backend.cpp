@@ -44,7 +44,11 @@ class CudaBackend final : public ops::Backend {
         finite_(dev_, o.cuda.check_finite) {}
 #ifdef LITE_LLAMA_DECODE_TIMELINE
   ~CudaBackend() override {  // diagnostic build: the decode attention timeline of this run
-    if (const char* path = std::getenv("LITE_LLAMA_DECODE_TIMELINE_OUT")) decode_timeline_dump(path);
+    const char* path = std::getenv("LITE_LLAMA_DECODE_TIMELINE_OUT");
+    if (FILE* f = path ? std::fopen(path, "w") : nullptr) {
+      decode_timeline_dump(f, "timeline engine");
+      std::fclose(f);
+    }
   }
 #endif
 

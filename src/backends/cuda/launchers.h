@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <vector>
 
 #include "ops/sample_row.h"
@@ -285,7 +286,7 @@ cudaError_t attention_decode(Act act, const AttnArgs& a, int splits, int min_key
 // Diagnostic builds (kernels/decode_timeline.cuh): clear, and read back, the blocks' records.
 void decode_timeline_reset();
 std::vector<unsigned long long> decode_timeline_read();
-void decode_timeline_dump(const char* path);
+void decode_timeline_dump(FILE* f, const char* head);
 #endif
 
 bool swiglu_quantizes_x(int T, int F);

@@ -47,25 +47,23 @@ std::vector<unsigned long long> decode_timeline_read() {
   return v;
 }
 
-// The records in attention-bench --timeline's format (calls told apart by their partial buffer),
-// to `path`; the CUDA backend calls it when it is destroyed if LITE_LLAMA_DECODE_TIMELINE_OUT names
-// a file (a model's decode steps, in this diagnostic build only).
-void decode_timeline_dump(const char* path) {
+// A line "HEAD records N pools P", then one line a block, "TL kind z y x pool t0..t6" (ns of the
+// global timer; pool: the call's partial buffer, numbered as first seen, so that
+// tools/kernel_bench/decode_timeline.py can tell calls apart). attention-bench --timeline prints
+// them; the CUDA backend writes a model run's to LITE_LLAMA_DECODE_TIMELINE_OUT when destroyed.
+void decode_timeline_dump(FILE* f, const char* head) {
   const std::vector<unsigned long long> v = decode_timeline_read();
-  std::vector<unsigned long long> calls;
+  std::vector<unsigned long long> pools;
   for (size_t r = 0; r + 9 <= v.size(); r += 9)
-    if (std::find(calls.begin(), calls.end(), v[r + 1]) == calls.end()) calls.push_back(v[r + 1]);
-  FILE* f = std::fopen(path, "w");
-  if (!f) return;
-  std::fprintf(f, "timeline engine records %zu pools %zu\n", v.size() / 9, calls.size());
+    if (std::find(pools.begin(), pools.end(), v[r + 1]) == pools.end()) pools.push_back(v[r + 1]);
+  std::fprintf(f, "%s records %zu pools %zu\n", head, v.size() / 9, pools.size());
   for (size_t r = 0; r + 9 <= v.size(); r += 9) {
-    const long pool = std::find(calls.begin(), calls.end(), v[r + 1]) - calls.begin();
+    const long pool = std::find(pools.begin(), pools.end(), v[r + 1]) - pools.begin();
     std::fprintf(f, "TL %llu %llu %llu %llu %ld", v[r] >> 48, (v[r] >> 32) & 0xffff, (v[r] >> 16) & 0xffff,
                  v[r] & 0xffff, pool);
     for (int k = 0; k < 7; ++k) std::fprintf(f, " %llu", v[r + 2 + k]);
     std::fprintf(f, "\n");
   }
-  std::fclose(f);
 }
 
 }  // namespace lite_llama::cuda
