@@ -79,15 +79,13 @@ struct KvPipe {
     cp_async_commit();
     cp_async_wait<0>();
     __syncthreads();
-    for (int i = 0; i < first; ++i) {
-      if (i > 0) __syncthreads();  // issue(i) overwrites the ids issue(i - 1) read
-      issue(i);
-      cp_async_commit();
-    }
+    issue_tiles(0, first);
   }
-  __device__ __forceinline__ void start_rest(int first) {
-    for (int i = first; i < S - 1; ++i) {
-      if (i > 0) __syncthreads();
+  __device__ __forceinline__ void start_rest(int first) { issue_tiles(first, S - 1); }
+  // K/V of tiles [from, to) of the first S - 1, a commit group each.
+  __device__ __forceinline__ void issue_tiles(int from, int to) {
+    for (int i = from; i < to; ++i) {
+      if (i > 0) __syncthreads();  // issue(i) overwrites the ids issue(i - 1) read
       issue(i);
       cp_async_commit();
     }
