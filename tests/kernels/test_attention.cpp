@@ -30,6 +30,21 @@ class CudaAttention : public CudaVsCpu {
     const std::vector<float> got = g.run(*gpu, P);
     ASSERT_TRUE(check_attn(got, want, P, act, fill));
   }
+  // cases(hq, hkv, d) for D 64 and 128 and each head shape, on a GPU backend built with tuning t
+  // (the default one again afterwards); stops at the first fatal failure.
+  template <typename F>
+  void with_tuning(const CudaTuning& t, std::initializer_list<const int*> heads, F cases) {
+    std::unique_ptr<ops::Backend> g = make_gpu(GetParam(), t);
+    std::swap(gpu, g);
+    for (int d : {64, 128}) {
+      for (const int* h : heads) {
+        cases(h[0], h[1], d);
+        if (HasFatalFailure()) break;
+      }
+      if (HasFatalFailure()) break;
+    }
+    std::swap(gpu, g);
+  }
 };
 
 // (Hq, Hkv): GQA groups 1, 2, 3, 4, 8 (groups above 8: DecodeGroupsAboveEight).
@@ -111,20 +126,13 @@ TEST_P(CudaAttention, DecodeWithSplitKeysFloor) {
   for (int keys : {0, 1, 100}) {
     CudaTuning t;
     t.decode_split_keys = keys;
-    std::unique_ptr<ops::Backend> g = make_gpu(GetParam(), t);
-    std::swap(gpu, g);
+    SCOPED_TRACE(::testing::Message() << "split keys " << keys);
     std::mt19937 rng(406);
-    for (int d : {64, 128}) {
-      for (const auto& h : {kHeads[1], kHeads[4], kHeads[6]}) {
-        SCOPED_TRACE(::testing::Message() << "split keys " << keys);
-        check(rng, decodes({1, 15, 16, 17, 100, 101, 1000, 4500}), 8, h[0], h[1], d);
-        check(rng, decodes({3, 16, 300}), 3, h[0], h[1], d, AttnFill::Random, 16000);
-        check(rng, decodes({1, 33, 64, 129}), 4, h[0], h[1], d, AttnFill::ExactProbes, 4000);
-        if (HasFatalFailure()) break;
-      }
-      if (HasFatalFailure()) break;
-    }
-    std::swap(gpu, g);
+    with_tuning(t, {kHeads[1], kHeads[4], kHeads[6]}, [&](int hq, int hkv, int d) {
+      check(rng, decodes({1, 15, 16, 17, 100, 101, 1000, 4500}), 8, hq, hkv, d);
+      check(rng, decodes({3, 16, 300}), 3, hq, hkv, d, AttnFill::Random, 16000);
+      check(rng, decodes({1, 33, 64, 129}), 4, hq, hkv, d, AttnFill::ExactProbes, 4000);
+    });
     if (HasFatalFailure()) return;
   }
 }
@@ -136,20 +144,13 @@ TEST_P(CudaAttention, DecodeWithMoreWaves) {
   for (int waves : {2, 4}) {
     CudaTuning t;
     t.decode_waves = waves;
-    std::unique_ptr<ops::Backend> g = make_gpu(GetParam(), t);
-    std::swap(gpu, g);
+    SCOPED_TRACE(::testing::Message() << "waves " << waves);
     std::mt19937 rng(408);
-    for (int d : {64, 128}) {
-      for (const auto& h : {kHeads[1], kHeads[4], kHeads[5]}) {
-        SCOPED_TRACE(::testing::Message() << "waves " << waves);
-        check(rng, decodes({17000}), 1, h[0], h[1], d);
-        check(rng, decodes({1, 65, 2000, 9000}), 4, h[0], h[1], d);
-        check(rng, decodes({5, 129, 3000}), 3, h[0], h[1], d, AttnFill::ExactProbes, 16000);
-        if (HasFatalFailure()) break;
-      }
-      if (HasFatalFailure()) break;
-    }
-    std::swap(gpu, g);
+    with_tuning(t, {kHeads[1], kHeads[4], kHeads[5]}, [&](int hq, int hkv, int d) {
+      check(rng, decodes({17000}), 1, hq, hkv, d);
+      check(rng, decodes({1, 65, 2000, 9000}), 4, hq, hkv, d);
+      check(rng, decodes({5, 129, 3000}), 3, hq, hkv, d, AttnFill::ExactProbes, 16000);
+    });
     if (HasFatalFailure()) return;
   }
 }
