@@ -93,10 +93,6 @@ struct CudaTuning {
   // 4 keeps three tiles in flight a block (the query tile moved into the ring so that three
   // blocks still fit an SM), 3 two. Larger batches always take 3.
   int decode_stages = 4;
-  // Waves of split decode attention where a batch's blocks fit one wave: 1 splits the keys into
-  // exactly one wave of blocks (at most 64 splits); 2-4 into that many waves of shorter splits (at
-  // most 128), so that SMs whose blocks finish first take the next ones.
-  int decode_waves = 1;
   // With pdl: the RMSNorms and the RoPE + KV write are launched while the projection before them
   // finishes, and wait for it inside.
   bool pdl_norm = true;

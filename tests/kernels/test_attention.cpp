@@ -137,24 +137,6 @@ TEST_P(CudaAttention, DecodeWithSplitKeysFloor) {
   }
 }
 
-TEST_P(CudaAttention, DecodeWithMoreWaves) {
-  // CudaTuning::decode_waves = 2 / 4: a one-wave batch split into that many waves of blocks, past
-  // 64 splits a sequence (up to 128, merged by the wider merge kernel), with lengths that use a
-  // few of them, all of them, and graph-style overstated max_seq_len.
-  for (int waves : {2, 4}) {
-    CudaTuning t;
-    t.decode_waves = waves;
-    SCOPED_TRACE(::testing::Message() << "waves " << waves);
-    std::mt19937 rng(408);
-    with_tuning(t, {kHeads[1], kHeads[4], kHeads[5]}, [&](int hq, int hkv, int d) {
-      check(rng, decodes({17000}), 1, hq, hkv, d);
-      check(rng, decodes({1, 65, 2000, 9000}), 4, hq, hkv, d);
-      check(rng, decodes({5, 129, 3000}), 3, hq, hkv, d, AttnFill::ExactProbes, 16000);
-    });
-    if (HasFatalFailure()) return;
-  }
-}
-
 TEST_P(CudaAttention, PrefillChunksWithPrefixes) {
   // Whole prompts (prefix 0) and chunks of longer prompts (prefix 37 / 512 already in the pool),
   // q_len around the 64-query tile.

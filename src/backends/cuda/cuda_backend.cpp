@@ -202,8 +202,7 @@ class CudaBackend final : public ops::Backend {
       ProfileScope ps(prof_, "attention decode", stream());
       a.num_seqs = nd;
       a.max_q_len = 1;
-      const int splits = decode_splits(nd, num_kv_heads, head_dim, m.max_seq_len, dev_.sm_count(), split_keys(),
-                                       tuning_.decode_waves);
+      const int splits = decode_splits(nd, num_kv_heads, head_dim, m.max_seq_len, dev_.sm_count(), split_keys());
       LL_CUDA(attention_decode(act(), a, splits, split_keys(), static_cast<float*>(m.workspace), stream(),
                                pdl(tuning_.pdl_attention),
                                decode_stages(nd, num_kv_heads, head_dim, dev_.sm_count(), tuning_.decode_stages)));

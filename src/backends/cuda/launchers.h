@@ -265,11 +265,10 @@ bool attention_prefill_sm90_built();
 int prefill_splits(const AttnArgs& a, int num_tokens, int num_sms, int max_rows);
 // Flash-decoding for q_len == 1 sequences: split-KV partitions then a log-sum-exp merge.
 // `partial` holds num_seqs * Hq * splits * (D + 2) floats. min_keys: the floor of keys a split,
-// the same for both calls. decode_splits sizes the grid (<= 64 splits, about one wave of blocks;
-// with waves 2-4 (CudaTuning::decode_waves) that many waves, <= 128 splits) for up to max_seq_len
-// keys at >= min_keys keys a split (64 when 0); at run time a sequence's splits hold >= min_keys
-// keys each (0: its keys spread over all splits).
-int decode_splits(int num_seqs, int Hkv, int head_dim, int max_seq_len, int num_sms, int min_keys, int waves = 1);
+// the same for both calls. decode_splits sizes the grid (<= 64 splits, about one wave of blocks) for up to max_seq_len keys
+// at >= min_keys keys a split (64 when 0); at run time a sequence's splits hold >= min_keys keys
+// each (0: its keys spread over all splits).
+int decode_splits(int num_seqs, int Hkv, int head_dim, int max_seq_len, int num_sms, int min_keys);
 // Bytes of `partial` that any batch of up to max_seqs decodes needs (decode_splits' worst case).
 size_t decode_workspace_bytes(int max_seqs, int num_heads, int head_dim, int num_sms);
 // Rows (token x split) a head that decode_workspace_bytes holds for any max_seqs >= 1: the bound

@@ -11,8 +11,6 @@
 #include "backends/cuda/launchers.h"
 #include "backends/cuda/pdl.cuh"
 
-#include <algorithm>
-
 namespace lite_llama::cuda {
 namespace {
 
@@ -183,12 +181,8 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, int splits
   TL_SAVE(new_key ? 3 : 1, partial);
 }
 
-// Splits of a decode grid of more than one wave (CudaTuning::decode_waves); one wave keeps the
-// prefill's cap, kMaxSplits, and its merge.
-constexpr int kMaxDecodeSplits = 128;
-
-// One block of D threads per (query head, sequence); kMax: the most splits it merges.
-template <typename T, int D, int kMax>
+// One block of D threads per (query head, sequence).
+template <typename T, int D>
 __global__ void __launch_bounds__(D) merge_kernel(AttnArgs a, int splits, int min_keys, const float* partial) {
   TL_BEGIN;
   pdl_trigger();  // the output projection's GEMV (PDL) may start fetching its weights
@@ -198,7 +192,7 @@ __global__ void __launch_bounds__(D) merge_kernel(AttnArgs a, int splits, int mi
   const int used = used_splits(seq_len, keys_per_split(seq_len, splits, min_keys));
   pdl_wait();  // launched with PDL: the partials are complete only now
   TL_MARK(1);
-  merge_partials<T, D, kMax>(partial + (size_t(b) * a.Hq + h) * splits * (D + 2), used,
+  merge_partials<T, D>(partial + (size_t(b) * a.Hq + h) * splits * (D + 2), used,
                        static_cast<T*>(a.out) + (size_t(q_start) * a.Hq + h) * D);
   TL_MARK(2);
   TL_SAVE(2, partial);
@@ -228,29 +222,25 @@ cudaError_t launch(const AttnArgs& a, int splits, int min_keys, float* partial, 
   else
     e = run_decode<T, D, 3>(grid, a, splits, min_keys, hchunks, partial, s, pdl);
   if (e != cudaSuccess || splits == 1) return e;
-  auto merge = splits <= kMaxSplits ? merge_kernel<T, D, kMaxSplits> : merge_kernel<T, D, kMaxDecodeSplits>;
-  return launch_pdl(pdl, merge, dim3(a.Hq, a.num_seqs), dim3(D), 0, s, a, splits, min_keys,
+  return launch_pdl(pdl, merge_kernel<T, D>, dim3(a.Hq, a.num_seqs), dim3(D), 0, s, a, splits, min_keys,
                     static_cast<const float*>(partial));
 }
 
 }  // namespace
 
-int decode_splits(int num_seqs, int Hkv, int head_dim, int max_seq_len, int num_sms, int min_keys, int waves) {
-  // Blocks that fit one wave: split into exactly that many (or `waves` waves of them). Past one
-  // wave, about four waves, so the last, partial wave idles at most a quarter of the time (H100,
-  // batch 64, D 128, 32k keys: one split of 512 blocks ran at 0.84 of copy bandwidth, two splits
-  // at 0.95).
+int decode_splits(int num_seqs, int Hkv, int head_dim, int max_seq_len, int num_sms, int min_keys) {
+  // Blocks that fit one wave: split into exactly that many. Past one wave, about four waves, so
+  // the last, partial wave idles at most a quarter of the time (H100, batch 64, D 128, 32k keys:
+  // one split of 512 blocks ran at 0.84 of copy bandwidth, two splits at 0.95).
   const int blocks = std::max(1, num_seqs * Hkv), wave = blocks_per_sm(head_dim) * num_sms;
-  waves = std::clamp(waves, 1, 4);  // decode_workspace_bytes holds four waves
-  int splits = blocks <= wave ? waves * wave / blocks : (4 * wave + blocks - 1) / blocks;
+  int splits = blocks <= wave ? wave / blocks : (4 * wave + blocks - 1) / blocks;
   const int grid_keys = min_keys > 0 ? min_keys : 64;  // no floor: the grid still assumes 64 keys a split
   splits = std::min(splits, std::max(1, (max_seq_len + grid_keys - 1) / grid_keys));
-  return std::max(1, std::min(splits, waves > 1 ? kMaxDecodeSplits : kMaxSplits));
+  return std::max(1, std::min(splits, kMaxSplits));
 }
 
 size_t decode_workspace_bytes(int max_seqs, int num_heads, int head_dim, int num_sms) {
-  // decode_splits: B * splits <= max(waves wave / Hkv, B * (4 wave / (B Hkv) + 1)) <= 4 wave + B
-  // (waves <= 4).
+  // decode_splits: B * splits <= max(wave / Hkv, B * (4 wave / (B Hkv) + 1)) <= 4 wave + B.
   const size_t rows = size_t(2 * max_seqs + 4 * blocks_per_sm(head_dim) * num_sms) * size_t(num_heads);
   return rows * size_t(head_dim + 2) * sizeof(float);
 }
@@ -267,7 +257,7 @@ int decode_stages(int num_seqs, int Hkv, int head_dim, int num_sms, int stages) 
 cudaError_t attention_decode(Act act, const AttnArgs& a, int splits, int min_keys, float* partial,
                              cudaStream_t s, bool pdl, int stages) {
   if (a.num_seqs == 0) return cudaSuccess;
-  if (splits < 1 || splits > kMaxDecodeSplits || min_keys < 0) return cudaErrorInvalidValue;
+  if (splits < 1 || splits > kMaxSplits || min_keys < 0) return cudaErrorInvalidValue;
   const bool bf = act == Act::BF16;
   switch (a.D) {
     case 64:

@@ -259,42 +259,30 @@ struct WarpAttn {
 constexpr int kMaxSplits = 64;  // key splits of one row (decode, short prefill chunks)
 
 // Merges one row's split partials p[s * (D + 2) + (0..D-1 | D | D + 1)] = (unnormalised O,
-// log2-scaled maximum, sum) for s < used <= kMax into out[0..D) with their log-sum-exp weights; one
-// block of D threads. The weights exp2(m_s - M) are computed once, by one thread per split (a
-// thread takes splits t, t + D, ... where kMax > D), so each output dimension is a single weighted
-// sum.
-template <typename T, int D, int kMax = kMaxSplits>
+// log2-scaled maximum, sum) for s < used into out[0..D) with their log-sum-exp weights; one block
+// of D threads. The weights exp2(m_s - M) are computed once, one thread per split, so each output
+// dimension is a single weighted sum.
+template <typename T, int D>
 __device__ __forceinline__ void merge_partials(const float* p, int used, T* __restrict__ out) {
-  constexpr int kPer = (kMax + D - 1) / D;
-  __shared__ float w[kMax], red[32];
+  static_assert(D >= kMaxSplits, "one thread per split");
+  __shared__ float w[kMaxSplits], red[32];
   const int t = threadIdx.x;
   // Every load is issued before any is used: one round trip to L2, not one per split. __ldcg, not
   // the read-only path: under PDL the kernel that writes p runs while this kernel starts, and a
   // read-only load may be scheduled above pdl_wait() once its address is known before it.
-  float v[kMax];
+  float v[kMaxSplits];
 #pragma unroll
-  for (int s = 0; s < kMax; ++s) v[s] = s < used ? __ldcg(p + s * (D + 2) + t) : 0.f;
-  float m[kPer], l[kPer], mx = -INFINITY;
-#pragma unroll
-  for (int i = 0; i < kPer; ++i) {
-    const int s = t + i * D;
-    m[i] = s < used ? __ldcg(p + s * (D + 2) + D) : -INFINITY;
-    l[i] = s < used ? __ldcg(p + s * (D + 2) + D + 1) : 0.f;
-    mx = fmaxf(mx, m[i]);
-  }
-  const float M = block_max(mx, red);
-  float lw = 0.f;
-#pragma unroll
-  for (int i = 0; i < kPer; ++i) {
-    const float wt = m[i] != -INFINITY ? exp2f(m[i] - M) : 0.f;
-    lw += l[i] * wt;
-    if (t + i * D < kMax) w[t + i * D] = wt;
-  }
-  const float L = block_sum(lw, red);
+  for (int s = 0; s < kMaxSplits; ++s) v[s] = s < used ? __ldcg(p + s * (D + 2) + t) : 0.f;
+  const float m = t < used ? __ldcg(p + t * (D + 2) + D) : -INFINITY;
+  const float l = t < used ? __ldcg(p + t * (D + 2) + D + 1) : 0.f;
+  const float M = block_max(m, red);
+  const float wt = m != -INFINITY ? exp2f(m - M) : 0.f;
+  const float L = block_sum(l * wt, red);
+  if (t < kMaxSplits) w[t] = wt;
   __syncthreads();
   float A = 0.f;
 #pragma unroll
-  for (int s = 0; s < kMax; ++s) A = fmaf(w[s], v[s], A);  // w is 0 past `used`
+  for (int s = 0; s < kMaxSplits; ++s) A = fmaf(w[s], v[s], A);  // w is 0 past `used`
   out[t] = from_f<T>(L > 0.f ? A / L : 0.f);
 }
 
