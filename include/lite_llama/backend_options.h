@@ -148,6 +148,9 @@ struct CudaTuning {
   bool moe_gemv_preload = true;
   // Debugging: every op's output is copied back and checked for NaN / inf (eager steps only).
   bool check_finite = false;
+  // Diagnostic builds only (-DLITE_LLAMA_DECODE_TIMELINE=ON): the file the backend writes its
+  // run's decode attention timeline to when destroyed (tools/kernel_bench/decode_timeline.py); empty: none.
+  std::string decode_timeline_out;
 };
 
 struct CpuTuning {

@@ -1,6 +1,7 @@
 // `lite-llama chat`: interactive multi-turn chat with streaming replies; /exit quits.
 #include <cstdio>
 #include <iostream>
+#include <utility>
 
 #include "common.h"
 #include "core/timer.h"
@@ -14,11 +15,18 @@ struct ChatArgs {
   std::string system;
 };
 
+ChatMessage message(std::string role, std::string content) {
+  ChatMessage m;
+  m.role = std::move(role);
+  m.content = std::move(content);
+  return m;
+}
+
 void run_chat(ChatArgs& a) {
   const SamplingParams params = a.sampling.resolve();
   auto engine = open_engine(a.model);
   std::vector<ChatMessage> history;
-  if (!a.system.empty()) history.push_back({"system", a.system, ""});
+  if (!a.system.empty()) history.push_back(message("system", a.system));
   std::fprintf(stderr, "lite-llama chat with %s. Type /exit (or Ctrl-D) to quit, /reset to forget.\n",
                engine->info().name.c_str());
   std::string line;
@@ -32,7 +40,7 @@ void run_chat(ChatArgs& a) {
       continue;
     }
     if (line.empty()) continue;
-    history.push_back({"user", line, ""});
+    history.push_back(message("user", line));
     std::vector<int32_t> ids = engine->tokenize(engine->apply_chat_template(history, true), false, true);
     int64_t id = 0;
     try {
@@ -58,7 +66,7 @@ void run_chat(ChatArgs& a) {
     std::fflush(stdout);
     if (!a.model.quiet)
       std::fprintf(stderr, "[%d tokens, %.1f tok/s]\n", n, n * 1000.0 / (now_ms() - t0));
-    history.push_back({"assistant", reply, ""});
+    history.push_back(message("assistant", reply));
   }
 }
 

@@ -59,6 +59,7 @@ void apply_env_tuning(BackendOptions& o) {
   if (env("LITE_LLAMA_PDL_NORM")) c.pdl_norm = !env_is("LITE_LLAMA_PDL_NORM", "0");
   if (env("LITE_LLAMA_PREFILL_WGMMA")) c.prefill_wgmma = !env_is("LITE_LLAMA_PREFILL_WGMMA", "0");
   if (env("LITE_LLAMA_CHECK_FINITE")) c.check_finite = env_is("LITE_LLAMA_CHECK_FINITE", "1");
+  if (const char* e = env("LITE_LLAMA_DECODE_TIMELINE_OUT")) c.decode_timeline_out = e;
   if (env("LITE_LLAMA_CPU_Q8")) o.cpu.q8_activations = true;
   if (env("LITE_LLAMA_CPU_INT16")) o.cpu.int16_activations = env_is("LITE_LLAMA_CPU_INT16", "1");
   if (const char* e = env("LITE_LLAMA_CPU_ISA")) o.cpu.isa = parse_cpu_isa(e);

@@ -44,8 +44,8 @@ class CudaBackend final : public ops::Backend {
         finite_(dev_, o.cuda.check_finite) {}
 #ifdef LITE_LLAMA_DECODE_TIMELINE
   ~CudaBackend() override {  // diagnostic build: the decode attention timeline of this run
-    const char* path = std::getenv("LITE_LLAMA_DECODE_TIMELINE_OUT");
-    if (FILE* f = path ? std::fopen(path, "w") : nullptr) {
+    const std::string& path = tuning_.decode_timeline_out;
+    if (FILE* f = path.empty() ? nullptr : std::fopen(path.c_str(), "w")) {
       decode_timeline_dump(f, "timeline engine");
       std::fclose(f);
     }

@@ -50,7 +50,8 @@ std::vector<unsigned long long> decode_timeline_read() {
 // A line "HEAD records N pools P", then one line a block, "TL kind z y x pool t0..t6" (ns of the
 // global timer; pool: the call's partial buffer, numbered as first seen, so that
 // tools/kernel_bench/decode_timeline.py can tell calls apart). attention-bench --timeline prints
-// them; the CUDA backend writes a model run's to LITE_LLAMA_DECODE_TIMELINE_OUT when destroyed.
+// them; the CUDA backend writes a model run's to CudaTuning::decode_timeline_out
+// (LITE_LLAMA_DECODE_TIMELINE_OUT) when destroyed.
 void decode_timeline_dump(FILE* f, const char* head) {
   const std::vector<unsigned long long> v = decode_timeline_read();
   std::vector<unsigned long long> pools;
