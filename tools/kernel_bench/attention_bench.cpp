@@ -3,6 +3,7 @@
 // large bf16 cuBLASLt GEMM). One JSON object per line on stdout.
 //   attention-bench [--quick]
 //   attention-bench --prefill D TOKENS [mma] | --decode D BATCH CONTEXT [SPLITS (0: auto)] [STAGES] [PDL]
+//     [MAX_CARVEOUT (default 1: CudaTuning::decode_max_carveout)]
 //     (one case, e.g. under ncu)
 //   attention-bench --chunk D TOKENS PREFIX [SPLITS]   (a short chunk after a cached prefix: splits vs one)
 //   attention-bench --timeline D BATCH CONTEXT PDL [SPLITS] [STAGES]   (builds with
@@ -105,7 +106,7 @@ std::vector<std::unique_ptr<Pool>> decode_pools(int D, int B, int ctx, int Hq, i
 }
 
 double decode_us(int D, int B, int ctx, int Hq, int Hkv, int splits, int sms, int reps, int stages = 4,
-                 bool pdl = false) {
+                 bool pdl = false, bool max_carveout = true) {
   const std::vector<std::unique_ptr<Pool>> pools = decode_pools(D, B, ctx, Hq, Hkv, sms);
   const int n = int(pools.size());
   cudaStream_t s;
@@ -114,7 +115,7 @@ double decode_us(int D, int B, int ctx, int Hq, int Hkv, int splits, int sms, in
   const int calls = std::max(reps, n);
   const double us = graph_us(s, [&](int i) {
     const Pool& p = *pools[size_t(i % n)];
-    CK(attention_decode(Act::BF16, p.args, splits, 16, p.partial, s, pdl, stages));
+    CK(attention_decode(Act::BF16, p.args, splits, 16, p.partial, s, pdl, stages, max_carveout));
   }, calls, 3);
   CK(cudaStreamDestroy(s));
   return us;
@@ -210,9 +211,10 @@ int main(int argc, char** argv) {
     const int splits = given > 0 ? given : decode_splits(B, 8, D, ctx, sms, 16);
     const int stages = argc >= 7 ? std::atoi(argv[6]) : 4;
     const bool pdl = argc >= 8 && std::atoi(argv[7]) != 0;
-    const double us = decode_us(D, B, ctx, 32, 8, splits, sms, 20, stages, pdl);
-    std::printf("decode D %d batch %d context %d splits %d stages %d pdl %d: %.1f us, %.1f GB/s of K/V\n", D, B, ctx,
-                splits, stages, int(pdl), us, kv_bytes(D, B, ctx, 8) / us / 1e3);
+    const bool carveout = argc < 9 || std::atoi(argv[8]) != 0;
+    const double us = decode_us(D, B, ctx, 32, 8, splits, sms, 20, stages, pdl, carveout);
+    std::printf("decode D %d batch %d context %d splits %d stages %d pdl %d max_carveout %d: %.1f us, %.1f GB/s of K/V\n",
+                D, B, ctx, splits, stages, int(pdl), int(carveout), us, kv_bytes(D, B, ctx, 8) / us / 1e3);
     return 0;
   }
   std::printf("{\"device\": \"%s\", \"sms\": %d}\n", prop.name, sms);

@@ -205,7 +205,8 @@ class CudaBackend final : public ops::Backend {
       const int splits = decode_splits(nd, num_kv_heads, head_dim, m.max_seq_len, dev_.sm_count(), split_keys());
       LL_CUDA(attention_decode(act(), a, splits, split_keys(), static_cast<float*>(m.workspace), stream(),
                                pdl(tuning_.pdl_attention),
-                               decode_stages(nd, num_kv_heads, head_dim, dev_.sm_count(), tuning_.decode_stages)));
+                               decode_stages(nd, num_kv_heads, head_dim, dev_.sm_count(), tuning_.decode_stages),
+                               tuning_.decode_max_carveout));
     }
     if (m.num_seqs > nd) {
       a.b_q_start = m.b_q_start + nd;

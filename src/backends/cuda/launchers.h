@@ -280,8 +280,9 @@ int decode_stages(int num_seqs, int Hkv, int head_dim, int num_sms, int stages);
 // pdl: launched with programmatic dependent launch (sm_90+, pdl.cuh) after the RoPE + KV write,
 // whose new keys and queries it reads only after pdl_wait().
 // stages: the K/V ring of split sequences at head dim 64, 3 or 4 (three tiles in flight a block).
+// max_carveout: both kernels at the largest shared-memory carveout (CudaTuning::decode_max_carveout).
 cudaError_t attention_decode(Act act, const AttnArgs& a, int splits, int min_keys, float* partial,
-                             cudaStream_t s, bool pdl = false, int stages = 3);
+                             cudaStream_t s, bool pdl = false, int stages = 3, bool max_carveout = true);
 #ifdef LITE_LLAMA_DECODE_TIMELINE
 // Diagnostic builds (kernels/decode_timeline.cuh): clear, and read back, the blocks' records.
 void decode_timeline_reset();
