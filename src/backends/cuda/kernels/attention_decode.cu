@@ -198,9 +198,9 @@ __global__ void __launch_bounds__(D) merge_kernel(AttnArgs a, int splits, int mi
   TL_SAVE(2, partial);
 }
 
-// An SM holds blocks of one L1 / shared-memory carveout at a time, and the driver picks a small one
-// for the merge (384 bytes of shared memory). Under PDL the next call's split blocks (three of 73
-// KiB an SM at D 64) found no room on the SMs still running a merge block, one per query head:
+// An SM holds blocks of one L1 / shared-memory carveout at a time, and the driver's default for the
+// merge (384 bytes of shared memory) is evidently a smaller one. Under PDL the next call's split
+// blocks (three of 73 KiB an SM at D 64) found no room on the SMs still running a merge block:
 // 92 of 392 started 2.4 us late (H100, D 64, batch 1, 32 heads). At the largest carveout a merge
 // block fits beside three split blocks. 100: the percentage of the largest.
 template <typename K>
