@@ -94,10 +94,11 @@ struct CudaTuning {
   // blocks still fit an SM), 3 two. Larger batches always take 3.
   int decode_stages = 4;
   // The split decode kernel and its merge ask for the largest shared-memory carveout. An SM runs
-  // blocks of one L1 / shared split at a time: merge blocks at the default (small) carveout kept
-  // the next decode call's split blocks off their SMs until they ended (H100, attention-bench
-  // --decode under PDL: 92 of 392 blocks started 2.4 us late at batch 1, D 64). With it, batch-1
-  // calls are 1.3-6.4% faster; model steps are unchanged (docs/benchmarks/long-context.md).
+  // blocks of one L1 / shared split at a time: merge blocks at the default (evidently smaller)
+  // carveout kept the next decode call's split blocks off their SMs until they ended (H100,
+  // attention-bench --decode under PDL: 92 of 392 blocks started 2.4 us late at batch 1, D 64).
+  // With it, batch-1 calls are 1.3-6.4% faster; model steps are unchanged
+  // (docs/benchmarks/long-context.md).
   bool decode_max_carveout = true;
   // With pdl: the RMSNorms and the RoPE + KV write are launched while the projection before them
   // finishes, and wait for it inside.

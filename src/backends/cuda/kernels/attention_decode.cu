@@ -233,8 +233,8 @@ cudaError_t launch(const AttnArgs& a, int splits, int min_keys, float* partial, 
                     : run_decode<T, D, 3>(grid, a, splits, min_keys, hchunks, partial, s, pdl, max_carveout);
   else
     e = run_decode<T, D, 3>(grid, a, splits, min_keys, hchunks, partial, s, pdl, max_carveout);
-  if (e == cudaSuccess && splits > 1) e = set_carveout(merge_kernel<T, D>, max_carveout);
   if (e != cudaSuccess || splits == 1) return e;
+  if ((e = set_carveout(merge_kernel<T, D>, max_carveout)) != cudaSuccess) return e;
   return launch_pdl(pdl, merge_kernel<T, D>, dim3(a.Hq, a.num_seqs), dim3(D), 0, s, a, splits, min_keys,
                     static_cast<const float*>(partial));
 }
