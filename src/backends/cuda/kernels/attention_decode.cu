@@ -8,6 +8,7 @@
 // and a sequence uses the first ceil(len / keys_per_split) splits of its grid row.
 #include "backends/cuda/kernels/attention_tile.cuh"
 #include "backends/cuda/kernels/decode_timeline.cuh"
+#include "backends/cuda/func_attr.h"
 #include "backends/cuda/launchers.h"
 #include "backends/cuda/pdl.cuh"
 
@@ -205,15 +206,14 @@ __global__ void __launch_bounds__(D) merge_kernel(AttnArgs a, int splits, int mi
 // block fits beside three split blocks. 100: the percentage of the largest.
 template <typename K>
 cudaError_t set_carveout(K* kernel, bool max_carveout) {
-  return cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributePreferredSharedMemoryCarveout,
-                              max_carveout ? 100 : -1);
+  return set_func_attr(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, max_carveout ? 100 : -1);
 }
 
 template <typename T, int D, int S>
 cudaError_t run_decode(dim3 grid, const AttnArgs& a, int splits, int min_keys, int hchunks, float* partial,
                        cudaStream_t s, bool pdl, bool max_carveout) {
   constexpr size_t smem = decode_smem_bytes<D, S>();
-  cudaError_t e = cudaFuncSetAttribute(decode_kernel<T, D, S>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  cudaError_t e = set_func_attr(decode_kernel<T, D, S>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
   if (e == cudaSuccess) e = set_carveout(decode_kernel<T, D, S>, max_carveout);
   if (e != cudaSuccess) return e;
   return launch_pdl(pdl, decode_kernel<T, D, S>, grid, dim3(kThreads), smem, s, a, splits, min_keys, hchunks, partial);

@@ -6,6 +6,7 @@
 // long prefix (the next turn of a cached chat) has too few query tiles to fill the GPU, so its
 // keys are split over blocks that write (O, max, sum) partials, merged as flash-decoding does.
 #include "backends/cuda/kernels/attention_tile.cuh"
+#include "backends/cuda/func_attr.h"
 #include "backends/cuda/launchers.h"
 
 namespace lite_llama::cuda {
@@ -160,9 +161,8 @@ cudaError_t launch(const AttnArgs& a, int splits, float* partial, cudaStream_t s
   using C = Cfg<D>;
   const int G = a.Hq / a.Hkv;
   if (G < 1 || G > C::kRows || a.Hq % a.Hkv != 0) return cudaErrorInvalidValue;
-  // Per device and cheap: set on every launch rather than cached in a static.
   auto* kernel = splits > 1 ? prefill_kernel<T, D, true> : prefill_kernel<T, D, false>;
-  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmem));
+  cudaError_t e = set_func_attr(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmem));
   if (e != cudaSuccess) return e;
   const dim3 grid(ceil_div(a.max_q_len, C::kRows / G) * splits, a.Hkv, a.num_seqs);
   kernel<<<grid, kThreads, C::kSmem, s>>>(a, splits, partial);

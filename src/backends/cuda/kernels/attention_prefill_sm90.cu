@@ -11,6 +11,7 @@
 
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/kernels/attention_tile.cuh"
+#include "backends/cuda/func_attr.h"
 #include "backends/cuda/launchers.h"
 #include "backends/cuda/mma.cuh"
 #include "backends/cuda/wgmma.cuh"
@@ -173,7 +174,7 @@ cudaError_t launch(const AttnArgs& a, cudaStream_t s) {
   if (G < 1 || G > kBM || a.Hq % a.Hkv != 0) return cudaErrorInvalidValue;
   constexpr size_t smem = Sm90Cfg<D>::kSmem;
   auto* kernel = prefill_sm90_kernel<T, D>;
-  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  cudaError_t e = set_func_attr(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
   if (e != cudaSuccess) return e;
   const dim3 grid(ceil_div(a.max_q_len, kBM / G), a.Hkv, a.num_seqs);
   kernel<<<grid, kThreads, smem, s>>>(a);

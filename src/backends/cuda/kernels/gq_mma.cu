@@ -12,6 +12,7 @@
 
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/kernels/gq_common.cuh"
+#include "backends/cuda/func_attr.h"
 #include "backends/cuda/launchers.h"
 #include "backends/cuda/mma.cuh"
 #include "backends/cuda/pdl.cuh"
@@ -281,9 +282,10 @@ cudaError_t launch(const GqArgs& q, int gshift, const void* x, const void* w, co
   float* part = splits > 1 ? static_cast<float*>(ws) : nullptr;
   const dim3 grid(row_blocks, splits, tok_tiles);
   constexpr int smem = Stage<KIND, NTI>::kBytes * Stage<KIND, NTI>::kStages;
-  static const cudaError_t attr =
-      cudaFuncSetAttribute(gemm_gq_mma_kernel<T, KIND, NTI>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  if (attr != cudaSuccess) return attr;
+  // Per device (a process-wide static set it on the first device only: tensor-parallel ranks).
+  if (cudaError_t e = set_func_attr(gemm_gq_mma_kernel<T, KIND, NTI>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+      e != cudaSuccess)
+    return e;
   if (cudaError_t e = launch_pdl(q.pdl, gemm_gq_mma_kernel<T, KIND, NTI>, grid, dim3(kThreads), smem, s,
                                  static_cast<const T*>(x), static_cast<const uint8_t*>(w), q.row_bytes, gshift,
                                  static_cast<const T*>(bias), out, out_f32, part, T_, N, K, ldo, kper);

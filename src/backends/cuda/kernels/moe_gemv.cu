@@ -10,6 +10,7 @@
 
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/kernels/moe_internal.cuh"
+#include "backends/cuda/func_attr.h"
 #include "backends/cuda/launchers.h"
 #include "backends/cuda/mma.cuh"
 #include "backends/cuda/pdl.cuh"
@@ -317,7 +318,7 @@ cudaError_t gemv(const Rows& W, int N, int K, const T* in, bool swiglu, int top_
   const int pieces = int(ceil_div(tune.l2_prefetch, 512));
   auto launch = [&](auto kernel, int rows_per_block) {
     if (smem > 48 * 1024)
-      if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+      if (cudaError_t e = set_func_attr(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
           e != cudaSuccess)
         return e;
     const dim3 grid(ceil_div(long(ceil_div(N, rows_per_block)), per_block), unsigned(std::min(n, experts)));
