@@ -15,7 +15,8 @@
 namespace lite_llama::cuda {
 
 constexpr unsigned kTimelineCap = 1u << 16;
-constexpr unsigned kTimelineFields = 10;
+constexpr unsigned kSmField = 9;  // after the packed kind and block (0), the call (1), 7 stamps (2-8)
+constexpr unsigned kTimelineFields = kSmField + 1;
 __device__ unsigned long long g_timeline[kTimelineCap][kTimelineFields];
 __device__ unsigned int g_timeline_n;
 
@@ -34,7 +35,7 @@ __device__ __forceinline__ void timeline_save(unsigned kind, const void* call, c
   for (int k = 0; k < 7; ++k) g_timeline[i][2 + k] = tl[k];
   unsigned sm;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-  g_timeline[i][9] = sm;
+  g_timeline[i][kSmField] = sm;
 }
 
 void decode_timeline_reset() {
@@ -67,7 +68,7 @@ void decode_timeline_dump(FILE* f, const char* head) {
     std::fprintf(f, "TL %llu %llu %llu %llu %ld", v[r] >> 48, (v[r] >> 32) & 0xffff, (v[r] >> 16) & 0xffff,
                  v[r] & 0xffff, pool);
     for (int k = 0; k < 7; ++k) std::fprintf(f, " %llu", v[r + 2 + k]);
-    std::fprintf(f, " %llu", v[r + 9]);  // the block's SM
+    std::fprintf(f, " %llu", v[r + kSmField]);  // the block's SM
     std::fprintf(f, "\n");
   }
 }
