@@ -55,12 +55,15 @@ __device__ __forceinline__ void fence_regs(float (&d)[R][4]) {
 }
 
 // The accumulator operands of the wgmma wrappers: d[0..7][4] or d[0..15][4] (8 columns each, the
-// mma accumulator layout) and their "%i" names; LL_WG_OUT8(i) names d[i] and d[i + 1].
-#define LL_WG_OUT8(i)                                                                                  \
-  "+f"(d[i][0]), "+f"(d[i][1]), "+f"(d[i][2]), "+f"(d[i][3]), "+f"(d[(i) + 1][0]), "+f"(d[(i) + 1][1]), \
-      "+f"(d[(i) + 1][2]), "+f"(d[(i) + 1][3])
-#define LL_WG_OUT32 LL_WG_OUT8(0), LL_WG_OUT8(2), LL_WG_OUT8(4), LL_WG_OUT8(6)
-#define LL_WG_OUT64 LL_WG_OUT32, LL_WG_OUT8(8), LL_WG_OUT8(10), LL_WG_OUT8(12), LL_WG_OUT8(14)
+// mma accumulator layout) and their "%i" names; LL_WG_D8(c, i) names d[i] and d[i + 1] with
+// constraint c: "+f" accumulates, "=f" (scale-d 0: d is only written) needs no zeroed registers.
+#define LL_WG_D8(c, i)                                                                         \
+  c(d[i][0]), c(d[i][1]), c(d[i][2]), c(d[i][3]), c(d[(i) + 1][0]), c(d[(i) + 1][1]), c(d[(i) + 1][2]), \
+      c(d[(i) + 1][3])
+#define LL_WG_OUT32 LL_WG_D8("+f", 0), LL_WG_D8("+f", 2), LL_WG_D8("+f", 4), LL_WG_D8("+f", 6)
+#define LL_WG_OUT64 LL_WG_OUT32, LL_WG_D8("+f", 8), LL_WG_D8("+f", 10), LL_WG_D8("+f", 12), LL_WG_D8("+f", 14)
+#define LL_WG_NEW32 LL_WG_D8("=f", 0), LL_WG_D8("=f", 2), LL_WG_D8("=f", 4), LL_WG_D8("=f", 6)
+#define LL_WG_NEW64 LL_WG_NEW32, LL_WG_D8("=f", 8), LL_WG_D8("=f", 10), LL_WG_D8("=f", 12), LL_WG_D8("=f", 14)
 #define LL_WG_REGS32                                                                                      \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
   "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
@@ -72,26 +75,33 @@ __device__ __forceinline__ void fence_regs(float (&d)[R][4]) {
 // SS (TRANS "0, 0"): A and B from descriptors, B K-major; RS (TRANS "1"): A from registers, B
 // MN-major. C = N / 2 accumulators take %0..%(C - 1); the operands A, B and the scale-d source
 // follow (inputs LL_WG_IN_SS or LL_WG_IN_RS).
-#define LL_WGMMA(N, C, TY, A, B, P, TRANS, IN)                                                              \
+#define LL_WGMMA(N, C, TY, A, B, P, TRANS, IN, D)                                                           \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " P ", 0;\nwgmma.mma_async.sync.aligned.m64n" #N          \
                "k16.f32." TY "." TY " " LL_WG_REGS##C ", " A ", " B ", p, 1, 1, " TRANS ";\n}\n"            \
-               : LL_WG_OUT##C                                                                               \
+               : LL_WG_##D##C                                                                               \
                : LL_WG_IN_##IN)
-#define LL_WG_TYPED(N, C, A, B, P, TRANS, IN) \
-  if constexpr (kBf16)                        \
-    LL_WGMMA(N, C, "bf16", A, B, P, TRANS, IN); \
-  else                                        \
-    LL_WGMMA(N, C, "f16", A, B, P, TRANS, IN)
+#define LL_WG_TYPED(N, C, A, B, P, TRANS, IN, D) \
+  if constexpr (kBf16)                           \
+    LL_WGMMA(N, C, "bf16", A, B, P, TRANS, IN, D); \
+  else                                           \
+    LL_WGMMA(N, C, "f16", A, B, P, TRANS, IN, D)
 #define LL_WG_IN_SS "l"(a_desc), "l"(b_desc), "r"(scale_d)
 #define LL_WG_IN_RS "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d)
 
 // d (64 x N, d[n / 8]) = A (64 x 16, K-major descriptor) * B (16 x N, K-major descriptor) + (scale_d ? d : 0).
-template <bool kBf16, int N>
+// kFirst: scale_d is 0 and d's old values are not read (nothing to zero before the first step).
+template <bool kBf16, int N, bool kFirst = false>
 __device__ __forceinline__ void mma_ss(float (&d)[N / 8][4], uint64_t a_desc, uint64_t b_desc, int scale_d) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(N == 64 || N == 128);
-  if constexpr (N == 64) { LL_WG_TYPED(64, 32, "%32", "%33", "%34", "0, 0", SS); }
-  else { LL_WG_TYPED(128, 64, "%64", "%65", "%66", "0, 0", SS); }
+  if constexpr (kFirst) {
+    scale_d = 0;
+    if constexpr (N == 64) { LL_WG_TYPED(64, 32, "%32", "%33", "%34", "0, 0", SS, NEW); }
+    else { LL_WG_TYPED(128, 64, "%64", "%65", "%66", "0, 0", SS, NEW); }
+  } else {
+    if constexpr (N == 64) { LL_WG_TYPED(64, 32, "%32", "%33", "%34", "0, 0", SS, OUT); }
+    else { LL_WG_TYPED(128, 64, "%64", "%65", "%66", "0, 0", SS, OUT); }
+  }
 #endif
 }
 
@@ -100,8 +110,8 @@ template <bool kBf16, int N>
 __device__ __forceinline__ void mma_rs(float (&d)[N / 8][4], const uint32_t (&a)[4], uint64_t b_desc, int scale_d) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(N == 64 || N == 128);
-  if constexpr (N == 64) { LL_WG_TYPED(64, 32, "{%32, %33, %34, %35}", "%36", "%37", "1", RS); }
-  else { LL_WG_TYPED(128, 64, "{%64, %65, %66, %67}", "%68", "%69", "1", RS); }
+  if constexpr (N == 64) { LL_WG_TYPED(64, 32, "{%32, %33, %34, %35}", "%36", "%37", "1", RS, OUT); }
+  else { LL_WG_TYPED(128, 64, "{%64, %65, %66, %67}", "%68", "%69", "1", RS, OUT); }
 #endif
 }
 
@@ -109,9 +119,11 @@ __device__ __forceinline__ void mma_rs(float (&d)[N / 8][4], const uint32_t (&a)
 #undef LL_WG_TYPED
 #undef LL_WG_IN_SS
 #undef LL_WG_IN_RS
-#undef LL_WG_OUT8
+#undef LL_WG_D8
 #undef LL_WG_OUT32
 #undef LL_WG_OUT64
+#undef LL_WG_NEW32
+#undef LL_WG_NEW64
 #undef LL_WG_REGS32
 #undef LL_WG_REGS64
 

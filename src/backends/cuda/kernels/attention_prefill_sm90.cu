@@ -1,12 +1,13 @@
 // Causal flash attention of long prefill chunks on Hopper (sm_90a): wgmma instead of mma.sync.
 // A block's 128 rows are (token, head) pairs of one KV head's group (GQA without repeat_kv), 64
 // per warpgroup; every tile of 128 keys is gathered from the token-level pool through the slot
-// table by cp.async into a 128-byte-swizzled double buffer, S = Q K^T runs with both operands in
-// shared memory, the online softmax on S's accumulators in registers, and O += P V with P from
-// registers and V in shared memory (read transposed by the hardware). One __syncthreads a tile:
-// the load of tile j + 1 is issued right after tile j has landed, its slot ids loaded a tile
-// earlier into registers. The two warpgroups' GEMMs and softmaxes interleave on the SM's
-// schedulers. Split keys (short chunks after long prefixes) stay on the mma.sync kernel.
+// table by cp.async into a 128-byte-swizzled ring of three (K, V) stages, S = Q K^T runs with both
+// operands in shared memory, the online softmax on S's accumulators in registers, and O += P V
+// with P from registers and V in shared memory (read transposed by the hardware). As in
+// FlashAttention-3, a warpgroup steps tile j's softmax while its P_{j-1} V_{j-1} runs. One
+// __syncthreads a tile: the load of tile j + 1 is issued right after tile j has landed, its slot
+// ids loaded a tile earlier into registers. Split keys (short chunks after long prefixes) stay on
+// the mma.sync kernel.
 #include <type_traits>
 
 #include "backends/cuda/common.cuh"
@@ -23,12 +24,16 @@ constexpr int kBM = 128;  // (token, head) rows a block: two warpgroups of 64
 constexpr int kBN = 128;  // keys a tile
 constexpr int kThreads = 256;
 
+// A tile's scores are stepped while the previous tile's P V runs on the tensor cores, which keeps
+// V one tile longer: three (K, V) stages.
 template <int D>
 struct Sm90Cfg {
+  static constexpr int kStages = 3;
   static constexpr int kQBytes = kBM * D * 2;
   static constexpr int kTileBytes = kBN * D * 2;  // one K or V tile
-  static constexpr size_t kSmem = 1024 + kQBytes + 4 * size_t(kTileBytes);  // align + Q + 2 x (K, V)
+  static constexpr size_t kSmem = 1024 + kQBytes + 2 * kStages * size_t(kTileBytes);  // align + Q + (K, V) stages
 };
+static_assert(Sm90Cfg<128>::kSmem <= 227 * 1024, "three D 128 stages fit an SM");
 
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads, 1) prefill_sm90_kernel(AttnArgs a) {
@@ -78,7 +83,7 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_sm90_kernel(AttnArgs a) {
     }
   };
   auto issue = [&](int tile) {  // rows past key_end are zeros: 0 * a masked probability stays 0
-    uint8_t* k_dst = sm + C::kQBytes + (tile & 1) * 2 * C::kTileBytes;
+    uint8_t* k_dst = sm + C::kQBytes + (tile % C::kStages) * 2 * C::kTileBytes;
 #pragma unroll
     for (int k = 0; k < kRowsPerThread; ++k) {
       const int r = r0 + k * kRowStep;
@@ -107,47 +112,72 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_sm90_kernel(AttnArgs a) {
   const float scale_log2 = a.scale * 1.4426950408889634f;
   const uint32_t q_desc0 = sQ + wgi * 64 * 128;
 
-  for (int j = 0; j < ntiles; ++j) {
+  // Tile j landed for every thread, every warpgroup is done with what tile j + 1's stage held, and
+  // tile j + 1 is requested (its slot ids loaded a tile earlier).
+  auto next_tile = [&](int j) {
     cp_async_wait<0>();
     wg::fence_async_smem();
-    __syncthreads();  // tile j landed for every thread; every warpgroup is done with tile j - 1
+    __syncthreads();
     if (j + 1 < ntiles) issue(j + 1);
     cp_async_commit();
     if (j + 2 < ntiles) load_ids(j + 2);
-    const uint32_t sK = sKV + (j & 1) * 2 * C::kTileBytes, sV = sK + C::kTileBytes;
-
-    // S = Q K^T (64 rows x 128 keys a warpgroup).
-    float s[kBN / 8][4];
-#pragma unroll
-    for (int i = 0; i < kBN / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
+  };
+  auto k_smem = [&](int j) { return sKV + (j % C::kStages) * 2 * C::kTileBytes; };
+  // S = Q K_j^T (64 rows x 128 keys a warpgroup), issued and committed, not awaited.
+  auto issue_s = [&](float (&s)[kBN / 8][4], int j) {
     wg::fence();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       const uint32_t koff = (kk & 3) * 32;  // 16 columns into the 64-column block
       const uint64_t ad = wg::desc(q_desc0 + (kk >> 2) * kBM * 128 + koff, 16, 1024);
-      const uint64_t bd = wg::desc(sK + (kk >> 2) * kBN * 128 + koff, 16, 1024);
-      wg::mma_ss<kBf, kBN>(s, ad, bd, kk > 0);
+      const uint64_t bd = wg::desc(k_smem(j) + (kk >> 2) * kBN * 128 + koff, 16, 1024);
+      if (kk == 0)
+        wg::mma_ss<kBf, kBN, true>(s, ad, bd, 0);
+      else
+        wg::mma_ss<kBf, kBN>(s, ad, bd, 1);
     }
     wg::commit();
-    wg::wait<0>();
-    wg::fence_regs(s);
-
-    const int k0 = j * kBN;
-    attn::softmax_step(s, o, m, l, k0 + kBN > mask_from, k0, lim, scale_log2);
-
-    // O += P V: P's 16-key steps are the A fragments, V (keys x D) the MN-major B operand.
-    uint32_t pa[kBN / 16][4];
-#pragma unroll
-    for (int ks = 0; ks < kBN / 16; ++ks) attn::p_frag<T>(s, ks, pa[ks]);
+  };
+  // O += P V_j: P's 16-key steps are the A fragments, V (keys x D) the MN-major B operand; issued
+  // and committed, not awaited.
+  auto issue_pv = [&](const uint32_t (&pa)[kBN / 16][4], int j) {
+    const uint32_t sV = k_smem(j) + C::kTileBytes;
     wg::fence_regs(o);
     wg::fence();
 #pragma unroll
     for (int ks = 0; ks < kBN / 16; ++ks)
       wg::mma_rs<kBf, D>(o, pa[ks], wg::desc(sV + ks * 16 * 128, kBN * 128, 1024), 1);
     wg::commit();
+  };
+
+  // FlashAttention-3's intra-warpgroup overlap: tile j's scores are stepped (exp on the SFU)
+  // while P_{j-1} V_{j-1} runs; O takes the rescale factor once that product is done.
+  uint32_t pa[kBN / 16][4];
+  for (int j = 0; j < ntiles; ++j) {
+    next_tile(j);
+    float s[kBN / 8][4];
+    issue_s(s, j);
+    if (j > 0) issue_pv(pa, j - 1);
+    if (j > 0)
+      wg::wait<1>();  // S_j done; P_{j-1} V_{j-1} may still run
+    else
+      wg::wait<0>();
+    wg::fence_regs(s);
+    float alpha[2];
+    if (j * kBN + kBN > mask_from)  // two copies: the mask's compares only where it can hide keys
+      attn::softmax_step<kBN / 8, D / 8, 2, false>(s, o, m, l, true, j * kBN, lim, scale_log2, alpha);
+    else
+      attn::softmax_step<kBN / 8, D / 8, 2, false>(s, o, m, l, false, j * kBN, lim, scale_log2, alpha);
     wg::wait<0>();
     wg::fence_regs(o);
+#pragma unroll
+    for (int i = 0; i < D / 8; ++i) o[i][0] *= alpha[0], o[i][1] *= alpha[0], o[i][2] *= alpha[1], o[i][3] *= alpha[1];
+#pragma unroll
+    for (int ks = 0; ks < kBN / 16; ++ks) attn::p_frag<T>(s, ks, pa[ks]);
   }
+  issue_pv(pa, ntiles - 1);
+  wg::wait<0>();
+  wg::fence_regs(o);
 
   // Full row sums, then normalise and write this thread's rows.
   T* out = static_cast<T*>(a.out);

@@ -107,16 +107,28 @@ struct KvPipe {
   }
 };
 
+// 2^x on the SFU alone: exp2f's handling of results below 2^-126 costs three more instructions a
+// score, and such a probability (a score 126 below its row's maximum) is 0 to bf16 P V anyway.
+__device__ __forceinline__ float exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // One online-softmax step of a 16-row tile in mma accumulator layout (lane 4g + t holds rows g
 // and g + 8 as h = 0, 1, keys key0 + 8 nt + 2 t + j in s[nt][2 h + j]), in exp2 form: with `mask`
 // key k is visible to row h only below lim[h]; the scores become probabilities against the new
-// row maxima m, and the sums l and the output o (same layout, columns for keys) are rescaled. A row
-// with no visible key yet (max -inf) contributes nothing. kHalves 1 steps rows 0-7 only (h = 0):
-// rows 8-15 of a zero query tile keep scores of exactly 0, so their probabilities, and what they
-// add to O, are 0.
-template <int NT, int ND, int kHalves = 2>
+// row maxima m (of log2-scaled scores), and the sums l and the output o (same layout, columns for
+// keys) are rescaled. A row with no visible key yet (max -inf) contributes nothing. kHalves 1
+// steps rows 0-7 only (h = 0): rows 8-15 of a zero query tile keep scores of exactly 0, so their
+// probabilities, and what they add to O, are 0. The scale is applied inside exp2's argument by
+// one fma (the maximum of scaled scores is the scaled maximum: the scale is positive).
+// kRescaleO false leaves o alone and returns the factors in alpha, for a caller whose P V product
+// still accumulates into o while the next tile's scores are stepped.
+template <int NT, int ND, int kHalves = 2, bool kRescaleO = true>
 __device__ __forceinline__ void softmax_step(float (&s)[NT][4], float (&o)[ND][4], float (&m)[2], float (&l)[2],
-                                             bool mask, int key0, const int (&lim)[2], float scale_log2) {
+                                             bool mask, int key0, const int (&lim)[2], float scale_log2,
+                                             float (&alpha)[2]) {
   const int t = threadIdx.x & 3;
 #pragma unroll
   for (int h = 0; h < kHalves; ++h) {
@@ -125,30 +137,36 @@ __device__ __forceinline__ void softmax_step(float (&s)[NT][4], float (&o)[ND][4
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
-        float v = s[nt][2 * h + j] * scale_log2;
-        if (mask && key0 + nt * 8 + 2 * t + j >= lim[h]) v = -INFINITY;
-        s[nt][2 * h + j] = v;
-        mx = fmaxf(mx, v);
+        if (mask && key0 + nt * 8 + 2 * t + j >= lim[h]) s[nt][2 * h + j] = -INFINITY;
+        mx = fmaxf(mx, s[nt][2 * h + j]);
       }
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    const float m_new = fmaxf(m[h], mx);
+    const float m_new = fmaxf(m[h], mx * scale_log2);
     const float base = m_new == -INFINITY ? 0.f : m_new;
-    const float alpha = exp2f(m[h] - base);
+    alpha[h] = exp2_ftz(m[h] - base);
     float sum = 0.f;
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
-        const float p = exp2f(s[nt][2 * h + j] - base);
+        const float p = exp2_ftz(fmaf(s[nt][2 * h + j], scale_log2, -base));
         s[nt][2 * h + j] = p;
         sum += p;
       }
-    l[h] = l[h] * alpha + sum;
+    l[h] = l[h] * alpha[h] + sum;
     m[h] = m_new;
+    if constexpr (kRescaleO) {
 #pragma unroll
-    for (int nd = 0; nd < ND; ++nd) o[nd][2 * h] *= alpha, o[nd][2 * h + 1] *= alpha;
+      for (int nd = 0; nd < ND; ++nd) o[nd][2 * h] *= alpha[h], o[nd][2 * h + 1] *= alpha[h];
+    }
   }
+}
+template <int NT, int ND, int kHalves = 2>
+__device__ __forceinline__ void softmax_step(float (&s)[NT][4], float (&o)[ND][4], float (&m)[2], float (&l)[2],
+                                             bool mask, int key0, const int (&lim)[2], float scale_log2) {
+  float alpha[2];
+  softmax_step<NT, ND, kHalves, true>(s, o, m, l, mask, key0, lim, scale_log2, alpha);
 }
 
 // The probabilities of keys [16 ks, 16 ks + 16) of a softmax_step tile as the A fragment of a
