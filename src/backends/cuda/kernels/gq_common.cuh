@@ -3,6 +3,7 @@
 #pragma once
 #include <cuda_fp8.h>
 
+#include <atomic>
 #include <type_traits>
 
 #include "backends/cuda/common.cuh"
@@ -138,14 +139,22 @@ inline int group_shift(int group) {
   return (1 << sh) == group ? sh : -1;
 }
 
+// The current device's SM count, read once per device (a process may drive GPUs of different
+// sizes; a tuning input only, so a race that reads it twice is harmless).
 inline int sm_count() {
-  static const int sms = [] {
-    int dev = 0, n = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
-    return n > 0 ? n : 100;
-  }();
-  return sms;
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> cache[kMaxDevices] = {};
+  int dev = 0;
+  cudaGetDevice(&dev);
+  if (dev < 0 || dev >= kMaxDevices) dev = 0;
+  int n = cache[dev].load(std::memory_order_relaxed);
+  if (n == 0) {
+    int got = 0;
+    cudaDeviceGetAttribute(&got, cudaDevAttrMultiProcessorCount, dev);
+    n = got > 0 ? got : 100;
+    cache[dev].store(n, std::memory_order_relaxed);
+  }
+  return n;
 }
 
 // Warps of an 8-warp block that share one row group of a decode GEMV (a power of two): enough
