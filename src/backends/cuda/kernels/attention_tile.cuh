@@ -108,7 +108,8 @@ struct KvPipe {
 };
 
 // 2^x on the SFU alone: exp2f's handling of results below 2^-126 costs three more instructions a
-// score, and such a probability (a score 126 below its row's maximum) is 0 to bf16 P V anyway.
+// score, and such a probability (a log2-scaled score more than 126 below its row's maximum, whose
+// own is 1) changes no sum when flushed to 0.
 __device__ __forceinline__ float exp2_ftz(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
