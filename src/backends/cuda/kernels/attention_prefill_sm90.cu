@@ -157,11 +157,12 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_sm90_kernel(AttnArgs a) {
     next_tile(j);
     float s[kBN / 8][4];
     issue_s(s, j);
-    if (j > 0) issue_pv(pa, j - 1);
-    if (j > 0)
+    if (j > 0) {
+      issue_pv(pa, j - 1);
       wg::wait<1>();  // S_j done; P_{j-1} V_{j-1} may still run
-    else
+    } else {
       wg::wait<0>();
+    }
     wg::fence_regs(s);
     float alpha[2];
     if (j * kBN + kBN > mask_from)  // two copies: the mask's compares only where it can hide keys
@@ -170,8 +171,8 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_sm90_kernel(AttnArgs a) {
       attn::softmax_step<kBN / 8, D / 8, 2, false>(s, o, m, l, false, j * kBN, lim, scale_log2, alpha);
     wg::wait<0>();
     wg::fence_regs(o);
-#pragma unroll
-    for (int i = 0; i < D / 8; ++i) o[i][0] *= alpha[0], o[i][1] *= alpha[0], o[i][2] *= alpha[1], o[i][3] *= alpha[1];
+    attn::rescale_rows(o, 0, alpha[0]);
+    attn::rescale_rows(o, 1, alpha[1]);
 #pragma unroll
     for (int ks = 0; ks < kBN / 16; ++ks) attn::p_frag<T>(s, ks, pa[ks]);
   }

@@ -116,6 +116,13 @@ __device__ __forceinline__ float exp2_ftz(float x) {
   return y;
 }
 
+// Rows h (0: g, 1: g + 8) of an accumulator tile in mma layout times a: the online softmax's rescale.
+template <int ND>
+__device__ __forceinline__ void rescale_rows(float (&o)[ND][4], int h, float a) {
+#pragma unroll
+  for (int nd = 0; nd < ND; ++nd) o[nd][2 * h] *= a, o[nd][2 * h + 1] *= a;
+}
+
 // One online-softmax step of a 16-row tile in mma accumulator layout (lane 4g + t holds rows g
 // and g + 8 as h = 0, 1, keys key0 + 8 nt + 2 t + j in s[nt][2 h + j]), in exp2 form: with `mask`
 // key k is visible to row h only below lim[h]; the scores become probabilities against the new
@@ -157,10 +164,7 @@ __device__ __forceinline__ void softmax_step(float (&s)[NT][4], float (&o)[ND][4
       }
     l[h] = l[h] * alpha[h] + sum;
     m[h] = m_new;
-    if constexpr (kRescaleO) {
-#pragma unroll
-      for (int nd = 0; nd < ND; ++nd) o[nd][2 * h] *= alpha[h], o[nd][2 * h + 1] *= alpha[h];
-    }
+    if constexpr (kRescaleO) rescale_rows(o, h, alpha[h]);
   }
 }
 template <int NT, int ND, int kHalves = 2>
