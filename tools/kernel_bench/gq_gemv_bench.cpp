@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
       const int N = sh.N, K = sh.K;
       const size_t rb = gq_row_bytes(kind, group, K), wbytes = rb * size_t(N);
       const int copies = int(std::max<size_t>(2, (kRotateBytes + wbytes - 1) / wbytes));
-      const GqArgs q{kind, group, rb, pdl};
+      const GqArgs q{kind, group, rb, pdl, prop.multiProcessorCount};
       std::vector<void*> ws(static_cast<size_t>(copies));
       {
         void* w16 = dev_alloc(size_t(N) * K * 2);

@@ -139,6 +139,7 @@ struct GqArgs {
   int group;
   size_t row_bytes;
   bool pdl = false;  // launch with programmatic dependent launch (pdl.cuh; the GPU must have it)
+  int num_sms = 0;   // the device's SMs (CudaDevice::sm_count): gemv_gq, gemv_gq16 and gemm_gq_mma size grids by it
 };
 constexpr int kGqGemvMaxTokens = 8;
 constexpr int kGqMaxK = 65536;  // the integer path's activation scratch holds rows up to this

@@ -10,9 +10,9 @@ namespace {
 constexpr size_t kGemmWorkspace = 32u << 20;
 constexpr size_t kDeqElems = 16u << 20;  // dequantised weight tile for GEMMs: 32 MiB, mostly in L2
 
-GqArgs gq_args(const Tensor& w, bool pdl) {
+GqArgs gq_args(const Tensor& w, bool pdl, int num_sms) {
   const GqFormat f = *gq_format(w.dtype);
-  return GqArgs{int(f.kind), f.group, w.row_nbytes(), pdl};
+  return GqArgs{int(f.kind), f.group, w.row_nbytes(), pdl, num_sms};
 }
 
 }  // namespace
@@ -101,7 +101,7 @@ void CudaLinear::run_rope_store(const Tensor& x, const ops::Linear& w, const Rop
 // dequantised into an L2-sized scratch, each one cuBLASLt GEMM into its columns.
 void CudaLinear::run_gq(const Tensor& x, const ops::Linear& w, Tensor out, int T, int N, int K, bool f32) {
   const Tensor& wt = w.parts[0];
-  const GqArgs q = gq_args(wt, pdl_);
+  const GqArgs q = gq_args(wt, pdl_, dev_.sm_count());
   const Act act = dev_.act();
   cudaStream_t s = dev_.stream();
   // int8 / int4 decode steps: the integer GEMV (int16 or int8 activation codes) up to dp4a_max()

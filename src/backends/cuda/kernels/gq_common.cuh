@@ -3,7 +3,6 @@
 #pragma once
 #include <cuda_fp8.h>
 
-#include <atomic>
 #include <type_traits>
 
 #include "backends/cuda/common.cuh"
@@ -139,33 +138,15 @@ inline int group_shift(int group) {
   return (1 << sh) == group ? sh : -1;
 }
 
-// The current device's SM count, read once per device (a process may drive GPUs of different
-// sizes; a tuning input only, so a race that reads it twice is harmless).
-inline int sm_count() {
-  constexpr int kMaxDevices = 64;
-  static std::atomic<int> cache[kMaxDevices] = {};
-  int dev = 0;
-  cudaGetDevice(&dev);
-  if (dev < 0 || dev >= kMaxDevices) dev = 0;
-  int n = cache[dev].load(std::memory_order_relaxed);
-  if (n == 0) {
-    int got = 0;
-    cudaDeviceGetAttribute(&got, cudaDevAttrMultiProcessorCount, dev);
-    n = got > 0 ? got : 100;
-    cache[dev].store(n, std::memory_order_relaxed);
-  }
-  return n;
-}
-
 // Warps of an 8-warp block that share one row group of a decode GEMV (a power of two): enough
 // that each lane has about `unroll` chunks of the row, and more while the grid would give the
 // GPU fewer than ~4 blocks per SM (small projections: o_proj, k/v). `lanes`: lanes of a warp on
 // one row; `rows`: rows one warp computes.
-inline int gemv_warps_per_row(int chunks, int N, int lanes, int rows, int unroll) {
+inline int gemv_warps_per_row(int chunks, int N, int lanes, int rows, int unroll, int num_sms) {
   constexpr int kBlockWarps = 8;
   int wpr = 1;
   while (wpr < kBlockWarps && chunks > wpr * lanes * unroll) wpr *= 2;
-  while (wpr < kBlockWarps && int64_t(N) * wpr / (rows * kBlockWarps) < 4 * sm_count() && chunks >= wpr * 2 * lanes)
+  while (wpr < kBlockWarps && int64_t(N) * wpr / (rows * kBlockWarps) < 4 * num_sms && chunks >= wpr * 2 * lanes)
     wpr *= 2;
   return wpr;
 }

@@ -117,7 +117,7 @@ cudaError_t launch(const GqArgs& q, int gshift, const void* x, const void* w, co
                    int N, int K, int ldo, cudaStream_t s) {
   constexpr int U = 4;
   static_assert(kWarps == 8, "gemv_warps_per_row assumes 8-warp blocks");
-  const int wpr = gemv_warps_per_row(K / kChunkVals<KIND>, N, 4, 16, U);  // 4 lanes a row, 16 rows a warp
+  const int wpr = gemv_warps_per_row(K / kChunkVals<KIND>, N, 4, 16, U, q.num_sms);  // 4 lanes a row, 16 rows a warp
   const dim3 grid(ceil_div(N, 16 * (kWarps / wpr))), block(kThreads);
   return launch_pdl(q.pdl, gemv_gq16_kernel<T, KIND, U, OutT>, grid, block, 0, s, static_cast<const T*>(x),
                     static_cast<const uint8_t*>(w), q.row_bytes, gshift, static_cast<const T*>(bias),
@@ -146,7 +146,7 @@ cudaError_t gemv_gq16(Act act, const GqArgs& q, const void* x, const void* w, co
   // A chunk (16 int8 / 32 int4 weights) must lie in one group.
   const int min_group = q.kind == kInt4 ? 32 : 16;
   if (gshift < 0 || (q.group && q.group < min_group) || (q.kind != kInt4 && q.kind != kInt8) || T < 1 ||
-      T > kGqGemvMaxTokens || K % 32 != 0)
+      T > kGqGemvMaxTokens || K % 32 != 0 || q.num_sms < 1)
     return cudaErrorInvalidValue;
   if (act == Act::BF16) return by_kind<__nv_bfloat16>(q, gshift, x, w, bias, out, out_f32, T, N, K, ldo, s);
   return by_kind<__half>(q, gshift, x, w, bias, out, out_f32, T, N, K, ldo, s);

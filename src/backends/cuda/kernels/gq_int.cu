@@ -230,7 +230,8 @@ __global__ void __launch_bounds__(256) gemv_gq_int_kernel(const Q* __restrict__ 
 
 template <int KIND, typename OutT, typename Q, bool NIB>
 cudaError_t launch_int(const Q* xq, const float4* xs, const void* w, size_t rb, int gshift, const void* bias,
-                       bool bias_bf16, void* out, int T_, int N, int K, int ldo, bool pdl, cudaStream_t s) {
+                       bool bias_bf16, void* out, int T_, int N, int K, int ldo, bool pdl, int num_sms,
+                       cudaStream_t s) {
   auto* wp = static_cast<const uint8_t*>(w);
   auto* op = static_cast<OutT*>(out);
   // int4 weights with int16 codes: 4 rows a warp (each activation load serves twice the rows)
@@ -238,7 +239,7 @@ cudaError_t launch_int(const Q* xq, const float4* xs, const void* w, size_t rb, 
   // Llama-3.2-1B projections against 1.20-1.28x with 2 rows x 4 chunks (H100).
   constexpr bool kWideInt4 = KIND == kInt4 && sizeof(Q) == 2;
   constexpr int R = kWideInt4 ? 4 : 2, U = kWideInt4 ? 2 : 4;
-  const int wpr = gemv_warps_per_row(K / kChunkVals<KIND>, N, 32, R, U);
+  const int wpr = gemv_warps_per_row(K / kChunkVals<KIND>, N, 32, R, U, num_sms);
   const dim3 grid(ceil_div(N, R * (8 / wpr))), block(256);
   switch (T_) {
 #define LL_CASE(n)                                                                                               \
@@ -269,10 +270,10 @@ cudaError_t run_int(Act act, const GqArgs& q, int gshift, const void* x, const v
   auto by_out = [&](auto kc) {
     constexpr int KIND = decltype(kc)::value;
     const auto* cq = static_cast<const Q*>(xq);
-    return out_f32 ? launch_int<KIND, float, Q, NIB>(cq, xs, w, q.row_bytes, gshift, bias, bb, out, T, N, K, ldo, q.pdl, s)
+    return out_f32 ? launch_int<KIND, float, Q, NIB>(cq, xs, w, q.row_bytes, gshift, bias, bb, out, T, N, K, ldo, q.pdl, q.num_sms, s)
            : bb    ? launch_int<KIND, __nv_bfloat16, Q, NIB>(cq, xs, w, q.row_bytes, gshift, bias, bb, out, T, N, K, ldo,
-                                                     q.pdl, s)
-                   : launch_int<KIND, __half, Q, NIB>(cq, xs, w, q.row_bytes, gshift, bias, bb, out, T, N, K, ldo, q.pdl, s);
+                                                     q.pdl, q.num_sms, s)
+                   : launch_int<KIND, __half, Q, NIB>(cq, xs, w, q.row_bytes, gshift, bias, bb, out, T, N, K, ldo, q.pdl, q.num_sms, s);
   };
   return q.kind == kInt4 ? by_out(std::integral_constant<int, kInt4>{})
                          : by_out(std::integral_constant<int, kInt8>{});
@@ -283,7 +284,7 @@ cudaError_t run_int(Act act, const GqArgs& q, int gshift, const void* x, const v
 cudaError_t gemv_gq(Act act, const GqArgs& q, const void* x, const void* w, const void* bias, void* out,
                     bool out_f32, int T, int N, int K, int ldo, GqX xq, bool x_ready, cudaStream_t s) {
   const int gshift = group_shift(q.group);
-  if (gshift < 0 || T < 1 || T > kGqGemvMaxTokens || K % 32 != 0) return cudaErrorInvalidValue;
+  if (gshift < 0 || T < 1 || T > kGqGemvMaxTokens || K % 32 != 0 || q.num_sms < 1) return cudaErrorInvalidValue;
   if (xq.scratch && q.kind != kFp8 && K <= kGqMaxK) {
     // Quantising x here: in the order this kind reads best.
     const bool nib = x_ready ? xq.nibble : q.kind == kInt4;

@@ -274,7 +274,7 @@ cudaError_t launch(const GqArgs& q, int gshift, const void* x, const void* w, co
   // Split K while the blocks would fill less than half the GPU (one block of 16 warps per SM),
   // as far as the workspace holds the partials: partials cost a write and a read per split.
   const int blocks = row_blocks * tok_tiles;
-  int splits = 2 * blocks >= sm_count() ? 1 : std::min(std::min(int(ceil_div(sm_count(), blocks)), chunks), 16);
+  int splits = 2 * blocks >= q.num_sms ? 1 : std::min(std::min(int(ceil_div(q.num_sms, blocks)), chunks), 16);
   const size_t per_split = size_t(T_) * size_t(N) * sizeof(float);
   splits = std::max(1, std::min<int>(splits, int(ws_bytes / per_split)));
   const int kper = ceil_div(chunks, splits) * kKc;
@@ -321,7 +321,7 @@ cudaError_t by_kind(const GqArgs& q, int gshift, const void* x, const void* w, c
 cudaError_t gemm_gq_mma(Act act, const GqArgs& q, const void* x, const void* w, const void* bias, void* out,
                         bool out_f32, int T, int N, int K, int ldo, void* ws, size_t ws_bytes, cudaStream_t s) {
   const int gshift = group_shift(q.group);
-  if (gshift < 0 || (q.group && q.group < 16) || T < 1 || K % 32 != 0)
+  if (gshift < 0 || (q.group && q.group < 16) || T < 1 || K % 32 != 0 || q.num_sms < 1)
     return cudaErrorInvalidValue;
   if (act == Act::BF16)
     return by_kind<__nv_bfloat16>(q, gshift, x, w, bias, out, out_f32, T, N, K, ldo, ws, ws_bytes, s);
