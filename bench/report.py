@@ -61,10 +61,11 @@ class Template:
 
 def load_records(paths, engines):
     """The records of the given engines from merged files, the later file winning a (model,
-    engine, case) unless its record is an error and the earlier one is not; and the pieces'
-    metas by file name."""
-    best, metas = {}, {}
-    for p in paths:
+    engine, case) unless its record is an error and the earlier one is not; the same for the
+    records that carry a --profile breakdown, so that a later sweep without one keeps the last
+    profile (each tagged with its file's index); and the pieces' metas by file name."""
+    best, profiled, metas = {}, {}, {}
+    for i, p in enumerate(paths):
         d = json.load(open(p))
         if d.get("schema") != SCHEMA or "pieces" not in d:
             raise SystemExit(f"{p}: not a merged {SCHEMA} file")
@@ -75,7 +76,9 @@ def load_records(paths, engines):
             if r["engine"] not in engines or (r.get("error") and k in best and not best[k].get("error")):
                 continue
             best[k] = dict(r, source=os.path.relpath(os.path.abspath(p), ROOT))
-    return list(best.values()), metas
+            if r.get("profile") and not r.get("error"):
+                profiled[k] = dict(best[k], file_index=i)
+    return list(best.values()), list(profiled.values()), metas
 
 
 # ----------------------------------------------------------------------------------------------
@@ -163,7 +166,7 @@ class Report:
         data_dir = os.path.dirname(os.path.abspath(manifest["_path"]))
         paths = compare or [os.path.join(data_dir, f) for f in manifest["compare"]]
         self.engines = list(manifest["engines"])
-        self.recs, self.metas = load_records(paths, self.engines)
+        self.recs, self.profiled, self.metas = load_records(paths, self.engines)
         if not self.recs:
             raise SystemExit("no records to render")
         names = manifest["models"]
@@ -382,8 +385,11 @@ class Report:
     # Profiles -------------------------------------------------------------------------------
 
     def profile_recs(self, model):
-        return sorted((r for r in self.recs if r.get("profile") and r["engine"] == "lite-llama"
-                       and r["model"] == model and r["section"] == "batch"), key=lambda r: r["batch"])
+        """The model's profiled batch records from the last file that has any: one run's table."""
+        recs = [r for r in self.profiled
+                if r["engine"] == "lite-llama" and r["model"] == model and r["section"] == "batch"]
+        last = max((r["file_index"] for r in recs), default=None)
+        return sorted((r for r in recs if r["file_index"] == last), key=lambda r: r["batch"])
 
     def profile_shares(self, model):
         """GEMM's and decode attention's share of the profiled batch-1 step, attention per layer."""
@@ -452,7 +458,7 @@ class Report:
                              table=table(["model", "engine", "case", "timed runs"], few))
 
     def runs(self):
-        files = {r.get("piece") for r in self.recs}
+        files = {r.get("piece") for r in self.recs + self.profiled}
         metas = sorted((m for f, m in self.metas.items() if f in files), key=lambda m: m.get("started") or "")
         return "\n".join(self.tpl.fill(
             "run", file=m.get("file"), device=m.get("device"), torch=m.get("torch"),

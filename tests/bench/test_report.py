@@ -169,6 +169,29 @@ def test_profile_table_sums_families_per_batch(tmp_path):
     assert "commit `aaaaaaa`, 2026-01-01 (piece `piece_a.json`)" in rep.profiles()
 
 
+def test_profile_table_survives_a_later_sweep_without_profiles_and_never_mixes_runs(tmp_path):
+    """A later plain sweep wins the throughput tables but the profile table stays the last profiled
+    run's; a model's table never mixes two profiled files (b64 exists only in the older one)."""
+    def prof(batch, gemm_ms, piece):
+        return rec("llama-3.2-1b", "lite-llama", f"batch:p128_g256:b{batch}", batch=batch, piece=piece,
+                   step_ms={"median": 1.0}, total_s={"median": 1.0},
+                   profile={"families": [{"family": "gemm", "ms_per_step": gemm_ms, "calls_per_step": 65}],
+                            "gaps_ms_per_step": 0.1, "wall_ms_per_step": 1.5})
+    pieces = [{"file": f"piece_{x}.json", "commit": x * 7, "started": f"2026-01-0{i + 1}T00:00:00+00:00",
+               "device": "NVIDIA H100 80GB HBM3"} for i, x in enumerate("abc")]
+    old = merged(tmp_path / "a.json", [prof(1, 0.5, "piece_a.json"), prof(64, 0.7, "piece_a.json")], pieces[:1])
+    new = merged(tmp_path / "b.json", [prof(1, 0.9, "piece_b.json")], pieces[1:2])
+    plain = merged(tmp_path / "c.json", [rec("llama-3.2-1b", "lite-llama", "batch:p128_g256:b1", piece="piece_c.json",
+                                             step_ms={"median": 2.0}, total_s={"median": 2.0})], pieces[2:])
+    rep = make_report(tmp_path, old, new, plain)
+    got = {r["case"]: r for r in rep.recs}
+    assert got["batch:p128_g256:b1"]["piece"] == "piece_c.json"
+    table = rep.profile_table("llama-3.2-1b")
+    assert table.splitlines()[0] == "| op family | Llama-3.2-1B b1 ms/step |"
+    assert "0.900 (65 calls)" in table and "0.500" not in table and "0.700" not in table
+    assert "piece `piece_b.json`" in rep.profiles()
+
+
 def test_few_runs_lists_only_measured_cases_under_the_default(tmp_path):
     recs = [rec("qwen3-4b", "hf_eager", "long:p128_g1024:b8", runs=3),
             rec("qwen3-4b", "hf_eager", "long:p128_g1024:b1", runs=5),
