@@ -282,7 +282,7 @@ cudaError_t launch(const GqArgs& q, int gshift, const void* x, const void* w, co
   float* part = splits > 1 ? static_cast<float*>(ws) : nullptr;
   const dim3 grid(row_blocks, splits, tok_tiles);
   constexpr int smem = Stage<KIND, NTI>::kBytes * Stage<KIND, NTI>::kStages;
-  // Per device (a process-wide static set it on the first device only: tensor-parallel ranks).
+  // Set per device: tensor-parallel ranks launch this kernel on several GPUs.
   if (cudaError_t e = set_func_attr(gemm_gq_mma_kernel<T, KIND, NTI>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
       e != cudaSuccess)
     return e;
