@@ -133,7 +133,10 @@ __device__ __forceinline__ void rescale_rows(float (&o)[ND][4], int h, float a) 
 // one fma (the maximum of scaled scores is the scaled maximum: the scale is positive).
 // kRescaleO false leaves o alone and returns the factors in alpha, for a caller whose P V product
 // still accumulates into o while the next tile's scores are stepped.
-template <int NT, int ND, int kHalves = 2, bool kRescaleO = true>
+// kLazyMax (FlashAttention-4's lazy rescale) keeps a row's maximum until a tile raises it by more
+// than 2^8, so most tiles' alpha is exactly 1 and the caller may skip O's rescale; probabilities
+// then stay <= 256, which the 16-bit P and the fp32 sums hold exactly as well as below 1.
+template <int NT, int ND, int kHalves = 2, bool kRescaleO = true, bool kLazyMax = false>
 __device__ __forceinline__ void softmax_step(float (&s)[NT][4], float (&o)[ND][4], float (&m)[2], float (&l)[2],
                                              bool mask, int key0, const int (&lim)[2], float scale_log2,
                                              float (&alpha)[2]) {
@@ -150,7 +153,9 @@ __device__ __forceinline__ void softmax_step(float (&s)[NT][4], float (&o)[ND][4
       }
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    const float m_new = fmaxf(m[h], mx * scale_log2);
+    float m_new = fmaxf(m[h], mx * scale_log2);
+    if constexpr (kLazyMax)
+      if (m_new - m[h] <= 8.f) m_new = m[h];  // from -inf the difference is +inf (or NaN): kept
     const float base = m_new == -INFINITY ? 0.f : m_new;
     alpha[h] = exp2_ftz(m[h] - base);
     float sum = 0.f;
