@@ -2,7 +2,7 @@
 // K/V read, each beside the limits measured in the same run (device-to-device copy bandwidth and a
 // large bf16 cuBLASLt GEMM). One JSON object per line on stdout.
 //   attention-bench [--quick]
-//   attention-bench --prefill D TOKENS [mma|wgmma] [PREFIX] | --decode D BATCH CONTEXT [SPLITS (0: auto)] [STAGES] [PDL]
+//   attention-bench --prefill D TOKENS [mma|wgmma] [PREFIX] [BATCH] | --decode D BATCH CONTEXT [SPLITS (0: auto)] [STAGES] [PDL]
 //     [MAX_CARVEOUT (default 1: CudaTuning::decode_max_carveout)]
 //     (one case, e.g. under ncu)
 //   attention-bench --chunk D TOKENS PREFIX [SPLITS]   (a short chunk after a cached prefix: splits vs one)
@@ -187,9 +187,11 @@ int main(int argc, char** argv) {
     const int D = std::atoi(argv[2]), L = std::atoi(argv[3]);
     const bool wgmma = !(argc >= 5 && std::strcmp(argv[4], "mma") == 0);
     const int P = argc >= 6 ? std::atoi(argv[5]) : 0;  // cached keys before the chunk
-    Pool p(1, L, P + L, 32, 8, D, sms);
-    const double ms = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, 1, nullptr, nullptr, wgmma)); }, 1);
-    std::printf("prefill D %d tokens %d prefix %d (%s): %.3f ms\n", D, L, P, wgmma ? "wgmma" : "mma.sync", ms);
+    const int B = argc >= 7 ? std::max(1, std::atoi(argv[6])) : 1;  // sequences of L tokens each
+    Pool p(B, L, P + L, 32, 8, D, sms);
+    const double ms = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, 1, nullptr, nullptr, wgmma)); }, B > 1 ? 5 : 1);
+    std::printf("prefill D %d tokens %d prefix %d batch %d (%s): %.3f ms\n", D, L, P, B, wgmma ? "wgmma" : "mma.sync",
+                ms);
     return 0;
   }
   if (argc >= 5 && std::strcmp(argv[1], "--chunk") == 0) {
