@@ -194,6 +194,28 @@ TEST_P(CudaAttention, PrefillOnTheMmaSyncKernel) {
   });
 }
 
+TEST_P(CudaAttention, PrefillTwoAndThreeWarpgroups) {
+  // At head dim 64 the wgmma kernel tiles 128 or 192 rows a block by the grid's size
+  // (CudaTuning::prefill_wg3_waves); each tiling, forced, on odd, chunked and mixed-length cases,
+  // in both block orders (heads interleaved up to 8 MiB of K/V: the short cases; one head at a
+  // time above: the long case at D 128).
+  for (int waves : {0, 1 << 30}) {
+    CudaTuning t;
+    t.prefill_wg3_waves = waves;
+    std::mt19937 rng(414 + waves % 7);
+    std::vector<SeqSpec> seqs;
+    for (int q : {1, 5, 47, 48, 49, 130, 700})
+      for (int prefix : {0, 37, 512}) seqs.push_back({q, q + prefix});
+    with_tuning(t, {kHeads[2], kHeads[5], kHeads[6]}, [&](int hq, int hkv, int d) {
+      check(rng, seqs, 0, hq, hkv, d, AttnFill::ExactProbes);
+      check(rng, seqs, 0, hq, hkv, d);
+      if (!HasFatalFailure() && hq == kHeads[5][0] && hkv == kHeads[5][1])
+        check(rng, {{4100, 4100}, {1001, 5001}, {130, 130}}, 0, 8, 2, d, AttnFill::ExactProbes);
+    });
+    if (HasFatalFailure()) return;
+  }
+}
+
 TEST_P(CudaAttention, ShortChunkAfterLongPrefix) {
   // The next turn of a cached chat: one short chunk whose query tiles fill few blocks, so its keys
   // are split over blocks and merged (prefill_splits), alone and after decodes in the same call.

@@ -2,7 +2,7 @@
 // K/V read, each beside the limits measured in the same run (device-to-device copy bandwidth and a
 // large bf16 cuBLASLt GEMM). One JSON object per line on stdout.
 //   attention-bench [--quick]
-//   attention-bench --prefill D TOKENS [mma|wgmma] [PREFIX] [BATCH] | --decode D BATCH CONTEXT [SPLITS (0: auto)] [STAGES] [PDL]
+//   attention-bench --prefill D TOKENS [mma|wgmma] [PREFIX] [BATCH] [WG3_WAVES] | --decode D BATCH CONTEXT [SPLITS (0: auto)] [STAGES] [PDL]
 //     [MAX_CARVEOUT (default 1: CudaTuning::decode_max_carveout)]
 //     (one case, e.g. under ncu)
 //   attention-bench --chunk D TOKENS PREFIX [SPLITS]   (a short chunk after a cached prefix: splits vs one)
@@ -23,6 +23,7 @@
 
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/launchers.h"
+#include "lite_llama/backend_options.h"
 #include "bench_util.h"
 
 namespace {
@@ -188,10 +189,11 @@ int main(int argc, char** argv) {
     const bool wgmma = !(argc >= 5 && std::strcmp(argv[4], "mma") == 0);
     const int P = argc >= 6 ? std::atoi(argv[5]) : 0;  // cached keys before the chunk
     const int B = argc >= 7 ? std::max(1, std::atoi(argv[6])) : 1;  // sequences of L tokens each
+    const int waves = argc >= 8 ? std::atoi(argv[7]) : lite_llama::CudaTuning{}.prefill_wg3_waves;
     Pool p(B, L, P + L, 32, 8, D, sms);
-    const double ms = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, 1, nullptr, nullptr, wgmma)); }, B > 1 ? 5 : 1);
-    std::printf("prefill D %d tokens %d prefix %d batch %d (%s): %.3f ms\n", D, L, P, B, wgmma ? "wgmma" : "mma.sync",
-                ms);
+    const double ms = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, 1, nullptr, nullptr, wgmma, waves)); }, 5);
+    std::printf("prefill D %d tokens %d prefix %d batch %d wg3_waves %d (%s): %.4f ms\n", D, L, P, B, waves,
+                wgmma ? "wgmma" : "mma.sync", ms);
     return 0;
   }
   if (argc >= 5 && std::strcmp(argv[1], "--chunk") == 0) {

@@ -9,6 +9,7 @@
 // only on the tiles that raise a row's maximum by more than 2^8. One __syncthreads a tile: the load
 // of tile j + 1 is issued right after tile j has landed, its slot ids loaded a tile earlier into
 // registers. Split keys (short chunks after long prefixes) stay on the mma.sync kernel.
+#include <algorithm>
 #include <type_traits>
 
 #include "backends/cuda/common.cuh"
@@ -22,15 +23,21 @@ namespace lite_llama::cuda {
 namespace {
 
 constexpr int kBN = 128;  // keys a tile
+// Grids whose K and V take at most this many bytes interleave all heads and sequences in their
+// launch order (the kernel's kInterleave). H200, 2026-11-28 (docs/benchmarks/long-context.md):
+// 1k-4k-token prompts 6-16% faster at D 64 and 6-10% at D 128 with up to 8 MiB of K/V, but 32k
+// prompts 1-6% slower (16 MiB and more: the blocks running together read every head's K/V).
+constexpr double kInterleaveMaxKv = 8 << 20;
 
 // A tile's scores are stepped while the previous tile's P V runs on the tensor cores, which keeps
 // V one tile longer: three (K, V) stages.
-// Three warpgroups at D 64, as FlashAttention-3 tiles head dim 64: 12 warps an SM hide more latency
-// than 8 (H200, 8k / 16k / 32k tokens: 2.7 / 4.8 / 5.4% faster; 167 registers). D 128 needs 254
-// registers a thread, so only two fit.
-template <int D>
+// WG warpgroups of 64 rows. Three at D 64, as FlashAttention-3 tiles head dim 64, where the grid
+// holds enough blocks (CudaTuning::prefill_wg3_waves): 12 warps an SM hide more latency than 8
+// (167 registers).
+// D 128 needs 254 registers a thread, so only two fit.
+template <int D, int WG>
 struct Sm90Cfg {
-  static constexpr int kWG = D <= 64 ? 3 : 2;
+  static constexpr int kWG = WG;
   static constexpr int kBM = 64 * kWG;  // (token, head) rows a block: 64 a warpgroup
   static constexpr int kThreads = 128 * kWG;
   static constexpr int kStages = 3;
@@ -38,13 +45,13 @@ struct Sm90Cfg {
   static constexpr int kTileBytes = kBN * D * 2;  // one K or V tile
   static constexpr size_t kSmem = 1024 + kQBytes + 2 * kStages * size_t(kTileBytes);  // align + Q + (K, V) stages
 };
-static_assert(Sm90Cfg<128>::kSmem <= 227 * 1024 && Sm90Cfg<64>::kSmem <= 227 * 1024,
+static_assert(Sm90Cfg<128, 2>::kSmem <= 227 * 1024 && Sm90Cfg<64, 3>::kSmem <= 227 * 1024,
               "three stages fit an SM");
 
-template <typename T, int D>
-__global__ void __launch_bounds__(Sm90Cfg<D>::kThreads, 1) prefill_sm90_kernel(AttnArgs a) {
+template <typename T, int D, int WG, bool kInterleave>
+__global__ void __launch_bounds__(Sm90Cfg<D, WG>::kThreads, 1) prefill_sm90_kernel(AttnArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using C = Sm90Cfg<D>;
+  using C = Sm90Cfg<D, WG>;
   constexpr int kBM = C::kBM, kThreads = C::kThreads;
   constexpr int kChunks = D / 8;                  // 16-byte chunks a row
   constexpr int kRowStep = kThreads / kChunks;    // rows apart of a thread's copies
@@ -58,8 +65,18 @@ __global__ void __launch_bounds__(Sm90Cfg<D>::kThreads, 1) prefill_sm90_kernel(A
   const uint32_t sQ = raw + pad, sKV = sQ + C::kQBytes;
 
   const int G = a.Hq / a.Hkv, tokens = kBM / G;
-  const int b = blockIdx.z, kvh = blockIdx.y;
-  const int q_tile = gridDim.x - 1 - blockIdx.x;  // the longest (last) tiles start first
+  // Blocks are handed out in the grid's linear order (query tiles, KV heads, sequences) and take the
+  // longest query tiles first: of one (sequence, KV head) at a time, whose K/V the blocks running
+  // together then share in L2, or with kInterleave (the launcher's kInterleaveMaxKv) across every
+  // head and sequence, so that the last wave holds the shortest tiles of all of them rather than
+  // the last head's longest. 32-bit arithmetic: the launcher keeps the grid below 2^31 blocks.
+  // (A run-time choice cost the one-head order 4-8% at D 128 on long prompts: kept at compile time.)
+  int b = blockIdx.z, kvh = blockIdx.y, q_tile = gridDim.x - 1 - blockIdx.x;
+  if constexpr (kInterleave) {
+    const unsigned lin = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    const unsigned per = gridDim.y * gridDim.z, hs = lin % per;
+    b = int(hs / gridDim.y), kvh = int(hs % gridDim.y), q_tile = int(gridDim.x - 1 - lin / per);
+  }
   const int q_len = a.b_q_len[b], tq0 = q_tile * tokens;
   if (tq0 >= q_len) return;
   const int ntok = min(tokens, q_len - tq0), nrows = ntok * G;
@@ -212,16 +229,18 @@ __global__ void __launch_bounds__(Sm90Cfg<D>::kThreads, 1) prefill_sm90_kernel(A
 #endif
 }
 
-template <typename T, int D>
+template <typename T, int D, int WG>
 cudaError_t launch(const AttnArgs& a, cudaStream_t s) {
-  using C = Sm90Cfg<D>;
+  using C = Sm90Cfg<D, WG>;
   const int G = a.Hq / a.Hkv;
   if (G < 1 || G > C::kBM || a.Hq % a.Hkv != 0) return cudaErrorInvalidValue;
   constexpr size_t smem = C::kSmem;
-  auto* kernel = prefill_sm90_kernel<T, D>;
+  const bool interleave = double(a.max_seq_len) * a.num_seqs * a.Hkv * D * 4 <= kInterleaveMaxKv;
+  auto* kernel = interleave ? prefill_sm90_kernel<T, D, WG, true> : prefill_sm90_kernel<T, D, WG, false>;
   cudaError_t e = set_func_attr(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
   if (e != cudaSuccess) return e;
   const dim3 grid(ceil_div(a.max_q_len, C::kBM / G), a.Hkv, a.num_seqs);
+  if (double(grid.x) * grid.y * grid.z >= 2147483648.0) return cudaErrorInvalidValue;
   kernel<<<grid, C::kThreads, smem, s>>>(a);
   return cudaGetLastError();
 }
@@ -236,13 +255,22 @@ bool attention_prefill_sm90_built() {
 #endif
 }
 
-cudaError_t attention_prefill_sm90(Act act, const AttnArgs& a, cudaStream_t s) {
+cudaError_t attention_prefill_sm90(Act act, const AttnArgs& a, cudaStream_t s, int wg3_waves) {
   if (a.num_seqs == 0 || a.max_q_len == 0) return cudaSuccess;
   if (!attention_prefill_sm90_built()) return cudaErrorNotSupported;
   const bool bf = act == Act::BF16;
   switch (a.D) {
-    case 64: return bf ? launch<__nv_bfloat16, 64>(a, s) : launch<__half, 64>(a, s);
-    case 128: return bf ? launch<__nv_bfloat16, 128>(a, s) : launch<__half, 128>(a, s);
+    case 64: {  // three warpgroups where their grid fills wg3_waves waves of one block an SM
+      int sms = 0;
+      if (cudaError_t e = device_sm_count(&sms); e != cudaSuccess) return e;
+      constexpr int kRows3 = Sm90Cfg<64, 3>::kBM;
+      const int G = a.Hq / a.Hkv;
+      const long blocks = G >= 1 && G <= kRows3 ? long(ceil_div(a.max_q_len, kRows3 / G)) * a.Hkv * a.num_seqs : 0;
+      if (blocks >= long(std::max(0, wg3_waves)) * sms)
+        return bf ? launch<__nv_bfloat16, 64, 3>(a, s) : launch<__half, 64, 3>(a, s);
+      return bf ? launch<__nv_bfloat16, 64, 2>(a, s) : launch<__half, 64, 2>(a, s);
+    }
+    case 128: return bf ? launch<__nv_bfloat16, 128, 2>(a, s) : launch<__half, 128, 2>(a, s);
     default: return cudaErrorInvalidValue;
   }
 }
