@@ -1,6 +1,6 @@
 // Causal flash attention of long prefill chunks on Hopper (sm_90a): wgmma instead of mma.sync. A
 // block's rows are (token, head) pairs of one KV head's group (GQA without repeat_kv), 64 per
-// warpgroup (three warpgroups at D 64, two at D 128); every tile of 128 keys is gathered from the
+// warpgroup (two warpgroups; three at D 64 on grids of 3 waves or more); every tile of 128 keys is gathered from the
 // token-level pool through the slot table by cp.async into a 128-byte-swizzled ring of three (K, V)
 // stages, S = Q K^T runs with both operands in shared memory, the online softmax on S's
 // accumulators in registers, and O += P V with P from registers and V in shared memory (read
@@ -25,7 +25,7 @@ namespace {
 constexpr int kBN = 128;  // keys a tile
 // Grids whose K and V take at most this many bytes interleave all heads and sequences in their
 // launch order (the kernel's kInterleave). H200, 2026-11-28 (docs/benchmarks/long-context.md):
-// 1k-4k-token prompts 6-16% faster at D 64 and 6-10% at D 128 with up to 8 MiB of K/V, but 32k
+// 1k-4k-token prompts 7-16% faster at D 64 and 4.5-11% at D 128 with up to 8 MiB of K/V, but 32k
 // prompts 1-6% slower (16 MiB and more: the blocks running together read every head's K/V).
 constexpr double kInterleaveMaxKv = 8 << 20;
 
@@ -33,8 +33,7 @@ constexpr double kInterleaveMaxKv = 8 << 20;
 // V one tile longer: three (K, V) stages.
 // WG warpgroups of 64 rows. Three at D 64, as FlashAttention-3 tiles head dim 64, where the grid
 // holds enough blocks (CudaTuning::prefill_wg3_waves): 12 warps an SM hide more latency than 8
-// (167 registers).
-// D 128 needs 254 registers a thread, so only two fit.
+// (167 registers). D 128 needs 254 registers a thread, so only two fit.
 template <int D, int WG>
 struct Sm90Cfg {
   static constexpr int kWG = WG;
