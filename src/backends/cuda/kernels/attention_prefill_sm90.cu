@@ -1,8 +1,8 @@
 // Causal flash attention of long prefill chunks on Hopper (sm_90a): wgmma instead of mma.sync. A
 // block's rows are (token, head) pairs of one KV head's group (GQA without repeat_kv), 64 per
-// warpgroup (two warpgroups; three at D 64 on grids of 3 waves or more); every tile of 128 keys is gathered from the
-// token-level pool through the slot table by cp.async into a 128-byte-swizzled ring of three (K, V)
-// stages, S = Q K^T runs with both operands in shared memory, the online softmax on S's
+// warpgroup (two warpgroups; three at D 64 on grids of 3 waves or more); every tile of 128 keys is
+// gathered from the token-level pool through the slot table by cp.async into a 128-byte-swizzled
+// ring of three (K, V) stages, S = Q K^T runs with both operands in shared memory, the online softmax on S's
 // accumulators in registers, and O += P V with P from registers and V in shared memory (read
 // transposed by the hardware). As in FlashAttention-3, a warpgroup steps tile j's softmax while its
 // P_{j-1} V_{j-1} runs; as in FlashAttention-4, row maxima are updated lazily, so O is rescaled
