@@ -191,7 +191,7 @@ int main(int argc, char** argv) {
     const int B = argc >= 7 ? std::max(1, std::atoi(argv[6])) : 1;  // sequences of L tokens each
     const int waves = argc >= 8 ? std::atoi(argv[7]) : lite_llama::CudaTuning{}.prefill_wg3_waves;
     Pool p(B, L, P + L, 32, 8, D, sms);
-    const double ms = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, 1, nullptr, nullptr, wgmma, waves)); }, 5);
+    const double ms = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, 1, nullptr, nullptr, wgmma, waves, sms)); }, 5);
     std::printf("prefill D %d tokens %d prefix %d batch %d wg3_waves %d (%s): %.4f ms\n", D, L, P, B, waves,
                 wgmma ? "wgmma" : "mma.sync", ms);
     return 0;
@@ -253,7 +253,8 @@ int main(int argc, char** argv) {
     for (int L : prefill_lens)
       for (bool wgmma : paths) {
         Pool p(1, L, L, Hq, Hkv, D, sms);
-        const double ms = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, 1, nullptr, nullptr, wgmma)); },
+        const double ms = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, 1, nullptr, nullptr, wgmma,
+                                                             lite_llama::CudaTuning{}.prefill_wg3_waves, sms)); },
                                   quick ? 3 : 5);
         const double flops = 4.0 * D * Hq * (double(L) * (L + 1) / 2);
         const double tf = flops / ms / 1e9;

@@ -33,16 +33,4 @@ cudaError_t set_func_attr(const void* kernel, cudaFuncAttribute attr, int value)
   return cudaSuccess;
 }
 
-cudaError_t device_sm_count(int* sms) {
-  static std::mutex mu;
-  static std::unordered_map<int, int> counts;
-  int device = 0;
-  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
-  std::lock_guard<std::mutex> lock(mu);
-  if (auto it = counts.find(device); it != counts.end()) return *sms = it->second, cudaSuccess;
-  if (cudaError_t e = cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, device); e != cudaSuccess) return e;
-  counts[device] = *sms;
-  return cudaSuccess;
-}
-
 }  // namespace lite_llama::cuda

@@ -255,12 +255,13 @@ struct AttnArgs {
 // splits > 1 cuts each query tile's keys over that many blocks and merges them: `partial` holds
 // num_tokens * Hq * splits * (D + 2) floats (num_tokens: rows of q, decode rows included).
 // wgmma: with splits == 1, the sm_90a kernel below where it was built (the caller checks the GPU).
-// wg3_waves: CudaTuning::prefill_wg3_waves.
+// wg3_waves: CudaTuning::prefill_wg3_waves, against num_sms (CudaDevice::sm_count; the wgmma
+// kernel at D 64 needs it).
 cudaError_t attention_prefill(Act act, const AttnArgs& a, int splits, float* partial, cudaStream_t s,
-                              bool wgmma = false, int wg3_waves = 3);
+                              bool wgmma = false, int wg3_waves = 3, int num_sms = 0);
 // The same without key splits on Hopper's wgmma (sm_90a only; cudaErrorNotSupported where the
 // binary holds no sm_90a code, which attention_prefill_sm90_built tells).
-cudaError_t attention_prefill_sm90(Act act, const AttnArgs& a, cudaStream_t s, int wg3_waves = 3);
+cudaError_t attention_prefill_sm90(Act act, const AttnArgs& a, cudaStream_t s, int wg3_waves, int num_sms);
 bool attention_prefill_sm90_built();
 // Key splits for a prefill call whose query tiles fill less than half of the GPU: about one wave
 // of blocks, >= 256 keys a split, num_tokens * splits <= max_rows.

@@ -187,10 +187,10 @@ int prefill_splits(const AttnArgs& a, int num_tokens, int num_sms, int max_rows)
 }
 
 cudaError_t attention_prefill(Act act, const AttnArgs& a, int splits, float* partial, cudaStream_t s, bool wgmma,
-                              int wg3_waves) {
+                              int wg3_waves, int num_sms) {
   if (a.num_seqs == 0 || a.max_q_len == 0) return cudaSuccess;
   if (splits < 1 || splits > kMaxSplits || (splits > 1 && partial == nullptr)) return cudaErrorInvalidValue;
-  if (wgmma && splits == 1 && attention_prefill_sm90_built()) return attention_prefill_sm90(act, a, s, wg3_waves);
+  if (wgmma && splits == 1 && attention_prefill_sm90_built()) return attention_prefill_sm90(act, a, s, wg3_waves, num_sms);
   const bool bf = act == Act::BF16;
   switch (a.D) {
     case 64: return bf ? launch<__nv_bfloat16, 64>(a, splits, partial, s) : launch<__half, 64>(a, splits, partial, s);

@@ -254,18 +254,17 @@ bool attention_prefill_sm90_built() {
 #endif
 }
 
-cudaError_t attention_prefill_sm90(Act act, const AttnArgs& a, cudaStream_t s, int wg3_waves) {
+cudaError_t attention_prefill_sm90(Act act, const AttnArgs& a, cudaStream_t s, int wg3_waves, int num_sms) {
   if (a.num_seqs == 0 || a.max_q_len == 0) return cudaSuccess;
   if (!attention_prefill_sm90_built()) return cudaErrorNotSupported;
   const bool bf = act == Act::BF16;
   switch (a.D) {
     case 64: {  // three warpgroups where their grid fills wg3_waves waves of one block an SM
-      int sms = 0;
-      if (cudaError_t e = device_sm_count(&sms); e != cudaSuccess) return e;
+      if (num_sms < 1) return cudaErrorInvalidValue;
       constexpr int kRows3 = Sm90Cfg<64, 3>::kBM;
       const int G = a.Hq / a.Hkv;
       const long blocks = G >= 1 && G <= kRows3 ? long(ceil_div(a.max_q_len, kRows3 / G)) * a.Hkv * a.num_seqs : 0;
-      if (blocks >= long(std::max(0, wg3_waves)) * sms)
+      if (blocks >= long(std::max(0, wg3_waves)) * num_sms)
         return bf ? launch<__nv_bfloat16, 64, 3>(a, s) : launch<__half, 64, 3>(a, s);
       return bf ? launch<__nv_bfloat16, 64, 2>(a, s) : launch<__half, 64, 2>(a, s);
     }
