@@ -3,12 +3,23 @@
 // (with and without a prefix already in the pool: chunked prefill), and mixed batches.
 #include <array>
 
+#include "backends/cuda/launchers.h"
 #include "kernels/attention_harness.h"
 
 using namespace lite_llama;
 using namespace lite_llama::kt;
 
 namespace {
+
+// Whether the unsplit prefill of `seqs` hands out the tiles of all heads interleaved (small grids)
+// or one head's at a time (cuda::prefill_interleaves): the tests below run both orders.
+bool interleaves(const std::vector<SeqSpec>& seqs, int hkv, int d) {
+  int longest = 0;
+  for (const SeqSpec& s : seqs) longest = std::max(longest, s.seq_len);
+  return cuda::prefill_interleaves(longest, int(seqs.size()), hkv, d);
+}
+// Three sequences whose grid interleaves at every head shape below (up to 8 KV heads, D 128).
+const std::vector<SeqSpec> kFewSeqs = {{600, 600}, {130, 542}, {5, 5}};
 
 class CudaAttention : public CudaVsCpu {
  protected:
@@ -186,8 +197,11 @@ TEST_P(CudaAttention, PrefillOnTheMmaSyncKernel) {
   for (int q : {1, 5, 64, 65, 130, 700})
     for (int prefix : {0, 37, 512}) seqs.push_back({q, q + prefix});
   with_tuning(t, {kHeads[0], kHeads[2], kHeads[5]}, [&](int hq, int hkv, int d) {
+    ASSERT_FALSE(interleaves(seqs, hkv, d));
+    ASSERT_TRUE(interleaves(kFewSeqs, hkv, d));
     check(rng, seqs, 0, hq, hkv, d, AttnFill::ExactProbes);
     check(rng, seqs, 0, hq, hkv, d);
+    check(rng, kFewSeqs, 0, hq, hkv, d, AttnFill::ExactProbes);
     // After the last head shape of each D: long prompts, one past 8k keys.
     if (!HasFatalFailure() && hq == kHeads[5][0] && hkv == kHeads[5][1])
       check(rng, {{8193, 8193}, {1001, 9501}, {130, 130}}, 0, 4, 1, d);
@@ -197,8 +211,8 @@ TEST_P(CudaAttention, PrefillOnTheMmaSyncKernel) {
 TEST_P(CudaAttention, PrefillTwoAndThreeWarpgroups) {
   // At head dim 64 the wgmma kernel tiles 128 or 192 rows a block by the grid's size
   // (CudaTuning::prefill_wg3_waves); each tiling, forced, on odd, chunked and mixed-length cases,
-  // in both block orders (heads interleaved up to 8 MiB of K/V: the short cases; one head at a
-  // time above: the long case at D 128).
+  // in both block orders (one head at a time: the 21 short sequences; all heads interleaved: three
+  // of them).
   for (int waves : {0, 1 << 30}) {
     CudaTuning t;
     t.prefill_wg3_waves = waves;
@@ -207,8 +221,11 @@ TEST_P(CudaAttention, PrefillTwoAndThreeWarpgroups) {
     for (int q : {1, 5, 47, 48, 49, 130, 700})
       for (int prefix : {0, 37, 512}) seqs.push_back({q, q + prefix});
     with_tuning(t, {kHeads[2], kHeads[5], kHeads[6]}, [&](int hq, int hkv, int d) {
+      ASSERT_FALSE(interleaves(seqs, hkv, d));
+      ASSERT_TRUE(interleaves(kFewSeqs, hkv, d));
       check(rng, seqs, 0, hq, hkv, d, AttnFill::ExactProbes);
       check(rng, seqs, 0, hq, hkv, d);
+      check(rng, kFewSeqs, 0, hq, hkv, d, AttnFill::ExactProbes);
       if (!HasFatalFailure() && hq == kHeads[5][0] && hkv == kHeads[5][1])
         check(rng, {{4100, 4100}, {1001, 5001}, {130, 130}}, 0, 8, 2, d, AttnFill::ExactProbes);
     });

@@ -263,6 +263,12 @@ cudaError_t attention_prefill(Act act, const AttnArgs& a, int splits, float* par
 // binary holds no sm_90a code, which attention_prefill_sm90_built tells).
 cudaError_t attention_prefill_sm90(Act act, const AttnArgs& a, cudaStream_t s, int wg3_waves, int num_sms);
 bool attention_prefill_sm90_built();
+// Whether an unsplit prefill grid hands out the longest query tiles of every head and sequence
+// first (up to 8 MiB of 16-bit K and V) rather than one head's at a time (attention_tile.cuh).
+constexpr double kPrefillInterleaveMaxKv = 8 << 20;
+inline bool prefill_interleaves(int max_seq_len, int num_seqs, int kv_heads, int head_dim) {
+  return double(max_seq_len) * num_seqs * kv_heads * head_dim * 4 <= kPrefillInterleaveMaxKv;
+}
 // Key splits for a prefill call whose query tiles fill less than half of the GPU: about one wave
 // of blocks, >= 256 keys a split, num_tokens * splits <= max_rows.
 int prefill_splits(const AttnArgs& a, int num_tokens, int num_sms, int max_rows);

@@ -37,8 +37,9 @@ static_assert((Cfg<64>::kSmem + 1024) * blocks_per_sm(64) <= 228 * 1024 &&
 // tiles; the block of split s writes its rows' partials to partial[((q row) * Hq + head) * splits
 // + s] (zeros and max -inf where its range is empty), for merge_kernel.
 // kSplit is a template flag so that the unsplit kernel (long prompts) keeps its registers (D 128
-// sits at 255).
-template <typename T, int D, bool kSplit>
+// sits at 255). kInterleave (unsplit only): the block order of attention_tile.cuh
+// (prefill_interleaves).
+template <typename T, int D, bool kSplit, bool kInterleave = false>
 __global__ void __launch_bounds__(kThreads) prefill_kernel(AttnArgs a, int splits_arg, float* __restrict__ partial) {
   using C = Cfg<D>;
   constexpr int MT = C::kMT;
@@ -48,8 +49,11 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(AttnArgs a, int split
 
   const int G = a.Hq / a.Hkv, tokens = C::kRows / G;
   const int splits = kSplit ? splits_arg : 1;
-  const int b = blockIdx.z, kvh = blockIdx.y, split = kSplit ? blockIdx.x % splits : 0;
-  const int q_tile = gridDim.x / splits - 1 - blockIdx.x / splits;  // the longest (last) tiles start first
+  static_assert(!(kSplit && kInterleave), "the interleaved order is for unsplit grids");
+  int b = blockIdx.z, kvh = blockIdx.y;
+  const int split = kSplit ? blockIdx.x % splits : 0;
+  int q_tile = gridDim.x / splits - 1 - blockIdx.x / splits;  // the longest (last) tiles start first
+  if constexpr (kInterleave) interleaved_block(b, kvh, q_tile);
   const int q_len = a.b_q_len[b], tq0 = q_tile * tokens;
   if (tq0 >= q_len) return;
   const int ntok = min(tokens, q_len - tq0), nrows = ntok * G;
@@ -161,7 +165,9 @@ cudaError_t launch(const AttnArgs& a, int splits, float* partial, cudaStream_t s
   using C = Cfg<D>;
   const int G = a.Hq / a.Hkv;
   if (G < 1 || G > C::kRows || a.Hq % a.Hkv != 0) return cudaErrorInvalidValue;
-  auto* kernel = splits > 1 ? prefill_kernel<T, D, true> : prefill_kernel<T, D, false>;
+  auto* kernel = splits > 1 ? prefill_kernel<T, D, true>
+                 : prefill_interleaves(a.max_seq_len, a.num_seqs, a.Hkv, D) ? prefill_kernel<T, D, false, true>
+                                                                            : prefill_kernel<T, D, false>;
   cudaError_t e = set_func_attr(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmem));
   if (e != cudaSuccess) return e;
   const dim3 grid(ceil_div(a.max_q_len, C::kRows / G) * splits, a.Hkv, a.num_seqs);

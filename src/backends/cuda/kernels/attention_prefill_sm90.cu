@@ -23,12 +23,6 @@ namespace lite_llama::cuda {
 namespace {
 
 constexpr int kBN = 128;  // keys a tile
-// Grids whose K and V take at most this many bytes interleave all heads and sequences in their
-// launch order (the kernel's kInterleave). H200, 2026-11-28 (docs/benchmarks/long-context.md):
-// 1k-4k-token prompts 7-16% faster at D 64 and 4.5-11% at D 128 with up to 8 MiB of K/V, but 32k
-// prompts 1-6% slower (16 MiB and more: the blocks running together read every head's K/V).
-constexpr double kInterleaveMaxKv = 8 << 20;
-
 // A tile's scores are stepped while the previous tile's P V runs on the tensor cores, which keeps
 // V one tile longer: three (K, V) stages.
 // WG warpgroups of 64 rows. Three at D 64, as FlashAttention-3 tiles head dim 64, where the grid
@@ -64,18 +58,9 @@ __global__ void __launch_bounds__(Sm90Cfg<D, WG>::kThreads, 1) prefill_sm90_kern
   const uint32_t sQ = raw + pad, sKV = sQ + C::kQBytes;
 
   const int G = a.Hq / a.Hkv, tokens = kBM / G;
-  // Blocks are handed out in the grid's linear order (query tiles, KV heads, sequences) and take the
-  // longest query tiles first: of one (sequence, KV head) at a time, whose K/V the blocks running
-  // together then share in L2, or with kInterleave (the launcher's kInterleaveMaxKv) across every
-  // head and sequence, so that the last wave holds the shortest tiles of all of them rather than
-  // the last head's longest. 32-bit arithmetic: the launcher keeps the grid below 2^31 blocks.
-  // (A run-time choice cost the one-head order 4-8% at D 128 on long prompts: kept at compile time.)
+  // The longest query tiles first, of one head or of all (attention_tile.cuh, prefill_interleaves).
   int b = blockIdx.z, kvh = blockIdx.y, q_tile = gridDim.x - 1 - blockIdx.x;
-  if constexpr (kInterleave) {
-    const unsigned lin = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-    const unsigned per = gridDim.y * gridDim.z, hs = lin % per;
-    b = int(hs / gridDim.y), kvh = int(hs % gridDim.y), q_tile = int(gridDim.x - 1 - lin / per);
-  }
+  if constexpr (kInterleave) attn::interleaved_block(b, kvh, q_tile);
   const int q_len = a.b_q_len[b], tq0 = q_tile * tokens;
   if (tq0 >= q_len) return;
   const int ntok = min(tokens, q_len - tq0), nrows = ntok * G;
@@ -234,7 +219,7 @@ cudaError_t launch(const AttnArgs& a, cudaStream_t s) {
   const int G = a.Hq / a.Hkv;
   if (G < 1 || G > C::kBM || a.Hq % a.Hkv != 0) return cudaErrorInvalidValue;
   constexpr size_t smem = C::kSmem;
-  const bool interleave = double(a.max_seq_len) * a.num_seqs * a.Hkv * D * 4 <= kInterleaveMaxKv;
+  const bool interleave = prefill_interleaves(a.max_seq_len, a.num_seqs, a.Hkv, D);
   auto* kernel = interleave ? prefill_sm90_kernel<T, D, WG, true> : prefill_sm90_kernel<T, D, WG, false>;
   cudaError_t e = set_func_attr(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
   if (e != cudaSuccess) return e;

@@ -286,6 +286,24 @@ struct WarpAttn {
 
 constexpr int kMaxSplits = 64;  // key splits of one row (decode, short prefill chunks)
 
+// Block order of the unsplit prefill kernels (their kInterleave flag; launchers.h's
+// prefill_interleaves chooses). Blocks start in the grid's linear order (query tiles, KV heads,
+// sequences) and take the longest query tiles first: by default those of one (sequence, KV head)
+// at a time, whose K/V the blocks running together then share in L2. Small grids interleave every
+// head and sequence instead, so that the last wave holds the shortest tiles of all of them rather
+// than the last head's longest. H200 (docs/benchmarks/long-context.md): 1k-4k-token prompts
+// faster; 32k ones slower with every grid interleaved (the blocks running together read every
+// head's K/V). A compile-time flag: as a run-time branch it cost the one-head order 4-8% at D 128
+// on long prompts.
+//
+// This block's (sequence, KV head, query tile) in the interleaved order. 32-bit arithmetic: the
+// launchers keep the grid below 2^31 blocks.
+__device__ __forceinline__ void interleaved_block(int& b, int& kvh, int& q_tile) {
+  const unsigned lin = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  const unsigned per = gridDim.y * gridDim.z, hs = lin % per;
+  b = int(hs / gridDim.y), kvh = int(hs % gridDim.y), q_tile = int(gridDim.x - 1 - lin / per);
+}
+
 // Merges one row's split partials p[s * (D + 2) + (0..D-1 | D | D + 1)] = (unnormalised O,
 // log2-scaled maximum, sum) for s < used into out[0..D) with their log-sum-exp weights; one block
 // of D threads. The weights exp2(m_s - M) are computed once, one thread per split, so each output
