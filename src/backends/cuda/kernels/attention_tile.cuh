@@ -292,9 +292,9 @@ constexpr int kMaxSplits = 64;  // key splits of one row (decode, short prefill 
 // at a time, whose K/V the blocks running together then share in L2. Small grids interleave every
 // head and sequence instead, so that the last wave holds the shortest tiles of all of them rather
 // than the last head's longest. H200 (docs/benchmarks/long-context.md): 1k-4k-token prompts
-// faster; 32k ones slower with every grid interleaved (the blocks running together read every
-// head's K/V). A compile-time flag: as a run-time branch it cost the one-head order 4-8% at D 128
-// on long prompts.
+// 8-31% faster; with every grid interleaved, D 128 prompts of 8k-32k tokens were 3% slower (the
+// blocks running together read every head's K/V). A compile-time flag, so that the one-head
+// kernels stay as they were.
 //
 // This block's (sequence, KV head, query tile) in the interleaved order. 32-bit arithmetic: the
 // launchers keep the grid below 2^31 blocks.
