@@ -252,6 +252,24 @@ TEST_P(CudaAttention, ShortChunkAfterLongPrefix) {
     }
 }
 
+TEST_P(CudaAttention, ChunkAfterLongPrefixOnWgmma) {
+  // A chunk of a few hundred tokens after a long prefix: the mma.sync kernel splits its keys, but on
+  // sm_90 the unsplit wgmma grid fills half the SMs (of 132 here), so prefill_splits keeps it whole.
+  std::mt19937 rng(415);
+  for (int d : {64, 128})
+    for (const auto& [h, q] : {std::pair{kHeads[5], 300}, std::pair{kHeads[6], 150}}) {
+      cuda::AttnArgs a{};
+      a.Hq = h[0], a.Hkv = h[1], a.D = d, a.num_seqs = 1, a.max_q_len = q, a.max_seq_len = q + 9001;
+      const int rows = cuda::workspace_rows_per_head(d, 132);
+      EXPECT_GT(cuda::prefill_splits(a, q, 132, rows), 1);
+      const int whole = cuda::attention_prefill_sm90_built() ? 1 : cuda::prefill_splits(a, q, 132, rows);
+      EXPECT_EQ(cuda::prefill_splits(a, q, 132, rows, true), whole);
+      check(rng, {{q, q + 9001}}, 0, h[0], h[1], d, AttnFill::ExactProbes);
+      check(rng, {{1, 4000}, {q, q + 9001}}, 1, h[0], h[1], d);  // after a decode in the same call
+      if (HasFatalFailure()) return;
+    }
+}
+
 TEST_P(CudaAttention, MixedDecodeAndPrefill) {
   // Decodes first, then prefill chunks, in one call (the engine's continuous batching).
   std::mt19937 rng(407);

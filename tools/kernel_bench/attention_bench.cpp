@@ -77,18 +77,27 @@ struct Pool {
 // K and V bytes (bf16) of B sequences of ctx keys, Hkv heads of D.
 double kv_bytes(int D, int B, int ctx, int Hkv) { return 2.0 * B * double(ctx) * Hkv * D * 2; }
 
-// One short chunk of L queries after P cached keys (Hq 32, Hkv 8): the key-split prefill
-// (`splits`, 0: prefill_splits' choice) beside the unsplit kernel, one JSON line; copy_gbs 0
-// leaves out the ratio to the copy bandwidth.
-void chunk_case(int D, int L, int P, int splits, int sms, int reps, double copy_gbs) {
+// One short chunk of L queries after P cached keys (Hq 32, Hkv 8): the key-split mma.sync prefill
+// (`splits`, 0: prefill_splits' choice) beside the unsplit one, and with wgmma (the GPU runs the
+// sm_90a kernel) what the CUDA backend runs (prefill_splits' choice with wgmma), one JSON line;
+// copy_gbs 0 leaves out the ratio to the copy bandwidth.
+void chunk_case(int D, int L, int P, int splits, int sms, int reps, double copy_gbs, bool wgmma) {
   Pool p(1, L, P + L, 32, 8, D, sms);
-  if (splits <= 0) splits = prefill_splits(p.args, L, sms, workspace_rows_per_head(D, sms));
+  const int rows = workspace_rows_per_head(D, sms);
+  if (splits <= 0) splits = prefill_splits(p.args, L, sms, rows);
   const double one = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, 1, nullptr, nullptr)); }, reps);
   const double ms = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, splits, p.partial, nullptr)); }, reps);
   const double gbs = kv_bytes(D, 1, P + L, 8) / ms / 1e6;
   std::printf("{\"kernel\": \"prefill_chunk\", \"D\": %d, \"tokens\": %d, \"prefix\": %d, \"splits\": %d, "
               "\"us\": %.1f, \"us_unsplit\": %.1f, \"kv_GB/s\": %.1f",
               D, L, P, splits, ms * 1e3, one * 1e3, gbs);
+  if (wgmma) {
+    const int s = prefill_splits(p.args, L, sms, rows, true);
+    const double run = time_ms([&] {
+      CK(attention_prefill(Act::BF16, p.args, s, p.partial, nullptr, true, lite_llama::CudaTuning{}.prefill_wg3_waves, sms));
+    }, reps);
+    std::printf(", \"backend_splits\": %d, \"us_backend\": %.1f", s, run * 1e3);
+  }
   if (copy_gbs > 0) std::printf(", \"of_copy\": %.3f", gbs / copy_gbs);
   std::printf("}\n");
 }
@@ -198,7 +207,7 @@ int main(int argc, char** argv) {
   }
   if (argc >= 5 && std::strcmp(argv[1], "--chunk") == 0) {
     chunk_case(std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]), argc >= 6 ? std::atoi(argv[5]) : 0, sms,
-               20, 0);
+               20, 0, attention_prefill_sm90_built() && prop.major == 9 && prop.minor == 0);
     return 0;
   }
 #ifdef LITE_LLAMA_DECODE_TIMELINE
@@ -266,7 +275,7 @@ int main(int argc, char** argv) {
   // The next turn of a cached chat: a short chunk after a long prefix, keys split over blocks.
   for (int D : {64, 128})
     for (int P : quick ? std::vector<int>{4096} : std::vector<int>{4096, 16384, 32768})
-      for (int L : {48, 256}) chunk_case(D, L, P, 0, sms, 10, copy_gbs);
+      for (int L : {48, 256}) chunk_case(D, L, P, 0, sms, 10, copy_gbs, paths.front());
   const std::vector<int> ctxs = quick ? std::vector<int>{8192} : std::vector<int>{8192, 16384, 32768};
   // "decode": calls one after another with plain launches (each call's launch, ramp and merge in
   // full); "decode_pdl": launched as a decode step launches them on sm_90 (PDL). "copy_us": a

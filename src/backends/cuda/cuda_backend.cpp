@@ -218,7 +218,8 @@ class CudaBackend final : public ops::Backend {
       if (m.max_prefill_seq_len > 0) a.max_seq_len = std::min(a.max_seq_len, m.max_prefill_seq_len);
       ProfileScope ps(prof_, "attention prefill", stream());
       // The decode's merge above has read the workspace before this (same stream).
-      const int splits = prefill_splits(a, m.num_tokens, dev_.sm_count(), workspace_rows_per_head(head_dim, dev_.sm_count()));
+      const int splits = prefill_splits(a, m.num_tokens, dev_.sm_count(), workspace_rows_per_head(head_dim, dev_.sm_count()),
+                                        prefill_wgmma());
       LL_CUDA(attention_prefill(act(), a, splits, static_cast<float*>(m.workspace), stream(), prefill_wgmma(),
                                 tuning_.prefill_wg3_waves, dev_.sm_count()));
     }

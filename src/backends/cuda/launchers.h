@@ -263,6 +263,8 @@ cudaError_t attention_prefill(Act act, const AttnArgs& a, int splits, float* par
 // binary holds no sm_90a code, which attention_prefill_sm90_built tells).
 cudaError_t attention_prefill_sm90(Act act, const AttnArgs& a, cudaStream_t s, int wg3_waves, int num_sms);
 bool attention_prefill_sm90_built();
+// Blocks of that kernel's grid at two warpgroups (128 rows a block; 0 for a group it cannot take).
+long attention_prefill_sm90_blocks(const AttnArgs& a);
 // Whether an unsplit prefill grid hands out the longest query tiles of every head and sequence
 // first (up to 8 MiB of 16-bit K and V) rather than one head's at a time (attention_tile.cuh).
 constexpr double kPrefillInterleaveMaxKv = 8 << 20;
@@ -270,8 +272,10 @@ inline bool prefill_interleaves(int max_seq_len, int num_seqs, int kv_heads, int
   return double(max_seq_len) * num_seqs * kv_heads * head_dim * 4 <= kPrefillInterleaveMaxKv;
 }
 // Key splits for a prefill call whose query tiles fill less than half of the GPU: about one wave
-// of blocks, >= 256 keys a split, num_tokens * splits <= max_rows.
-int prefill_splits(const AttnArgs& a, int num_tokens, int num_sms, int max_rows);
+// of blocks, >= 256 keys a split, num_tokens * splits <= max_rows. wgmma (the caller's GPU runs
+// the sm_90a kernel): 1 wherever that kernel's unsplit grid fills half of the SMs, where it beats
+// the split mma.sync blocks.
+int prefill_splits(const AttnArgs& a, int num_tokens, int num_sms, int max_rows, bool wgmma = false);
 // Flash-decoding for q_len == 1 sequences: split-KV partitions then a log-sum-exp merge.
 // `partial` holds num_seqs * Hq * splits * (D + 2) floats. min_keys: the floor of keys a split,
 // the same for both calls. decode_splits sizes the grid (<= 64 splits, about one wave of blocks) for up to max_seq_len keys

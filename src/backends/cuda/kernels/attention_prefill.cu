@@ -178,10 +178,14 @@ cudaError_t launch(const AttnArgs& a, int splits, float* partial, cudaStream_t s
 
 }  // namespace
 
-int prefill_splits(const AttnArgs& a, int num_tokens, int num_sms, int max_rows) {
+int prefill_splits(const AttnArgs& a, int num_tokens, int num_sms, int max_rows, bool wgmma) {
   const int G = a.Hq / a.Hkv;
   const int rows = a.D <= 64 ? Cfg<64>::kRows : Cfg<128>::kRows;
   if (G < 1 || G > rows || a.num_seqs == 0) return 1;
+  // A chunk after a long prefix: the wgmma kernel does an SM's work about twice as fast, so its
+  // unsplit grid wins once it holds half a wave (H200, 384-768 tokens after 8k-32k cached keys:
+  // 1.35-2.1x faster than split; about even at 256 tokens; docs/benchmarks/long-context.md).
+  if (wgmma && attention_prefill_sm90_built() && 2 * attention_prefill_sm90_blocks(a) >= num_sms) return 1;
   const long blocks = long(ceil_div(a.max_q_len, rows / G)) * a.Hkv * a.num_seqs;
   const int wave = blocks_per_sm(a.D) * num_sms;
   if (2 * blocks > wave) return 1;  // half a wave or more without splitting

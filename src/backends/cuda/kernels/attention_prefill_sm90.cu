@@ -231,6 +231,14 @@ cudaError_t launch(const AttnArgs& a, cudaStream_t s) {
 
 }  // namespace
 
+long attention_prefill_sm90_blocks(const AttnArgs& a) {
+  constexpr int kRows = Sm90Cfg<64, 2>::kBM;
+  static_assert(Sm90Cfg<128, 2>::kBM == kRows, "one row count for both head dims");
+  const int G = a.Hkv > 0 ? a.Hq / a.Hkv : 0;
+  if (G < 1 || G > kRows) return 0;
+  return long(ceil_div(a.max_q_len, kRows / G)) * a.Hkv * a.num_seqs;
+}
+
 bool attention_prefill_sm90_built() {
 #if defined(LITE_LLAMA_SM90A)
   return true;
