@@ -41,6 +41,15 @@ class CudaAttention : public CudaVsCpu {
     const std::vector<float> got = g.run(*gpu, P);
     ASSERT_TRUE(check_attn(got, want, P, act, fill));
   }
+  // Both unsplit block orders: `seqs` (one head at a time) with exact probes and random values,
+  // then kFewSeqs (all heads interleaved) with exact probes.
+  void check_both_orders(std::mt19937& rng, const std::vector<SeqSpec>& seqs, int hq, int hkv, int d) {
+    ASSERT_FALSE(interleaves(seqs, hkv, d));
+    ASSERT_TRUE(interleaves(kFewSeqs, hkv, d));
+    check(rng, seqs, 0, hq, hkv, d, AttnFill::ExactProbes);
+    check(rng, seqs, 0, hq, hkv, d);
+    check(rng, kFewSeqs, 0, hq, hkv, d, AttnFill::ExactProbes);
+  }
   // cases(hq, hkv, d) for D 64 and 128 and each head shape, on a GPU backend built with tuning t
   // (the default one again afterwards); stops at the first fatal failure.
   template <typename F>
@@ -197,11 +206,7 @@ TEST_P(CudaAttention, PrefillOnTheMmaSyncKernel) {
   for (int q : {1, 5, 64, 65, 130, 700})
     for (int prefix : {0, 37, 512}) seqs.push_back({q, q + prefix});
   with_tuning(t, {kHeads[0], kHeads[2], kHeads[5]}, [&](int hq, int hkv, int d) {
-    ASSERT_FALSE(interleaves(seqs, hkv, d));
-    ASSERT_TRUE(interleaves(kFewSeqs, hkv, d));
-    check(rng, seqs, 0, hq, hkv, d, AttnFill::ExactProbes);
-    check(rng, seqs, 0, hq, hkv, d);
-    check(rng, kFewSeqs, 0, hq, hkv, d, AttnFill::ExactProbes);
+    check_both_orders(rng, seqs, hq, hkv, d);
     // After the last head shape of each D: long prompts, one past 8k keys.
     if (!HasFatalFailure() && hq == kHeads[5][0] && hkv == kHeads[5][1])
       check(rng, {{8193, 8193}, {1001, 9501}, {130, 130}}, 0, 4, 1, d);
@@ -221,11 +226,7 @@ TEST_P(CudaAttention, PrefillTwoAndThreeWarpgroups) {
     for (int q : {1, 5, 47, 48, 49, 130, 700})
       for (int prefix : {0, 37, 512}) seqs.push_back({q, q + prefix});
     with_tuning(t, {kHeads[2], kHeads[5], kHeads[6]}, [&](int hq, int hkv, int d) {
-      ASSERT_FALSE(interleaves(seqs, hkv, d));
-      ASSERT_TRUE(interleaves(kFewSeqs, hkv, d));
-      check(rng, seqs, 0, hq, hkv, d, AttnFill::ExactProbes);
-      check(rng, seqs, 0, hq, hkv, d);
-      check(rng, kFewSeqs, 0, hq, hkv, d, AttnFill::ExactProbes);
+      check_both_orders(rng, seqs, hq, hkv, d);
       if (!HasFatalFailure() && hq == kHeads[5][0] && hkv == kHeads[5][1])
         check(rng, {{4100, 4100}, {1001, 5001}, {130, 130}}, 0, 8, 2, d, AttnFill::ExactProbes);
     });
