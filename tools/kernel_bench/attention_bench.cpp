@@ -193,6 +193,7 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop{};
   CK(cudaGetDeviceProperties(&prop, 0));
   const int sms = prop.multiProcessorCount;
+  const bool wgmma_gpu = attention_prefill_sm90_built() && prop.major == 9 && prop.minor == 0;  // as the backend checks
   if (argc >= 4 && std::strcmp(argv[1], "--prefill") == 0) {
     const int D = std::atoi(argv[2]), L = std::atoi(argv[3]);
     const bool wgmma = !(argc >= 5 && std::strcmp(argv[4], "mma") == 0);
@@ -207,7 +208,7 @@ int main(int argc, char** argv) {
   }
   if (argc >= 5 && std::strcmp(argv[1], "--chunk") == 0) {
     chunk_case(std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]), argc >= 6 ? std::atoi(argv[5]) : 0, sms,
-               20, 0, attention_prefill_sm90_built() && prop.major == 9 && prop.minor == 0);
+               20, 0, wgmma_gpu);
     return 0;
   }
 #ifdef LITE_LLAMA_DECODE_TIMELINE
@@ -257,7 +258,7 @@ int main(int argc, char** argv) {
   // "prefill": the kernel the engine runs (wgmma where sm_90a code was built); "prefill_mma_sync":
   // the mma.sync kernel, which sm_80 and split chunks use, for comparison.
   std::vector<bool> paths = {false};
-  if (attention_prefill_sm90_built() && prop.major == 9 && prop.minor == 0) paths.insert(paths.begin(), true);
+  if (wgmma_gpu) paths.insert(paths.begin(), true);
   for (int D : {64, 128})
     for (int L : prefill_lens)
       for (bool wgmma : paths) {

@@ -263,6 +263,14 @@ cudaError_t attention_prefill(Act act, const AttnArgs& a, int splits, float* par
 // binary holds no sm_90a code, which attention_prefill_sm90_built tells).
 cudaError_t attention_prefill_sm90(Act act, const AttnArgs& a, cudaStream_t s, int wg3_waves, int num_sms);
 bool attention_prefill_sm90_built();
+// Blocks of an unsplit prefill grid of `rows` (token, head) rows a block: query tiles x KV heads x
+// sequences (0 for a GQA group the block cannot hold).
+inline long prefill_grid_blocks(const AttnArgs& a, int rows) {
+  const int G = a.Hkv > 0 ? a.Hq / a.Hkv : 0;
+  if (G < 1 || G > rows) return 0;
+  const int tokens = rows / G;
+  return long((a.max_q_len + tokens - 1) / tokens) * a.Hkv * a.num_seqs;
+}
 // Blocks of that kernel's grid at two warpgroups (128 rows a block; 0 for a group it cannot take).
 long attention_prefill_sm90_blocks(const AttnArgs& a);
 // Whether an unsplit prefill grid hands out the longest query tiles of every head and sequence

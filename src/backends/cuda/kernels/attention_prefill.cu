@@ -186,7 +186,7 @@ int prefill_splits(const AttnArgs& a, int num_tokens, int num_sms, int max_rows,
   // unsplit grid wins once it holds half a wave (H200, 384-768 tokens after 8k-32k cached keys:
   // 1.35-2.1x faster than split; about even at 256 tokens; docs/benchmarks/long-context.md).
   if (wgmma && attention_prefill_sm90_built() && 2 * attention_prefill_sm90_blocks(a) >= num_sms) return 1;
-  const long blocks = long(ceil_div(a.max_q_len, rows / G)) * a.Hkv * a.num_seqs;
+  const long blocks = prefill_grid_blocks(a, rows);
   const int wave = blocks_per_sm(a.D) * num_sms;
   if (2 * blocks > wave) return 1;  // half a wave or more without splitting
   // About one wave, at least 4 tiles of keys a split, partials within max_rows (token, split)

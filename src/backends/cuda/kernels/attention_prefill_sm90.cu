@@ -8,7 +8,8 @@
 // P_{j-1} V_{j-1} runs; as in FlashAttention-4, row maxima are updated lazily, so O is rescaled
 // only on the tiles that raise a row's maximum by more than 2^8. One __syncthreads a tile: the load
 // of tile j + 1 is issued right after tile j has landed, its slot ids loaded a tile earlier into
-// registers. Split keys (short chunks after long prefixes) stay on the mma.sync kernel.
+// registers. Split keys (chunks after long prefixes whose grid here would fill less than half the
+// SMs: prefill_splits) stay on the mma.sync kernel.
 #include <algorithm>
 #include <type_traits>
 
@@ -232,11 +233,8 @@ cudaError_t launch(const AttnArgs& a, cudaStream_t s) {
 }  // namespace
 
 long attention_prefill_sm90_blocks(const AttnArgs& a) {
-  constexpr int kRows = Sm90Cfg<64, 2>::kBM;
-  static_assert(Sm90Cfg<128, 2>::kBM == kRows, "one row count for both head dims");
-  const int G = a.Hkv > 0 ? a.Hq / a.Hkv : 0;
-  if (G < 1 || G > kRows) return 0;
-  return long(ceil_div(a.max_q_len, kRows / G)) * a.Hkv * a.num_seqs;
+  static_assert(Sm90Cfg<128, 2>::kBM == Sm90Cfg<64, 2>::kBM, "one row count for both head dims");
+  return prefill_grid_blocks(a, Sm90Cfg<64, 2>::kBM);
 }
 
 bool attention_prefill_sm90_built() {
@@ -254,10 +252,7 @@ cudaError_t attention_prefill_sm90(Act act, const AttnArgs& a, cudaStream_t s, i
   switch (a.D) {
     case 64: {  // three warpgroups where their grid fills wg3_waves waves of one block an SM
       if (num_sms < 1) return cudaErrorInvalidValue;
-      constexpr int kRows3 = Sm90Cfg<64, 3>::kBM;
-      const int G = a.Hq / a.Hkv;
-      const long blocks = G >= 1 && G <= kRows3 ? long(ceil_div(a.max_q_len, kRows3 / G)) * a.Hkv * a.num_seqs : 0;
-      if (blocks >= long(std::max(0, wg3_waves)) * num_sms)
+      if (prefill_grid_blocks(a, Sm90Cfg<64, 3>::kBM) >= long(std::max(0, wg3_waves)) * num_sms)
         return bf ? launch<__nv_bfloat16, 64, 3>(a, s) : launch<__half, 64, 3>(a, s);
       return bf ? launch<__nv_bfloat16, 64, 2>(a, s) : launch<__half, 64, 2>(a, s);
     }
