@@ -114,6 +114,10 @@ struct CudaTuning {
   // Prefill chunks whose keys are not split run on the wgmma kernel (attention_prefill_sm90.cu)
   // where the GPU is sm_90 and the binary holds sm_90a code; false: the mma.sync kernel.
   bool prefill_wgmma = true;
+  // With prefill_wgmma: a short chunk after a long prefix (the next turn of a chat), whose unsplit
+  // wgmma grid fills less than half the SMs, splits its keys over wgmma blocks; false: over
+  // mma.sync blocks (prefill_splits).
+  bool prefill_wgmma_split = true;
   // At head dim 64 the wgmma kernel takes three warpgroups (192 rows a block) where that grid
   // fills at least this many waves of one block an SM, else two (0: always three; a large value:
   // always two). More rows a block run faster on long prompts (H200, 32k: 5.4%) and slower on

@@ -237,7 +237,10 @@ TEST_P(CudaAttention, PrefillTwoAndThreeWarpgroups) {
 TEST_P(CudaAttention, ShortChunkAfterLongPrefix) {
   // The next turn of a cached chat: one short chunk whose query tiles fill few blocks, so its keys
   // are split over blocks and merged (prefill_splits), alone and after decodes in the same call.
-  // Split ranges are whole 64-key tiles, so probes at every tile edge catch a key lost or repeated.
+  // Split ranges are whole key tiles (64 keys mma.sync, 128 wgmma), so probes at every tile edge
+  // catch a key lost or repeated. On sm_90 the splits are wgmma blocks
+  // (CudaTuning::prefill_wgmma_split); the mma.sync ones get the same cases in
+  // ShortChunkAfterLongPrefixOnMmaSync.
   std::mt19937 rng(412);
   for (int d : {64, 128})
     for (const auto& h : {kHeads[0], kHeads[2], kHeads[5], kHeads[6]}) {
@@ -251,6 +254,34 @@ TEST_P(CudaAttention, ShortChunkAfterLongPrefix) {
       check(rng, {{1, 70}, {1, 5000}, {47, 4047}, {3, 10003}}, 2, h[0], h[1], d);
       if (HasFatalFailure()) return;
     }
+}
+
+TEST_P(CudaAttention, ShortChunkAfterLongPrefixOnMmaSync) {
+  // ShortChunkAfterLongPrefix's split chunks on mma.sync blocks, as sm_80 GPUs and
+  // CudaTuning::prefill_wgmma_split = false run them; and which kernel each split rule picks.
+  for (int d : {64, 128}) {
+    cuda::AttnArgs a{};
+    a.Hq = 32, a.Hkv = 8, a.D = d, a.num_seqs = 1, a.max_q_len = 47, a.max_seq_len = 47 + 9001;
+    const int rows = cuda::workspace_rows_per_head(d, 132);
+    const int mma = cuda::prefill_splits(a, 47, 132, rows);
+    EXPECT_GT(mma, 1);
+    EXPECT_EQ(cuda::prefill_splits(a, 47, 132, rows, true, false), mma);
+    // 16 wgmma blocks (32 tokens of a group of 4 each, 8 KV heads): 132 / 16 = 8 splits.
+    EXPECT_EQ(cuda::prefill_splits(a, 47, 132, rows, true, true), cuda::attention_prefill_sm90_built() ? 8 : mma);
+    // Below kSm90MinSplitKeys a split the wgmma grid stays whole.
+    a.max_seq_len = 47 + 900;
+    if (cuda::attention_prefill_sm90_built()) EXPECT_EQ(cuda::prefill_splits(a, 47, 132, rows, true, true), 1);
+  }
+  CudaTuning t;
+  t.prefill_wgmma_split = false;
+  std::mt19937 rng(416);
+  with_tuning(t, {kHeads[2], kHeads[6]}, [&](int hq, int hkv, int d) {
+    for (int q : {5, 65}) {
+      check(rng, {{q, q + 9001}}, 0, hq, hkv, d, AttnFill::ExactProbes);
+      check(rng, {{q, q + 4000}}, 0, hq, hkv, d);
+    }
+    check(rng, {{1, 70}, {1, 5000}, {47, 4047}, {3, 10003}}, 2, hq, hkv, d, AttnFill::ExactProbes);
+  });
 }
 
 TEST_P(CudaAttention, ChunkAfterLongPrefixOnWgmma) {

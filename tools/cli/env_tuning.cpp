@@ -59,6 +59,7 @@ void apply_env_tuning(BackendOptions& o) {
   if (env("LITE_LLAMA_PEER_LL_BATCH_POLL")) c.peer_ll_batch_poll = !env_is("LITE_LLAMA_PEER_LL_BATCH_POLL", "0");
   if (env("LITE_LLAMA_PDL_NORM")) c.pdl_norm = !env_is("LITE_LLAMA_PDL_NORM", "0");
   if (env("LITE_LLAMA_PREFILL_WGMMA")) c.prefill_wgmma = !env_is("LITE_LLAMA_PREFILL_WGMMA", "0");
+  if (env("LITE_LLAMA_PREFILL_WGMMA_SPLIT")) c.prefill_wgmma_split = !env_is("LITE_LLAMA_PREFILL_WGMMA_SPLIT", "0");
   env_int("LITE_LLAMA_PREFILL_WG3_WAVES", c.prefill_wg3_waves);
   if (env("LITE_LLAMA_CHECK_FINITE")) c.check_finite = env_is("LITE_LLAMA_CHECK_FINITE", "1");
   if (const char* e = env("LITE_LLAMA_DECODE_TIMELINE_OUT")) c.decode_timeline_out = e;

@@ -5,7 +5,7 @@
 //   attention-bench --prefill D TOKENS [mma|wgmma] [PREFIX] [BATCH] [WG3_WAVES] | --decode D BATCH CONTEXT [SPLITS (0: auto)] [STAGES] [PDL]
 //     [MAX_CARVEOUT (default 1: CudaTuning::decode_max_carveout)]
 //     (one case, e.g. under ncu)
-//   attention-bench --chunk D TOKENS PREFIX [SPLITS]   (a short chunk after a cached prefix: splits vs one)
+//   attention-bench --chunk D TOKENS PREFIX [SPLITS [WGMMA_SPLITS [COLD]]]   (a short chunk after a cached prefix)
 //   attention-bench --timeline D BATCH CONTEXT PDL [SPLITS] [STAGES]   (builds with
 //     -DLITE_LLAMA_DECODE_TIMELINE=ON: each decode block's phases; tools/kernel_bench/decode_timeline.py)
 #include <cuda_runtime.h>
@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <utility>
 #include <map>
 #include <memory>
 #include <string>
@@ -79,24 +80,46 @@ double kv_bytes(int D, int B, int ctx, int Hkv) { return 2.0 * B * double(ctx) *
 
 // One short chunk of L queries after P cached keys (Hq 32, Hkv 8): the key-split mma.sync prefill
 // (`splits`, 0: prefill_splits' choice) beside the unsplit one, and with wgmma (the GPU runs the
-// sm_90a kernel) what the CUDA backend runs (prefill_splits' choice with wgmma), one JSON line;
-// copy_gbs 0 leaves out the ratio to the copy bandwidth.
-void chunk_case(int D, int L, int P, int splits, int sms, int reps, double copy_gbs, bool wgmma) {
-  Pool p(1, L, P + L, 32, 8, D, sms);
-  const int rows = workspace_rows_per_head(D, sms);
-  if (splits <= 0) splits = prefill_splits(p.args, L, sms, rows);
-  const double one = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, 1, nullptr, nullptr)); }, reps);
-  const double ms = time_ms([&] { CK(attention_prefill(Act::BF16, p.args, splits, p.partial, nullptr)); }, reps);
+// sm_90a kernel) what the CUDA backend runs (prefill_splits' choice with wgmma; wgmma_splits > 0:
+// that many splits of the wgmma kernel) and what it ran with CudaTuning::prefill_wgmma_split off,
+// one JSON line; copy_gbs 0 leaves out the ratio to the copy bandwidth. Forced split counts are
+// cut to what the workspace holds. cold: each timed call reads another copy of the K/V (>= 256
+// MiB in all), as a model step's layers do, not K/V left in L2 by the call before.
+void chunk_case(int D, int L, int P, int splits, int sms, int reps, double copy_gbs, bool wgmma, int wgmma_splits = 0,
+                bool cold = false) {
+  const int n = cold ? int(std::clamp(std::ceil(double(256 << 20) / kv_bytes(D, 1, P + L, 8)), 2.0, 32.0)) : 1;
+  std::vector<std::unique_ptr<Pool>> pools;
+  for (int i = 0; i < n; ++i) pools.push_back(std::make_unique<Pool>(1, L, P + L, 32, 8, D, sms));
+  int next = 0;
+  auto pool = [&]() -> Pool& { return *pools[size_t(next++ % n)]; };
+  const Pool& p = *pools[0];
+  const int rows = workspace_rows_per_head(D, sms), max_splits = std::max(1, rows / L);
+  splits = splits <= 0 ? prefill_splits(p.args, L, sms, rows) : std::min(splits, max_splits);
+  wgmma_splits = std::min(wgmma_splits, max_splits);
+  const double one = time_ms([&] { CK(attention_prefill(Act::BF16, pool().args, 1, nullptr, nullptr)); }, reps);
+  const double ms = time_ms([&] {
+    Pool& q = pool();
+    CK(attention_prefill(Act::BF16, q.args, splits, q.partial, nullptr));
+  }, reps);
   const double gbs = kv_bytes(D, 1, P + L, 8) / ms / 1e6;
-  std::printf("{\"kernel\": \"prefill_chunk\", \"D\": %d, \"tokens\": %d, \"prefix\": %d, \"splits\": %d, "
+  std::printf("{\"kernel\": \"prefill_chunk\", \"D\": %d, \"tokens\": %d, \"prefix\": %d, \"cold\": %d, \"splits\": %d, "
               "\"us\": %.1f, \"us_unsplit\": %.1f, \"kv_GB/s\": %.1f",
-              D, L, P, splits, ms * 1e3, one * 1e3, gbs);
+              D, L, P, int(cold), splits, ms * 1e3, one * 1e3, gbs);
   if (wgmma) {
-    const int s = prefill_splits(p.args, L, sms, rows, true);
-    const double run = time_ms([&] {
-      CK(attention_prefill(Act::BF16, p.args, s, p.partial, nullptr, true, lite_llama::CudaTuning{}.prefill_wg3_waves, sms));
-    }, reps);
-    std::printf(", \"backend_splits\": %d, \"us_backend\": %.1f", s, run * 1e3);
+    const lite_llama::CudaTuning t;
+    auto run = [&](bool wgmma_split, int s) {
+      if (s <= 0) s = prefill_splits(p.args, L, sms, rows, true, wgmma_split);
+      const double ms = time_ms([&] {
+        Pool& q = pool();
+        CK(attention_prefill(Act::BF16, q.args, s, q.partial, nullptr, true, t.prefill_wg3_waves, sms, wgmma_split));
+      }, reps);
+      return std::pair{s, ms * 1e3};
+    };
+    const auto [s, us] = run(t.prefill_wgmma_split, t.prefill_wgmma_split ? wgmma_splits : 0);
+    const auto [s_off, us_off] = run(!t.prefill_wgmma_split, t.prefill_wgmma_split ? 0 : wgmma_splits);
+    std::printf(", \"backend_splits\": %d, \"us_backend\": %.1f, \"wgmma_split\": %d, \"other_splits\": %d, "
+                "\"us_other\": %.1f",
+                s, us, int(t.prefill_wgmma_split), s_off, us_off);
   }
   if (copy_gbs > 0) std::printf(", \"of_copy\": %.3f", gbs / copy_gbs);
   std::printf("}\n");
@@ -208,7 +231,7 @@ int main(int argc, char** argv) {
   }
   if (argc >= 5 && std::strcmp(argv[1], "--chunk") == 0) {
     chunk_case(std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]), argc >= 6 ? std::atoi(argv[5]) : 0, sms,
-               20, 0, wgmma_gpu);
+               20, 0, wgmma_gpu, argc >= 7 ? std::atoi(argv[6]) : 0, argc >= 8 && std::atoi(argv[7]) != 0);
     return 0;
   }
 #ifdef LITE_LLAMA_DECODE_TIMELINE

@@ -219,9 +219,9 @@ class CudaBackend final : public ops::Backend {
       ProfileScope ps(prof_, "attention prefill", stream());
       // The decode's merge above has read the workspace before this (same stream).
       const int splits = prefill_splits(a, m.num_tokens, dev_.sm_count(), workspace_rows_per_head(head_dim, dev_.sm_count()),
-                                        prefill_wgmma());
+                                        prefill_wgmma(), tuning_.prefill_wgmma_split);
       LL_CUDA(attention_prefill(act(), a, splits, static_cast<float*>(m.workspace), stream(), prefill_wgmma(),
-                                tuning_.prefill_wg3_waves, dev_.sm_count()));
+                                tuning_.prefill_wg3_waves, dev_.sm_count(), tuning_.prefill_wgmma_split));
     }
     finite_(nd == m.num_seqs ? "attention (decode)" : "attention (prefill)", out);
   }

@@ -254,15 +254,20 @@ struct AttnArgs {
 // Causal attention of packed variable-length queries (prefill chunks), tensor cores (mma.sync).
 // splits > 1 cuts each query tile's keys over that many blocks and merges them: `partial` holds
 // num_tokens * Hq * splits * (D + 2) floats (num_tokens: rows of q, decode rows included).
-// wgmma: with splits == 1, the sm_90a kernel below where it was built (the caller checks the GPU).
-// wg3_waves: CudaTuning::prefill_wg3_waves, against num_sms (CudaDevice::sm_count; the wgmma
-// kernel at D 64 needs it).
+// wgmma: with splits == 1 (or any with wgmma_split), the sm_90a kernel below where it was built
+// (the caller checks the GPU). wg3_waves: CudaTuning::prefill_wg3_waves, against num_sms
+// (CudaDevice::sm_count; the wgmma kernel at D 64 needs it). splits must come from prefill_splits
+// with the same wgmma and wgmma_split.
 cudaError_t attention_prefill(Act act, const AttnArgs& a, int splits, float* partial, cudaStream_t s,
-                              bool wgmma = false, int wg3_waves = 3, int num_sms = 0);
-// The same without key splits on Hopper's wgmma (sm_90a only; cudaErrorNotSupported where the
-// binary holds no sm_90a code, which attention_prefill_sm90_built tells).
-cudaError_t attention_prefill_sm90(Act act, const AttnArgs& a, cudaStream_t s, int wg3_waves, int num_sms);
+                              bool wgmma = false, int wg3_waves = 3, int num_sms = 0, bool wgmma_split = false);
+// The same on Hopper's wgmma (sm_90a only; cudaErrorNotSupported where the binary holds no sm_90a
+// code, which attention_prefill_sm90_built tells); splits > 1 merges by attention_prefill_merge.
+cudaError_t attention_prefill_sm90(Act act, const AttnArgs& a, int splits, float* partial, cudaStream_t s,
+                                   int wg3_waves, int num_sms);
 bool attention_prefill_sm90_built();
+// One row's split partials (`partial` as attention_prefill's) merged into a.out: a block of D
+// threads per (query token, head, sequence).
+cudaError_t attention_prefill_merge(const AttnArgs& a, int splits, const float* partial, cudaStream_t s, bool bf16);
 // Blocks of an unsplit prefill grid of `rows` (token, head) rows a block: query tiles x KV heads x
 // sequences (0 for a GQA group the block cannot hold).
 inline long prefill_grid_blocks(const AttnArgs& a, int rows) {
@@ -282,8 +287,11 @@ inline bool prefill_interleaves(int max_seq_len, int num_seqs, int kv_heads, int
 // Key splits for a prefill call whose query tiles fill less than half of the GPU: about one wave
 // of blocks, >= 256 keys a split, num_tokens * splits <= max_rows. wgmma (the caller's GPU runs
 // the sm_90a kernel): 1 wherever that kernel's unsplit grid fills half of the SMs, where it beats
-// the split mma.sync blocks.
-int prefill_splits(const AttnArgs& a, int num_tokens, int num_sms, int max_rows, bool wgmma = false);
+// the split mma.sync blocks; below that, with wgmma_split (CudaTuning::prefill_wgmma_split), splits
+// of the wgmma grid (one block an SM, >= kSm90MinSplitKeys keys a split), else of the mma.sync one.
+constexpr int kSm90MinSplitKeys = 512;
+int prefill_splits(const AttnArgs& a, int num_tokens, int num_sms, int max_rows, bool wgmma = false,
+                   bool wgmma_split = false);
 // Flash-decoding for q_len == 1 sequences: split-KV partitions then a log-sum-exp merge.
 // `partial` holds num_seqs * Hq * splits * (D + 2) floats. min_keys: the floor of keys a split,
 // the same for both calls. decode_splits sizes the grid (<= 64 splits, about one wave of blocks) for up to max_seq_len keys

@@ -178,14 +178,40 @@ cudaError_t launch(const AttnArgs& a, int splits, float* partial, cudaStream_t s
 
 }  // namespace
 
-int prefill_splits(const AttnArgs& a, int num_tokens, int num_sms, int max_rows, bool wgmma) {
+cudaError_t attention_prefill_merge(const AttnArgs& a, int splits, const float* partial, cudaStream_t s, bool bf16) {
+  const dim3 grid(a.max_q_len, a.Hq, a.num_seqs);
+  switch (a.D) {
+    case 64:
+      bf16 ? merge_kernel<__nv_bfloat16, 64><<<grid, 64, 0, s>>>(a, splits, partial)
+           : merge_kernel<__half, 64><<<grid, 64, 0, s>>>(a, splits, partial);
+      break;
+    case 128:
+      bf16 ? merge_kernel<__nv_bfloat16, 128><<<grid, 128, 0, s>>>(a, splits, partial)
+           : merge_kernel<__half, 128><<<grid, 128, 0, s>>>(a, splits, partial);
+      break;
+    default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+int prefill_splits(const AttnArgs& a, int num_tokens, int num_sms, int max_rows, bool wgmma, bool wgmma_split) {
   const int G = a.Hq / a.Hkv;
   const int rows = a.D <= 64 ? Cfg<64>::kRows : Cfg<128>::kRows;
   if (G < 1 || G > rows || a.num_seqs == 0) return 1;
-  // A chunk after a long prefix: the wgmma kernel does an SM's work about twice as fast, so its
-  // unsplit grid wins once it holds half a wave (H200, 384-768 tokens after 8k-32k cached keys:
-  // 1.35-2.1x faster than split; about even at 256 tokens; docs/benchmarks/long-context.md).
-  if (wgmma && attention_prefill_sm90_built() && 2 * attention_prefill_sm90_blocks(a) >= num_sms) return 1;
+  if (wgmma && attention_prefill_sm90_built()) {
+    // A chunk after a long prefix: the wgmma kernel does an SM's work about twice as fast, so its
+    // unsplit grid wins once it holds half a wave (H200, 384-768 tokens after 8k-32k cached keys:
+    // 1.35-2.1x faster than split mma.sync; about even at 256 tokens; long-context.md).
+    const long blocks = attention_prefill_sm90_blocks(a);
+    if (2 * blocks >= num_sms) return 1;
+    // Shorter chunks split their keys over wgmma blocks (one an SM): about one wave, at least
+    // kSm90MinSplitKeys a split.
+    if (wgmma_split && blocks > 0) {
+      const long splits = std::min<long>({num_sms / blocks, a.max_seq_len / kSm90MinSplitKeys,
+                                          max_rows / std::max(1, num_tokens), kMaxSplits});
+      return int(std::max<long>(1, splits));
+    }
+  }
   const long blocks = prefill_grid_blocks(a, rows);
   const int wave = blocks_per_sm(a.D) * num_sms;
   if (2 * blocks > wave) return 1;  // half a wave or more without splitting
@@ -197,10 +223,11 @@ int prefill_splits(const AttnArgs& a, int num_tokens, int num_sms, int max_rows,
 }
 
 cudaError_t attention_prefill(Act act, const AttnArgs& a, int splits, float* partial, cudaStream_t s, bool wgmma,
-                              int wg3_waves, int num_sms) {
+                              int wg3_waves, int num_sms, bool wgmma_split) {
   if (a.num_seqs == 0 || a.max_q_len == 0) return cudaSuccess;
   if (splits < 1 || splits > kMaxSplits || (splits > 1 && partial == nullptr)) return cudaErrorInvalidValue;
-  if (wgmma && splits == 1 && attention_prefill_sm90_built()) return attention_prefill_sm90(act, a, s, wg3_waves, num_sms);
+  if (wgmma && (splits == 1 || wgmma_split) && attention_prefill_sm90_built())
+    return attention_prefill_sm90(act, a, splits, partial, s, wg3_waves, num_sms);
   const bool bf = act == Act::BF16;
   switch (a.D) {
     case 64: return bf ? launch<__nv_bfloat16, 64>(a, splits, partial, s) : launch<__half, 64>(a, splits, partial, s);

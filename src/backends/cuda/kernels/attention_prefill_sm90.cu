@@ -8,8 +8,9 @@
 // P_{j-1} V_{j-1} runs; as in FlashAttention-4, row maxima are updated lazily, so O is rescaled
 // only on the tiles that raise a row's maximum by more than 2^8. One __syncthreads a tile: the load
 // of tile j + 1 is issued right after tile j has landed, its slot ids loaded a tile earlier into
-// registers. Split keys (chunks after long prefixes whose grid here would fill less than half the
-// SMs: prefill_splits) stay on the mma.sync kernel.
+// registers. A short chunk after a long prefix (the next turn of a chat), whose grid here would
+// fill less than half the SMs, has its keys split over blocks (kSplit, prefill_splits); their
+// partials are merged by the mma.sync file's merge kernel.
 #include <algorithm>
 #include <type_traits>
 
@@ -42,8 +43,12 @@ struct Sm90Cfg {
 static_assert(Sm90Cfg<128, 2>::kSmem <= 227 * 1024 && Sm90Cfg<64, 3>::kSmem <= 227 * 1024,
               "three stages fit an SM");
 
-template <typename T, int D, int WG, bool kInterleave>
-__global__ void __launch_bounds__(Sm90Cfg<D, WG>::kThreads, 1) prefill_sm90_kernel(AttnArgs a) {
+// kSplit: a block steps split (blockIdx.x % splits) of its query tile's key tiles, whole 128-key
+// tiles each, and writes its rows' unnormalised (O, max, sum) to partial[((q row) * Hq + head) *
+// splits + split] (a neutral partial where its range is empty), as the mma.sync kernel does.
+template <typename T, int D, int WG, bool kInterleave, bool kSplit = false>
+__global__ void __launch_bounds__(Sm90Cfg<D, WG>::kThreads, 1)
+    prefill_sm90_kernel(AttnArgs a, int splits_arg, float* __restrict__ partial) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using C = Sm90Cfg<D, WG>;
   constexpr int kBM = C::kBM, kThreads = C::kThreads;
@@ -59,8 +64,10 @@ __global__ void __launch_bounds__(Sm90Cfg<D, WG>::kThreads, 1) prefill_sm90_kern
   const uint32_t sQ = raw + pad, sKV = sQ + C::kQBytes;
 
   const int G = a.Hq / a.Hkv, tokens = kBM / G;
+  static_assert(!(kSplit && kInterleave), "the interleaved order is for unsplit grids");
+  const int splits = kSplit ? splits_arg : 1, split = kSplit ? blockIdx.x % splits : 0;
   // The longest query tiles first, of one head or of all (attention_tile.cuh, prefill_interleaves).
-  int b = blockIdx.z, kvh = blockIdx.y, q_tile = gridDim.x - 1 - blockIdx.x;
+  int b = blockIdx.z, kvh = blockIdx.y, q_tile = gridDim.x / splits - 1 - blockIdx.x / splits;
   if constexpr (kInterleave) attn::interleaved_block(b, kvh, q_tile);
   const int q_len = a.b_q_len[b], tq0 = q_tile * tokens;
   if (tq0 >= q_len) return;
@@ -68,12 +75,24 @@ __global__ void __launch_bounds__(Sm90Cfg<D, WG>::kThreads, 1) prefill_sm90_kern
   const int prefix = a.b_seq_len[b] - q_len;
   const int key_end = prefix + tq0 + ntok;  // causal: no key past the last query
   const int mask_from = prefix + tq0;       // keys below are visible to every row
-  const int ntiles = (key_end + kBN - 1) / kBN;
+  // This block's key tiles [j0, j1): all of them, or one split's share.
+  int j0 = 0, j1 = (key_end + kBN - 1) / kBN;
+  if constexpr (kSplit) {
+    const int per = (j1 + splits - 1) / splits;
+    j0 = split * per, j1 = min(j1, j0 + per);
+  }
   const int32_t* slots = a.req_to_slot + size_t(a.b_req_idx[b]) * a.req_stride;
   const size_t q_row0 = size_t(a.b_q_start[b] + tq0) * a.Hq + size_t(kvh) * G;
   const T* kp = static_cast<const T*>(a.k_pool);
   const T* vp = static_cast<const T*>(a.v_pool);
   const int tid = threadIdx.x;
+  if (kSplit && j0 >= j1) {  // an empty range: a neutral partial for the merge
+    for (int i = tid; i < nrows * (D + 2); i += kThreads) {
+      const int r = i / (D + 2), c = i % (D + 2);
+      partial[((q_row0 + size_t(r / G) * a.Hq + r % G) * splits + split) * (D + 2) + c] = c == D ? -INFINITY : 0.f;
+    }
+    return;
+  }
 
   // Q rows (zeros past the chunk).
   const T* qb = static_cast<const T*>(a.q);
@@ -105,10 +124,10 @@ __global__ void __launch_bounds__(Sm90Cfg<D, WG>::kThreads, 1) prefill_sm90_kern
       cp_async16(k_dst + C::kTileBytes + o, vp + off, ok);
     }
   };
-  load_ids(0);
-  issue(0);
+  load_ids(j0);
+  issue(j0);
   cp_async_commit();
-  if (ntiles > 1) load_ids(1);
+  if (j1 > j0 + 1) load_ids(j0 + 1);
 
   const int wgi = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31, g = lane >> 2, t = lane & 3;
   int lim[2];  // keys [0, lim) visible to this thread's rows g and g + 8
@@ -129,9 +148,9 @@ __global__ void __launch_bounds__(Sm90Cfg<D, WG>::kThreads, 1) prefill_sm90_kern
     cp_async_wait<0>();
     wg::fence_async_smem();
     __syncthreads();
-    if (j + 1 < ntiles) issue(j + 1);
+    if (j + 1 < j1) issue(j + 1);
     cp_async_commit();
-    if (j + 2 < ntiles) load_ids(j + 2);
+    if (j + 2 < j1) load_ids(j + 2);
   };
   auto k_smem = [&](int j) { return sKV + (j % C::kStages) * 2 * C::kTileBytes; };
   // S = Q K_j^T (64 rows x 128 keys a warpgroup), issued and committed, not awaited.
@@ -164,11 +183,11 @@ __global__ void __launch_bounds__(Sm90Cfg<D, WG>::kThreads, 1) prefill_sm90_kern
   // FlashAttention-3's intra-warpgroup overlap: tile j's scores are stepped (exp on the SFU)
   // while P_{j-1} V_{j-1} runs; O takes the rescale factor once that product is done.
   uint32_t pa[kBN / 16][4];
-  for (int j = 0; j < ntiles; ++j) {
+  for (int j = j0; j < j1; ++j) {
     next_tile(j);
     float s[kBN / 8][4];
     issue_s(s, j);
-    if (j > 0) {
+    if (j > j0) {
       issue_pv(pa, j - 1);
       wg::wait<1>();  // S_j done; P_{j-1} V_{j-1} may still run
     } else {
@@ -191,11 +210,11 @@ __global__ void __launch_bounds__(Sm90Cfg<D, WG>::kThreads, 1) prefill_sm90_kern
 #pragma unroll
     for (int ks = 0; ks < kBN / 16; ++ks) attn::p_frag<T>(s, ks, pa[ks]);
   }
-  issue_pv(pa, ntiles - 1);
+  issue_pv(pa, j1 - 1);
   wg::wait<0>();
   wg::fence_regs(o);
 
-  // Full row sums, then normalise and write this thread's rows.
+  // Full row sums, then this split's unnormalised rows, maxima and sums, or the normalised rows.
   T* out = static_cast<T*>(a.out);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -203,6 +222,14 @@ __global__ void __launch_bounds__(Sm90Cfg<D, WG>::kThreads, 1) prefill_sm90_kern
     l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
     const int r = wgi * 64 + warp * 16 + g + 8 * h;
     if (r >= nrows) continue;
+    if constexpr (kSplit) {
+      float* prow = partial + ((q_row0 + size_t(r / G) * a.Hq + r % G) * splits + split) * (D + 2);
+#pragma unroll
+      for (int i = 0; i < D / 8; ++i)
+        *reinterpret_cast<float2*>(prow + i * 8 + 2 * t) = make_float2(o[i][2 * h], o[i][2 * h + 1]);
+      if (t == 0) prow[D] = m[h], prow[D + 1] = l[h];
+      continue;
+    }
     const float inv = l[h] > 0.f ? 1.f / l[h] : 0.f;
     T* orow = out + (q_row0 + size_t(r / G) * a.Hq + r % G) * D + 2 * t;
 #pragma unroll
@@ -215,19 +242,24 @@ __global__ void __launch_bounds__(Sm90Cfg<D, WG>::kThreads, 1) prefill_sm90_kern
 }
 
 template <typename T, int D, int WG>
-cudaError_t launch(const AttnArgs& a, cudaStream_t s) {
+cudaError_t launch(const AttnArgs& a, int splits, float* partial, cudaStream_t s) {
   using C = Sm90Cfg<D, WG>;
   const int G = a.Hq / a.Hkv;
   if (G < 1 || G > C::kBM || a.Hq % a.Hkv != 0) return cudaErrorInvalidValue;
   constexpr size_t smem = C::kSmem;
-  const bool interleave = prefill_interleaves(a.max_seq_len, a.num_seqs, a.Hkv, D);
-  auto* kernel = interleave ? prefill_sm90_kernel<T, D, WG, true> : prefill_sm90_kernel<T, D, WG, false>;
+  auto* kernel = prefill_interleaves(a.max_seq_len, a.num_seqs, a.Hkv, D) ? prefill_sm90_kernel<T, D, WG, true>
+                                                                         : prefill_sm90_kernel<T, D, WG, false>;
+  if (splits > 1) {  // split grids are small: two warpgroups
+    if constexpr (WG != 2) return cudaErrorInvalidValue;
+    kernel = prefill_sm90_kernel<T, D, 2, false, true>;
+  }
   cudaError_t e = set_func_attr(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
   if (e != cudaSuccess) return e;
-  const dim3 grid(ceil_div(a.max_q_len, C::kBM / G), a.Hkv, a.num_seqs);
+  const dim3 grid(ceil_div(a.max_q_len, C::kBM / G) * splits, a.Hkv, a.num_seqs);
   if (double(grid.x) * grid.y * grid.z >= 2147483648.0) return cudaErrorInvalidValue;
-  kernel<<<grid, C::kThreads, smem, s>>>(a);
-  return cudaGetLastError();
+  kernel<<<grid, C::kThreads, smem, s>>>(a, splits, partial);
+  e = cudaGetLastError();
+  return e == cudaSuccess && splits > 1 ? attention_prefill_merge(a, splits, partial, s, std::is_same_v<T, __nv_bfloat16>) : e;
 }
 
 }  // namespace
@@ -245,18 +277,21 @@ bool attention_prefill_sm90_built() {
 #endif
 }
 
-cudaError_t attention_prefill_sm90(Act act, const AttnArgs& a, cudaStream_t s, int wg3_waves, int num_sms) {
+cudaError_t attention_prefill_sm90(Act act, const AttnArgs& a, int splits, float* partial, cudaStream_t s,
+                                   int wg3_waves, int num_sms) {
   if (a.num_seqs == 0 || a.max_q_len == 0) return cudaSuccess;
   if (!attention_prefill_sm90_built()) return cudaErrorNotSupported;
+  if (splits < 1 || splits > attn::kMaxSplits || (splits > 1 && partial == nullptr)) return cudaErrorInvalidValue;
   const bool bf = act == Act::BF16;
   switch (a.D) {
-    case 64: {  // three warpgroups where their grid fills wg3_waves waves of one block an SM
+    case 64: {  // three warpgroups where their unsplit grid fills wg3_waves waves of one block an SM
       if (num_sms < 1) return cudaErrorInvalidValue;
-      if (prefill_grid_blocks(a, Sm90Cfg<64, 3>::kBM) >= long(std::max(0, wg3_waves)) * num_sms)
-        return bf ? launch<__nv_bfloat16, 64, 3>(a, s) : launch<__half, 64, 3>(a, s);
-      return bf ? launch<__nv_bfloat16, 64, 2>(a, s) : launch<__half, 64, 2>(a, s);
+      if (splits == 1 && prefill_grid_blocks(a, Sm90Cfg<64, 3>::kBM) >= long(std::max(0, wg3_waves)) * num_sms)
+        return bf ? launch<__nv_bfloat16, 64, 3>(a, 1, nullptr, s) : launch<__half, 64, 3>(a, 1, nullptr, s);
+      return bf ? launch<__nv_bfloat16, 64, 2>(a, splits, partial, s) : launch<__half, 64, 2>(a, splits, partial, s);
     }
-    case 128: return bf ? launch<__nv_bfloat16, 128, 2>(a, s) : launch<__half, 128, 2>(a, s);
+    case 128:
+      return bf ? launch<__nv_bfloat16, 128, 2>(a, splits, partial, s) : launch<__half, 128, 2>(a, splits, partial, s);
     default: return cudaErrorInvalidValue;
   }
 }
