@@ -5,6 +5,8 @@
 // every warp runs over the same pipelined K/V tiles (attention_tile.cuh). A short chunk after a
 // long prefix (the next turn of a cached chat) has too few query tiles to fill the GPU, so its
 // keys are split over blocks that write (O, max, sum) partials, merged as flash-decoding does.
+#include <type_traits>
+
 #include "backends/cuda/kernels/attention_tile.cuh"
 #include "backends/cuda/func_attr.h"
 #include "backends/cuda/launchers.h"
@@ -172,8 +174,9 @@ cudaError_t launch(const AttnArgs& a, int splits, float* partial, cudaStream_t s
   if (e != cudaSuccess) return e;
   const dim3 grid(ceil_div(a.max_q_len, C::kRows / G) * splits, a.Hkv, a.num_seqs);
   kernel<<<grid, kThreads, C::kSmem, s>>>(a, splits, partial);
-  if (splits > 1) merge_kernel<T, D><<<dim3(a.max_q_len, a.Hq, a.num_seqs), D, 0, s>>>(a, splits, partial);
-  return cudaGetLastError();
+  e = cudaGetLastError();
+  return e == cudaSuccess && splits > 1 ? attention_prefill_merge(a, splits, partial, s, std::is_same_v<T, __nv_bfloat16>)
+                                        : e;
 }
 
 }  // namespace
