@@ -67,10 +67,7 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(AttnArgs a, int split
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const size_t q_row0 = size_t(a.b_q_start[b] + tq0) * a.Hq + size_t(kvh) * G;
   if (kSplit && beg >= end) {  // an empty range: a neutral partial for the merge
-    for (int i = threadIdx.x; i < nrows * (D + 2); i += kThreads) {
-      const int r = i / (D + 2), c = i % (D + 2);
-      partial[((q_row0 + size_t(r / G) * a.Hq + r % G) * splits + split) * (D + 2) + c] = c == D ? -INFINITY : 0.f;
-    }
+    prefill_empty_partials<D>(partial, q_row0, nrows, G, a.Hq, splits, split, kThreads);
     return;
   }
   const int n = end - beg;
@@ -128,7 +125,7 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(AttnArgs a, int split
       for (int h = 0; h < 2; ++h) {
         const int r = warp * 16 * MT + mt * 16 + g + 8 * h;
         if (r >= nrows) continue;
-        float* prow = partial + ((q_row0 + size_t(r / G) * a.Hq + r % G) * splits + split) * (D + 2);
+        float* prow = prefill_partial_row<D>(partial, q_row0, r, G, a.Hq, splits, split);
 #pragma unroll
         for (int nd = 0; nd < D / 8; ++nd)
           *reinterpret_cast<float2*>(prow + nd * 8 + 2 * t) = make_float2(w.o[mt][nd][2 * h], w.o[mt][nd][2 * h + 1]);

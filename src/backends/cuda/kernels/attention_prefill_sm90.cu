@@ -87,10 +87,7 @@ __global__ void __launch_bounds__(Sm90Cfg<D, WG>::kThreads, 1)
   const T* vp = static_cast<const T*>(a.v_pool);
   const int tid = threadIdx.x;
   if (kSplit && j0 >= j1) {  // an empty range: a neutral partial for the merge
-    for (int i = tid; i < nrows * (D + 2); i += kThreads) {
-      const int r = i / (D + 2), c = i % (D + 2);
-      partial[((q_row0 + size_t(r / G) * a.Hq + r % G) * splits + split) * (D + 2) + c] = c == D ? -INFINITY : 0.f;
-    }
+    attn::prefill_empty_partials<D>(partial, q_row0, nrows, G, a.Hq, splits, split, kThreads);
     return;
   }
 
@@ -223,7 +220,7 @@ __global__ void __launch_bounds__(Sm90Cfg<D, WG>::kThreads, 1)
     const int r = wgi * 64 + warp * 16 + g + 8 * h;
     if (r >= nrows) continue;
     if constexpr (kSplit) {
-      float* prow = partial + ((q_row0 + size_t(r / G) * a.Hq + r % G) * splits + split) * (D + 2);
+      float* prow = attn::prefill_partial_row<D>(partial, q_row0, r, G, a.Hq, splits, split);
 #pragma unroll
       for (int i = 0; i < D / 8; ++i)
         *reinterpret_cast<float2*>(prow + i * 8 + 2 * t) = make_float2(o[i][2 * h], o[i][2 * h + 1]);
@@ -250,8 +247,10 @@ cudaError_t launch(const AttnArgs& a, int splits, float* partial, cudaStream_t s
   auto* kernel = prefill_interleaves(a.max_seq_len, a.num_seqs, a.Hkv, D) ? prefill_sm90_kernel<T, D, WG, true>
                                                                          : prefill_sm90_kernel<T, D, WG, false>;
   if (splits > 1) {  // split grids are small: two warpgroups
-    if constexpr (WG != 2) return cudaErrorInvalidValue;
-    kernel = prefill_sm90_kernel<T, D, 2, false, true>;
+    if constexpr (WG == 2)
+      kernel = prefill_sm90_kernel<T, D, WG, false, true>;
+    else
+      return cudaErrorInvalidValue;
   }
   cudaError_t e = set_func_attr(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
   if (e != cudaSuccess) return e;

@@ -304,6 +304,25 @@ __device__ __forceinline__ void interleaved_block(int& b, int& kvh, int& q_tile)
   b = int(hs / gridDim.y), kvh = int(hs % gridDim.y), q_tile = int(gridDim.x - 1 - lin / per);
 }
 
+// A split prefill block's partial of its row r (token r / G, head r % G of the group whose first
+// q row is q_row0): D unnormalised outputs, the log2-scaled maximum and the sum of split `split`
+// of `splits`; a row's splits lie side by side, as merge_partials reads them.
+template <int D>
+__device__ __forceinline__ float* prefill_partial_row(float* partial, size_t q_row0, int r, int G, int Hq, int splits,
+                                                      int split) {
+  return partial + ((q_row0 + size_t(r / G) * Hq + r % G) * splits + split) * (D + 2);
+}
+// A split whose key range is empty: neutral partials (outputs 0, maximum -inf, sum 0) of the
+// block's nrows rows, written by its nthreads threads.
+template <int D>
+__device__ __forceinline__ void prefill_empty_partials(float* partial, size_t q_row0, int nrows, int G, int Hq,
+                                                       int splits, int split, int nthreads) {
+  for (int i = threadIdx.x; i < nrows * (D + 2); i += nthreads) {
+    const int r = i / (D + 2), c = i % (D + 2);
+    prefill_partial_row<D>(partial, q_row0, r, G, Hq, splits, split)[c] = c == D ? -INFINITY : 0.f;
+  }
+}
+
 // Merges one row's split partials p[s * (D + 2) + (0..D-1 | D | D + 1)] = (unnormalised O,
 // log2-scaled maximum, sum) for s < used into out[0..D) with their log-sum-exp weights; one block
 // of D threads. The weights exp2(m_s - M) are computed once, one thread per split, so each output
