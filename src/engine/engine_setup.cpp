@@ -14,14 +14,23 @@ namespace {
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kGraphReserve = 256.0 * (1 << 20);  // graphs, cuBLAS, fragmentation
 
+// The context where --ctx leaves it open: the model's own length on a GPU, where the pool is
+// shared token by token and a long context costs only the request table (4 bytes a position and
+// sequence) and the rotary table; at most 8,192 on the CPU, whose pool is 2 GiB. Either is cut
+// to the KV pool later if that holds less.
+int default_ctx(const ModelConfig& cfg, bool cpu) {
+  return int(std::min<int64_t>(cfg.max_position_embeddings, cpu ? 8192 : std::numeric_limits<int32_t>::max()));
+}
+
 // The KV pool where --kv-tokens leaves it open: enough for every sequence at full context,
 // capped by memory: 2 GiB on the CPU, the --gpu-memory-utilization share of what is free after
-// weights and buffers on a GPU.
+// weights, buffers and the request table on a GPU.
 int64_t default_kv_tokens(const EngineOptions& o, const ops::Backend& backend, size_t free, int64_t per_token,
                           int max_seqs, int ctx) {
   int64_t cap = (int64_t(2) << 30) / per_token;
   if (backend.device() == Device::CUDA) {
-    cap = int64_t((double(free) * o.gpu_memory_utilization - kGraphReserve) / double(per_token));
+    const double table = double(max_seqs) * double(ctx) * sizeof(int32_t);
+    cap = int64_t((double(free) * o.gpu_memory_utilization - kGraphReserve - table) / double(per_token));
     LL_CHECK(cap >= 16, "not enough GPU memory left for the KV cache ({:.0f} MiB free)",
              double(free) / kMiB);
   }
@@ -91,7 +100,7 @@ std::vector<LoadedModel> load_model(const EngineOptions& o, ModelFiles& files,
   LL_CHECK(o.ctx >= 0, "--ctx must be positive, got {}", o.ctx);
   LL_CHECK(o.ctx <= cfg.max_position_embeddings,
            "--ctx {} exceeds the model's context length {}", o.ctx, cfg.max_position_embeddings);
-  m.ctx = o.ctx ? o.ctx : int(std::min<int64_t>(cfg.max_position_embeddings, 8192));
+  m.ctx = o.ctx ? o.ctx : default_ctx(cfg, cpu);
   LL_CHECK(o.max_num_seqs >= 0 && o.max_num_seqs <= 4096, "--max-num-seqs must be in 1..4096");
   m.max_seqs = o.max_num_seqs ? o.max_num_seqs : (cpu ? 16 : 256);
   LL_CHECK(o.max_batched_tokens >= 0, "--max-batched-tokens must be positive");
@@ -113,8 +122,11 @@ std::vector<LoadedModel> load_model(const EngineOptions& o, ModelFiles& files,
   LL_CHECK(kv_tokens <= std::numeric_limits<int32_t>::max(), "--kv-tokens too large");
   if (kv_tokens < m.ctx) {
     // A sequence longer than the pool could never be re-admitted after preemption.
-    LL_WARN("the KV pool holds {} tokens, below the context {}: the context is reduced to {}",
-            kv_tokens, m.ctx, kv_tokens);
+    if (o.ctx)
+      LL_WARN("the KV pool holds {} tokens, below the context {}: the context is reduced to {}",
+              kv_tokens, m.ctx, kv_tokens);
+    else
+      LL_INFO("context {} tokens (the KV pool's size; the model's is {})", kv_tokens, m.ctx);
     m.ctx = int(kv_tokens);
   }
   m.kv_tokens = kv_tokens;
