@@ -6,6 +6,7 @@
 #   long32k   Llama-3.2-1B, 4 clients, 8 prompts of 24,000-32,000 ids, 64 out (past the old 8,192 default)
 #   mixed     Llama-3.2-1B, 32 clients of short prompts (128-256 ids, 256 out) while 2 clients send
 #             16,384-id prompts (16 out): what a long prefill costs the other streams' ITL
+#   mixed2k   the same with --max-batched-tokens 2048 (smaller prefill chunks)
 #   preempt   Qwen3-4B with a KV pool of 120,000 tokens, 32 clients, 64 prompts of 6,000-8,000
 #             ids, 256 out: more than the pool holds, so running requests are preempted
 # and the offline `bench` of 16 x 8,192-token prompts for reference.
@@ -14,7 +15,7 @@ set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BIN="$1"; OUT="$2"; shift 2
 cases=("$@")
-[ ${#cases[@]} -eq 0 ] && cases=(offline long8k long32k mixed preempt)
+[ ${#cases[@]} -eq 0 ] && cases=(offline long8k long32k mixed mixed2k preempt)
 mkdir -p "$OUT"
 CFG="$ROOT/tests/gpu/configs"
 CLIENT="$ROOT/bench/serve_bench.py"
@@ -54,14 +55,15 @@ for c in "${cases[@]}"; do
       serve long32k llama-3.2-1b
       client long32k --concurrency 4 --num-requests 8 --prompt-len 24000 32000 --output-len 64 64
       stop long32k ;;
-    mixed)
-      serve mixed llama-3.2-1b
-      client mixed_short --concurrency 32 --num-requests 96 --prompt-len 128 256 --output-len 256 256 &
+    mixed | mixed2k)
+      flags=(); [ $c = mixed2k ] && flags=(--max-batched-tokens 2048)
+      serve $c llama-3.2-1b "${flags[@]}"
+      client ${c}_short --concurrency 32 --num-requests 96 --prompt-len 128 256 --output-len 256 256 &
       S=$!
       sleep 1
-      client mixed_long --concurrency 2 --num-requests 8 --prompt-len 16384 16384 --output-len 16 16 --seed 7
+      client ${c}_long --concurrency 2 --num-requests 8 --prompt-len 16384 16384 --output-len 16 16 --seed 7
       wait $S
-      stop mixed ;;
+      stop $c ;;
     preempt)
       serve preempt qwen3-4b --kv-tokens 120000
       client preempt --concurrency 32 --num-requests 64 --prompt-len 6000 8000 --output-len 256 256
