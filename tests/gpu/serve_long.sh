@@ -6,7 +6,7 @@
 #   long32k   Llama-3.2-1B, 4 clients, 8 prompts of 24,000-32,000 ids, 64 out (past the old 8,192 default)
 #   mixed     Llama-3.2-1B, 32 clients of short prompts (128-256 ids, 256 out) while 2 clients send
 #             16,384-id prompts (16 out): what a long prefill costs the other streams' ITL
-#   mixed2k   the same with --max-batched-tokens 2048 (smaller prefill chunks)
+#   mixedN    the same with --max-batched-tokens N (e.g. mixed2048: smaller prefill chunks)
 #   preempt   Qwen3-4B with a KV pool of 120,000 tokens, 32 clients, 64 prompts of 6,000-8,000
 #             ids, 256 out: more than the pool holds, so running requests are preempted
 # and the offline `bench` of 16 x 8,192-token prompts for reference.
@@ -15,7 +15,7 @@ set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BIN="$1"; OUT="$2"; shift 2
 cases=("$@")
-[ ${#cases[@]} -eq 0 ] && cases=(offline long8k long32k mixed mixed2k preempt)
+[ ${#cases[@]} -eq 0 ] && cases=(offline long8k long32k mixed mixed2048 preempt)
 mkdir -p "$OUT"
 CFG="$ROOT/tests/gpu/configs"
 CLIENT="$ROOT/bench/serve_bench.py"
@@ -55,8 +55,8 @@ for c in "${cases[@]}"; do
       serve long32k llama-3.2-1b
       client long32k --concurrency 4 --num-requests 8 --prompt-len 24000 32000 --output-len 64 64
       stop long32k ;;
-    mixed | mixed2k)
-      flags=(); [ $c = mixed2k ] && flags=(--max-batched-tokens 2048)
+    mixed*)
+      flags=(); [ -n "${c#mixed}" ] && flags=(--max-batched-tokens "${c#mixed}")
       serve $c llama-3.2-1b "${flags[@]}"
       client ${c}_short --concurrency 32 --num-requests 96 --prompt-len 128 256 --output-len 256 256 &
       S=$!
