@@ -35,8 +35,6 @@ struct CudaTuning {
   // Most tokens a 16-bit linear runs on the tensor-core GEMV (gemv_tc, above gemv_max_tokens, up
   // to 16) instead of cuBLASLt; 0: never.
   int gemv_tc_max_tokens = 0;
-  // ... and only where the weights hold at most this many elements (N x K; 0: any size).
-  int64_t gemv_tc_max_elems = 0;
   // Flash-decoding splits hold at least this many keys (0: the grid assumes 64 keys a split and
   // a sequence spreads over all of them).
   int decode_split_keys = 16;

@@ -1,8 +1,8 @@
 // Projections of 2-16 tokens of 16-bit weights on tensor cores (mma.sync m16n8k16, fp32 sums),
 // laid out for bandwidth as the one-token GEMV is: a block takes 8 weight rows (the MMA's 8
 // columns, so N = 2,048 gives 256 blocks, about two an SM) and its 8 warps split K; every lane
-// requests all U of its 16-byte weight chunks of an iteration before any math, and the next
-// iteration's while it multiplies, so at K = 2,048 a warp's whole slice is in flight at once. The tokens are the MMA's 16 A rows (rows past T are
+// requests all U of its 16-byte weight chunks of an iteration before any math, so at K = 2,048 a
+// warp's whole slice is in flight at once. The tokens are the MMA's 16 A rows (rows past T are
 // zeros and not loaded). The 8 warps' sums meet in shared memory in a fixed order.
 //
 // Keys are permuted alike on both sides, so no shuffle or staging is needed: lane 4 g + t loads 8
@@ -38,15 +38,17 @@ __global__ void __launch_bounds__(kThreads) gemv_tc_kernel(const T* __restrict__
   const uint4 zero = make_uint4(0, 0, 0, 0);
   // A group's 8 keys of this lane are all inside K or all outside (K % 8 == 0).
   auto in = [&](int grp) { return grp < g_end && grp * 32 + 8 * t < K; };
-  // Two register buffers: while one iteration's chunks are multiplied, the next one's are in
-  // flight (a lane has one or two iterations' weights requested at any time).
-  uint4 wa[kU], wb[kU];
-  auto load_w = [&](uint4 (&wv)[kU], int gb) {
+  uint4 wv[kU];
+  auto load_w = [&](int gb) {
 #pragma unroll
     for (int u = 0; u < kU; ++u) wv[u] = in(gb + u) && w_ok ? ld_stream(wr + size_t(gb + u) * 32) : zero;
   };
+  // Weights, which no kernel writes, are requested before the PDL wait; the tokens after it.
+  load_w(g_beg);
+  pdl_wait();
   float acc[2][4] = {};
-  auto step = [&](const uint4 (&wv)[kU], int gb) {
+  for (int gb = g_beg; gb < g_end; gb += kU) {
+    if (gb != g_beg) load_w(gb);
     // All of the iteration's token chunks are requested before the first MMA waits on one.
     uint4 xav[kU], xbv[kU];
 #pragma unroll
@@ -63,16 +65,6 @@ __global__ void __launch_bounds__(kThreads) gemv_tc_kernel(const T* __restrict__
       mma16816<T>(acc[u & 1], lo, wv[u].x, wv[u].y);
       mma16816<T>(acc[u & 1], hi, wv[u].z, wv[u].w);
     }
-  };
-  // Weights, which no kernel writes, are requested before the PDL wait; the tokens after it.
-  load_w(wa, g_beg);
-  pdl_wait();
-  for (int gb = g_beg; gb < g_end; gb += 2 * kU) {
-    if (gb + kU < g_end) load_w(wb, gb + kU);
-    step(wa, gb);
-    if (gb + kU >= g_end) break;
-    if (gb + 2 * kU < g_end) load_w(wa, gb + 2 * kU);
-    step(wb, gb + kU);
   }
   pdl_trigger();
   // C: c0, c1 token g, weight rows 2t, 2t + 1; c2, c3 token g + 8.
