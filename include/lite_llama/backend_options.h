@@ -32,9 +32,6 @@ struct CudaTuning {
   // Most tokens a 16-bit linear runs on the CUDA-core GEMV instead of cuBLASLt (0-8). At 2 tokens
   // cuBLASLt is faster on an H100.
   int gemv_max_tokens = 1;
-  // Most tokens a 16-bit linear runs on the tensor-core GEMV (gemv_tc, above gemv_max_tokens, up
-  // to 16) instead of cuBLASLt; 0: never.
-  int gemv_tc_max_tokens = 0;
   // Flash-decoding splits hold at least this many keys (0: the grid assumes 64 keys a split and
   // a sequence spreads over all of them).
   int decode_split_keys = 16;

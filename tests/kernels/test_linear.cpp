@@ -278,32 +278,6 @@ TEST_P(CudaLinear, GemvUpTo8TokensWhenSwitchedOn) {
     }
 }
 
-// 2-16 tokens on the tensor-core GEMV (CudaTuning::gemv_tc_max_tokens): K not a multiple of a
-// warp's 32-key groups or of 8 warps' (200, 2056), N not a multiple of its 8-row blocks, K long
-// enough for several iterations of a lane's loads (8192), up to 8 tokens (rows 8-15 not loaded)
-// and more, with and without a bias, 16-bit and F32 outputs.
-TEST_P(CudaLinear, TensorCoreGemvTwoToSixteenTokens) {
-  CudaTuning t;
-  t.gemv_tc_max_tokens = 16;
-  std::unique_ptr<ops::Backend> g = make_gpu(GetParam(), t);
-  std::vector<Buffer> keep_g;  // destroyed before g
-  std::mt19937 rng(104);
-  int idx = 0;
-  for (int64_t K : {64, 200, 2056, 8192})
-    for (int64_t N : {8, 37, 1000, 3072}) {
-      if (K == 8192 && N > 1000) continue;  // keeps the CPU reference short
-      const bool bias = idx++ % 2 == 1;
-      Layer L;
-      build_layer(L, *g, *cpu, keep_g, rng, K, split_rows(N), {DType::BF16, DType::F32}, bias, act);
-      if (HasFatalFailure()) return;
-      for (int64_t T : {2, 3, 8, 9, 15, 16}) {
-        SCOPED_TRACE(::testing::Message() << "K " << K << " N " << N << " T " << T << " bias " << bias);
-        check_T(*g, *cpu, L, rng, T, act, act_tol(act), f32_tol(), true);
-      }
-      keep_g.clear();
-    }
-}
-
 TEST_P(CudaLinear, QuantizedWeightsConvertedAtUpload) {
   // GGUF Q8_0 / Q4_1 / Q4_0 parts stay quantised on the GPU (repacked into one int8 / 32 GQ
   // matrix, tests/kernels/test_gq.cpp); up to 8 tokens the GEMV quantises activations to int8

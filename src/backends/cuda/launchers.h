@@ -117,11 +117,6 @@ struct Gemv1Options {
 // pdl: the one-token kernel is launched with programmatic dependent launch (sm_90+, pdl.cuh).
 cudaError_t gemv(Act act, const void* x, const void* w, const void* bias, void* out, bool out_f32,
                  int T, int N, int K, int ldo, cudaStream_t s, bool pdl = false, Gemv1Options opt = {});
-// The same for 1 <= T <= kGemvTcMaxTokens tokens on tensor cores (mma.sync, fp32 sums; gemv_tc.cu),
-// K % 8 == 0, out row stride ldo; pdl as for gemv.
-constexpr int kGemvTcMaxTokens = 16;
-cudaError_t gemv_tc(Act act, const void* x, const void* w, const void* bias, void* out, bool out_f32, int T, int N,
-                    int K, int ldo, cudaStream_t s, bool pdl = false);
 // The same for one token whose input is swiglu(gate_up) (gate_up: [1, 2K] act), computed and
 // rounded to act as cuda::swiglu does, so the result equals swiglu then gemv bit for bit.
 // gemv_swiglu_fits(K): K % 64 == 0 and K <= 8192 (above, the recomputation costs more than the

@@ -43,8 +43,6 @@ void CudaLinear::run(const Tensor& x, const ops::Linear& w, Tensor out) {
   if (T <= gemv_max && K % 8 == 0) {
     LL_CUDA(gemv(act, x.data, w.parts[0].data, bias, out.data, f32, T, N, K, N, s, pdl_ && tuning_.pdl_gemv,
                  gemv1_options()));
-  } else if (T <= std::min(tuning_.gemv_tc_max_tokens, kGemvTcMaxTokens) && K % 8 == 0) {
-    LL_CUDA(gemv_tc(act, x.data, w.parts[0].data, bias, out.data, f32, T, N, K, N, s, pdl_ && tuning_.pdl_gemv));
   } else if (f32 && bias) {
     // cuBLASLt wants the bias in the output type; ours is 16-bit, so add it separately.
     gemm_.run(act, x.data, w.parts[0].data, nullptr, out.data, true, T, N, K, s);
