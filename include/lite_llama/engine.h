@@ -16,7 +16,7 @@ namespace lite_llama {
 
 struct EngineOptions {
   std::string model = "default";  // .gguf file, HF model directory, or "default"
-  int ctx = 0;                    // max tokens a sequence; 0: the model's (CPU: <= 8192), cut to the pool
+  int ctx = 0;                    // max tokens a sequence; 0: the model's, at most 131072 (CPU: 8192), cut to the pool
   int max_num_seqs = 0;           // sequences decoded together; 0 = backend default
   int max_batched_tokens = 0;     // tokens per step (decode + chunked prefill); 0 = default
   int64_t kv_tokens = 0;          // KV pool size in tokens; 0 = sized from the above

@@ -14,12 +14,13 @@ namespace {
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kGraphReserve = 256.0 * (1 << 20);  // graphs, cuBLAS, fragmentation
 
-// The context where --ctx leaves it open: the model's own length on a GPU, where the pool is
-// shared token by token and a long context costs only the request table (4 bytes a position and
-// sequence) and the rotary table; at most 8,192 on the CPU, whose pool is 2 GiB. Either is cut
-// to the KV pool later if that holds less.
+// The context where --ctx leaves it open: on a GPU the model's own length up to 131,072 (Llama
+// 3.2's), where the pool is shared token by token and a long context costs only the request table
+// (4 bytes a position and sequence: 128 MiB at 256 sequences) and the rotary table (computed on
+// the host at load); at most 8,192 on the CPU, whose pool is 2 GiB. Either is cut to the KV pool
+// later if that holds less; --ctx asks for more.
 int default_ctx(const ModelConfig& cfg, bool cpu) {
-  return int(std::min<int64_t>(cfg.max_position_embeddings, cpu ? 8192 : std::numeric_limits<int32_t>::max()));
+  return int(std::min<int64_t>(cfg.max_position_embeddings, cpu ? 8192 : 131072));
 }
 
 // The KV pool where --kv-tokens leaves it open: enough for every sequence at full context,
