@@ -23,7 +23,9 @@ void add_model_options(CLI::App* app, ModelArgs& a, bool engine_sizing) {
   app->add_option("-t,--threads", a.engine.backend.threads, "CPU threads (0 = all cores)")
       ->check(CLI::Range(0, 1024));
   if (engine_sizing) {
-    app->add_option("-c,--ctx", a.engine.ctx, "max tokens per sequence (0 = the model's limit, at most 131072 on a GPU and 8192 on the CPU; cut to the KV pool)")
+    app->add_option("-c,--ctx", a.engine.ctx,
+                    "max tokens per sequence (0 = the model's limit, at most 131072 on a GPU and 8192 on the CPU; "
+                    "cut to the KV pool)")
         ->check(CLI::Range(0, 1 << 24));
     app->add_option("--max-num-seqs", a.engine.max_num_seqs, "sequences per batch (0 = default)")
         ->check(CLI::Range(0, 4096));
