@@ -59,11 +59,12 @@ struct CudaTuning {
   int swiglu_gemv_max_k = 8192;
   // One-token 16-bit GEMVs on at most this many blocks an SM, each looping over its row groups
   // and requesting the next group's weights before the current group's sums meet; 0: a block
-  // for each group of 4 rows. Off: on an H100 4 (and 3) made batch-1 steps 0.5-3.3% slower
-  // (Llama-3.2-1B and Qwen3-4B at 128 and 16k-32k tokens, Qwen3-30B-A3B), while on an H200 4
-  // made them 5.3% (Llama-3.2-1B) and 4.3% (Qwen3-4B) faster at 128 tokens
-  // (docs/benchmarks/gpu.md).
-  int gemv1_loop_blocks_per_sm = 0;
+  // for each group of 4 rows; -1: 4 on one GPU whose peak memory bandwidth is at least 32 GB/s
+  // an SM (an H200's 36, not an H100's 25), else 0. On an H100 4 (and 3)
+  // made batch-1 steps 0.5-3.3% slower (Llama-3.2-1B and Qwen3-4B at 128 and 16k-32k tokens,
+  // Qwen3-30B-A3B), on an H200 faster (docs/benchmarks/gpu.md), and at tp 2 on two H200s 1.2%
+  // slower.
+  int gemv1_loop_blocks_per_sm = -1;
   // The one-token 16-bit GEMV requests its first weights before its PDL wait with ordinary loads
   // instead of read-only ones: with read-only loads ptxas places the wait before them, so the
   // weights are only requested once the kernel before has finished. -1: on with tensor

@@ -34,7 +34,7 @@ void apply_env_tuning(BackendOptions& o) {
   c.peer_all_reduce_max_kib = std::max(0, c.peer_all_reduce_max_kib);
   env_int("LITE_LLAMA_SWIGLU_GEMV_MAX_K", c.swiglu_gemv_max_k);
   env_int("LITE_LLAMA_GEMV1_LOOP", c.gemv1_loop_blocks_per_sm);
-  c.gemv1_loop_blocks_per_sm = std::max(0, c.gemv1_loop_blocks_per_sm);
+  c.gemv1_loop_blocks_per_sm = std::max(-1, c.gemv1_loop_blocks_per_sm);
   env_int("LITE_LLAMA_GEMV1_ORDERED_PREFETCH", c.gemv1_ordered_prefetch);
   c.gemv1_ordered_prefetch = std::clamp(c.gemv1_ordered_prefetch, -1, 1);
   if (env("LITE_LLAMA_GATE_UP_SWIGLU")) c.gate_up_swiglu = !env_is("LITE_LLAMA_GATE_UP_SWIGLU", "0");

@@ -10,6 +10,11 @@ CudaDevice::CudaDevice(Act act) : act_(act) {
   // bf16 math, cp.async and the mma.sync shapes of the kernels need sm_80 (built for 80 and 90).
   LL_CHECK(props_.major >= 8, "{} has compute capability {}.{}; lite-llama's CUDA kernels need 8.0 or newer "
            "(use --device cpu)", props_.name, props_.major, props_.minor);
+  int mem_khz = 0, bus_bits = 0;
+  if (cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, device_) == cudaSuccess &&
+      cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device_) == cudaSuccess)
+    peak_bandwidth_gbs_ = 2.0 * mem_khz * 1e3 * (bus_bits / 8) / 1e9;  // double data rate
+  cudaGetLastError();
   LL_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
 }
 

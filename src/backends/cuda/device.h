@@ -25,6 +25,8 @@ class CudaDevice {
   int index() const { return device_; }
   int sm_count() const { return props_.multiProcessorCount; }
   int compute_capability() const { return props_.major * 10 + props_.minor; }
+  // Peak DRAM bandwidth from the memory clock and bus width (0 where the driver reports neither).
+  double peak_bandwidth_gbs() const { return peak_bandwidth_gbs_; }
 
   Buffer alloc(size_t bytes);  // fails with a one-line "out of GPU memory" error
   // Host -> device on the stream, waiting for it (a plain cudaMemcpy runs on the legacy stream,
@@ -38,6 +40,7 @@ class CudaDevice {
   Act act_;
   int device_ = 0;
   cudaDeviceProp props_{};
+  double peak_bandwidth_gbs_ = 0;
   cudaStream_t stream_ = nullptr;
 };
 

@@ -9,6 +9,9 @@ namespace {
 
 constexpr size_t kGemmWorkspace = 32u << 20;
 constexpr size_t kDeqElems = 16u << 20;  // dequantised weight tile for GEMMs: 32 MiB, mostly in L2
+// CudaTuning::gemv1_loop_blocks_per_sm = -1 loops the one-token GEMV from this peak memory
+// bandwidth an SM (GB/s): an H200 has 36, an H100 SXM 25 (measured faster and slower).
+constexpr double kGemv1LoopMinGbsPerSm = 32.0;
 
 GqArgs gq_args(const Tensor& w, bool pdl, int num_sms) {
   const GqFormat f = *gq_format(w.dtype);
@@ -53,7 +56,10 @@ void CudaLinear::run(const Tensor& x, const ops::Linear& w, Tensor out) {
 }
 
 Gemv1Options CudaLinear::gemv1_options() const {
-  return {std::max(0, tuning_.gemv1_loop_blocks_per_sm) * dev_.sm_count(), on_here(tuning_.gemv1_ordered_prefetch)};
+  int per_sm = tuning_.gemv1_loop_blocks_per_sm;
+  if (per_sm < 0)
+    per_sm = !tensor_parallel_ && dev_.peak_bandwidth_gbs() >= kGemv1LoopMinGbsPerSm * dev_.sm_count() ? 4 : 0;
+  return {per_sm * dev_.sm_count(), on_here(tuning_.gemv1_ordered_prefetch)};
 }
 
 bool CudaLinear::one_token_gemv16(const ops::Linear& w, int64_t rows) const {

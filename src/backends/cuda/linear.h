@@ -51,7 +51,8 @@ class CudaLinear {
   // One token through the 16-bit one-token GEMV (the fused SwiGLU GEMVs' common condition).
   bool one_token_gemv16(const ops::Linear& w, int64_t rows) const;
   // How the one-token 16-bit GEMV runs: CudaTuning::gemv1_loop_blocks_per_sm an SM at most (0: a
-  // block a row group) and gemv1_ordered_prefetch (on by default with tensor parallelism).
+  // block a row group; -1: by the GPU's bandwidth) and gemv1_ordered_prefetch (on by default with
+  // tensor parallelism).
   Gemv1Options gemv1_options() const;
   // A -1 | 0 | 1 setting (-1: on with tensor parallelism only) for this backend.
   bool on_here(int setting) const { return setting > 0 || (setting < 0 && tensor_parallel_); }
