@@ -60,10 +60,9 @@ struct CudaTuning {
   // One-token 16-bit GEMVs on at most this many blocks an SM, each looping over its row groups
   // and requesting the next group's weights before the current group's sums meet; 0: a block
   // for each group of 4 rows; -1: 4 on one GPU whose peak memory bandwidth is at least 32 GB/s
-  // an SM (an H200's 36, not an H100's 25), else 0. On an H100 4 (and 3)
-  // made batch-1 steps 0.5-3.3% slower (Llama-3.2-1B and Qwen3-4B at 128 and 16k-32k tokens,
-  // Qwen3-30B-A3B), on an H200 faster (docs/benchmarks/gpu.md), and at tp 2 on two H200s 1.2%
-  // slower.
+  // an SM (an H200's 37, not an H100's 25), else 0. On an H100 4 (and 3) made batch-1 steps
+  // 0.5-3.3% slower (Llama-3.2-1B and Qwen3-4B at 128 and 16k-32k tokens, Qwen3-30B-A3B), on an
+  // H200 up to 4.9% faster (docs/benchmarks/gpu.md), and at tp 2 on two H200s 1.2% slower.
   int gemv1_loop_blocks_per_sm = -1;
   // The one-token 16-bit GEMV requests its first weights before its PDL wait with ordinary loads
   // instead of read-only ones: with read-only loads ptxas places the wait before them, so the

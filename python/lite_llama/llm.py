@@ -84,7 +84,8 @@ class LLM:
         quantize: GPU weight storage: ``"auto"`` (keep the file's), ``"none"``, ``"int8"``,
             ``"int4"`` or ``"fp8"`` (``--quantize``).
         load_format: ``"auto"`` or ``"dummy"`` (random weights; ``model`` names a config.json).
-        ctx: max tokens per sequence (0 = the model's limit, at most 131072 on a GPU and 8192 on the CPU; cut to the KV pool).
+        ctx: max tokens per sequence (0 = the model's limit, at most 131072 on a GPU and 8192 on
+            the CPU; cut to the KV pool).
         max_num_seqs: sequences decoded together (0 = the backend's default).
         max_num_batched_tokens: tokens per step (0 = default).
         kv_tokens: KV pool size in tokens (0 = sized from memory).

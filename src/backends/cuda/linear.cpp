@@ -10,7 +10,7 @@ namespace {
 constexpr size_t kGemmWorkspace = 32u << 20;
 constexpr size_t kDeqElems = 16u << 20;  // dequantised weight tile for GEMMs: 32 MiB, mostly in L2
 // CudaTuning::gemv1_loop_blocks_per_sm = -1 loops the one-token GEMV from this peak memory
-// bandwidth an SM (GB/s): an H200 has 36, an H100 SXM 25 (measured faster and slower).
+// bandwidth an SM (GB/s): an H200 has 37, an H100 SXM 25 (measured faster and slower).
 constexpr double kGemv1LoopMinGbsPerSm = 32.0;
 
 GqArgs gq_args(const Tensor& w, bool pdl, int num_sms) {
