@@ -127,7 +127,7 @@ std::vector<LoadedModel> load_model(const EngineOptions& o, ModelFiles& files,
       LL_WARN("the KV pool holds {} tokens, below the context {}: the context is reduced to {}",
               kv_tokens, m.ctx, kv_tokens);
     else
-      LL_INFO("context {} tokens (the KV pool's size; the model's is {})", kv_tokens, m.ctx);
+      LL_INFO("context {} tokens: what the KV pool holds (the default would be {})", kv_tokens, m.ctx);
     m.ctx = int(kv_tokens);
   }
   m.kv_tokens = kv_tokens;

@@ -112,3 +112,44 @@ TEST(DummyWeights, MoeConfigRunsOnTheCpu) {
   }
   EXPECT_GT(hi - lo, 1e-2f);
 }
+
+// Without --ctx a sequence may use the model's whole context: up to 131,072 tokens on a GPU, 8,192
+// on the CPU, and never more than the KV pool holds; --ctx beyond the model's is an error.
+namespace {
+int64_t default_ctx_of(const std::string& device, int model_ctx, int64_t kv_tokens, int ctx = 0) {
+  lite_llama::testing::TempDir dir;
+  std::string cfg = kQwen2Config;
+  const std::string key = "\"max_position_embeddings\": 1024";
+  cfg.replace(cfg.find(key), key.size(), "\"max_position_embeddings\": " + std::to_string(model_ctx));
+  dir.write("config.json", cfg);
+  EngineOptions o;
+  o.model = dir.str() + "/config.json";
+  o.backend.device = parse_device(device);
+  o.load_format = "dummy";
+  o.backend.threads = 2;
+  o.max_num_seqs = 2;
+  o.kv_tokens = kv_tokens;
+  o.ctx = ctx;
+  return Engine::create(o)->info().ctx;
+}
+}  // namespace
+
+TEST(DummyWeights, DefaultContextOnTheCpu) {
+  EXPECT_EQ(default_ctx_of("cpu", 1024, 0), 1024);
+  EXPECT_EQ(default_ctx_of("cpu", 200000, 0), 8192);
+  EXPECT_EQ(default_ctx_of("cpu", 200000, 3000), 3000);  // cut to the pool
+  EXPECT_EQ(default_ctx_of("cpu", 200000, 0, 20000), 20000);
+  EXPECT_THROW(default_ctx_of("cpu", 1024, 0, 2048), Error);
+}
+
+TEST(DummyWeights, DefaultContextOnAGpu) {
+  try {
+    EXPECT_EQ(default_ctx_of("cuda", 40960, 0), 40960);
+    EXPECT_EQ(default_ctx_of("cuda", 200000, 0), 131072);
+    EXPECT_EQ(default_ctx_of("cuda", 200000, 5000), 5000);
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    if (msg.find("no CUDA") != std::string::npos) GTEST_SKIP() << msg;  // CI: no GPU / no CUDA build
+    FAIL() << msg;
+  }
+}
