@@ -88,7 +88,7 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(AttnArgs a, int split
   for (int i = threadIdx.x; i < C::kRows * (D / 8); i += kThreads) {
     const int r = i / (D / 8), c = i % (D / 8);
     const bool ok = r < nrows;
-    cp_async16(Qs + r * ld<D>() + c * 8, ok ? qb + (q_row0 + size_t(r / G) * a.Hq + r % G) * D + c * 8 : qb, ok);
+    cp_async16(Qs + r * ld<D>() + c * 8, ok ? qb + prefill_q_row(q_row0, r, G, a.Hq) * D + c * 8 : qb, ok);
   }
   pipe.start();
 
@@ -142,7 +142,7 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(AttnArgs a, int split
       const int r = warp * 16 * MT + mt * 16 + g + 8 * h;
       if (r >= nrows) continue;
       const float inv = w.l[mt][h] > 0.f ? 1.f / w.l[mt][h] : 0.f;
-      T* orow = out + (q_row0 + size_t(r / G) * a.Hq + r % G) * D + 2 * t;
+      T* orow = out + prefill_q_row(q_row0, r, G, a.Hq) * D + 2 * t;
 #pragma unroll
       for (int nd = 0; nd < D / 8; ++nd)
         *reinterpret_cast<uint32_t*>(orow + nd * 8) =

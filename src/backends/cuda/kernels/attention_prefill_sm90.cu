@@ -96,7 +96,7 @@ __global__ void __launch_bounds__(Sm90Cfg<D, WG>::kThreads, 1)
   for (int i = tid; i < kBM * kChunks; i += kThreads) {
     const int r = i / kChunks, c = i % kChunks;
     const bool ok = r < nrows;
-    cp_async16(sm + wg::swz(r, c, kBM), ok ? qb + (q_row0 + size_t(r / G) * a.Hq + r % G) * D + c * 8 : qb, ok);
+    cp_async16(sm + wg::swz(r, c, kBM), ok ? qb + attn::prefill_q_row(q_row0, r, G, a.Hq) * D + c * 8 : qb, ok);
   }
   // This thread copies chunk c of rows r0 + k * kRowStep of every K and V tile.
   const int c = tid % kChunks, r0 = tid / kChunks;
@@ -228,7 +228,7 @@ __global__ void __launch_bounds__(Sm90Cfg<D, WG>::kThreads, 1)
       continue;
     }
     const float inv = l[h] > 0.f ? 1.f / l[h] : 0.f;
-    T* orow = out + (q_row0 + size_t(r / G) * a.Hq + r % G) * D + 2 * t;
+    T* orow = out + attn::prefill_q_row(q_row0, r, G, a.Hq) * D + 2 * t;
 #pragma unroll
     for (int i = 0; i < D / 8; ++i)
       *reinterpret_cast<uint32_t*>(orow + i * 8) = pack2<T>(o[i][2 * h] * inv, o[i][2 * h + 1] * inv);

@@ -304,13 +304,18 @@ __device__ __forceinline__ void interleaved_block(int& b, int& kvh, int& q_tile)
   b = int(hs / gridDim.y), kvh = int(hs % gridDim.y), q_tile = int(gridDim.x - 1 - lin / per);
 }
 
-// A split prefill block's partial of its row r (token r / G, head r % G of the group whose first
-// q row is q_row0): D unnormalised outputs, the log2-scaled maximum and the sum of split `split`
-// of `splits`; a row's splits lie side by side, as merge_partials reads them.
+// A prefill block's row r is token r / G and head r % G of the GQA group whose first q row (token
+// times Hq plus head) is q_row0: its q row, the index of its Q, output and partials.
+__device__ __forceinline__ size_t prefill_q_row(size_t q_row0, int r, int G, int Hq) {
+  return q_row0 + size_t(r / G) * Hq + r % G;
+}
+// A split prefill block's partial of its row r: D unnormalised outputs, the log2-scaled maximum
+// and the sum of split `split` of `splits`; a row's splits lie side by side, as merge_partials
+// reads them.
 template <int D>
 __device__ __forceinline__ float* prefill_partial_row(float* partial, size_t q_row0, int r, int G, int Hq, int splits,
                                                       int split) {
-  return partial + ((q_row0 + size_t(r / G) * Hq + r % G) * splits + split) * (D + 2);
+  return partial + (prefill_q_row(q_row0, r, G, Hq) * splits + split) * (D + 2);
 }
 // A split whose key range is empty: neutral partials (outputs 0, maximum -inf, sum 0) of the
 // block's nrows rows, written by its nthreads threads.
