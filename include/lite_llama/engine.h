@@ -19,6 +19,9 @@ struct EngineOptions {
   int ctx = 0;                    // max tokens a sequence; 0: the model's, at most 131072 (CPU: 8192), cut to the pool
   int max_num_seqs = 0;           // sequences decoded together; 0 = backend default
   int max_batched_tokens = 0;     // tokens per step (decode + chunked prefill); 0 = default
+  // Prompt tokens at most in a step that also decodes running requests; 0 = max_batched_tokens.
+  // Smaller chunks keep streams' inter-token gaps short beside long prompts (`serve`: 2048).
+  int max_prefill_with_decodes = 0;
   int64_t kv_tokens = 0;          // KV pool size in tokens; 0 = sized from the above
   float gpu_memory_utilization = 0.9f;
   bool cuda_graph = true;

@@ -66,7 +66,8 @@ class EngineImpl final : public Engine {
     rows_ = std::make_unique<kv::ReqRows>(model().max_seqs);
     if (o.prefix_cache) cache_ = std::make_unique<kv::RadixCache>(*pool_);
     sched_ = std::make_unique<Scheduler>(
-        SchedulerConfig{model().max_seqs, model().max_batched_tokens, model().ctx}, *pool_, *rows_, cache_.get());
+        SchedulerConfig{model().max_seqs, model().max_batched_tokens, model().ctx, o.max_prefill_with_decodes},
+        *pool_, *rows_, cache_.get());
     const int64_t vocab = std::min<int64_t>(files_.config.vocab_size, files_.tokenizer->vocab_size());
     runner_ = std::make_unique<Runner>(ranks_->decoders(), ranks_->group(), model().ctx, int(vocab));
     GrammarWarmOptions warm;

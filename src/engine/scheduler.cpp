@@ -9,8 +9,10 @@ namespace lite_llama {
 Scheduler::Scheduler(const SchedulerConfig& cfg, kv::KvPool& pool, kv::ReqRows& rows,
                      kv::RadixCache* cache)
     : cfg_(cfg), pool_(pool), rows_(rows), cache_(cache) {
-  LL_CHECK(cfg.max_num_seqs >= 1 && cfg.max_batched_tokens >= 1 && cfg.max_ctx >= 2,
-           "scheduler needs max_num_seqs >= 1, max_batched_tokens >= 1, ctx >= 2");
+  LL_CHECK(cfg.max_num_seqs >= 1 && cfg.max_batched_tokens >= 1 && cfg.max_ctx >= 2 &&
+               cfg.max_prefill_with_decodes >= 0,
+           "scheduler needs max_num_seqs >= 1, max_batched_tokens >= 1, ctx >= 2, "
+           "max_prefill_with_decodes >= 0");
 }
 
 void Scheduler::add(Sequence* s) {
@@ -124,6 +126,9 @@ StepPlan Scheduler::schedule() {
     --budget;
     ++i;
   }
+  // Beside decodes, prompts get at most max_prefill_with_decodes of what is left.
+  if (!plan.items.empty() && cfg_.max_prefill_with_decodes > 0)
+    budget = std::min(budget, cfg_.max_prefill_with_decodes);
   // 2. Running sequences still in their (chunked) prefill: slots were reserved at admission.
   for (Sequence* s : running_) {
     if (budget <= 0) break;

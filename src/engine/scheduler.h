@@ -19,6 +19,10 @@ struct SchedulerConfig {
   int max_num_seqs = 8;         // running sequences at most
   int max_batched_tokens = 512; // tokens per step at most (decodes + prefill chunks)
   int max_ctx = 4096;           // tokens per sequence at most
+  // Prompt tokens at most in a step that also decodes running sequences (0: the whole budget).
+  // A long prompt's chunk sets that step's time, which is every stream's gap between tokens;
+  // with no stream decoding the prompt takes the whole budget.
+  int max_prefill_with_decodes = 0;
 };
 
 struct ScheduledSeq {

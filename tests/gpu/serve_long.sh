@@ -6,10 +6,14 @@
 #   long32k   Llama-3.2-1B, 4 clients, 8 prompts of 24,000-32,000 ids, 64 out (past the old 8,192 default)
 #   mixed     Llama-3.2-1B, 32 clients of short prompts (128-256 ids, 256 out) while 2 clients send
 #             16,384-id prompts (16 out): what a long prefill costs the other streams' ITL
-#   mixedN    the same with --max-batched-tokens N (e.g. mixed2048: smaller prefill chunks)
+#   mixedN    the same with --max-batched-tokens N (e.g. mixed2048: smaller steps throughout)
+#   lone32k   Llama-3.2-1B, one client, 3 prompts of 32,768 ids, 16 out: TTFT with nobody decoding
+#   burst     Llama-3.2-1B, 64 clients, 64 prompts of 512 ids at once, 64 out: TTFT of a burst
 #   preempt   Qwen3-4B with a KV pool of 120,000 tokens, 32 clients, 64 prompts of 6,000-8,000
 #             ids, 256 out: more than the pool holds, so running requests are preempted
-# and the offline `bench` of 16 x 8,192-token prompts for reference.
+# and the offline `bench` of 16 x 8,192-token prompts for reference. A case name ending in
+# +nocap (long8k+nocap) runs its server with --max-prefill-with-decodes 0: prompts take the whole
+# step budget beside decodes, as before `serve` capped them at 2,048 tokens.
 #   tests/gpu/serve_long.sh BIN OUT_DIR [case ...]
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -42,21 +46,30 @@ client() {  # out-name [serve_bench args...]
 }
 
 for c in "${cases[@]}"; do
-  case $c in
+  cap=(); [ "${c%+nocap}" != "$c" ] && cap=(--max-prefill-with-decodes 0)
+  case ${c%+nocap} in
     offline)
       "$BIN" bench -q -m "$CFG/llama-3.2-1b.json" --load-format dummy --batch 16 --prompt-len 8192 --gen-len 128 \
         --runs 1 --warmup 1 -c 8400 --json "$OUT/offline_llama_16x8k.json" >"$OUT/offline_llama_16x8k.txt" 2>&1 ||
         echo "offline bench failed" ;;
     long8k)
-      serve long8k llama-3.2-1b
-      client long8k --concurrency 16 --num-requests 48 --prompt-len 7900 8192 --output-len 128 128
-      stop long8k ;;
+      serve $c llama-3.2-1b "${cap[@]}"
+      client $c --concurrency 16 --num-requests 48 --prompt-len 7900 8192 --output-len 128 128
+      stop $c ;;
     long32k)
-      serve long32k llama-3.2-1b
-      client long32k --concurrency 4 --num-requests 8 --prompt-len 24000 32000 --output-len 64 64
-      stop long32k ;;
+      serve $c llama-3.2-1b "${cap[@]}"
+      client $c --concurrency 4 --num-requests 8 --prompt-len 24000 32000 --output-len 64 64
+      stop $c ;;
+    lone32k)
+      serve $c llama-3.2-1b "${cap[@]}"
+      client $c --concurrency 1 --num-requests 3 --prompt-len 32768 32768 --output-len 16 16
+      stop $c ;;
+    burst)
+      serve $c llama-3.2-1b "${cap[@]}"
+      client $c --concurrency 64 --num-requests 64 --prompt-len 512 512 --output-len 64 64
+      stop $c ;;
     mixed*)
-      flags=(); [ -n "${c#mixed}" ] && flags=(--max-batched-tokens "${c#mixed}")
+      b=${c%+nocap}; flags=("${cap[@]}"); [ -n "${b#mixed}" ] && flags+=(--max-batched-tokens "${b#mixed}")
       serve $c llama-3.2-1b "${flags[@]}"
       client ${c}_short --concurrency 32 --num-requests 96 --prompt-len 128 256 --output-len 256 256 &
       S=$!
@@ -65,9 +78,9 @@ for c in "${cases[@]}"; do
       wait $S
       stop $c ;;
     preempt)
-      serve preempt qwen3-4b --kv-tokens 120000
-      client preempt --concurrency 32 --num-requests 64 --prompt-len 6000 8000 --output-len 256 256
-      stop preempt ;;
+      serve $c qwen3-4b --kv-tokens 120000 "${cap[@]}"
+      client $c --concurrency 32 --num-requests 64 --prompt-len 6000 8000 --output-len 256 256
+      stop $c ;;
     *) echo "unknown case $c" >&2 ;;
   esac
 done

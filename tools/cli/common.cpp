@@ -33,6 +33,11 @@ void add_model_options(CLI::App* app, ModelArgs& a, bool engine_sizing) {
                     "tokens per step (0 = default; cut to what GPU memory allows, longer prompts "
                     "prefill in chunks)")
         ->check(CLI::Range(0, 1 << 20));
+    app->add_option("--max-prefill-with-decodes", a.engine.max_prefill_with_decodes,
+                    "prompt tokens at most in a step that also decodes running requests (0 = "
+                    "--max-batched-tokens): smaller keeps streams smooth beside long prompts")
+        ->check(CLI::Range(0, 1 << 20))
+        ->capture_default_str();
     app->add_option("--kv-tokens", a.engine.kv_tokens, "KV pool size in tokens (0 = auto)")
         ->check(CLI::Range(int64_t(0), int64_t(1) << 31));
     app->add_option("--gpu-memory-utilization", a.engine.gpu_memory_utilization,

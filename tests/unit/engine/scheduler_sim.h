@@ -202,7 +202,7 @@ class Sim {
 
  private:
   void check_plan(const StepPlan& plan, const std::map<Sequence*, Sequence::State>& before) {
-    int tokens = 0;
+    int tokens = 0, decodes = 0, prefill_tokens = 0;
     bool seen_prefill = false;
     std::set<Sequence*> in_plan;
     for (const ScheduledSeq& it : plan.items) {
@@ -222,8 +222,15 @@ class Sim {
       if (it.num_tokens > 1) seen_prefill = true;
       ASSERT_FALSE(it.num_tokens == 1 && seen_prefill) << "a q_len-1 item after a prefill chunk";
       tokens += it.num_tokens;
+      // The scheduler's decode: a running sequence with one token left past computed ones.
+      const bool decode = !admitted && it.num_tokens == 1 && s->num_computed > 0;
+      decodes += decode;
+      prefill_tokens += decode ? 0 : it.num_tokens;
     }
     ASSERT_LE(tokens, cfg_.max_batched_tokens);
+    if (decodes > 0 && cfg_.max_prefill_with_decodes > 0) {
+      ASSERT_LE(prefill_tokens, cfg_.max_prefill_with_decodes) << "prompt tokens beside decodes";
+    }
     ASSERT_LE(int(plan.items.size()), cfg_.max_num_seqs);
     // Preemption takes the newest: every victim arrived after every sequence still running.
     for (Sequence* s : plan.preempted) {
@@ -314,6 +321,7 @@ RandomShape random_shape(Uni& uni) {
   r.cfg.max_ctx = uni(4, 64);
   r.pool = uni(r.cfg.max_ctx, 3 * r.cfg.max_ctx);
   r.rows = uni(1, r.cfg.max_num_seqs);
+  r.cfg.max_prefill_with_decodes = uni(0, 2) == 0 ? uni(1, 8) : 0;
   return r;
 }
 

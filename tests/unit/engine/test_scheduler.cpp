@@ -195,6 +195,37 @@ TEST(Scheduler, ChunkedPrefillSharesTheBudgetWithDecodes) {
   EXPECT_EQ(s->state, Sequence::State::Finished);
 }
 
+TEST(Scheduler, PromptChunksBesideDecodesAreCapped) {
+  // Budget 8, at most 3 prompt tokens in a step that decodes. A lone 20-token prompt takes
+  // chunks of 8; once D decodes, the next prompt takes chunks of 3, and 8 again after D ends.
+  SchedulerConfig cfg{4, 8, 128};
+  cfg.max_prefill_with_decodes = 3;
+  Sim sim(cfg, 200, 4);
+  Sequence* a = sim.add(20, 1);
+  for (int expect : {8, 8, 4}) {
+    StepPlan p = sim.step();
+    ASSERT_EQ(p.items.size(), 1u);
+    EXPECT_EQ(p.items[0].num_tokens, expect);
+  }
+  EXPECT_EQ(a->state, Sequence::State::Finished);
+  Sequence* d = sim.add(2, 6);
+  sim.step();  // d's prompt
+  Sequence* s = sim.add(20, 1);
+  for (int expect : {3, 3, 3, 3, 3}) {  // d decodes its 5 other tokens beside them
+    StepPlan p = sim.step();
+    ASSERT_EQ(p.items.size(), 2u);
+    EXPECT_EQ(p.items[0].seq, d);
+    EXPECT_EQ(p.items[1].seq, s);
+    EXPECT_EQ(p.items[1].num_tokens, expect);
+  }
+  EXPECT_EQ(d->state, Sequence::State::Finished);
+  StepPlan p = sim.step();  // nobody decodes: the rest of the prompt in one chunk
+  ASSERT_EQ(p.items.size(), 1u);
+  EXPECT_EQ(p.items[0].num_tokens, 5);
+  EXPECT_TRUE(p.items[0].sample);
+  EXPECT_THROW(Scheduler(SchedulerConfig{1, 8, 8, -1}, sim.pool(), sim.rows()), std::runtime_error);
+}
+
 TEST(Scheduler, LastPrefillChunkOfOneTokenUsesItsReservedSlot) {
   // A 9-token prompt with an 8-token budget leaves exactly one prompt token for the second
   // step. Its slot was reserved at admission: the step must not take another one.
