@@ -111,26 +111,30 @@ cudaError_t peer_ll_all_reduce_add_rms_norm(const PeerLLArgs& a, Act act, const 
 struct Gemv1Options {
   int max_blocks = 0;
   bool ordered_prefetch = false;
+  int num_sms = 0;  // with max_blocks: at most as many blocks as the GPU holds at once (0: unchecked)
 };
 
 // out[t, n] = sum_k x[t, k] * w[n, k] (+ bias[n]) for T <= 8 tokens; out is act or f32.
-// pdl: the one-token kernel is launched with programmatic dependent launch (sm_90+, pdl.cuh).
+// pdl: the kernel for up to kGemv1MaxTokens tokens and K % 64 == 0 (gemv1, which the fused forms
+// below also use) is launched with programmatic dependent launch (sm_90+, pdl.cuh).
+inline constexpr int kGemv1MaxTokens = 4;
 cudaError_t gemv(Act act, const void* x, const void* w, const void* bias, void* out, bool out_f32,
                  int T, int N, int K, int ldo, cudaStream_t s, bool pdl = false, Gemv1Options opt = {});
-// The same for one token whose input is swiglu(gate_up) (gate_up: [1, 2K] act), computed and
-// rounded to act as cuda::swiglu does, so the result equals swiglu then gemv bit for bit.
+// The same for T <= kGemv1MaxTokens tokens whose input is swiglu(gate_up) (gate_up: [T, 2K] act),
+// computed and rounded to act as cuda::swiglu does, so the result equals swiglu then gemv bit for bit.
 // gemv_swiglu_fits(K): K % 64 == 0 and K <= 8192 (above, the recomputation costs more than the
 // launch it saves).
 bool gemv_swiglu_fits(int K);
 cudaError_t gemv_swiglu(Act act, const void* gate_up, const void* w, const void* bias, void* out, bool out_f32,
-                        int N, int K, cudaStream_t s, bool pdl = false, Gemv1Options opt = {});
+                        int T, int N, int K, cudaStream_t s, bool pdl = false, Gemv1Options opt = {});
 
-// out[F] = silu(g) * u for one token, g | u = x [gate (F rows) | up (F rows)]^T (+ bias), each
-// rounded to act first: equal to gemv into [1, 2F] then swiglu bit for bit, in one launch.
+// out[t, F] = silu(g) * u for T <= kGemv1MaxTokens tokens, g | u = x [gate (F rows) | up (F rows)]^T
+// (+ bias), each rounded to act first: equal to gemv into [T, 2F] then swiglu bit for bit, in one
+// launch.
 // gemv_gate_up_swiglu_fits(F, K): F even, K % 64 == 0.
 bool gemv_gate_up_swiglu_fits(int F, int K);
-cudaError_t gemv_gate_up_swiglu(Act act, const void* x, const void* w, const void* bias, void* out, int F, int K,
-                                cudaStream_t s, bool pdl = false, Gemv1Options opt = {});
+cudaError_t gemv_gate_up_swiglu(Act act, const void* x, const void* w, const void* bias, void* out, int T, int F,
+                                int K, cudaStream_t s, bool pdl = false, Gemv1Options opt = {});
 
 // Quantised weights in the GQ layout (core/gq.h). kind: 0 int8, 1 int4, 2 fp8 (GqKind order);
 // group 0 = one (scale, offset) pair per row; row_bytes = the row stride.

@@ -59,40 +59,41 @@ Gemv1Options CudaLinear::gemv1_options() const {
   int per_sm = tuning_.gemv1_loop_blocks_per_sm;
   if (per_sm < 0)
     per_sm = !tensor_parallel_ && dev_.peak_bandwidth_gbs() >= kGemv1LoopMinGbsPerSm * dev_.sm_count() ? 4 : 0;
-  return {per_sm * dev_.sm_count(), on_here(tuning_.gemv1_ordered_prefetch)};
+  return {per_sm * dev_.sm_count(), on_here(tuning_.gemv1_ordered_prefetch), dev_.sm_count()};
 }
 
-bool CudaLinear::one_token_gemv16(const ops::Linear& w, int64_t rows) const {
-  return rows == 1 && tuning_.gemv_max_tokens >= 1 && w.parts.size() == 1 && !is_gq(w.parts[0].dtype);
+bool CudaLinear::fused_gemv16(const ops::Linear& w, int64_t rows) const {
+  return rows >= 1 && rows <= std::min(tuning_.gemv_max_tokens, kGemv1MaxTokens) && w.parts.size() == 1 &&
+         !is_gq(w.parts[0].dtype);
 }
 
 bool CudaLinear::swiglu_fits(const Tensor& gate_up, const ops::Linear& w) const {
   const int64_t K = gate_up.cols() / 2;
-  return one_token_gemv16(w, gate_up.rows()) && w.in_features == K && K <= tuning_.swiglu_gemv_max_k &&
+  return fused_gemv16(w, gate_up.rows()) && w.in_features == K && K <= tuning_.swiglu_gemv_max_k &&
          gemv_swiglu_fits(int(K));
 }
 
 void CudaLinear::run_swiglu(const Tensor& gate_up, const ops::Linear& w, Tensor out) {
   xq_of_ = nullptr;  // no int8 form of the SwiGLU output exists for this step
   LL_CUDA(gemv_swiglu(dev_.act(), gate_up.data, w.parts[0].data, w.bias.data, out.data, out.dtype == DType::F32,
-                      int(w.out_features), int(gate_up.cols() / 2), dev_.stream(), pdl_ && tuning_.pdl_gemv,
+                      int(gate_up.rows()), int(w.out_features), int(gate_up.cols() / 2), dev_.stream(), pdl_ && tuning_.pdl_gemv,
                       gemv1_options()));
 }
 
 bool CudaLinear::gate_up_swiglu_fits(const Tensor& x, const ops::Linear& w, const Tensor& out) const {
-  return tuning_.gate_up_swiglu && one_token_gemv16(w, x.rows()) && out.rows() == 1 && out.dtype != DType::F32 &&
+  return tuning_.gate_up_swiglu && fused_gemv16(w, x.rows()) && out.rows() == x.rows() && out.dtype != DType::F32 &&
          w.in_features == x.cols() && w.out_features == 2 * out.cols() &&
          gemv_gate_up_swiglu_fits(int(out.cols()), int(x.cols()));
 }
 
 void CudaLinear::run_gate_up_swiglu(const Tensor& x, const ops::Linear& w, Tensor out) {
   xq_of_ = nullptr;  // no integer form of the SwiGLU output is written
-  LL_CUDA(gemv_gate_up_swiglu(dev_.act(), x.data, w.parts[0].data, w.bias.data, out.data, int(out.cols()),
+  LL_CUDA(gemv_gate_up_swiglu(dev_.act(), x.data, w.parts[0].data, w.bias.data, out.data, int(x.rows()), int(out.cols()),
                               int(x.cols()), dev_.stream(), pdl_ && tuning_.pdl_gemv, gemv1_options()));
 }
 
 bool CudaLinear::rope_store_fits(const Tensor& x, const ops::Linear& w, const RopeKvArgs& a) const {
-  return on_here(tuning_.qkv_rope_gemv) && one_token_gemv16(w, x.rows()) && w.in_features == x.cols() &&
+  return on_here(tuning_.qkv_rope_gemv) && x.rows() == 1 && fused_gemv16(w, x.rows()) && w.in_features == x.cols() &&
          w.out_features == int64_t(a.Hq + 2 * a.Hkv) * a.D && gemv_rope_store_fits(a, int(x.cols()));
 }
 

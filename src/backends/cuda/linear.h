@@ -18,11 +18,12 @@ class CudaLinear {
   CudaLinear(CudaDevice& dev, const CudaTuning& tuning, bool tensor_parallel = false);
 
   void run(const Tensor& x, const ops::Linear& w, Tensor out);
-  // out = linear(swiglu(gate_up), w) in one GEMV for one token of 16-bit weights (the decode
-  // step's down projection), where swiglu_fits; elsewhere the caller runs both ops.
+  // out = linear(swiglu(gate_up), w) in one GEMV for the few tokens of a decode step (up to
+  // CudaTuning::gemv_max_tokens, at most kGemv1MaxTokens) of 16-bit weights (the down projection),
+  // where swiglu_fits; elsewhere the caller runs both ops.
   bool swiglu_fits(const Tensor& gate_up, const ops::Linear& w) const;
   void run_swiglu(const Tensor& gate_up, const ops::Linear& w, Tensor out);
-  // out = swiglu(linear(x, gate_up)) in one GEMV for one token of 16-bit gate|up weights (the
+  // out = swiglu(linear(x, gate_up)) in one GEMV for as many tokens of 16-bit gate|up weights (the
   // decode step's gate|up projection; CudaTuning::gate_up_swiglu), where gate_up_swiglu_fits.
   bool gate_up_swiglu_fits(const Tensor& x, const ops::Linear& gate_up, const Tensor& out) const;
   void run_gate_up_swiglu(const Tensor& x, const ops::Linear& gate_up, Tensor out);
@@ -48,8 +49,9 @@ class CudaLinear {
   void forget_xq() { xq_of_ = nullptr; }
 
  private:
-  // One token through the 16-bit one-token GEMV (the fused SwiGLU GEMVs' common condition).
-  bool one_token_gemv16(const ops::Linear& w, int64_t rows) const;
+  // rows tokens through the 16-bit GEMV of up to kGemv1MaxTokens tokens, as gemv_max_tokens allows
+  // (the fused SwiGLU GEMVs' common condition).
+  bool fused_gemv16(const ops::Linear& w, int64_t rows) const;
   // How the one-token 16-bit GEMV runs: CudaTuning::gemv1_loop_blocks_per_sm an SM at most (0: a
   // block a row group; -1: by the GPU's bandwidth) and gemv1_ordered_prefetch (on by default with
   // tensor parallelism).

@@ -1,6 +1,7 @@
 // Decode-time projection for up to 8 tokens: each warp streams weight rows with 16-byte
 // non-allocating loads and multiplies them with every token's activations, so the weights are
 // read exactly once per step. Bandwidth-bound by design (cuBLAS handles larger batches).
+#include <algorithm>
 #include <type_traits>
 
 #include "backends/cuda/common.cuh"
@@ -71,18 +72,19 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__
   }
 }
 
-// One token, K a multiple of 64: a block of 8 warps computes 4 rows, each warp one eighth of K,
-// and the warps' partial sums meet in shared memory. Small matrices (N = 2048) then still give
-// every SM many resident warps, which a warp-per-row layout cannot.
+// One to kGemv1MaxTokens tokens, K a multiple of 64: a block of 8 warps computes 4 rows, each warp
+// one eighth of K, and the warps' partial sums meet in shared memory. Small matrices (N = 2048)
+// then still give every SM many resident warps, which a warp-per-row layout cannot. Each weight
+// chunk is unpacked once and multiplied with every token's activations.
 constexpr int kRows1 = 4;
 
-// What the one-token GEMV computes around the product: kPlain out = x W^T; kSwigluIn: x is
+// What the GEMV computes around the product: kPlain out = x W^T; kSwigluIn: x is
 // [gate (K) | up (K)] and the input is silu(gate) * up rounded to T (swiglu_kernel's formula),
 // recomputed by every block from the L2-resident row: no separate SwiGLU launch; kSwigluOut: W is
 // [gate (N rows) | up (N rows)], a block's rows are gate rows (i, i + 1) and up rows (i, i + 1), and
 // out[i] = silu(gate) * up of the products rounded to T, as gemv then swiglu_kernel compute it;
-// kRopeKv: W is the QKV projection [Hq + 2 Hkv heads of D rows], a block's 4 rows are two RoPE
-// pairs of one head, and the products rounded to T are rotated (q, k) and stored where
+// kRopeKv (one token): W is the QKV projection [Hq + 2 Hkv heads of D rows], a block's 4 rows are
+// two RoPE pairs of one head, and the products rounded to T are rotated (q, k) and stored where
 // rope_kv_kernel puts them (q_out, the K / V pool slot): no qkv buffer, no RoPE launch.
 enum class Gemv1 { kPlain, kSwigluIn, kSwigluOut, kRopeKv };
 
@@ -103,16 +105,19 @@ __device__ __forceinline__ int rope_w_row(const RopeKvArgs& a, int row0, int r) 
 // loads (ld_stream) are free to move past the wait, and ptxas puts the wait (ACQBULK) first, so
 // without it no weight is requested before the kernel before this one has finished (SASS of
 // every variant, nvcc 13.0); ordinary loads keep their place.
-template <typename T, typename OutT, Gemv1 kMode = Gemv1::kPlain, bool kLoop = false, bool kOrdered = false>
+// NT tokens: x rows of K (kSwigluIn: 2K), out rows ldo apart.
+template <typename T, typename OutT, int NT, Gemv1 kMode = Gemv1::kPlain, bool kLoop = false, bool kOrdered = false>
 __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict__ x, const T* __restrict__ w,
                                                             const T* __restrict__ bias, OutT* __restrict__ out,
-                                                            int N, int K, RopeKvArgs rk) {
+                                                            int N, int K, int ldo, RopeKvArgs rk) {
   constexpr bool kSwiglu = kMode == Gemv1::kSwigluIn, kGateUp = kMode == Gemv1::kSwigluOut;
   constexpr bool kRope = kMode == Gemv1::kRopeKv;
-  constexpr int kOut = kGateUp ? kRows1 / 2 : kRows1;  // outputs a row group
-  __shared__ float part[kWarps][kRows1];
+  static_assert(NT >= 1 && NT <= kGemv1MaxTokens && (NT == 1 || !kRope), "kRopeKv takes one token");
+  constexpr int kOut = kGateUp ? kRows1 / 2 : kRows1;  // outputs a row group and token
+  __shared__ float part[kWarps][kRows1 * NT];          // [warp][row * NT + token]
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int groups = (N + kOut - 1) / kOut;
+  const size_t xs = kSwiglu ? 2 * size_t(K) : size_t(K);  // x's row stride
   // The weight row of row group g's r-th row, and whether it exists.
   auto w_row = [&](int row0, int r) {
     if constexpr (kRope) return rope_w_row(rk, row0, r);
@@ -151,9 +156,11 @@ __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict_
   pdl_wait();
   for (;;) {
     const int row0 = grp * kOut;
-    float acc[kRows1];
+    float acc[kRows1][NT];
 #pragma unroll
-    for (int r = 0; r < kRows1; ++r) acc[r] = 0.f;
+    for (int r = 0; r < kRows1; ++r)
+#pragma unroll
+      for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
     for (int c0 = c_beg + lane; c0 < c_end; c0 += 64) {
       const int c1 = c0 + 32;
       if (c0 != c_beg + lane) load_w(row0, c0, streamed);
@@ -161,23 +168,29 @@ __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict_
       for (int u = 0; u < 2; ++u) {
         const int c = u ? c1 : c0;
         if (c >= c_end) break;
-        float xf[8];
-        if constexpr (kSwiglu) {
-          float gf[8], uf[8];
-          unpack8<T>(*reinterpret_cast<const uint4*>(x + size_t(c) * 8), gf);
-          unpack8<T>(*reinterpret_cast<const uint4*>(x + size_t(K) + size_t(c) * 8), uf);
+        float xf[NT][8];
 #pragma unroll
-          for (int j = 0; j < 8; ++j) gf[j] = gf[j] / (1.0f + __expf(-gf[j])) * uf[j];
-          unpack8<T>(pack8<T>(gf), xf);
-        } else {
-          unpack8<T>(*reinterpret_cast<const uint4*>(x + size_t(c) * 8), xf);
+        for (int t = 0; t < NT; ++t) {
+          const T* xt = x + size_t(t) * xs;
+          if constexpr (kSwiglu) {
+            float gf[8], uf[8];
+            unpack8<T>(*reinterpret_cast<const uint4*>(xt + size_t(c) * 8), gf);
+            unpack8<T>(*reinterpret_cast<const uint4*>(xt + size_t(K) + size_t(c) * 8), uf);
+#pragma unroll
+            for (int j = 0; j < 8; ++j) gf[j] = gf[j] / (1.0f + __expf(-gf[j])) * uf[j];
+            unpack8<T>(pack8<T>(gf), xf[t]);
+          } else {
+            unpack8<T>(*reinterpret_cast<const uint4*>(xt + size_t(c) * 8), xf[t]);
+          }
         }
 #pragma unroll
         for (int r = 0; r < kRows1; ++r) {
           float wf[8];
           unpack8<T>(wv[u][r], wf);
 #pragma unroll
-          for (int j = 0; j < 8; ++j) acc[r] = fmaf(wf[j], xf[j], acc[r]);
+          for (int t = 0; t < NT; ++t)
+#pragma unroll
+            for (int j = 0; j < 8; ++j) acc[r][t] = fmaf(wf[j], xf[t][j], acc[r][t]);
         }
       }
     }
@@ -187,20 +200,23 @@ __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict_
     else
       pdl_trigger();  // the norm or RoPE + KV write after it (PDL) may be scheduled; it waits inside
 #pragma unroll
-    for (int r = 0; r < kRows1; ++r) {
-      const float v = warp_sum(acc[r]);
-      if (lane == 0) part[warp][r] = v;
-    }
+    for (int r = 0; r < kRows1; ++r)
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        const float v = warp_sum(acc[r][t]);
+        if (lane == 0) part[warp][r * NT + t] = v;
+      }
     __syncthreads();
+    // Thread i < kOut * NT finishes output row i % kOut of token i / kOut.
+    const int r = int(threadIdx.x) % kOut, t = int(threadIdx.x) / kOut;
     if constexpr (kGateUp) {
-      if (threadIdx.x < kRows1 / 2 && row0 + int(threadIdx.x) < N) {
-        const int r = threadIdx.x;
+      if (t < NT && row0 + r < N) {
         float g = 0.f, u = 0.f;
 #pragma unroll
-        for (int i = 0; i < kWarps; ++i) g += part[i][r], u += part[i][r + 2];
+        for (int i = 0; i < kWarps; ++i) g += part[i][r * NT + t], u += part[i][(r + 2) * NT + t];
         if (bias) g += to_f(bias[row0 + r]), u += to_f(bias[N + row0 + r]);
         g = to_f(from_f<T>(g)), u = to_f(from_f<T>(u));  // the gate|up row gemv would have stored
-        out[row0 + r] = from_f<OutT>(g / (1.0f + __expf(-g)) * u);
+        out[size_t(t) * ldo + row0 + r] = from_f<OutT>(g / (1.0f + __expf(-g)) * u);
       }
     } else if constexpr (kRope) {
       if (threadIdx.x < 2) {
@@ -229,13 +245,12 @@ __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict_
         dst[ia] = from_f<T>(y0);
         dst[ib] = from_f<T>(y1);
       }
-    } else if (threadIdx.x < kRows1 && row0 + int(threadIdx.x) < N) {
-      const int r = threadIdx.x;
+    } else if (t < NT && row0 + r < N) {
       float v = 0.f;
 #pragma unroll
-      for (int i = 0; i < kWarps; ++i) v += part[i][r];
+      for (int i = 0; i < kWarps; ++i) v += part[i][r * NT + t];
       if (bias) v += to_f(bias[row0 + r]);
-      out[row0 + r] = from_f<OutT>(v);
+      out[size_t(t) * ldo + row0 + r] = from_f<OutT>(v);
     }
     if (next >= groups) break;
     __syncthreads();  // part is rewritten by the next group
@@ -246,25 +261,53 @@ __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict_
 // gemv1_kernel's K: a whole number of 8-element chunks for each of its warps.
 bool gemv1_fits(int K) { return K % (kWarps * 8) == 0; }
 
-// One launch of gemv1_kernel for N outputs (kSwigluOut: a block writes 2 of them, else 4), on
-// at most opt.max_blocks looping blocks where that is fewer than the row groups (0: a block each).
-template <typename T, typename OutT, Gemv1 kMode>
-cudaError_t launch_gemv1(const void* x, const void* w, const void* bias, void* out, int N, int K, cudaStream_t s,
-                         bool pdl, Gemv1Options opt, const RopeKvArgs& rk = {}) {
+// One launch of gemv1_kernel for NT tokens of N outputs (kSwigluOut: a block writes 2 of them,
+// else 4), on at most opt.max_blocks looping blocks where that is fewer than the row groups (0: a
+// block each).
+template <typename T, typename OutT, Gemv1 kMode, int NT>
+cudaError_t launch_gemv1_nt(const void* x, const void* w, const void* bias, void* out, int N, int K, int ldo,
+                            cudaStream_t s, bool pdl, Gemv1Options opt, const RopeKvArgs& rk) {
   constexpr int kOutPerBlock = kMode == Gemv1::kSwigluOut ? kRows1 / 2 : kRows1;
   const int groups = int(ceil_div(N, kOutPerBlock));
   auto go = [&](auto kernel, int blocks) {
     return launch_pdl(pdl, kernel, dim3(blocks), dim3(kWarps * 32), 0, s, static_cast<const T*>(x),
-                      static_cast<const T*>(w), static_cast<const T*>(bias), static_cast<OutT*>(out), N, K, rk);
+                      static_cast<const T*>(w), static_cast<const T*>(bias), static_cast<OutT*>(out), N, K, ldo,
+                      rk);
   };
-  const bool loop = opt.max_blocks > 0 && opt.max_blocks < groups;
-  const int blocks = loop ? opt.max_blocks : groups;
   auto with_loop = [&](auto ordered) {
     constexpr bool kOrdered = decltype(ordered)::value;
-    return loop ? go(gemv1_kernel<T, OutT, kMode, true, kOrdered>, blocks)
-                : go(gemv1_kernel<T, OutT, kMode, false, kOrdered>, blocks);
+    auto* looping = gemv1_kernel<T, OutT, NT, kMode, true, kOrdered>;
+    int max_blocks = opt.max_blocks;
+    if (max_blocks > 0 && opt.num_sms > 0) {
+      // Looping blocks must all be resident: more registers (3-4 tokens) hold fewer an SM.
+      static const int per_sm = [&] {
+        int n = 0;
+        return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, looping, kWarps * 32, 0) == cudaSuccess ? n : 0;
+      }();
+      if (per_sm > 0) max_blocks = std::min(max_blocks, per_sm * opt.num_sms);
+    }
+    return max_blocks > 0 && max_blocks < groups ? go(looping, max_blocks)
+                                                 : go(gemv1_kernel<T, OutT, NT, kMode, false, kOrdered>, groups);
   };
   return opt.ordered_prefetch ? with_loop(std::true_type{}) : with_loop(std::false_type{});
+}
+
+template <typename T, typename OutT, Gemv1 kMode>
+cudaError_t launch_gemv1(const void* x, const void* w, const void* bias, void* out, int nt, int N, int K, int ldo,
+                         cudaStream_t s, bool pdl, Gemv1Options opt, const RopeKvArgs& rk = {}) {
+  if constexpr (kMode == Gemv1::kRopeKv) {
+    if (nt != 1) return cudaErrorInvalidValue;
+    return launch_gemv1_nt<T, OutT, kMode, 1>(x, w, bias, out, N, K, ldo, s, pdl, opt, rk);
+  } else {
+    static_assert(kGemv1MaxTokens == 4, "one case a token count");
+    switch (nt) {
+      case 1: return launch_gemv1_nt<T, OutT, kMode, 1>(x, w, bias, out, N, K, ldo, s, pdl, opt, rk);
+      case 2: return launch_gemv1_nt<T, OutT, kMode, 2>(x, w, bias, out, N, K, ldo, s, pdl, opt, rk);
+      case 3: return launch_gemv1_nt<T, OutT, kMode, 3>(x, w, bias, out, N, K, ldo, s, pdl, opt, rk);
+      case 4: return launch_gemv1_nt<T, OutT, kMode, 4>(x, w, bias, out, N, K, ldo, s, pdl, opt, rk);
+      default: return cudaErrorInvalidValue;
+    }
+  }
 }
 
 template <typename T, typename OutT>
@@ -275,9 +318,10 @@ cudaError_t launch(const void* x, const void* w, const void* bias, void* out, in
   auto* bp = static_cast<const T*>(bias);
   auto* op = static_cast<OutT*>(out);
   const dim3 block(kWarps * 32);
-  // One token: 2 rows x 4 chunks in flight per lane; more tokens: 4 rows share each x load.
-  if (T_ == 1 && gemv1_fits(K))
-    return launch_gemv1<T, OutT, Gemv1::kPlain>(x, w, bias, out, N, K, s, pdl, opt);
+  // Up to kGemv1MaxTokens tokens, K % 64 == 0: gemv1_kernel. Else one token: 2 rows x 4 chunks in
+  // flight per lane; more tokens: 4 rows share each x load.
+  if (T_ <= kGemv1MaxTokens && gemv1_fits(K))
+    return launch_gemv1<T, OutT, Gemv1::kPlain>(x, w, bias, out, T_, N, K, ldo, s, pdl, opt);
   if (T_ == 1) {
     gemv_kernel<T, 1, 2, 4, OutT><<<ceil_div(N, kWarps * 2), block, 0, s>>>(xp, wp, bp, op, N, K, ldo);
     return cudaGetLastError();
@@ -300,10 +344,10 @@ cudaError_t launch(const void* x, const void* w, const void* bias, void* out, in
 bool gemv_swiglu_fits(int K) { return K > 0 && K <= 8192 && gemv1_fits(K); }
 
 cudaError_t gemv_swiglu(Act act, const void* gate_up, const void* w, const void* bias, void* out, bool out_f32,
-                        int N, int K, cudaStream_t s, bool pdl, Gemv1Options opt) {
-  if (!gemv_swiglu_fits(K)) return cudaErrorInvalidValue;
+                        int T, int N, int K, cudaStream_t s, bool pdl, Gemv1Options opt) {
+  if (!gemv_swiglu_fits(K) || T < 1 || T > kGemv1MaxTokens) return cudaErrorInvalidValue;
   auto go = [&](auto t, auto o) {
-    return launch_gemv1<decltype(t), decltype(o), Gemv1::kSwigluIn>(gate_up, w, bias, out, N, K, s, pdl, opt);
+    return launch_gemv1<decltype(t), decltype(o), Gemv1::kSwigluIn>(gate_up, w, bias, out, T, N, K, N, s, pdl, opt);
   };
   if (act == Act::BF16) return out_f32 ? go(__nv_bfloat16{}, float{}) : go(__nv_bfloat16{}, __nv_bfloat16{});
   return out_f32 ? go(__half{}, float{}) : go(__half{}, __half{});
@@ -311,11 +355,11 @@ cudaError_t gemv_swiglu(Act act, const void* gate_up, const void* w, const void*
 
 bool gemv_gate_up_swiglu_fits(int F, int K) { return F > 0 && F % 2 == 0 && K > 0 && gemv1_fits(K); }
 
-cudaError_t gemv_gate_up_swiglu(Act act, const void* x, const void* w, const void* bias, void* out, int F, int K,
-                                cudaStream_t s, bool pdl, Gemv1Options opt) {
-  if (!gemv_gate_up_swiglu_fits(F, K)) return cudaErrorInvalidValue;
+cudaError_t gemv_gate_up_swiglu(Act act, const void* x, const void* w, const void* bias, void* out, int T, int F,
+                                int K, cudaStream_t s, bool pdl, Gemv1Options opt) {
+  if (!gemv_gate_up_swiglu_fits(F, K) || T < 1 || T > kGemv1MaxTokens) return cudaErrorInvalidValue;
   auto go = [&](auto t) {
-    return launch_gemv1<decltype(t), decltype(t), Gemv1::kSwigluOut>(x, w, bias, out, F, K, s, pdl, opt);
+    return launch_gemv1<decltype(t), decltype(t), Gemv1::kSwigluOut>(x, w, bias, out, T, F, K, F, s, pdl, opt);
   };
   return act == Act::BF16 ? go(__nv_bfloat16{}) : go(__half{});
 }
@@ -329,7 +373,7 @@ cudaError_t gemv_rope_store(Act act, const void* x, const void* w, const void* b
   if (!gemv_rope_store_fits(a, K)) return cudaErrorInvalidValue;
   const int N = (a.Hq + 2 * a.Hkv) * a.D;
   auto go = [&](auto t) {
-    return launch_gemv1<decltype(t), decltype(t), Gemv1::kRopeKv>(x, w, bias, nullptr, N, K, s, pdl, opt, a);
+    return launch_gemv1<decltype(t), decltype(t), Gemv1::kRopeKv>(x, w, bias, nullptr, 1, N, K, N, s, pdl, opt, a);
   };
   return act == Act::BF16 ? go(__nv_bfloat16{}) : go(__half{});
 }
