@@ -109,6 +109,28 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
+// Sums V values (a power of two, at most 32) over the warp's lanes in V - 1 + 5 - log2(V) shuffles
+// instead of 5 V: each halving step swaps half the values with the lane `o` apart. Lane l returns
+// the sum of v[l / (32 / V)] (every lane of a run of 32 / V holds the same one). v is overwritten.
+template <int V>
+__device__ __forceinline__ float warp_reduce_scatter(float (&v)[V], int lane) {
+  static_assert(V >= 1 && V <= 32 && (V & (V - 1)) == 0, "V a power of two up to 32");
+  int o = 16;
+#pragma unroll
+  for (int half = V / 2; half >= 1; half /= 2, o /= 2) {
+    const bool hi = lane & o;
+#pragma unroll
+    for (int i = 0; i < half; ++i) {
+      const float send = hi ? v[i] : v[i + half], keep = hi ? v[i + half] : v[i];
+      v[i] = keep + __shfl_xor_sync(0xffffffffu, send, o);
+    }
+  }
+  float s = v[0];
+#pragma unroll
+  for (; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
+  return s;
+}
+
 __device__ __forceinline__ float warp_max(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));

@@ -114,7 +114,10 @@ __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict_
   constexpr bool kRope = kMode == Gemv1::kRopeKv;
   static_assert(NT >= 1 && NT <= kGemv1MaxTokens && (NT == 1 || !kRope), "kRopeKv takes one token");
   constexpr int kOut = kGateUp ? kRows1 / 2 : kRows1;  // outputs a row group and token
-  __shared__ float part[kWarps][kRows1 * NT];          // [warp][row * NT + token]
+  // A warp's sums over its K slice, [row * NT + token]; more than 4 are reduced by halving steps
+  // (warp_reduce_scatter), padded to a power of two.
+  constexpr int kSums = kRows1 * NT, kV = kSums <= 4 ? 4 : kSums <= 8 ? 8 : 16;
+  __shared__ float part[kWarps][kV];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int groups = (N + kOut - 1) / kOut;
   const size_t xs = kSwiglu ? 2 * size_t(K) : size_t(K);  // x's row stride
@@ -199,13 +202,19 @@ __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict_
       load_w(next * kOut, c_beg + lane, streamed);  // in flight while this group's sums meet
     else
       pdl_trigger();  // the norm or RoPE + KV write after it (PDL) may be scheduled; it waits inside
+    if constexpr (NT == 1) {
 #pragma unroll
-    for (int r = 0; r < kRows1; ++r)
-#pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        const float v = warp_sum(acc[r][t]);
-        if (lane == 0) part[warp][r * NT + t] = v;
+      for (int r = 0; r < kRows1; ++r) {
+        const float v = warp_sum(acc[r][0]);
+        if (lane == 0) part[warp][r] = v;
       }
+    } else {
+      float v[kV];
+#pragma unroll
+      for (int i = 0; i < kV; ++i) v[i] = i < kSums ? acc[i / NT][i % NT] : 0.f;
+      const float sum = warp_reduce_scatter<kV>(v, lane);
+      if (lane % (32 / kV) == 0) part[warp][lane / (32 / kV)] = sum;
+    }
     __syncthreads();
     // Thread i < kOut * NT finishes output row i % kOut of token i / kOut.
     const int r = int(threadIdx.x) % kOut, t = int(threadIdx.x) / kOut;
