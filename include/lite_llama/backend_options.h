@@ -71,6 +71,7 @@ struct CudaTuning {
   // tp 2 step: 2 x H200 2.712 -> 2.658 ms, 2 x H100 3.365 -> 3.332 ms), off on one GPU (Llama-3.2-1B at 128 tokens,
   // batch 1 / 8: 0.9% / 1.4% slower; docs/benchmarks/pdl.md); 0 off, 1 on. Bitwise equal either way.
   int gemv1_ordered_prefetch = -1;
+  bool gemv1_scatter = false;  // EXPERIMENT
   // The one-token gate|up projection of 16-bit weights applies the SwiGLU to its products (one
   // launch fewer; the down projection then reads plain activations). Where it runs,
   // swiglu_gemv_max_k no longer applies.

@@ -112,12 +112,13 @@ struct Gemv1Options {
   int max_blocks = 0;
   bool ordered_prefetch = false;
   int num_sms = 0;  // with max_blocks: at most as many blocks as the GPU holds at once (0: unchecked)
+  bool scatter1 = false;  // EXPERIMENT: one token's sums by halving steps
 };
 
 // out[t, n] = sum_k x[t, k] * w[n, k] (+ bias[n]) for T <= 8 tokens; out is act or f32.
 // pdl: the kernel for up to kGemv1MaxTokens tokens and K % 64 == 0 (gemv1, which the fused forms
 // below also use) is launched with programmatic dependent launch (sm_90+, pdl.cuh).
-inline constexpr int kGemv1MaxTokens = 4;
+inline constexpr int kGemv1MaxTokens = 2;
 cudaError_t gemv(Act act, const void* x, const void* w, const void* bias, void* out, bool out_f32,
                  int T, int N, int K, int ldo, cudaStream_t s, bool pdl = false, Gemv1Options opt = {});
 // The same for T <= kGemv1MaxTokens tokens whose input is swiglu(gate_up) (gate_up: [T, 2K] act),

@@ -106,7 +106,8 @@ __device__ __forceinline__ int rope_w_row(const RopeKvArgs& a, int row0, int r) 
 // without it no weight is requested before the kernel before this one has finished (SASS of
 // every variant, nvcc 13.0); ordinary loads keep their place.
 // NT tokens: x rows of K (kSwigluIn: 2K), out rows ldo apart.
-template <typename T, typename OutT, int NT, Gemv1 kMode = Gemv1::kPlain, bool kLoop = false, bool kOrdered = false>
+template <typename T, typename OutT, int NT, Gemv1 kMode = Gemv1::kPlain, bool kLoop = false, bool kOrdered = false,
+          bool kScatter = false>
 __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict__ x, const T* __restrict__ w,
                                                             const T* __restrict__ bias, OutT* __restrict__ out,
                                                             int N, int K, int ldo, RopeKvArgs rk) {
@@ -116,7 +117,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict_
   constexpr int kOut = kGateUp ? kRows1 / 2 : kRows1;  // outputs a row group and token
   // A warp's sums over its K slice, [row * NT + token]; more than 4 are reduced by halving steps
   // (warp_reduce_scatter), padded to a power of two.
-  constexpr int kSums = kRows1 * NT, kV = kSums <= 4 ? 4 : kSums <= 8 ? 8 : 16;
+  constexpr int kSums = kRows1 * NT, kV = kSums <= 4 ? 4 : 8;
   __shared__ float part[kWarps][kV];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int groups = (N + kOut - 1) / kOut;
@@ -202,7 +203,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict_
       load_w(next * kOut, c_beg + lane, streamed);  // in flight while this group's sums meet
     else
       pdl_trigger();  // the norm or RoPE + KV write after it (PDL) may be scheduled; it waits inside
-    if constexpr (NT == 1) {
+    if constexpr (NT == 1 && !kScatter) {
 #pragma unroll
       for (int r = 0; r < kRows1; ++r) {
         const float v = warp_sum(acc[r][0]);
@@ -273,7 +274,7 @@ bool gemv1_fits(int K) { return K % (kWarps * 8) == 0; }
 // One launch of gemv1_kernel for NT tokens of N outputs (kSwigluOut: a block writes 2 of them,
 // else 4), on at most opt.max_blocks looping blocks where that is fewer than the row groups (0: a
 // block each).
-template <typename T, typename OutT, Gemv1 kMode, int NT>
+template <typename T, typename OutT, Gemv1 kMode, int NT, bool kScatter = false>
 cudaError_t launch_gemv1_nt(const void* x, const void* w, const void* bias, void* out, int N, int K, int ldo,
                             cudaStream_t s, bool pdl, Gemv1Options opt, const RopeKvArgs& rk) {
   constexpr int kOutPerBlock = kMode == Gemv1::kSwigluOut ? kRows1 / 2 : kRows1;
@@ -285,10 +286,10 @@ cudaError_t launch_gemv1_nt(const void* x, const void* w, const void* bias, void
   };
   auto with_loop = [&](auto ordered) {
     constexpr bool kOrdered = decltype(ordered)::value;
-    auto* looping = gemv1_kernel<T, OutT, NT, kMode, true, kOrdered>;
+    auto* looping = gemv1_kernel<T, OutT, NT, kMode, true, kOrdered, kScatter>;
     int max_blocks = opt.max_blocks;
     if (max_blocks > 0 && opt.num_sms > 0) {
-      // Looping blocks must all be resident: more registers (3-4 tokens) hold fewer an SM.
+      // Looping blocks must all be resident: more registers hold fewer an SM.
       static const int per_sm = [&] {
         int n = 0;
         return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, looping, kWarps * 32, 0) == cudaSuccess ? n : 0;
@@ -296,7 +297,7 @@ cudaError_t launch_gemv1_nt(const void* x, const void* w, const void* bias, void
       if (per_sm > 0) max_blocks = std::min(max_blocks, per_sm * opt.num_sms);
     }
     return max_blocks > 0 && max_blocks < groups ? go(looping, max_blocks)
-                                                 : go(gemv1_kernel<T, OutT, NT, kMode, false, kOrdered>, groups);
+                                                 : go(gemv1_kernel<T, OutT, NT, kMode, false, kOrdered, kScatter>, groups);
   };
   return opt.ordered_prefetch ? with_loop(std::true_type{}) : with_loop(std::false_type{});
 }
@@ -304,18 +305,16 @@ cudaError_t launch_gemv1_nt(const void* x, const void* w, const void* bias, void
 template <typename T, typename OutT, Gemv1 kMode>
 cudaError_t launch_gemv1(const void* x, const void* w, const void* bias, void* out, int nt, int N, int K, int ldo,
                          cudaStream_t s, bool pdl, Gemv1Options opt, const RopeKvArgs& rk = {}) {
+  if (nt == 1 && opt.scatter1)
+    return launch_gemv1_nt<T, OutT, kMode, 1, true>(x, w, bias, out, N, K, ldo, s, pdl, opt, rk);
   if constexpr (kMode == Gemv1::kRopeKv) {
     if (nt != 1) return cudaErrorInvalidValue;
     return launch_gemv1_nt<T, OutT, kMode, 1>(x, w, bias, out, N, K, ldo, s, pdl, opt, rk);
   } else {
-    static_assert(kGemv1MaxTokens == 4, "one case a token count");
-    switch (nt) {
-      case 1: return launch_gemv1_nt<T, OutT, kMode, 1>(x, w, bias, out, N, K, ldo, s, pdl, opt, rk);
-      case 2: return launch_gemv1_nt<T, OutT, kMode, 2>(x, w, bias, out, N, K, ldo, s, pdl, opt, rk);
-      case 3: return launch_gemv1_nt<T, OutT, kMode, 3>(x, w, bias, out, N, K, ldo, s, pdl, opt, rk);
-      case 4: return launch_gemv1_nt<T, OutT, kMode, 4>(x, w, bias, out, N, K, ldo, s, pdl, opt, rk);
-      default: return cudaErrorInvalidValue;
-    }
+    static_assert(kGemv1MaxTokens == 2, "one case a token count");
+    if (nt == 1) return launch_gemv1_nt<T, OutT, kMode, 1>(x, w, bias, out, N, K, ldo, s, pdl, opt, rk);
+    if (nt == 2) return launch_gemv1_nt<T, OutT, kMode, 2>(x, w, bias, out, N, K, ldo, s, pdl, opt, rk);
+    return cudaErrorInvalidValue;
   }
 }
 
