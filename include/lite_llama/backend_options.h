@@ -29,9 +29,11 @@ const char* quant_mode_name(QuantMode m);
 
 // CUDA kernel choices; the defaults are the measured best (docs/benchmarks/gpu.md).
 struct CudaTuning {
-  // Most tokens a 16-bit linear runs on the CUDA-core GEMV instead of cuBLASLt (0-8). At 2 tokens
-  // cuBLASLt is faster on an H100.
-  int gemv_max_tokens = 1;
+  // Most tokens a 16-bit linear runs on the CUDA-core GEMV instead of cuBLASLt (0-8); up to 2 take
+  // the GEMV with the fused SwiGLU forms (3-8 a plainer one). -1: 2 where gemv1_loop_blocks_per_sm
+  // resolves to looping blocks (an H200: batch-2 steps 2-9% faster than cuBLASLt, batch 1 equal),
+  // else 1 (on an H100 the older 2-token GEMV lost to cuBLASLt; this one is not measured there).
+  int gemv_max_tokens = -1;
   // Flash-decoding splits hold at least this many keys (0: the grid assumes 64 keys a split and
   // a sequence spreads over all of them).
   int decode_split_keys = 16;
@@ -71,7 +73,6 @@ struct CudaTuning {
   // tp 2 step: 2 x H200 2.712 -> 2.658 ms, 2 x H100 3.365 -> 3.332 ms), off on one GPU (Llama-3.2-1B at 128 tokens,
   // batch 1 / 8: 0.9% / 1.4% slower; docs/benchmarks/pdl.md); 0 off, 1 on. Bitwise equal either way.
   int gemv1_ordered_prefetch = -1;
-  bool gemv1_scatter = false;  // EXPERIMENT
   // The one-token gate|up projection of 16-bit weights applies the SwiGLU to its products (one
   // launch fewer; the down projection then reads plain activations). Where it runs,
   // swiglu_gemv_max_k no longer applies.

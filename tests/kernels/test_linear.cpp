@@ -1,5 +1,5 @@
 // CUDA linear (prepare_linear + linear) against the CPU backend: the custom GEMV path (1 token
-// by default, up to 8 with LITE_LLAMA_GEMV_MAX; K % 8 == 0) and the cuBLASLt path, fused row
+// by default, 2 on an H200, up to 8 with LITE_LLAMA_GEMV_MAX; K % 8 == 0) and the cuBLASLt path, fused row
 // blocks of F32 / BF16 / GGUF-quantised host weights, an optional bias, 16-bit and F32 (logits)
 // outputs.
 #include "kernels/cuda_test_util.h"
@@ -120,10 +120,10 @@ TEST_P(CudaLinear, GemvAndCublasShapes) {
     }
 }
 
-// swiglu_linear: one token of 16-bit weights takes the GEMV that computes the SwiGLU of its input
-// row itself; it must equal swiglu then linear on the device bit for bit (same formula and
-// rounding), and the CPU's within the usual tolerance. K % 64 != 0, K > 8192 and two tokens take
-// the two ops instead.
+// swiglu_linear: one token (two where CudaTuning::gemv_max_tokens resolves to 2) of 16-bit weights
+// takes the GEMV that computes the SwiGLU of its input row itself; it must equal swiglu then linear
+// on the device bit for bit (same formula and rounding), and the CPU's within the usual tolerance.
+// K % 64 != 0 and K > 8192 take the two ops instead.
 TEST_P(CudaLinear, SwigluFusedIntoOneTokenGemv) {
   std::mt19937 rng(111);
   int idx = 0;
@@ -162,11 +162,12 @@ TEST_P(CudaLinear, SwigluFusedIntoOneTokenGemv) {
 // linear_swiglu: one token of 16-bit gate|up weights takes the GEMV that applies the SwiGLU to its
 // products; it must equal linear then swiglu on the device bit for bit (the products rounded to
 // act first, the same formula), and the CPU's within the usual tolerance. Odd F, K % 64 != 0, two
-// tokens, an F32 output and the option switched off run nothing (false).
+// tokens at gemv_max_tokens 1, an F32 output and the option switched off run nothing (false).
 TEST_P(CudaLinear, SwigluAppliedByOneTokenGateUpGemv) {
-  CudaTuning off;
+  CudaTuning off, one;
   off.gate_up_swiglu = false;
-  std::unique_ptr<ops::Backend> g_off = make_gpu(GetParam(), off);
+  one.gemv_max_tokens = 1;
+  std::unique_ptr<ops::Backend> g_off = make_gpu(GetParam(), off), g1 = make_gpu(GetParam(), one);
   std::mt19937 rng(113);
   int idx = 0;
   for (int64_t K : {64, 96, 2048, 2560})
@@ -188,7 +189,8 @@ TEST_P(CudaLinear, SwigluAppliedByOneTokenGateUpGemv) {
         DevTensor apart = dev_alloc(*gpu, act, {T, F}), f32 = dev_alloc(*gpu, DType::F32, {T, F});
         poison(*gpu, fused.t);
         poison(*gpu, apart.t);
-        const bool ran = gpu->linear_swiglu(dx.t, L.gpu_lin, fused.t);
+        const bool ran = g1->linear_swiglu(dx.t, L.gpu_lin, fused.t);
+        settle(*g1);
         ASSERT_EQ(ran, fits && T == 1);
         EXPECT_FALSE(gpu->linear_swiglu(dx.t, L.gpu_lin, f32.t));
         EXPECT_FALSE(g_off->linear_swiglu(dx.t, L.gpu_lin, apart.t));
@@ -322,8 +324,9 @@ TEST_P(CudaLinear, FusedGemvOfTwoTokens) {
     }
 }
 
-// The backend's GEMV serves 1 token by default (cuBLASLt was faster at 2 on the H100); its
-// multi-token kernels stay reachable through CudaTuning::gemv_max_tokens and are checked here.
+// The backend's GEMV serves 1 token by default (2 on an H200; cuBLASLt was faster at 2 on the
+// H100); its multi-token kernels stay reachable through CudaTuning::gemv_max_tokens and are
+// checked here.
 TEST_P(CudaLinear, GemvUpTo8TokensWhenSwitchedOn) {
   CudaTuning t;
   t.gemv_max_tokens = 8;

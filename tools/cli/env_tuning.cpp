@@ -36,7 +36,6 @@ void apply_env_tuning(BackendOptions& o) {
   env_int("LITE_LLAMA_GEMV1_LOOP", c.gemv1_loop_blocks_per_sm);
   c.gemv1_loop_blocks_per_sm = std::max(-1, c.gemv1_loop_blocks_per_sm);
   env_int("LITE_LLAMA_GEMV1_ORDERED_PREFETCH", c.gemv1_ordered_prefetch);
-  { int v = 0; env_int("LL_GEMV1_SCATTER", v); c.gemv1_scatter = v != 0; }
   c.gemv1_ordered_prefetch = std::clamp(c.gemv1_ordered_prefetch, -1, 1);
   if (env("LITE_LLAMA_GATE_UP_SWIGLU")) c.gate_up_swiglu = !env_is("LITE_LLAMA_GATE_UP_SWIGLU", "0");
   env_int("LITE_LLAMA_QKV_ROPE_GEMV", c.qkv_rope_gemv);

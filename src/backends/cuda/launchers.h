@@ -112,7 +112,6 @@ struct Gemv1Options {
   int max_blocks = 0;
   bool ordered_prefetch = false;
   int num_sms = 0;  // with max_blocks: at most as many blocks as the GPU holds at once (0: unchecked)
-  bool scatter1 = false;  // EXPERIMENT: one token's sums by halving steps
 };
 
 // out[t, n] = sum_k x[t, k] * w[n, k] (+ bias[n]) for T <= 8 tokens; out is act or f32.

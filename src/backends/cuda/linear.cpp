@@ -42,8 +42,7 @@ void CudaLinear::run(const Tensor& x, const ops::Linear& w, Tensor out) {
   if (is_gq(w.parts[0].dtype)) return run_gq(x, w, out, T, N, K, f32);
   // For a few tokens the CUDA-core GEMV streams weights at bandwidth; with more its fp32 math
   // is the limit (8 FLOP per weight byte at 8 tokens), so tensor cores (cuBLASLt) win.
-  const int gemv_max = std::clamp(tuning_.gemv_max_tokens, 0, 8);
-  if (T <= gemv_max && K % 8 == 0) {
+  if (T <= gemv_max_tokens() && K % 8 == 0) {
     LL_CUDA(gemv(act, x.data, w.parts[0].data, bias, out.data, f32, T, N, K, N, s, pdl_ && tuning_.pdl_gemv,
                  gemv1_options()));
   } else if (f32 && bias) {
@@ -55,15 +54,23 @@ void CudaLinear::run(const Tensor& x, const ops::Linear& w, Tensor out) {
   }
 }
 
+bool CudaLinear::high_bandwidth_per_sm() const {
+  return !tensor_parallel_ && dev_.peak_bandwidth_gbs() >= kGemv1LoopMinGbsPerSm * dev_.sm_count();
+}
+
+int CudaLinear::gemv_max_tokens() const {
+  const int n = tuning_.gemv_max_tokens;
+  return n >= 0 ? std::min(n, 8) : high_bandwidth_per_sm() ? 2 : 1;
+}
+
 Gemv1Options CudaLinear::gemv1_options() const {
   int per_sm = tuning_.gemv1_loop_blocks_per_sm;
-  if (per_sm < 0)
-    per_sm = !tensor_parallel_ && dev_.peak_bandwidth_gbs() >= kGemv1LoopMinGbsPerSm * dev_.sm_count() ? 4 : 0;
-  return {per_sm * dev_.sm_count(), on_here(tuning_.gemv1_ordered_prefetch), dev_.sm_count(), tuning_.gemv1_scatter};
+  if (per_sm < 0) per_sm = high_bandwidth_per_sm() ? 4 : 0;
+  return {per_sm * dev_.sm_count(), on_here(tuning_.gemv1_ordered_prefetch), dev_.sm_count()};
 }
 
 bool CudaLinear::fused_gemv16(const ops::Linear& w, int64_t rows) const {
-  return rows >= 1 && rows <= std::min(tuning_.gemv_max_tokens, kGemv1MaxTokens) && w.parts.size() == 1 &&
+  return rows >= 1 && rows <= std::min(gemv_max_tokens(), kGemv1MaxTokens) && w.parts.size() == 1 &&
          !is_gq(w.parts[0].dtype);
 }
 

@@ -52,6 +52,10 @@ class CudaLinear {
   // rows tokens through the 16-bit GEMV of up to kGemv1MaxTokens tokens, as gemv_max_tokens allows
   // (the fused SwiGLU GEMVs' common condition).
   bool fused_gemv16(const ops::Linear& w, int64_t rows) const;
+  // One GPU with at least kGemv1LoopMinGbsPerSm of peak bandwidth an SM (an H200, not an H100).
+  bool high_bandwidth_per_sm() const;
+  // CudaTuning::gemv_max_tokens resolved (-1: 2 where high_bandwidth_per_sm, else 1).
+  int gemv_max_tokens() const;
   // How the one-token 16-bit GEMV runs: CudaTuning::gemv1_loop_blocks_per_sm an SM at most (0: a
   // block a row group; -1: by the GPU's bandwidth) and gemv1_ordered_prefetch (on by default with
   // tensor parallelism).

@@ -106,8 +106,7 @@ __device__ __forceinline__ int rope_w_row(const RopeKvArgs& a, int row0, int r) 
 // without it no weight is requested before the kernel before this one has finished (SASS of
 // every variant, nvcc 13.0); ordinary loads keep their place.
 // NT tokens: x rows of K (kSwigluIn: 2K), out rows ldo apart.
-template <typename T, typename OutT, int NT, Gemv1 kMode = Gemv1::kPlain, bool kLoop = false, bool kOrdered = false,
-          bool kScatter = false>
+template <typename T, typename OutT, int NT, Gemv1 kMode = Gemv1::kPlain, bool kLoop = false, bool kOrdered = false>
 __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict__ x, const T* __restrict__ w,
                                                             const T* __restrict__ bias, OutT* __restrict__ out,
                                                             int N, int K, int ldo, RopeKvArgs rk) {
@@ -203,7 +202,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict_
       load_w(next * kOut, c_beg + lane, streamed);  // in flight while this group's sums meet
     else
       pdl_trigger();  // the norm or RoPE + KV write after it (PDL) may be scheduled; it waits inside
-    if constexpr (NT == 1 && !kScatter) {
+    if constexpr (NT == 1) {  // (halving steps measured no faster for one token's 4 sums)
 #pragma unroll
       for (int r = 0; r < kRows1; ++r) {
         const float v = warp_sum(acc[r][0]);
@@ -274,7 +273,7 @@ bool gemv1_fits(int K) { return K % (kWarps * 8) == 0; }
 // One launch of gemv1_kernel for NT tokens of N outputs (kSwigluOut: a block writes 2 of them,
 // else 4), on at most opt.max_blocks looping blocks where that is fewer than the row groups (0: a
 // block each).
-template <typename T, typename OutT, Gemv1 kMode, int NT, bool kScatter = false>
+template <typename T, typename OutT, Gemv1 kMode, int NT>
 cudaError_t launch_gemv1_nt(const void* x, const void* w, const void* bias, void* out, int N, int K, int ldo,
                             cudaStream_t s, bool pdl, Gemv1Options opt, const RopeKvArgs& rk) {
   constexpr int kOutPerBlock = kMode == Gemv1::kSwigluOut ? kRows1 / 2 : kRows1;
@@ -286,7 +285,7 @@ cudaError_t launch_gemv1_nt(const void* x, const void* w, const void* bias, void
   };
   auto with_loop = [&](auto ordered) {
     constexpr bool kOrdered = decltype(ordered)::value;
-    auto* looping = gemv1_kernel<T, OutT, NT, kMode, true, kOrdered, kScatter>;
+    auto* looping = gemv1_kernel<T, OutT, NT, kMode, true, kOrdered>;
     int max_blocks = opt.max_blocks;
     if (max_blocks > 0 && opt.num_sms > 0) {
       // Looping blocks must all be resident: more registers hold fewer an SM.
@@ -297,7 +296,7 @@ cudaError_t launch_gemv1_nt(const void* x, const void* w, const void* bias, void
       if (per_sm > 0) max_blocks = std::min(max_blocks, per_sm * opt.num_sms);
     }
     return max_blocks > 0 && max_blocks < groups ? go(looping, max_blocks)
-                                                 : go(gemv1_kernel<T, OutT, NT, kMode, false, kOrdered, kScatter>, groups);
+                                                 : go(gemv1_kernel<T, OutT, NT, kMode, false, kOrdered>, groups);
   };
   return opt.ordered_prefetch ? with_loop(std::true_type{}) : with_loop(std::false_type{});
 }
@@ -305,8 +304,6 @@ cudaError_t launch_gemv1_nt(const void* x, const void* w, const void* bias, void
 template <typename T, typename OutT, Gemv1 kMode>
 cudaError_t launch_gemv1(const void* x, const void* w, const void* bias, void* out, int nt, int N, int K, int ldo,
                          cudaStream_t s, bool pdl, Gemv1Options opt, const RopeKvArgs& rk = {}) {
-  if (nt == 1 && opt.scatter1)
-    return launch_gemv1_nt<T, OutT, kMode, 1, true>(x, w, bias, out, N, K, ldo, s, pdl, opt, rk);
   if constexpr (kMode == Gemv1::kRopeKv) {
     if (nt != 1) return cudaErrorInvalidValue;
     return launch_gemv1_nt<T, OutT, kMode, 1>(x, w, bias, out, N, K, ldo, s, pdl, opt, rk);
