@@ -20,7 +20,8 @@ struct EngineOptions {
   int max_num_seqs = 0;           // sequences decoded together; 0 = backend default
   int max_batched_tokens = 0;     // tokens per step (decode + chunked prefill); 0 = default
   // Prompt tokens at most in a step that also decodes running requests; 0 = max_batched_tokens.
-  // Smaller chunks keep streams' inter-token gaps short beside long prompts (`serve`: 2048).
+  // Smaller chunks (2048) keep streams' inter-token gaps short beside long prompts, for some
+  // throughput (docs/benchmarks/serving.md, "Long prompts").
   int max_prefill_with_decodes = 0;
   int64_t kv_tokens = 0;          // KV pool size in tokens; 0 = sized from the above
   float gpu_memory_utilization = 0.9f;

@@ -11,9 +11,9 @@
 #   burst     Llama-3.2-1B, 64 clients, 64 prompts of 512 ids at once, 64 out: TTFT of a burst
 #   preempt   Qwen3-4B with a KV pool of 120,000 tokens, 32 clients, 64 prompts of 6,000-8,000
 #             ids, 256 out: more than the pool holds, so running requests are preempted
-# and the offline `bench` of 16 x 8,192-token prompts for reference. A case name ending in
-# +nocap (long8k+nocap) runs its server with --max-prefill-with-decodes 0: prompts take the whole
-# step budget beside decodes, as before `serve` capped them at 2,048 tokens.
+# and the offline `bench` of 16 x 8,192-token prompts for reference. A case name ending in +cap
+# (long8k+cap) runs its server with --max-prefill-with-decodes 2048: prompt chunks beside decoding
+# streams of at most 2,048 tokens (by default they take the whole step budget).
 #   tests/gpu/serve_long.sh BIN OUT_DIR [case ...]
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -46,8 +46,8 @@ client() {  # out-name [serve_bench args...]
 }
 
 for c in "${cases[@]}"; do
-  cap=(); [ "${c%+nocap}" != "$c" ] && cap=(--max-prefill-with-decodes 0)
-  case ${c%+nocap} in
+  cap=(); [ "${c%+cap}" != "$c" ] && cap=(--max-prefill-with-decodes 2048)
+  case ${c%+cap} in
     offline)
       "$BIN" bench -q -m "$CFG/llama-3.2-1b.json" --load-format dummy --batch 16 --prompt-len 8192 --gen-len 128 \
         --runs 1 --warmup 1 -c 8400 --json "$OUT/offline_llama_16x8k.json" >"$OUT/offline_llama_16x8k.txt" 2>&1 ||
@@ -69,7 +69,7 @@ for c in "${cases[@]}"; do
       client $c --concurrency 64 --num-requests 64 --prompt-len 512 512 --output-len 64 64
       stop $c ;;
     mixed*)
-      b=${c%+nocap}; flags=("${cap[@]}"); [ -n "${b#mixed}" ] && flags+=(--max-batched-tokens "${b#mixed}")
+      b=${c%+cap}; flags=("${cap[@]}"); [ -n "${b#mixed}" ] && flags+=(--max-batched-tokens "${b#mixed}")
       serve $c llama-3.2-1b "${flags[@]}"
       client ${c}_short --concurrency 32 --num-requests 96 --prompt-len 128 256 --output-len 256 256 &
       S=$!

@@ -27,8 +27,6 @@ void run_serve(ServeArgs& a) {
 
 void register_serve(CLI::App& app) {
   auto a = std::make_shared<ServeArgs>();
-  // A server's streams should not stall behind a long prompt's chunk (docs/benchmarks/serving.md).
-  a->model.engine.max_prefill_with_decodes = 2048;
   CLI::App* c = app.add_subcommand("serve", "OpenAI-compatible HTTP server (completions, chat, SSE)");
   add_model_options(c, a->model);
   server::ServerOptions& s = a->server;

@@ -35,7 +35,7 @@ void add_model_options(CLI::App* app, ModelArgs& a, bool engine_sizing) {
         ->check(CLI::Range(0, 1 << 20));
     app->add_option("--max-prefill-with-decodes", a.engine.max_prefill_with_decodes,
                     "prompt tokens at most in a step that also decodes running requests (0 = "
-                    "--max-batched-tokens): smaller keeps streams smooth beside long prompts")
+                    "--max-batched-tokens); 2048 keeps streams smooth beside long prompts")
         ->check(CLI::Range(0, 1 << 20))
         ->capture_default_str();
     app->add_option("--kv-tokens", a.engine.kv_tokens, "KV pool size in tokens (0 = auto)")
