@@ -2,9 +2,12 @@
 that hangs up mid-stream has its request cancelled."""
 import concurrent.futures as cf
 import json
+import subprocess
 import time
 
 import requests
+
+from conftest import BIN, COMMON_ARGS, Server
 
 TOPICS = ["the sea", "a robot", "winter", "coffee", "a lighthouse", "mountains", "a cat", "the moon",
           "rain", "a library", "trains", "bees", "a volcano", "autumn", "a violin", "deserts",
@@ -35,6 +38,40 @@ def test_32_concurrent_streams_equal_solo(server, client, model):
     assert m["lite_llama_requests_running"] == 0
     assert m['lite_llama_requests_total{status="ok"}'] - before['lite_llama_requests_total{status="ok"}'] == 32
     assert m["lite_llama_kv_slots_total"] > 0
+
+
+def test_capped_prompt_chunks_beside_streams_equal_solo(client, model):
+    """--max-prefill-with-decodes: two ~700-token prompts arrive while 8 short streams decode, in
+    chunks of at most 16 tokens beside them (64 with nobody decoding); every greedy reply equals the
+    shared server's (whole-budget chunks, one request at a time), every slot comes back."""
+    story = " ".join(f"Chapter {i}: the lighthouse keeper counted {i * 7} ships and wrote them down."
+                     for i in range(40))
+    long_prompts = [f"{story} Summarise chapter {n} in one sentence." for n in (3, 17)]
+    prompts = PROMPTS[:8] + long_prompts
+    solo = [client.chat.completions.create(**chat_kwargs(model, p)).choices[0].message.content for p in prompts]
+    s = Server("--max-num-seqs", "16", "--max-batched-tokens", "64", "--max-prefill-with-decodes", "16")
+    try:
+        c = s.client()
+        with cf.ThreadPoolExecutor(len(prompts)) as pool:
+            shorts = [pool.submit(stream_text, c, model, p) for p in prompts[:8]]
+            time.sleep(0.1)  # the short streams are decoding when the long prompts arrive
+            longs = [pool.submit(stream_text, c, model, p) for p in long_prompts]
+            together = [f.result() for f in shorts + longs]
+        for p, a, b in zip(prompts, solo, together):
+            assert a == b, f"{p[-40:]!r}: alone {a!r}, capped chunks {b!r}"
+        m = s.wait_idle()
+        assert m["lite_llama_kv_slots_used"] == 0
+        assert m['lite_llama_requests_total{status="ok"}'] == len(prompts)
+    finally:
+        assert s.stop() == 0, "".join(s.log)
+
+
+def test_negative_prefill_cap_is_a_one_line_error():
+    p = subprocess.run([str(BIN), "serve", *COMMON_ARGS, "--max-prefill-with-decodes", "-1"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "max-prefill-with-decodes" in lines[0], p.stderr
 
 
 def test_client_disconnect_cancels(server, model):
