@@ -31,7 +31,7 @@ const char* quant_mode_name(QuantMode m);
 struct CudaTuning {
   // Most tokens a 16-bit linear runs on the CUDA-core GEMV instead of cuBLASLt (0-8); up to 2 take
   // the GEMV with the fused SwiGLU forms (3-8 a plainer one). -1: 2 where gemv1_loop_blocks_per_sm
-  // resolves to looping blocks (an H200: batch-2 steps 2-9% faster than cuBLASLt, batch 1 equal),
+  // resolves to looping blocks (an H200: batch-2 steps 0.4-9% faster than with cuBLASLt, batch 1 equal),
   // else 1 (on an H100 the older 2-token GEMV lost to cuBLASLt; this one is not measured there).
   int gemv_max_tokens = -1;
   // Flash-decoding splits hold at least this many keys (0: the grid assumes 64 keys a split and

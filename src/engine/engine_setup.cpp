@@ -105,7 +105,7 @@ std::vector<LoadedModel> load_model(const EngineOptions& o, ModelFiles& files,
   LL_CHECK(o.max_num_seqs >= 0 && o.max_num_seqs <= 4096, "--max-num-seqs must be in 1..4096");
   m.max_seqs = o.max_num_seqs ? o.max_num_seqs : (cpu ? 16 : 256);
   LL_CHECK(o.max_batched_tokens >= 0, "--max-batched-tokens must be positive");
-  LL_CHECK(o.max_prefill_with_decodes >= 0, "--max-prefill-with-decodes must be positive");
+  LL_CHECK(o.max_prefill_with_decodes >= 0, "--max-prefill-with-decodes must be 0 or more");
   LL_CHECK(o.kv_tokens >= 0, "--kv-tokens must be positive");
   LL_CHECK(o.gpu_memory_utilization > 0 && o.gpu_memory_utilization <= 1,
            "--gpu-memory-utilization must be in (0, 1], got {}", o.gpu_memory_utilization);
