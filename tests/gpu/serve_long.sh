@@ -45,31 +45,26 @@ client() {  # out-name [serve_bench args...]
     --out "$OUT/client_$name.json" "$@" >"$OUT/client_$name.log" 2>&1
 }
 
+one() {  # config [serve_bench args...]: case $c's server (with "${flags[@]}") and one client
+  local cfg=$1; shift
+  serve $c $cfg "${flags[@]}"
+  client $c "$@"
+  stop $c
+}
+
 for c in "${cases[@]}"; do
-  cap=(); [ "${c%+cap}" != "$c" ] && cap=(--max-prefill-with-decodes 2048)
-  case ${c%+cap} in
+  b=${c%+cap}; flags=(); [ "$b" != "$c" ] && flags=(--max-prefill-with-decodes 2048)
+  case $b in
     offline)
       "$BIN" bench -q -m "$CFG/llama-3.2-1b.json" --load-format dummy --batch 16 --prompt-len 8192 --gen-len 128 \
         --runs 1 --warmup 1 -c 8400 --json "$OUT/offline_llama_16x8k.json" >"$OUT/offline_llama_16x8k.txt" 2>&1 ||
         echo "offline bench failed" ;;
-    long8k)
-      serve $c llama-3.2-1b "${cap[@]}"
-      client $c --concurrency 16 --num-requests 48 --prompt-len 7900 8192 --output-len 128 128
-      stop $c ;;
-    long32k)
-      serve $c llama-3.2-1b "${cap[@]}"
-      client $c --concurrency 4 --num-requests 8 --prompt-len 24000 32000 --output-len 64 64
-      stop $c ;;
-    lone32k)
-      serve $c llama-3.2-1b "${cap[@]}"
-      client $c --concurrency 1 --num-requests 3 --prompt-len 32768 32768 --output-len 16 16
-      stop $c ;;
-    burst)
-      serve $c llama-3.2-1b "${cap[@]}"
-      client $c --concurrency 64 --num-requests 64 --prompt-len 512 512 --output-len 64 64
-      stop $c ;;
+    long8k) one llama-3.2-1b --concurrency 16 --num-requests 48 --prompt-len 7900 8192 --output-len 128 128 ;;
+    long32k) one llama-3.2-1b --concurrency 4 --num-requests 8 --prompt-len 24000 32000 --output-len 64 64 ;;
+    lone32k) one llama-3.2-1b --concurrency 1 --num-requests 3 --prompt-len 32768 32768 --output-len 16 16 ;;
+    burst) one llama-3.2-1b --concurrency 64 --num-requests 64 --prompt-len 512 512 --output-len 64 64 ;;
     mixed*)
-      b=${c%+cap}; flags=("${cap[@]}"); [ -n "${b#mixed}" ] && flags+=(--max-batched-tokens "${b#mixed}")
+      [ -n "${b#mixed}" ] && flags+=(--max-batched-tokens "${b#mixed}")
       serve $c llama-3.2-1b "${flags[@]}"
       client ${c}_short --concurrency 32 --num-requests 96 --prompt-len 128 256 --output-len 256 256 &
       S=$!
@@ -78,9 +73,8 @@ for c in "${cases[@]}"; do
       wait $S
       stop $c ;;
     preempt)
-      serve $c qwen3-4b --kv-tokens 120000 "${cap[@]}"
-      client $c --concurrency 32 --num-requests 64 --prompt-len 6000 8000 --output-len 256 256
-      stop $c ;;
+      flags+=(--kv-tokens 120000)
+      one qwen3-4b --concurrency 32 --num-requests 64 --prompt-len 6000 8000 --output-len 256 256 ;;
     *) echo "unknown case $c" >&2 ;;
   esac
 done
