@@ -114,10 +114,10 @@ __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict_
   constexpr bool kRope = kMode == Gemv1::kRopeKv;
   static_assert(NT >= 1 && NT <= kGemv1MaxTokens && (NT == 1 || !kRope), "kRopeKv takes one token");
   constexpr int kOut = kGateUp ? kRows1 / 2 : kRows1;  // outputs a row group and token
-  // A warp's sums over its K slice, [row * NT + token]; more than 4 are reduced by halving steps
-  // (warp_reduce_scatter), padded to a power of two.
-  constexpr int kSums = kRows1 * NT, kV = kSums <= 4 ? 4 : 8;
-  __shared__ float part[kWarps][kV];
+  // A warp's sums over its K slice, [row * NT + token]; two tokens' 8 are reduced by halving steps
+  // (warp_reduce_scatter).
+  constexpr int kSums = kRows1 * NT;
+  __shared__ float part[kWarps][kSums];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int groups = (N + kOut - 1) / kOut;
   const size_t xs = kSwiglu ? 2 * size_t(K) : size_t(K);  // x's row stride
@@ -209,11 +209,11 @@ __global__ void __launch_bounds__(kWarps * 32) gemv1_kernel(const T* __restrict_
         if (lane == 0) part[warp][r] = v;
       }
     } else {
-      float v[kV];
+      float v[kSums];
 #pragma unroll
-      for (int i = 0; i < kV; ++i) v[i] = i < kSums ? acc[i / NT][i % NT] : 0.f;
-      const float sum = warp_reduce_scatter<kV>(v, lane);
-      if (lane % (32 / kV) == 0) part[warp][lane / (32 / kV)] = sum;
+      for (int i = 0; i < kSums; ++i) v[i] = acc[i / NT][i % NT];
+      const float sum = warp_reduce_scatter<kSums>(v, lane);
+      if (lane % (32 / kSums) == 0) part[warp][lane / (32 / kSums)] = sum;
     }
     __syncthreads();
     // Thread i < kOut * NT finishes output row i % kOut of token i / kOut.
