@@ -34,6 +34,13 @@ struct CudaTuning {
   // resolves to looping blocks (an H200: batch-2 steps 0.4-9% faster than with cuBLASLt, batch 1 equal),
   // else 1 (on an H100 the older 2-token GEMV lost to cuBLASLt; this one is not measured there).
   int gemv_max_tokens = -1;
+  // Before CUDA graphs are captured, each 16-bit projection's cuBLASLt algorithm for every graph
+  // batch size it runs on cuBLASLt is chosen by timing the heuristic's first 8 over the model's
+  // weights of that shape (Gemm::tune; LITE_LLAMA_GEMM_TUNE=1). H200 (docs/benchmarks/gpu.md):
+  // single products 2-12% faster on many shapes, decode steps at batch 4-64 -3.9% to +1.0%, and
+  // 0.1-1.1 s more to load. Off by default: the choice can differ between runs where candidates
+  // time within noise of each other, and with it the rounding of those products.
+  bool gemm_tune = false;
   // Flash-decoding splits hold at least this many keys (0: the grid assumes 64 keys a split and
   // a sequence spreads over all of them).
   int decode_split_keys = 16;

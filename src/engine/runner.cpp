@@ -1,9 +1,12 @@
 #include "engine/runner.h"
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
+#include <utility>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "sampling/sampler.h"
 
 namespace lite_llama {
@@ -70,6 +73,14 @@ void Runner::capture_graphs() {
   for (int b : {1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 224, 256, 320, 384, 448, 512})
     if (b <= max_seqs_) graph_sizes_.push_back(b);
   if (graph_sizes_.empty() || graph_sizes_.back() != max_seqs_) graph_sizes_.push_back(max_seqs_);
+  // The backends' timed choices for the projections at these batch sizes, before graphs fix them.
+  std::vector<std::pair<int, int>> tuned(decoders_.size());
+  const auto t0 = std::chrono::steady_clock::now();
+  ranks_.run([&](int r) { tuned[size_t(r)] = decoders_[size_t(r)]->tune_linears(graph_sizes_); });
+  if (tuned[0].first > 0)
+    LL_INFO("projections: {} products tuned ({} took another algorithm than the heuristic's first) in {:.0f} ms",
+            tuned[0].first, tuned[0].second,
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   for (int b : graph_sizes_) {
     StepShape shape;
     shape.num_tokens = shape.num_seqs = shape.num_logits = shape.num_decode_seqs = b;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <tuple>
 
 #include "core/error.h"
 
@@ -202,6 +204,28 @@ void Decoder::write_table(int32_t req_row, int32_t start_pos, const int32_t* slo
       be_.copy_to_device(d + part * chunk, h + part * chunk, size_t(c) * sizeof(int32_t));
     be_.write_slot_table(kv_->req_to_slot(), kv_->req_stride(), d, d + chunk, d + 2 * chunk, c);
   }
+}
+
+std::pair<int, int> Decoder::tune_linears(const std::vector<int>& batch_sizes) {
+  // As run() calls them: q|k|v and gate|up write activations, o and down the residual's dtype,
+  // the LM head fp32 logits (this rank's columns under tensor parallelism).
+  std::map<std::tuple<int64_t, int64_t, int, bool, int>, std::vector<const ops::Linear*>> groups;
+  auto add = [&](const ops::Linear& w, DType out) {
+    if (w.parts.size() != 1) return;
+    groups[{w.out_features, w.in_features, int(w.parts[0].dtype), w.bias.data != nullptr, int(out)}].push_back(&w);
+  };
+  for (const LayerWeights& lw : w_.layers) {
+    add(lw.qkv, be_.act_dtype());
+    add(lw.o, be_.residual_dtype());
+    if (!lw.moe) add(lw.gate_up, be_.act_dtype()), add(lw.down, be_.residual_dtype());
+  }
+  add(w_.lm_head, DType::F32);
+  std::pair<int, int> n{0, 0};
+  for (const auto& [key, same] : groups) {
+    const auto [made, changed] = be_.tune_linears(same, DType(std::get<4>(key)), batch_sizes);
+    n.first += made, n.second += changed;
+  }
+  return n;
 }
 
 Tensor Decoder::run(const StepShape& s) {

@@ -2,6 +2,8 @@
 // for the largest step (max_tokens, max_seqs); a step allocates nothing.
 #pragma once
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "model/forward_batch.h"
 #include "model/kv_cache.h"
@@ -40,6 +42,10 @@ class Decoder {
   StepShape stage(const ForwardBatch& batch);
   Tensor run(const StepShape& shape);
   Tensor forward(const ForwardBatch& batch) { return run(stage(batch)); }
+  // Before decode steps of these batch sizes are captured: lets the backend time its choices for
+  // the projections run() makes at those token counts (Backend::tune_linears), each group of
+  // layers' weights of one shape together. Returns the choices made and changed.
+  std::pair<int, int> tune_linears(const std::vector<int>& batch_sizes);
   // Writes the request-table entries of positions [start_pos, start_pos + n) of request row
   // req_row (slots[i] for position start_pos + i), outside a forward: the prefix a sequence took
   // from the prefix cache. Enqueued on the backend's stream, so the next forward sees it.

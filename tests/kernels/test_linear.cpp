@@ -412,6 +412,49 @@ TEST_P(CudaLinear, F32LogitsWithBias) {
   }
 }
 
+TEST_P(CudaLinear, TunedAlgorithmsMatchTheCpu) {
+  // Backend::tune_linears times cuBLASLt's candidates for each token count's bucket over layers of
+  // one shape and keeps the fastest; whichever it keeps (split-K or not), the products stay within
+  // the CPU's tolerance, at the tuned counts and at others of their buckets (20 and 24 share 32's).
+  // A bucket is tuned once; the GEMV's token counts are not tuned; with CudaTuning::gemm_tune off
+  // (the default) nothing is.
+  std::mt19937 rng(107);
+  {
+    Layer l;
+    build_layer(l, *gpu, *cpu, keep, rng, 256, {256}, {DType::BF16}, false, act);
+    if (HasFatalFailure()) return;
+    EXPECT_EQ(gpu->tune_linears({&l.gpu_lin}, act, {4, 8}), std::make_pair(0, 0));
+    keep.clear();
+  }
+  CudaTuning t;
+  t.gemm_tune = true;
+  gpu = make_gpu(GetParam(), t);
+  for (const bool bias : {false, true}) {
+    Layer layers[3];
+    for (Layer& l : layers) build_layer(l, *gpu, *cpu, keep, rng, 2048, {2048, 512, 512}, {DType::BF16}, bias, act);
+    if (HasFatalFailure()) return;
+    const std::vector<const ops::Linear*> same = {&layers[0].gpu_lin, &layers[1].gpu_lin, &layers[2].gpu_lin};
+    for (DType out_t : {act, DType::F32}) {
+      SCOPED_TRACE(::testing::Message() << "bias " << bias << " out " << dtype_name(out_t));
+      const auto [made, changed] = gpu->tune_linears(same, out_t, {1, 2, 4, 8, 24, 64});
+      if (bias && out_t == DType::F32) {  // an fp32 output adds its bias apart: the products tuned above
+        EXPECT_EQ(made, 0);
+      } else {
+        EXPECT_GE(made, 4);  // 4, 8, 32 and 64 on cuBLASLt; 2 too where the GEMV takes one token only
+        EXPECT_LE(made, 5);
+      }
+      EXPECT_LE(changed, made);
+      EXPECT_EQ(gpu->tune_linears(same, out_t, {4, 8, 24, 64}), std::make_pair(0, 0));
+    }
+    for (int64_t T : {4, 8, 20, 24, 64})
+      for (const Layer& l : layers) {
+        SCOPED_TRACE(::testing::Message() << "bias " << bias << " T " << T);
+        check_T(*gpu, *cpu, l, rng, T, act, act_tol(act), f32_tol(), true);
+      }
+    keep.clear();
+  }
+}
+
 TEST_P(CudaLinear, RepeatedCallsReuseCachedPlans) {
   // The cuBLASLt plan cache is keyed by shape and shares one descriptor per key; the bias
   // pointer is set on it per call. Layers of one shape with different biases (and one without),

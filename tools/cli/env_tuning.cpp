@@ -21,6 +21,7 @@ void env_int(const char* name, int& field) {
 void apply_env_tuning(BackendOptions& o) {
   CudaTuning& c = o.cuda;
   env_int("LITE_LLAMA_GEMV_MAX", c.gemv_max_tokens);
+  if (env("LITE_LLAMA_GEMM_TUNE")) c.gemm_tune = !env_is("LITE_LLAMA_GEMM_TUNE", "0");
   env_int("LITE_LLAMA_DECODE_SPLIT_KEYS", c.decode_split_keys);
   env_int("LITE_LLAMA_DECODE_STAGES", c.decode_stages);
   if (env("LITE_LLAMA_DECODE_MAX_CARVEOUT")) c.decode_max_carveout = !env_is("LITE_LLAMA_DECODE_MAX_CARVEOUT", "0");

@@ -325,6 +325,10 @@ class CudaBackend final : public ops::Backend {
     }
   }
 
+  std::pair<int, int> tune_linears(const std::vector<const ops::Linear*>& same, DType out_dtype,
+                                   const std::vector<int>& token_counts) override {
+    return linear_.tune(same, out_dtype, token_counts);
+  }
   bool supports_graphs() const override { return true; }
   int capture_graph(const std::function<void()>& fn) override { return graphs_.capture(fn); }
   void replay_graph(int id) override { graphs_.replay(id); }

@@ -1,5 +1,7 @@
 #include "backends/cuda/gemm.h"
 
+#include <algorithm>
+
 #include "backends/cuda/cuda_check.h"
 
 namespace lite_llama::cuda {
@@ -13,6 +15,15 @@ int bucket_tokens(int T) {
   if (T <= 1024) return (T + 31) / 32 * 32;
   return (T + 255) / 256 * 256;
 }
+
+// Gemm::tune: the heuristic's candidates timed, the replays timed a candidate, the smallest gain
+// over the first that picks another (below it, timing noise could flip the choice), and the
+// extent of a timed pass.
+constexpr int kTuneCandidates = 8;
+constexpr int kTuneReps = 3;
+constexpr double kTuneMinGain = 0.03;
+constexpr size_t kTunePassBytes = size_t(256) << 20;
+constexpr int kTunePassCalls = 64;
 
 }  // namespace
 
@@ -35,9 +46,7 @@ Gemm::~Gemm() {
 // Row-major out[T, N] is column-major out^T [N, T] = W (col-major [K, N], transposed) x x^T
 // (col-major [K, T]): so A = W with op T, B = x with op N, m = N, n = T, k = K. This "TN" form is
 // also the one cuBLASLt's FP8 kernels require.
-Gemm::Plan* Gemm::plan(const Key& key) {
-  if (auto it = plans_.find(key); it != plans_.end()) return &it->second;
-  if (unsupported_.count(key)) return nullptr;
+Gemm::Plan Gemm::describe(const Key& key) {
   const auto [act_i, out_f32, bias, T, N, K, ldo, ldw] = key;
   const bool fp8 = ldw > 0;
   Plan p;
@@ -67,21 +76,35 @@ Gemm::Plan* Gemm::plan(const Key& key) {
   LL_CUBLAS(cublasLtMatrixLayoutCreate(&p.a, in, K, N, fp8 ? ldw : K));
   LL_CUBLAS(cublasLtMatrixLayoutCreate(&p.b, in, K, T, K));
   LL_CUBLAS(cublasLtMatrixLayoutCreate(&p.c, outt, N, T, ldo));
-  auto drop = [&] {
-    cublasLtMatrixLayoutDestroy(p.a);
-    cublasLtMatrixLayoutDestroy(p.b);
-    cublasLtMatrixLayoutDestroy(p.c);
-    cublasLtMatmulDescDestroy(p.op);
-  };
+  return p;
+}
+
+void Gemm::destroy(Plan& p) {
+  cublasLtMatrixLayoutDestroy(p.a);
+  cublasLtMatrixLayoutDestroy(p.b);
+  cublasLtMatrixLayoutDestroy(p.c);
+  cublasLtMatmulDescDestroy(p.op);
+}
+
+Gemm::Plan* Gemm::plan(const Key& key) {
+  if (auto it = plans_.find(key); it != plans_.end()) return &it->second;
+  if (unsupported_.count(key)) return nullptr;
+  Plan p = describe(key);
   Key bucket = key;
-  std::get<3>(bucket) = bucket_tokens(T);
-  const cublasLtMatmulAlgo_t* algo = heuristic(bucket, p.op, p.a);
-  cublasLtMatmulHeuristicResult_t check{};
-  if (algo && std::get<3>(bucket) != T &&
-      cublasLtMatmulAlgoCheck(handle_, p.op, p.a, p.b, p.c, p.c, algo, &check) != CUBLAS_STATUS_SUCCESS)
-    algo = heuristic(key, p.op, p.a);  // the bucket's algorithm does not fit this exact shape
+  std::get<3>(bucket) = bucket_tokens(std::get<3>(key));
+  const cublasLtMatmulAlgo_t* algo = nullptr;
+  if (bucket == key) {
+    algo = heuristic(key, p);
+  } else {  // the bucket's algorithm, asked with the bucket's token count
+    Plan bp = describe(bucket);
+    algo = heuristic(bucket, bp);
+    destroy(bp);
+    cublasLtMatmulHeuristicResult_t check{};
+    if (algo && cublasLtMatmulAlgoCheck(handle_, p.op, p.a, p.b, p.c, p.c, algo, &check) != CUBLAS_STATUS_SUCCESS)
+      algo = heuristic(key, p);  // the bucket's algorithm does not fit this exact shape
+  }
   if (!algo) {
-    drop();
+    destroy(p);
     unsupported_[key] = true;
     return nullptr;
   }
@@ -89,29 +112,117 @@ Gemm::Plan* Gemm::plan(const Key& key) {
   return &plans_.emplace(key, p).first->second;
 }
 
-const cublasLtMatmulAlgo_t* Gemm::heuristic(const Key& key, cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t a) {
-  if (auto it = algos_.find(key); it != algos_.end()) return &it->second;
-  if (no_algo_.count(key)) return nullptr;
-  const auto [act_i, out_f32, bias, T, N, K, ldo, ldw] = key;
-  const cudaDataType_t act = act_i == int(Act::BF16) ? CUDA_R_16BF : CUDA_R_16F;
-  cublasLtMatrixLayout_t b = nullptr, c = nullptr;
-  LL_CUBLAS(cublasLtMatrixLayoutCreate(&b, ldw > 0 ? CUDA_R_8F_E4M3 : act, K, T, K));
-  LL_CUBLAS(cublasLtMatrixLayoutCreate(&c, out_f32 ? CUDA_R_32F : act, N, T, ldo));
+std::vector<cublasLtMatmulHeuristicResult_t> Gemm::candidates(const Key& key, const Plan& p, int n) {
   cublasLtMatmulPreference_t pref;
   LL_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
   LL_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                  &workspace_bytes_, sizeof(workspace_bytes_)));
-  cublasLtMatmulHeuristicResult_t res{};
+  std::vector<cublasLtMatmulHeuristicResult_t> res(static_cast<size_t>(n));
   int found = 0;
-  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle_, op, a, b, c, c, pref, 1, &res, &found);
+  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle_, p.op, p.a, p.b, p.c, p.c, pref, n, res.data(), &found);
   cublasLtMatmulPreferenceDestroy(pref);
-  cublasLtMatrixLayoutDestroy(b);
-  cublasLtMatrixLayoutDestroy(c);
-  if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
+  res.resize(st == CUBLAS_STATUS_SUCCESS ? size_t(found) : 0);
+  std::erase_if(res, [](const cublasLtMatmulHeuristicResult_t& r) { return r.state != CUBLAS_STATUS_SUCCESS; });
+  return res;
+}
+
+const cublasLtMatmulAlgo_t* Gemm::heuristic(const Key& key, const Plan& p) {
+  if (auto it = algos_.find(key); it != algos_.end()) return &it->second;
+  if (no_algo_.count(key)) return nullptr;
+  const auto res = candidates(key, p, 1);
+  if (res.empty()) {
     no_algo_[key] = true;
     return nullptr;
   }
-  return &algos_.emplace(key, res.algo).first->second;
+  return &algos_.emplace(key, res[0].algo).first->second;
+}
+
+GemmTuneResult Gemm::tune(Act act, bool out_f32, const void* bias, int T, int N, int K,
+                          const std::vector<const void*>& weights, cudaStream_t s) {
+  GemmTuneResult r;
+  const Key key{int(act), out_f32, bias != nullptr, bucket_tokens(T), N, K, N, 0};
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  LL_CUDA(cudaStreamIsCapturing(s, &capturing));
+  if (weights.empty() || capturing != cudaStreamCaptureStatusNone || algos_.count(key) || no_algo_.count(key))
+    return r;
+  for (const auto& [k, p] : plans_) {
+    Key b = k;
+    std::get<3>(b) = bucket_tokens(std::get<3>(k));
+    if (b == key) return r;  // a plan of this bucket is in use already: keep its algorithm
+  }
+  const int Tb = std::get<3>(key);
+  Plan p = describe(key);
+  const auto cand = candidates(key, p, kTuneCandidates);
+  r.candidates = int(cand.size());
+  if (cand.empty()) {
+    destroy(p);
+    no_algo_[key] = true;
+    return r;
+  }
+  // One pass: the weights in turn, repeated up to kTunePassBytes (or kTunePassCalls calls), so that
+  // small matrices are read from memory, as in a step, not from the L2.
+  const size_t w_bytes = size_t(N) * size_t(K) * 2;
+  int calls = int(weights.size());
+  while (size_t(calls) * w_bytes < kTunePassBytes && calls < kTunePassCalls) calls += int(weights.size());
+  void* x = nullptr;
+  void* out = nullptr;
+  LL_CUDA(cudaMalloc(&x, size_t(Tb) * size_t(K) * 2));
+  LL_CUDA(cudaMalloc(&out, size_t(Tb) * size_t(N) * (out_f32 ? 4 : 2)));
+  LL_CUDA(cudaMemsetAsync(x, 0, size_t(Tb) * size_t(K) * 2, s));
+  if (bias) LL_CUBLAS(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+  cudaEvent_t e0, e1;
+  LL_CUDA(cudaEventCreate(&e0));
+  LL_CUDA(cudaEventCreate(&e1));
+  std::vector<double> us(cand.size(), 0.0);
+  const float alpha = 1.f, beta = 0.f;
+  for (size_t i = 0; i < cand.size(); ++i) {
+    // The pass as a CUDA graph, as a step replays it: no host launch gaps in the time.
+    cudaGraph_t g = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    LL_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    bool ok = true;
+    for (int c = 0; c < calls && ok; ++c)
+      ok = cublasLtMatmul(handle_, p.op, &alpha, weights[size_t(c) % weights.size()], p.a, x, p.b, &beta, out, p.c,
+                          out, p.c, &cand[i].algo, workspace_, workspace_bytes_, s) == CUBLAS_STATUS_SUCCESS;
+    ok = cudaStreamEndCapture(s, &g) == cudaSuccess && ok && cudaGraphInstantiate(&exec, g, 0) == cudaSuccess;
+    if (g) cudaGraphDestroy(g);
+    if (!ok) {
+      cudaGetLastError();  // a candidate that did not run here leaves no error behind
+      us[i] = 1e30;  // not usable here
+      continue;
+    }
+    std::vector<float> ms;
+    for (int rep = 0; rep < 1 + kTuneReps; ++rep) {  // the first replay warms up
+      LL_CUDA(cudaEventRecord(e0, s));
+      LL_CUDA(cudaGraphLaunch(exec, s));
+      LL_CUDA(cudaEventRecord(e1, s));
+      LL_CUDA(cudaEventSynchronize(e1));
+      float t = 0;
+      LL_CUDA(cudaEventElapsedTime(&t, e0, e1));
+      if (rep > 0) ms.push_back(t);
+    }
+    cudaGraphExecDestroy(exec);
+    std::sort(ms.begin(), ms.end());
+    us[i] = 1e3 * ms[ms.size() / 2];
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaFree(x);
+  cudaFree(out);
+  destroy(p);
+  size_t best = 0;
+  for (size_t i = 1; i < cand.size(); ++i)
+    if (us[i] < us[best]) best = i;
+  if (best != 0 && us[best] > us[0] * (1.0 - kTuneMinGain)) best = 0;  // within the noise: the heuristic's
+  if (us[best] >= 1e30) {  // no candidate ran: leave the bucket to the plain heuristic
+    r.candidates = 0;
+    return r;
+  }
+  algos_.emplace(key, cand[best].algo);
+  r.chosen = int(best);
+  r.first_us = us[0];
+  r.chosen_us = us[best];
+  return r;
 }
 
 void Gemm::run(Act act, const void* x, const void* w, const void* bias, void* out, bool out_f32, int T,

@@ -10,10 +10,18 @@
 
 #include <map>
 #include <tuple>
+#include <vector>
 
 #include "backends/cuda/launchers.h"
 
 namespace lite_llama::cuda {
+
+// What Gemm::tune measured for one token-count bucket: cuBLASLt's candidates, the one kept (0 = the
+// heuristic's first) and the microseconds of a pass over the weights with the first and the kept.
+struct GemmTuneResult {
+  int candidates = 0, chosen = 0;
+  double first_us = 0, chosen_us = 0;
+};
 
 class Gemm {
  public:
@@ -32,6 +40,14 @@ class Gemm {
   bool run_fp8(Act act, const void* xq, const float* x_scale, const void* w, int ldw, const float* w_scale,
                const void* bias, void* out, bool out_f32, int T, int N, int K, cudaStream_t s, int ldo = 0);
 
+  // At load, outside stream capture: times the heuristic's first kTuneCandidates algorithms for
+  // out[T, N] = x W^T (+ bias) over `weights` (matrices of one shape, rotated so that a pass reads
+  // more than the L2 holds) and keeps for T's bucket the fastest where it beats the first by
+  // kTuneMinGain; a later run() of that bucket uses it. Scratch inputs and outputs; ldo = N. A
+  // bucket already tuned or planned is left as it is.
+  GemmTuneResult tune(Act act, bool out_f32, const void* bias, int T, int N, int K,
+                      const std::vector<const void*>& weights, cudaStream_t s);
+
  private:
   struct Plan {
     cublasLtMatmulDesc_t op = nullptr;
@@ -42,8 +58,14 @@ class Gemm {
   using Key = std::tuple<int, bool, bool, int, int, int, int, int>;
   // nullptr where cuBLASLt offers no algorithm (remembered, so it is asked once per shape)
   Plan* plan(const Key& key);
+  // The descriptors of `key`'s product (the plan without its algorithm); destroy() frees them.
+  Plan describe(const Key& key);
+  static void destroy(Plan& p);
+  // The heuristic's first `n` algorithms for `key` with its token count as given (fewer or none
+  // where it has no more).
+  std::vector<cublasLtMatmulHeuristicResult_t> candidates(const Key& key, const Plan& p, int n);
   // The heuristic's algorithm for `key` with its token count as given; nullptr where none.
-  const cublasLtMatmulAlgo_t* heuristic(const Key& key, cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t a);
+  const cublasLtMatmulAlgo_t* heuristic(const Key& key, const Plan& p);
   // The product with a plan: bias pointer (when there is one), then cublasLtMatmul.
   void matmul(Plan& p, const void* x, const void* w, const void* bias, void* out, cudaStream_t s);
 

@@ -54,6 +54,24 @@ void CudaLinear::run(const Tensor& x, const ops::Linear& w, Tensor out) {
   }
 }
 
+std::pair<int, int> CudaLinear::tune(const std::vector<const ops::Linear*>& same, DType out_dtype,
+                                     const std::vector<int>& token_counts) {
+  std::pair<int, int> n{0, 0};
+  if (!tuning_.gemm_tune || same.empty() || is_gq(same[0]->parts[0].dtype)) return n;
+  const ops::Linear& w0 = *same[0];
+  const int N = int(w0.out_features), K = int(w0.in_features);
+  const bool f32 = out_dtype == DType::F32;
+  const void* bias = f32 ? nullptr : w0.bias.data;  // as run(): an fp32 output adds its bias apart
+  std::vector<const void*> weights;
+  for (const ops::Linear* w : same) weights.push_back(w->parts[0].data);
+  for (int T : token_counts) {
+    if (T < 1 || (T <= gemv_max_tokens() && K % 8 == 0)) continue;  // the GEMV's, as run() decides
+    const GemmTuneResult r = gemm_.tune(dev_.act(), f32, bias, T, N, K, weights, dev_.stream());
+    if (r.candidates > 0) ++n.first, n.second += r.chosen != 0;
+  }
+  return n;
+}
+
 bool CudaLinear::high_bandwidth_per_sm() const {
   return !tensor_parallel_ && dev_.peak_bandwidth_gbs() >= kGemv1LoopMinGbsPerSm * dev_.sm_count();
 }

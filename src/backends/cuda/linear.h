@@ -3,6 +3,8 @@
 // the int8 form of an activation that a producer wrote for the quantised decode GEMV).
 #pragma once
 #include <algorithm>
+#include <utility>
+#include <vector>
 #include "backends/cuda/device.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/launchers.h"
@@ -32,6 +34,13 @@ class CudaLinear {
   // where rope_store_fits (a.qkv unused).
   bool rope_store_fits(const Tensor& x, const ops::Linear& qkv, const RopeKvArgs& a) const;
   void run_rope_store(const Tensor& x, const ops::Linear& qkv, const RopeKvArgs& a);
+
+  // At load, before CUDA graphs are captured: cuBLASLt's algorithm for each token count in
+  // `token_counts` that this layer runs on cuBLASLt, timed over `same` (16-bit weights of one
+  // shape, whose outputs are out_dtype) where CudaTuning::gemm_tune (Gemm::tune). Returns the
+  // buckets tuned and, of them, those whose algorithm changed.
+  std::pair<int, int> tune(const std::vector<const ops::Linear*>& same, DType out_dtype,
+                           const std::vector<int>& token_counts);
 
   // A GQ weight of format f was prepared: allocates the scratch buffers its kernels use (at load,
   // never inside a step).
