@@ -237,14 +237,14 @@ class Backend {
   virtual void set_profiling(bool on) {}
   virtual std::vector<ProfileEntry> profile_report() { return {}; }
 
-  // CUDA graphs: record what `fn` enqueues once, replay it later with new data in the same
-  // buffers. Backends without graphs report false and are run eagerly.
   // Before graphs are captured: the backend may time its choices for the projections `same` (one
   // shape; outputs of out_dtype) at these token counts. Returns the choices made and changed.
   virtual std::pair<int, int> tune_linears(const std::vector<const Linear*>& same, DType out_dtype,
                                            const std::vector<int>& token_counts) {
     return {0, 0};
   }
+  // CUDA graphs: record what `fn` enqueues once, replay it later with new data in the same
+  // buffers. Backends without graphs report false and are run eagerly.
   virtual bool supports_graphs() const { return false; }
   virtual int capture_graph(const std::function<void()>& fn) { return -1; }
   virtual void replay_graph(int id) {}
