@@ -112,7 +112,7 @@ Gemm::Plan* Gemm::plan(const Key& key) {
   return &plans_.emplace(key, p).first->second;
 }
 
-std::vector<cublasLtMatmulHeuristicResult_t> Gemm::candidates(const Key& key, const Plan& p, int n) {
+std::vector<cublasLtMatmulHeuristicResult_t> Gemm::candidates(const Plan& p, int n) {
   cublasLtMatmulPreference_t pref;
   LL_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
   LL_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
@@ -129,7 +129,7 @@ std::vector<cublasLtMatmulHeuristicResult_t> Gemm::candidates(const Key& key, co
 const cublasLtMatmulAlgo_t* Gemm::heuristic(const Key& key, const Plan& p) {
   if (auto it = algos_.find(key); it != algos_.end()) return &it->second;
   if (no_algo_.count(key)) return nullptr;
-  const auto res = candidates(key, p, 1);
+  const auto res = candidates(p, 1);
   if (res.empty()) {
     no_algo_[key] = true;
     return nullptr;
@@ -152,7 +152,7 @@ GemmTuneResult Gemm::tune(Act act, bool out_f32, const void* bias, int T, int N,
   }
   const int Tb = std::get<3>(key);
   Plan p = describe(key);
-  const auto cand = candidates(key, p, kTuneCandidates);
+  const auto cand = candidates(p, kTuneCandidates);
   r.candidates = int(cand.size());
   if (cand.empty()) {
     destroy(p);

@@ -61,9 +61,9 @@ class Gemm {
   // The descriptors of `key`'s product (the plan without its algorithm); destroy() frees them.
   Plan describe(const Key& key);
   static void destroy(Plan& p);
-  // The heuristic's first `n` algorithms for `key` with its token count as given (fewer or none
+  // The heuristic's first `n` algorithms for the product `p` describes (fewer or none
   // where it has no more).
-  std::vector<cublasLtMatmulHeuristicResult_t> candidates(const Key& key, const Plan& p, int n);
+  std::vector<cublasLtMatmulHeuristicResult_t> candidates(const Plan& p, int n);
   // The heuristic's algorithm for `key` with its token count as given; nullptr where none.
   const cublasLtMatmulAlgo_t* heuristic(const Key& key, const Plan& p);
   // The product with a plan: bias pointer (when there is one), then cublasLtMatmul.
