@@ -42,7 +42,7 @@ void CudaLinear::run(const Tensor& x, const ops::Linear& w, Tensor out) {
   if (is_gq(w.parts[0].dtype)) return run_gq(x, w, out, T, N, K, f32);
   // For a few tokens the CUDA-core GEMV streams weights at bandwidth; with more its fp32 math
   // is the limit (8 FLOP per weight byte at 8 tokens), so tensor cores (cuBLASLt) win.
-  if (T <= gemv_max_tokens() && K % 8 == 0) {
+  if (takes_gemv(T, K)) {
     LL_CUDA(gemv(act, x.data, w.parts[0].data, bias, out.data, f32, T, N, K, N, s, pdl_ && tuning_.pdl_gemv,
                  gemv1_options()));
   } else if (f32 && bias) {
@@ -65,7 +65,7 @@ std::pair<int, int> CudaLinear::tune(const std::vector<const ops::Linear*>& same
   std::vector<const void*> weights;
   for (const ops::Linear* w : same) weights.push_back(w->parts[0].data);
   for (int T : token_counts) {
-    if (T < 1 || (T <= gemv_max_tokens() && K % 8 == 0)) continue;  // the GEMV's, as run() decides
+    if (T < 1 || takes_gemv(T, K)) continue;
     const GemmTuneResult r = gemm_.tune(dev_.act(), f32, bias, T, N, K, weights, dev_.stream());
     if (r.candidates > 0) ++n.first, n.second += r.chosen != 0;
   }

@@ -65,6 +65,8 @@ class CudaLinear {
   bool high_bandwidth_per_sm() const;
   // CudaTuning::gemv_max_tokens resolved (-1: 2 where high_bandwidth_per_sm, else 1).
   int gemv_max_tokens() const;
+  // T tokens of a 16-bit linear with K inputs run on the GEMV, not cuBLASLt (run() and tune()).
+  bool takes_gemv(int T, int K) const { return T <= gemv_max_tokens() && K % 8 == 0; }
   // How the one-token 16-bit GEMV runs: CudaTuning::gemv1_loop_blocks_per_sm an SM at most (0: a
   // block a row group; -1: by the GPU's bandwidth) and gemv1_ordered_prefetch (on by default with
   // tensor parallelism).
