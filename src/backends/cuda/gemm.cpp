@@ -94,14 +94,12 @@ Gemm::Plan* Gemm::plan(const Key& key) {
   std::get<3>(bucket) = bucket_tokens(std::get<3>(key));
   const cublasLtMatmulAlgo_t* algo = nullptr;
   if (bucket == key) {
-    algo = heuristic(key, p);
+    algo = heuristic(key, &p);
   } else {  // the bucket's algorithm, asked with the bucket's token count
-    Plan bp = describe(bucket);
-    algo = heuristic(bucket, bp);
-    destroy(bp);
+    algo = heuristic(bucket, nullptr);
     cublasLtMatmulHeuristicResult_t check{};
     if (algo && cublasLtMatmulAlgoCheck(handle_, p.op, p.a, p.b, p.c, p.c, algo, &check) != CUBLAS_STATUS_SUCCESS)
-      algo = heuristic(key, p);  // the bucket's algorithm does not fit this exact shape
+      algo = heuristic(key, &p);  // the bucket's algorithm does not fit this exact shape
   }
   if (!algo) {
     destroy(p);
@@ -126,10 +124,13 @@ std::vector<cublasLtMatmulHeuristicResult_t> Gemm::candidates(const Plan& p, int
   return res;
 }
 
-const cublasLtMatmulAlgo_t* Gemm::heuristic(const Key& key, const Plan& p) {
+const cublasLtMatmulAlgo_t* Gemm::heuristic(const Key& key, const Plan* p) {
   if (auto it = algos_.find(key); it != algos_.end()) return &it->second;
   if (no_algo_.count(key)) return nullptr;
-  const auto res = candidates(p, 1);
+  Plan own;
+  if (!p) own = describe(key);
+  const auto res = candidates(p ? *p : own, 1);
+  if (!p) destroy(own);
   if (res.empty()) {
     no_algo_[key] = true;
     return nullptr;

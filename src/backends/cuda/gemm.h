@@ -64,8 +64,9 @@ class Gemm {
   // The heuristic's first `n` algorithms for the product `p` describes (fewer or none
   // where it has no more).
   std::vector<cublasLtMatmulHeuristicResult_t> candidates(const Plan& p, int n);
-  // The heuristic's algorithm for `key` with its token count as given; nullptr where none.
-  const cublasLtMatmulAlgo_t* heuristic(const Key& key, const Plan& p);
+  // The heuristic's algorithm for `key` with its token count as given, asked with `p` (nullptr:
+  // descriptors made for the question, where no answer is cached); nullptr where none.
+  const cublasLtMatmulAlgo_t* heuristic(const Key& key, const Plan* p);
   // The product with a plan: bias pointer (when there is one), then cublasLtMatmul.
   void matmul(Plan& p, const void* x, const void* w, const void* bias, void* out, cudaStream_t s);
 
