@@ -239,16 +239,17 @@ int main(int argc, char** argv) {
   if (argc >= 6 && std::strcmp(argv[1], "--timeline") == 0) {
     const int D = std::atoi(argv[2]), B = std::atoi(argv[3]), ctx = std::atoi(argv[4]);
     const int given = argc >= 7 ? std::atoi(argv[6]) : 0;
-    decode_timeline(D, B, ctx, std::atoi(argv[5]) != 0, given > 0 ? given : decode_splits(B, 8, D, ctx, sms, 16),
-                    argc >= 8 ? std::atoi(argv[7]) : decode_stages(B, 8, D, sms, 4), sms);
+    const int stages = argc >= 8 ? std::atoi(argv[7]) : decode_stages(B, 8, D, sms, 4);
+    decode_timeline(D, B, ctx, std::atoi(argv[5]) != 0, given > 0 ? given : decode_splits(B, 8, D, ctx, sms, 16, stages),
+                    stages, sms);
     return 0;
   }
 #endif
   if (argc >= 5 && std::strcmp(argv[1], "--decode") == 0) {
     const int D = std::atoi(argv[2]), B = std::atoi(argv[3]), ctx = std::atoi(argv[4]);
     const int given = argc >= 6 ? std::atoi(argv[5]) : 0;
-    const int splits = given > 0 ? given : decode_splits(B, 8, D, ctx, sms, 16);
-    const int stages = argc >= 7 ? std::atoi(argv[6]) : 4;
+    const int stages = argc >= 7 ? std::atoi(argv[6]) : decode_stages(B, 8, D, sms, 4);
+    const int splits = given > 0 ? given : decode_splits(B, 8, D, ctx, sms, 16, stages);
     const bool pdl = argc >= 8 && std::atoi(argv[7]) != 0;
     const bool carveout = argc < 9 || std::atoi(argv[8]) != 0;
     const double us = decode_us(D, B, ctx, 32, 8, splits, sms, 20, stages, pdl, carveout);
@@ -313,8 +314,8 @@ int main(int argc, char** argv) {
     for (int D : {64, 128})
       for (int ctx : ctxs)
         for (int B : {1, 4, 16, 64}) {
-          const int splits = decode_splits(B, Hkv, D, ctx, sms, 16);
           const int stages = decode_stages(B, Hkv, D, sms, 4);  // as the engine picks them
+          const int splits = decode_splits(B, Hkv, D, ctx, sms, 16, stages);
           const double ms = decode_us(D, B, ctx, Hq, Hkv, splits, sms, quick ? 10 : 40, stages, pdl) / 1e3;
           const double gbs = kv_bytes(D, B, ctx, Hkv) / ms / 1e6;
           std::printf("{\"kernel\": \"%s\", \"D\": %d, \"Hq\": %d, \"Hkv\": %d, \"batch\": %d, "

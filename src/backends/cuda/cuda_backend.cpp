@@ -202,11 +202,10 @@ class CudaBackend final : public ops::Backend {
       ProfileScope ps(prof_, "attention decode", stream());
       a.num_seqs = nd;
       a.max_q_len = 1;
-      const int splits = decode_splits(nd, num_kv_heads, head_dim, m.max_seq_len, dev_.sm_count(), split_keys());
+      const int stages = decode_stages(nd, num_kv_heads, head_dim, dev_.sm_count(), tuning_.decode_stages);
+      const int splits = decode_splits(nd, num_kv_heads, head_dim, m.max_seq_len, dev_.sm_count(), split_keys(), stages);
       LL_CUDA(attention_decode(act(), a, splits, split_keys(), static_cast<float*>(m.workspace), stream(),
-                               pdl(tuning_.pdl_attention),
-                               decode_stages(nd, num_kv_heads, head_dim, dev_.sm_count(), tuning_.decode_stages),
-                               tuning_.decode_max_carveout));
+                               pdl(tuning_.pdl_attention), stages, tuning_.decode_max_carveout));
     }
     if (m.num_seqs > nd) {
       a.b_q_start = m.b_q_start + nd;

@@ -298,17 +298,19 @@ int prefill_splits(const AttnArgs& a, int num_tokens, int num_sms, int max_rows,
                    bool wgmma_split = false);
 // Flash-decoding for q_len == 1 sequences: split-KV partitions then a log-sum-exp merge.
 // `partial` holds num_seqs * Hq * splits * (D + 2) floats. min_keys: the floor of keys a split,
-// the same for both calls. decode_splits sizes the grid (<= 64 splits, about one wave of blocks) for up to max_seq_len keys
-// at >= min_keys keys a split (64 when 0); at run time a sequence's splits hold >= min_keys keys
-// each (0: its keys spread over all splits).
-int decode_splits(int num_seqs, int Hkv, int head_dim, int max_seq_len, int num_sms, int min_keys);
+// the same for both calls. decode_splits sizes the grid (<= 64 splits, about one wave of blocks at
+// the ring's `stages`, decode_stages) for up to max_seq_len keys at >= min_keys keys a split (64
+// when 0); at run time a sequence's splits hold >= min_keys keys each (0: its keys spread over all
+// splits).
+int decode_splits(int num_seqs, int Hkv, int head_dim, int max_seq_len, int num_sms, int min_keys, int stages);
 // Bytes of `partial` that any batch of up to max_seqs decodes needs (decode_splits' worst case).
 size_t decode_workspace_bytes(int max_seqs, int num_heads, int head_dim, int num_sms);
 // Rows (token x split) a head that decode_workspace_bytes holds for any max_seqs >= 1: the bound
 // for prefill_splits.
 int workspace_rows_per_head(int head_dim, int num_sms);
-// The K/V ring stages attention_decode should take for a batch: `stages` (CudaTuning::decode_stages)
-// where the batch's blocks fit one wave and are split to fill it, else 3.
+// The K/V ring stages attention_decode should take for a batch, which decode_splits sizes its wave
+// by: at D 64 `stages` (CudaTuning::decode_stages, 4) where three-stage blocks could not fill a wave
+// (batch 1), else 3.
 int decode_stages(int num_seqs, int Hkv, int head_dim, int num_sms, int stages);
 // pdl: launched with programmatic dependent launch (sm_90+, pdl.cuh) after the RoPE + KV write,
 // whose new keys and queries it reads only after pdl_wait().

@@ -37,12 +37,16 @@ template <int D, int S>
 constexpr size_t decode_smem_bytes() {
   return KvPipe<__half, D, S>::smem_bytes();
 }
-// Blocks of the three-stage kernel an SM holds (shared memory bound); splits fill one wave.
-constexpr int blocks_per_sm(int D) { return D <= 64 ? 3 : 2; }
+// Blocks of the split kernel an SM holds (shared memory bound); splits fill one wave. D 64: three
+// with four stages (three tiles in flight a block: CudaTuning::decode_stages), four with three.
+// D 128 always takes three.
+constexpr int blocks_per_sm(int D, int stages) { return D <= 64 ? (stages >= 4 ? 3 : 4) : 2; }
 // sm_90: 228 KiB of shared memory an SM, 1 KiB of it reserved per block.
-// Split D 64 may take four stages (three tiles in flight a block: CudaTuning::decode_stages).
-static_assert((decode_smem_bytes<64, 4>() + 1024) * blocks_per_sm(64) <= 228 * 1024 &&
-              (decode_smem_bytes<128, 3>() + 1024) * blocks_per_sm(128) <= 228 * 1024);
+static_assert((decode_smem_bytes<64, 4>() + 1024) * blocks_per_sm(64, 4) <= 228 * 1024 &&
+              (decode_smem_bytes<64, 3>() + 1024) * blocks_per_sm(64, 3) <= 228 * 1024 &&
+              (decode_smem_bytes<128, 3>() + 1024) * blocks_per_sm(128, 3) <= 228 * 1024);
+// The most split blocks an SM holds at any stage count: the workspace's bound.
+constexpr int max_blocks_per_sm(int D) { return blocks_per_sm(D, 3); }
 
 // The warps' combine reuses the ring: maxima, sums and O rows of D + 8 floats.
 static_assert(kWarps * 16 * (2 + 64 + 8) * 4 <= decode_smem_bytes<64, 2>() &&
@@ -241,12 +245,16 @@ cudaError_t launch(const AttnArgs& a, int splits, int min_keys, float* partial, 
 
 }  // namespace
 
-int decode_splits(int num_seqs, int Hkv, int head_dim, int max_seq_len, int num_sms, int min_keys) {
-  // Blocks that fit one wave: split into exactly that many. Past one wave, about four waves, so
-  // the last, partial wave idles at most a quarter of the time (H100, batch 64, D 128, 32k keys:
-  // one split of 512 blocks ran at 0.84 of copy bandwidth, two splits at 0.95).
-  const int blocks = std::max(1, num_seqs * Hkv), wave = blocks_per_sm(head_dim) * num_sms;
-  int splits = blocks <= wave ? wave / blocks : (4 * wave + blocks - 1) / blocks;
+int decode_splits(int num_seqs, int Hkv, int head_dim, int max_seq_len, int num_sms, int min_keys, int stages) {
+  // Blocks that fit one wave: split into exactly that many. Past one wave, about four waves of
+  // three blocks an SM at D 64, so the last, partial wave idles at most a quarter of the time (H100,
+  // batch 64, D 128, 32k keys: one split of 512 blocks ran at 0.84 of copy bandwidth, two splits at
+  // 0.95). Waves of four three-stage blocks an SM gained nothing here (H200, D 64, 8k keys: batch
+  // 256 in 2 splits 1.11 ms against 1.05 in 1, batch 128 in 3 splits 549 us against 555 in 2; the
+  // 1- and 2-split calls without PDL).
+  const int blocks = std::max(1, num_seqs * Hkv), wave = blocks_per_sm(head_dim, stages) * num_sms;
+  const int waves4 = 4 * blocks_per_sm(head_dim, 4) * num_sms;
+  int splits = blocks <= wave ? wave / blocks : (waves4 + blocks - 1) / blocks;
   const int grid_keys = min_keys > 0 ? min_keys : 64;  // no floor: the grid still assumes 64 keys a split
   splits = std::min(splits, std::max(1, (max_seq_len + grid_keys - 1) / grid_keys));
   return std::max(1, std::min(splits, kMaxSplits));
@@ -254,17 +262,25 @@ int decode_splits(int num_seqs, int Hkv, int head_dim, int max_seq_len, int num_
 
 size_t decode_workspace_bytes(int max_seqs, int num_heads, int head_dim, int num_sms) {
   // decode_splits: B * splits <= max(wave / Hkv, B * (4 wave / (B Hkv) + 1)) <= 4 wave + B.
-  const size_t rows = size_t(2 * max_seqs + 4 * blocks_per_sm(head_dim) * num_sms) * size_t(num_heads);
+  const size_t rows = size_t(2 * max_seqs + 4 * max_blocks_per_sm(head_dim) * num_sms) * size_t(num_heads);
   return rows * size_t(head_dim + 2) * sizeof(float);
 }
 
-int workspace_rows_per_head(int head_dim, int num_sms) { return 4 * blocks_per_sm(head_dim) * num_sms; }
+// The bound prefill_splits plans with (four-stage waves at D 64, as before the three-stage waves):
+// decode_workspace_bytes holds at least this.
+int workspace_rows_per_head(int head_dim, int num_sms) { return 4 * blocks_per_sm(head_dim, 4) * num_sms; }
 
-// Four stages pay where few blocks each stream long splits (H100, Llama-3.2-1B, 32k, batch 1:
-// step 1.576 -> 1.538 ms); a batch of several waves has short splits and lost with them
-// (batch 64, 384-token context: 1.903 -> 1.978 ms).
+// D 64 takes four stages (`stages`, CudaTuning::decode_stages) only where blocks of three could not
+// fill a wave within kMaxSplits splits a sequence (batch 1 at 8 KV heads on 132 SMs): four stages
+// paid for a few long splits (H100, Llama-3.2-1B at 32k, batch 1: step 1.576 -> 1.538 ms). Elsewhere
+// a wave of four three-stage blocks an SM reads faster than one of three four-stage blocks (H200,
+// attention-bench, D 64 at 8k / 32k keys: batch 4 16 splits 21.6 / 69.5 us against 12 splits 22.3
+// / 70.4; batch 16 4 splits 69.7 / 262.9 against 3 splits 71.0 / 269.5; batch 32 2 splits 136.4 /
+// 522.3 against 1 split 154.6 / 599.0; batch 64 1 split 261.1 / 1029.7 against 4 splits 269.0 /
+// 1053.5). D 128 always takes three.
 int decode_stages(int num_seqs, int Hkv, int head_dim, int num_sms, int stages) {
-  return std::max(1, num_seqs * Hkv) <= blocks_per_sm(head_dim) * num_sms ? stages : 3;
+  const int blocks = std::max(1, num_seqs * Hkv);
+  return head_dim <= 64 && stages >= 4 && blocks * kMaxSplits < blocks_per_sm(64, 3) * num_sms ? 4 : 3;
 }
 
 cudaError_t attention_decode(Act act, const AttnArgs& a, int splits, int min_keys, float* partial,
