@@ -138,6 +138,7 @@ void Generation::take(int i, std::optional<RequestOutput> o, std::string& out) {
                                                                 "server_error")));
     return;
   }
+  tokens_so_far_ += int64_t(o->tokens.size());
   if (o->finished && o->finish_reason == FinishReason::Error) {
     // The grammar left no token to continue with: the client's constraint cannot be met.
     grammar_error_ = o->error;

@@ -58,7 +58,9 @@ class Generation {
   int status() const { return status_; }
   const std::string& body() const { return body_; }
   int64_t prompt_tokens() const { return usage_.prompt_tokens; }
-  int64_t completion_tokens() const { return usage_.completion_tokens; }
+  // The usage count once every choice finished; before that (a cancelled request's log line) the
+  // tokens generated so far.
+  int64_t completion_tokens() const { return all_finished_ ? usage_.completion_tokens : tokens_so_far_; }
   GenerationStamps& stamps() { return stamps_; }
   // The engine's stamps of the first choice.
   RequestStream::Times engine_times() const { return streams_.at(0)->times(); }
@@ -83,6 +85,7 @@ class Generation {
   std::string error_;
   bool stream_ = false, include_usage_ = false, started_ = false, all_finished_ = false;
   Usage usage_;
+  int64_t tokens_so_far_ = 0;
   int status_ = 200;
   std::string body_;
   GenerationStamps stamps_;

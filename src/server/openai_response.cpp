@@ -143,7 +143,9 @@ json response_json(const ResponseMeta& m, const std::vector<ChoiceResult>& choic
       choice["text"] = c.text;
     }
     choice["logprobs"] = std::move(lp);
-    choice["finish_reason"] = c.extra.called_tools ? json("tool_calls") : finish_json(c.finish);
+    // Calls parsed from an answer max_tokens cut short keep "length": there may have been more.
+    choice["finish_reason"] =
+        c.extra.called_tools && c.finish != FinishReason::Length ? json("tool_calls") : finish_json(c.finish);
     cs.push_back(std::move(choice));
   }
   out["choices"] = std::move(cs);
@@ -175,7 +177,9 @@ json chunk_json(const ResponseMeta& m, int index, const std::string& text,
   if (m.logprobs && !logprobs.empty())
     lp = chat ? chat_logprobs(logprobs, text_of) : completion_logprobs(logprobs, text_of, text_offset);
   choice["logprobs"] = std::move(lp);
-  choice["finish_reason"] = finish && extra && extra->called_tools ? json("tool_calls") : finish_json(finish);
+  choice["finish_reason"] = finish && *finish != FinishReason::Length && extra && extra->called_tools
+                                ? json("tool_calls")
+                                : finish_json(finish);
   out["choices"] = json::array({std::move(choice)});
   if (include_usage) out["usage"] = nullptr;
   return out;

@@ -1,5 +1,6 @@
 #include "server/server.h"
 
+#include <cctype>
 #include <signal.h>
 
 #include <atomic>
@@ -191,8 +192,11 @@ class HttpServer final : public HttpHandler {
 
   bool authorized(const HttpRequest& req) const {
     const std::string& h = req.authorization;
-    const std::string prefix = "Bearer ";
-    if (h.size() < prefix.size() || h.compare(0, prefix.size(), prefix) != 0) return false;
+    // The scheme is case-insensitive (RFC 7235): "bearer KEY" is as good as "Bearer KEY".
+    constexpr std::string_view prefix = "bearer ";
+    if (h.size() < prefix.size()) return false;
+    for (size_t i = 0; i < prefix.size(); ++i)
+      if (std::tolower(static_cast<unsigned char>(h[i])) != prefix[i]) return false;
     return same_key(h.substr(prefix.size()), opts_.api_key);
   }
 

@@ -69,6 +69,9 @@ std::optional<std::vector<ToolCall>> parse_hermes(std::string_view text, const s
     const size_t body = i + kCallOpen.size();
     auto c = call_from(ojson::parse(text.substr(body, body_end - body), nullptr, false), ToolFormat::Hermes, {});
     (void)names;  // Hermes blocks are explicit: a call to an undeclared name still reports it
+    // A last call cut short mid-JSON after whole ones: the whole ones are the answer (its
+    // markup would otherwise end up in the content).
+    if (!c && end == std::string_view::npos && !calls.empty()) break;
     if (!c) return std::nullopt;
     calls.push_back(std::move(*c));
     i = end == std::string_view::npos ? text.size() : end + kCallClose.size();

@@ -12,7 +12,9 @@ using ojson = nlohmann::ordered_json;
 }  // namespace
 
 void parse_tools(std::string_view body, const nlohmann::json& j, OpenAIRequest& r) {
-  const bool has_tools = j.contains("tools") && !j["tools"].is_null();
+  // An empty list is no tools, as null is (some clients always send the field).
+  const bool has_tools =
+      j.contains("tools") && !j["tools"].is_null() && !(j["tools"].is_array() && j["tools"].empty());
   if (j.contains("parallel_tool_calls") && !j["parallel_tool_calls"].is_null()) {
     if (!j["parallel_tool_calls"].is_boolean()) bad("parallel_tool_calls", "'parallel_tool_calls' must be a boolean");
     r.parallel_tool_calls = j["parallel_tool_calls"].get<bool>();

@@ -114,12 +114,45 @@ def test_tool_choice_none_and_auto_answer_text(server):
       "tool_choice": "required"}, "tools", "uniqueItems"),
     ({"tool_choice": "required", "response_format": {"type": "json_object"}}, "tool_choice", "both constrain"),
     ({"tools": None, "tool_choice": "required"}, "tool_choice", "needs 'tools'"),
+    ({"tools": [], "tool_choice": "required"}, "tool_choice", "needs 'tools'"),
+    ({"tools": [], "tool_choice": "auto"}, "tool_choice", "needs 'tools'"),
+    ({"tools": [], "tool_choice": {"type": "function", "function": {"name": "f"}}}, "tool_choice", "needs 'tools'"),
 ])
 def test_bad_tool_requests_are_400(server, extra, param, needle):
     r = post(server, extra)
     assert r.status_code == 400, r.text
     err = r.json()["error"]
     assert err["param"] == param and needle in err["message"], err
+
+
+def test_calls_before_a_cut_one_are_kept(server):
+    # Parallel calls under `required`: the tiny model repeats calls until max_tokens cuts one.
+    # The whole calls before the cut come back as tool_calls, none of their markup as content,
+    # and the finish reason stays "length".
+    cut = 0
+    for max_tokens in (60, 90):
+        r = post(server, {"tool_choice": "required", "max_tokens": max_tokens, "n": 3, "seed": 3, "temperature": 1})
+        assert r.status_code == 200, r.text
+        for c in r.json()["choices"]:
+            msg = c["message"]
+            if c["finish_reason"] == "length" and msg.get("tool_calls"):
+                cut += 1
+                assert "<tool_call>" not in (msg.get("content") or ""), msg
+                for call in msg["tool_calls"]:
+                    jsonschema.validate(json.loads(call["function"]["arguments"]), SCHEMAS[call["function"]["name"]])
+            elif msg.get("tool_calls"):
+                assert c["finish_reason"] == "tool_calls", c
+    assert cut > 0, "no answer was cut after a whole call"
+
+
+def test_empty_tools_list_is_no_tools(server):
+    for choice in (None, "none"):
+        body = {"tools": [], "max_tokens": 5}
+        if choice:
+            body["tool_choice"] = choice
+        r = post(server, body)
+        assert r.status_code == 200, r.text
+        assert "tool_calls" not in r.json()["choices"][0]["message"]
 
 
 def test_tools_on_completions_are_400(server):

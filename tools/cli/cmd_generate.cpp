@@ -27,8 +27,18 @@ struct Result {
   std::vector<int32_t> tokens;
   int prompt_tokens = 0;
   FinishReason reason = FinishReason::None;
+  std::string error;  // why it ended with FinishReason::Error
   double t_first = -1, t_last = 0;
 };
+
+// A generation that ended in an error (a grammar with no way on, ...) fails the command after
+// its partial output: one line, non-zero exit.
+void fail_on_errors(const std::vector<Result>& results) {
+  for (size_t i = 0; i < results.size(); ++i)
+    if (results[i].reason == FinishReason::Error)
+      fail("generation{} ended with an error: {}", results.size() > 1 ? " " + std::to_string(i) : std::string(),
+           results[i].error);
+}
 
 std::vector<std::string> collect_prompts(const GenerateArgs& a) {
   std::vector<std::string> out = a.prompts;
@@ -78,7 +88,7 @@ void run_generate(GenerateArgs& a) {
         std::fputs(o.text.c_str(), stdout);
         std::fflush(stdout);
       }
-      if (o.finished) r.reason = o.finish_reason;
+      if (o.finished) r.reason = o.finish_reason, r.error = o.error;
     }
   }
   const double total = now_ms() - t0;
@@ -108,6 +118,8 @@ void run_generate(GenerateArgs& a) {
       j["tokens_per_s"] = double(gen) * 1000.0 / total;
     }
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    std::fflush(stdout);
+    fail_on_errors(results);
     return;
   }
   if (stream) {
@@ -125,6 +137,8 @@ void run_generate(GenerateArgs& a) {
                  "generated in %.0f ms (%.1f tok/s overall, %.1f tok/s decode of the first)\n",
                  results.size(), r0.prompt_tokens, r0.t_first, gen, total,
                  double(gen) * 1000.0 / total, decode_tps(r0));
+  std::fflush(stdout);
+  fail_on_errors(results);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // `lite-llama score`: teacher-forced log-probabilities and perplexity of token sequences or text.
 #include <nlohmann/json.hpp>
 
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -30,7 +31,12 @@ void run_score(ScoreArgs& a) {
     LL_CHECK(j.is_array(), "--tokens: '{}' must hold a JSON list of token-id lists", a.tokens_file);
     for (const auto& s : j) {
       LL_CHECK(s.is_array(), "--tokens: every entry must be a list of token ids");
-      seqs.push_back(s.get<std::vector<int32_t>>());
+      std::vector<int32_t>& ids = seqs.emplace_back();
+      for (const auto& t : s) {  // get<int32_t>() would truncate 1.5 and wrap 2^40
+        LL_CHECK(t.is_number_integer() && t.get<int64_t>() >= 0 && t.get<int64_t>() <= INT32_MAX,
+                 "--tokens: token ids must be non-negative integers, got {}", t.dump());
+        ids.push_back(int32_t(t.get<int64_t>()));
+      }
     }
   } else {
     std::ifstream in(a.text_file);

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <charconv>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -88,7 +89,7 @@ void add_sampling_options(CLI::App* app, SamplingArgs& s, int default_max_tokens
   app->add_option("--repeat-penalty,--repetition-penalty", p.repetition_penalty, "1 = off");
   app->add_option("--presence-penalty", p.presence_penalty, "0 = off");
   app->add_option("--frequency-penalty", p.frequency_penalty, "0 = off");
-  app->add_option("-s,--seed", s.seed, "RNG seed (same seed, same output)");
+  app->add_option("-s,--seed", s.seed, "RNG seed, 0 to 2^64 - 1 (same seed, same output)");
   app->add_option("--stop", s.stop, "stop string (repeatable)");
   app->add_flag("--ignore-eos", p.ignore_eos, "keep generating past end-of-sequence tokens");
   app->add_option("--grammar", s.grammar_file, "GBNF grammar file the output must follow");
@@ -98,7 +99,14 @@ void add_sampling_options(CLI::App* app, SamplingArgs& s, int default_max_tokens
 
 SamplingParams SamplingArgs::resolve() const {
   SamplingParams p = params;
-  if (seed >= 0) p.seed = uint64_t(seed);
+  if (!seed.empty()) {
+    // Parsed here: CLI11 clamps an integer too large for the option's type without a word.
+    uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(seed.data(), seed.data() + seed.size(), v);
+    LL_CHECK(ec == std::errc() && end == seed.data() + seed.size(),
+             "--seed must be an integer from 0 to 18446744073709551615, got '{}'", seed);
+    p.seed = v;
+  }
   p.stop = stop;
   auto read = [](const std::string& path, const char* flag) {
     std::ifstream in(path, std::ios::binary);

@@ -19,7 +19,7 @@ struct ModelArgs {
 
 struct SamplingArgs {
   SamplingParams params;
-  int64_t seed = -1;
+  std::string seed;  // as given: parsed by resolve() into 0 .. 2^64 - 1 (none: a random seed)
   std::vector<std::string> stop;
   std::string grammar_file, json_schema_file, regex;  // constrained decoding (one at most)
   SamplingParams resolve() const;  // validated; the constraint compiled to GBNF

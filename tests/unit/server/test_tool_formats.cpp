@@ -174,3 +174,20 @@ TEST(ToolFormats, TextThatIsNoCallStaysContent) {
   EXPECT_EQ(calls[1].arguments, R"({"city":"Oslo"})");
   EXPECT_EQ(calls[0].id.rfind("call_", 0), 0u);
 }
+
+// A Hermes answer cut by max_tokens inside a later call: the whole calls before it are the
+// answer and no markup is left in the content; a cut inside the only call stays content.
+TEST(ToolFormats, HermesCallsBeforeACutOneAreKept) {
+  const std::string one = "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>";
+  const std::string cut = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"ci";
+  for (size_t step : {1, 7, 1000}) {
+    std::string content;
+    const auto calls = parse_streamed(ToolFormat::Hermes, one + "\n" + one + "\n" + cut, step, content);
+    EXPECT_EQ(content, "") << step;
+    ASSERT_EQ(calls.size(), 2u) << step;
+    EXPECT_EQ(calls[1].name, "get_time");
+    const auto alone = parse_streamed(ToolFormat::Hermes, cut, step, content);
+    EXPECT_TRUE(alone.empty());
+    EXPECT_EQ(content, cut) << step;
+  }
+}

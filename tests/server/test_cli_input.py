@@ -1,0 +1,52 @@
+"""The CLI's answers to careless input: a value out of range or of the wrong kind is a one-line
+error and exit status 2, never a silent clamp or truncation, and a generation that ends in an
+error fails the command after its partial output."""
+import json
+import re
+import subprocess
+
+import pytest
+
+from conftest import BIN, COMMON_ARGS
+
+
+def run(*args, timeout=300):
+    return subprocess.run([str(BIN), *args], capture_output=True, text=True, timeout=timeout)
+
+
+def one_line_error(p, needle):
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and needle in lines[0], p.stderr
+
+
+@pytest.mark.parametrize("seed", ["99999999999999999999999", "18446744073709551616", "-5", "1.5", "0x10"])
+def test_seed_out_of_range_is_an_error(seed):
+    one_line_error(run("generate", *COMMON_ARGS, "-p", "hi", "-n", "2", "-q", "--seed", seed), "--seed")
+
+
+def test_largest_seed_is_taken():
+    outs = [run("generate", *COMMON_ARGS, "-p", "hi", "-n", "6", "--temp", "1", "-q", "--seed", s)
+            for s in ("18446744073709551615", "18446744073709551615", "9223372036854775807")]
+    assert all(p.returncode == 0 for p in outs), [p.stderr for p in outs]
+    assert outs[0].stdout == outs[1].stdout  # the same seed, the same draw
+
+
+@pytest.mark.parametrize("ids", ["[[1.5, 2]]", "[[1, -3]]", "[[4294967297]]", '[["a"]]', "[[true]]"])
+def test_score_token_ids_must_be_integers(tmp_path, ids):
+    f = tmp_path / "tokens.json"
+    f.write_text(ids)
+    one_line_error(run("score", *COMMON_ARGS, "--tokens", str(f), "-q"), "--tokens")
+
+
+def test_generation_error_fails_the_command():
+    # A regex of nested repetitions (exponentially ambiguous): refused up front, or followed to
+    # the end; never a partial answer with finish_reason "error" and exit status 0.
+    rx = "(.{0,99}){0,99}"
+    p = run("generate", *COMMON_ARGS, "--chat", "-p", "x", "-n", "12", "--temp", "0", "--regex", rx, "--json", "-q")
+    if p.returncode == 0:
+        out = json.loads(p.stdout)
+        assert out["finish_reason"] != "error", out
+        assert re.fullmatch(rx, out["text"], re.S), out
+    else:
+        one_line_error(p, "")
