@@ -167,6 +167,10 @@ void HttpSession::read_error(error_code ec) {
   if (closed_) return;
   if (timed_out_) return fail(408, "the request did not arrive in time");
   if (ec == http::error::body_limit) return fail(413, "the request body is too large");
+  // A body that ended before its Content-Length with the connection half-closed: the client
+  // may still read the answer (a reset makes the write fail, and the session closes).
+  if (ec == http::error::partial_message && phase_ == Phase::Body)
+    return fail(400, "the request body ended before its Content-Length");
   // The peer closed or reset: nobody to answer. A request cut short is logged.
   const bool parse_error = ec.category() == make_error_code(http::error::bad_method).category();
   if (ec == http::error::partial_message || !parse_error) {

@@ -64,6 +64,14 @@ def test_malformed_answered_at_once(server, raw, status):
     assert got == status and took < 0.1, (got, took)
 
 
+def test_body_cut_short_is_400(server):
+    # The client sends less than its Content-Length and half-closes: it can still read a 400.
+    raw = b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"prompt\": "
+    got, took = raw_request(server.port, raw, shut_write=True)
+    assert got == 400 and took < 1.0, (got, took)
+    assert requests.get(server.url + "/health", timeout=5).status_code == 200
+
+
 @pytest.fixture(scope="module")
 def strict_server():
     """Short read timeout, so that slow clients are cut off within the test."""
