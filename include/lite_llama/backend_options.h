@@ -98,9 +98,10 @@ struct CudaTuning {
   // With pdl: decode attention starts beside the RoPE + KV write on the keys of earlier steps,
   // and its merge beside it.
   bool pdl_attention = true;
-  // K/V ring stages of split decode attention at head dim 64 where a batch's blocks fit one wave:
-  // 4 keeps three tiles in flight a block (the query tile moved into the ring so that three
-  // blocks still fit an SM), 3 two. Larger batches always take 3.
+  // K/V ring stages of split decode attention at head dim 64: 4 keeps three tiles in flight a
+  // block (the query tile moved into the ring so that three blocks still fit an SM), and is taken
+  // only where three-stage blocks (four an SM) could not fill a wave within 64 splits a sequence
+  // (batch 1 at 8 KV heads); 3 (two tiles in flight) everywhere else, and everywhere when set to 3.
   int decode_stages = 4;
   // The split decode kernel and its merge ask for the largest shared-memory carveout. An SM runs
   // blocks of one L1 / shared split at a time: merge blocks at the default (evidently smaller)
