@@ -1,5 +1,6 @@
 #include "grammar/json_schema.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <functional>
@@ -99,14 +100,16 @@ class SchemaCompiler {
         }
       return ref(s["$ref"], depth);
     }
-    if (s.contains("const")) return lit(s["const"].dump());
-    if (s.contains("enum")) {
-      if (!s["enum"].is_array() || s["enum"].empty()) error("'enum' must be a non-empty array");
-      std::string out;
-      for (const auto& v : s["enum"]) out += (out.empty() ? "" : " | ") + lit(v.dump());
-      return "(" + out + ")";
+    if (s.contains("const") || s.contains("enum")) return enumerated(s, depth);
+    if (s.contains("allOf")) {
+      // Keywords beside allOf are one more of its schemas.
+      const json& list = s["allOf"];
+      if (!list.is_array() || list.empty()) error("'allOf' must be a non-empty array");
+      json all = json::array({s});
+      all[0].erase("allOf");
+      for (const auto& sub : list) all.push_back(sub);
+      return visit(merge_all_of(all, deref_), name, depth + 1);
     }
-    if (s.contains("allOf")) return visit(merge_all_of(s["allOf"], deref_), name, depth + 1);
     for (const char* key : {"anyOf", "oneOf"}) {
       if (!s.contains(key)) continue;
       // Keywords beside anyOf apply to every alternative: {"allOf": [rest, {"anyOf": ...}]}.
@@ -146,6 +149,73 @@ class SchemaCompiler {
                           "uniqueItems"})
       if (s.contains(k)) error(std::string("'") + k + "' needs a 'type'");
     return "json-value";
+  }
+
+  // enum / const: the listed values that the schema's other keywords admit. Those keywords are
+  // compiled alone and each value's JSON text is run through that grammar, so a value passes
+  // exactly when the compiler would have written it (an object's keys in the order the grammar
+  // writes them, a number without exponent where bounds apply); none passing is an error.
+  std::string enumerated(const json& s, int depth) {
+    json values = listed_values(s);
+    json rest = s;
+    rest.erase("enum");
+    rest.erase("const");
+    for (const auto& k : kAnnotations) rest.erase(k);
+    if (!rest.empty()) {
+      // Untyped, each keyword binds the values of its type only (minLength: strings).
+      if (!rest.contains("type")) rest["type"] = types_of(values);
+      SchemaCompiler sub(root_, "");
+      sub.parts_ = parts_;
+      const std::string body = sub.visit(rest, "enum", depth + 1);
+      parts_ = sub.parts_;
+      std::string text = "root ::= " + body + "\n";
+      for (const auto& r : sub.rules_) text += r;
+      const Grammar g = compile_gbnf(text + kPrimitives);
+      json kept = json::array();
+      for (const auto& v : values)
+        if (literal_admitted(g, v)) kept.push_back(v);
+      if (kept.empty()) error("no 'enum' / 'const' value satisfies the schema's other keywords: they admit no value");
+      values = std::move(kept);
+    }
+    std::string out;
+    for (const auto& v : values) out += (out.empty() ? "" : " | ") + lit(v.dump());
+    return "(" + out + ")";
+  }
+
+  // The values of enum, of const, or of both (the const when the enum lists it).
+  static json listed_values(const json& s) {
+    if (s.contains("enum") && (!s["enum"].is_array() || s["enum"].empty()))
+      error("'enum' must be a non-empty array");
+    if (!s.contains("const")) return s["enum"];
+    if (s.contains("enum") && std::find(s["enum"].begin(), s["enum"].end(), s["const"]) == s["enum"].end())
+      error("'const' is not among the 'enum' values: they admit no value");
+    return json::array({s["const"]});
+  }
+
+  // The JSON Schema types of the values, each once.
+  static json types_of(const json& values) {
+    json out = json::array();
+    for (const auto& v : values) {
+      const char* t = v.is_null() ? "null" : v.is_boolean() ? "boolean" : v.is_number_float() ? "number"
+                      : v.is_number() ? "integer" : v.is_string() ? "string" : v.is_array() ? "array" : "object";
+      if (std::find(out.begin(), out.end(), json(t)) == out.end()) out.push_back(t);
+    }
+    return out;
+  }
+
+  // `v` written as JSON is a sentence of g; a whole float (1.0) is an integer in JSON Schema, so
+  // its integer spelling counts too (the value is still written as given).
+  static bool literal_admitted(const Grammar& g, const json& v) {
+    std::vector<std::string> texts{v.dump()};
+    if (v.is_number_float()) {
+      const double d = v.get<double>();
+      if (d == std::floor(d) && std::fabs(d) <= double(kIntLimit)) texts.push_back(std::to_string(int64_t(d)));
+    }
+    for (const auto& t : texts) {
+      Matcher m(g);
+      if (m.accept_bytes(t) && m.can_end()) return true;
+    }
+    return false;
   }
 
   // The schema a $ref points to (#, #/$defs/<key>, #/definitions/<key>).
@@ -236,29 +306,47 @@ class SchemaCompiler {
     if (s.contains("pattern")) {
       if (s.contains("minLength") || s.contains("maxLength"))
         error("'pattern' with 'minLength' / 'maxLength' is not supported");
+      if (s.contains("format")) error("'pattern' with 'format' is not supported");
       if (!s["pattern"].is_string()) error("'pattern' must be a string");
       RegexOptions o;
       o.json_string = o.search = true;
       return "\"\\\"\" " + regex_to_gbnf(s["pattern"].get<std::string>(), o) + " \"\\\"\"";
     }
-    if (s.contains("format")) {
-      const std::string f = s["format"].is_string() ? s["format"].get<std::string>() : "";
-      static const std::map<std::string, std::string> formats = {
-          {"date", "[0-9]{4} \"-\" (\"0\" [1-9] | \"1\" [0-2]) \"-\" ([0-2] [0-9] | \"3\" [01])"},
-          {"time", "([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9] \":\" [0-5] [0-9] (\".\" [0-9]{1,6})? (\"Z\" | [+-] [0-2] [0-9] \":\" [0-5] [0-9])"},
-          {"uuid", "[0-9a-fA-F]{8} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{12}"}};
-      if (f == "date-time")
-        return "\"\\\"\" " + formats.at("date") + " \"T\" " + formats.at("time") + " \"\\\"\"";
-      auto it = formats.find(f);
-      if (it == formats.end()) error("unsupported string format '" + s["format"].dump() + "'");
-      return "\"\\\"\" " + it->second + " \"\\\"\"";
-    }
+    if (s.contains("format")) return format_schema(s);
     const int64_t lo = count(s, "minLength", 0), hi = count(s, "maxLength", -1);
     if (hi >= 0 && hi < lo) error("'maxLength' is below 'minLength'");
     if (lo > 2000 || hi > 2000) error("'minLength' / 'maxLength' above 2000 are not supported");
     if (lo == 0 && hi < 0) return "json-string";
     (void)name;
     return "\"\\\"\" json-char{" + std::to_string(lo) + "," + (hi < 0 ? "" : std::to_string(hi)) + "} \"\\\"\"";
+  }
+
+  // A string of a supported format. Lengths are kept only where every string of the format
+  // already fits them (a uuid with maxLength 36): cutting the format's grammar to a length is
+  // not supported.
+  std::string format_schema(const json& s) {
+    struct Format {
+      std::string body;
+      int64_t shortest, longest;  // characters
+    };
+    const std::string date = "[0-9]{4} \"-\" (\"0\" [1-9] | \"1\" [0-2]) \"-\" ([0-2] [0-9] | \"3\" [01])";
+    const std::string time =
+        "([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9] \":\" [0-5] [0-9] (\".\" [0-9]{1,6})? "
+        "(\"Z\" | [+-] [0-2] [0-9] \":\" [0-5] [0-9])";
+    const std::map<std::string, Format> formats = {
+        {"date", {date, 10, 10}},
+        {"time", {time, 9, 21}},
+        {"date-time", {date + " \"T\" " + time, 20, 32}},
+        {"uuid", {"[0-9a-fA-F]{8} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{12}", 36, 36}}};
+    const std::string f = s["format"].is_string() ? s["format"].get<std::string>() : "";
+    auto it = formats.find(f);
+    if (it == formats.end()) error("unsupported string format '" + s["format"].dump() + "'");
+    const int64_t lo = count(s, "minLength", 0), hi = count(s, "maxLength", -1);
+    if (lo > it->second.shortest || (hi >= 0 && hi < it->second.longest))
+      error("'format' with 'minLength' / 'maxLength' is not supported (unless every '" + f +
+            "' string fits them: " + std::to_string(it->second.shortest) + " to " +
+            std::to_string(it->second.longest) + " characters)");
+    return "\"\\\"\" " + it->second.body + " \"\\\"\"";
   }
 
   std::string integer_schema(const json& s, const std::string& name) {

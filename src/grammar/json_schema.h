@@ -2,9 +2,12 @@
 // list), properties, required, additionalProperties (boolean or schema), patternProperties (one
 // pattern, closed objects), maxProperties, minProperties <= 1 and propertyNames (objects of
 // extra keys only), items, prefixItems, minItems, maxItems, uniqueItems (false, or with
-// maxItems <= 1), enum, const, anyOf, oneOf (as anyOf), allOf (merged: json_schema_merge.h),
-// $ref to #, #/$defs/... or #/definitions/... (siblings apply too), string minLength /
-// maxLength / pattern / format (date, time, date-time, uuid), integer minimum / maximum /
+// maxItems <= 1), enum and const (their values that the schema's other keywords admit too, as
+// the compiler writes them: an object's keys in the grammar's order, no exponent under bounds),
+// anyOf, oneOf (as anyOf), allOf (merged: json_schema_merge.h; siblings apply too), $ref to #,
+// #/$defs/... or #/definitions/... (siblings apply too), string minLength / maxLength / pattern /
+// format (date, time, date-time, uuid; pattern alone, format with lengths only where every
+// string of the format fits them), integer minimum / maximum /
 // exclusive bounds / multipleOf, number bounds that are whole numbers (the number is then
 // written without exponent), and the annotations (title, description, default, examples, ...).
 // Any other keyword is an error naming it: a schema is never silently loosened.

@@ -126,6 +126,14 @@ json merge_flat(const std::vector<json>& subs) {
     out["enum"] = enum_values;
   }
   if (!items.empty()) out["items"] = items.size() == 1 ? items[0] : json{{"allOf", items}};
+  // `items` of a schema without prefixItems binds every item, the prefix's too; merged beside
+  // another schema's prefixItems it would bind only the items after them.
+  bool prefixed = false, unprefixed_items = false;
+  for (const json& s : subs) {
+    prefixed = prefixed || (s.contains("prefixItems") && !s["prefixItems"].empty());
+    unprefixed_items = unprefixed_items || (s.contains("items") && !s.contains("prefixItems"));
+  }
+  if (prefixed && unprefixed_items) error("'allOf' with 'items' beside another schema's 'prefixItems' is not supported");
   // Properties: a key declared anywhere must satisfy, in each schema, its declared schema there,
   // else that schema's additionalProperties (false: the key is not allowed at all).
   std::vector<std::string> keys;

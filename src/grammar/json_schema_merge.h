@@ -1,7 +1,8 @@
 // allOf for the JSON Schema compiler: the schemas of an allOf merged into one schema that admits
 // exactly the values all of them admit, for the keywords whose intersection is again a schema
 // (type, properties with required and additionalProperties, bounds, lengths, counts, enum and
-// const, items, anyOf / oneOf distributed over the rest). Anything else is an error naming it.
+// const, items (not beside another schema's prefixItems), anyOf / oneOf distributed over the
+// rest). Anything else is an error naming it.
 #pragma once
 #include <functional>
 #include <nlohmann/json.hpp>

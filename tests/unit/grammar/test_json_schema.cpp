@@ -110,6 +110,57 @@ TEST(JsonSchema, UnsupportedKeywordsAreNamed) {
   EXPECT_EQ(schema_error({{"type", "object"}, {"title", "T"}, {"description", "d"}}), "");
 }
 
+TEST(JsonSchema, EnumAndConstKeepOnlyWhatTheOtherKeywordsAdmit) {
+  // The admitted values themselves are checked against jsonschema in the fixture; here, the
+  // refusals when none is left, and the spellings that still pass.
+  EXPECT_NE(schema_error({{"type", "integer"}, {"const", "abc"}}).find("admit no value"), std::string::npos);
+  EXPECT_NE(schema_error({{"type", "string"}, {"enum", {1, 2}}}).find("admit no value"), std::string::npos);
+  EXPECT_NE(schema_error({{"const", 1}, {"enum", {2, 3}}}).find("admit no value"), std::string::npos);
+  EXPECT_NE(schema_error({{"type", "string"}, {"maxLength", 2}, {"enum", {"abc"}}}).find("admit no value"),
+            std::string::npos);
+  EXPECT_NE(schema_error({{"allOf", {{{"type", "boolean"}}, {{"const", "true"}}}}}).find("admit no value"),
+            std::string::npos);
+  // A whole float is an integer; it is written as given.
+  const Grammar g = compile_gbnf(json_schema_to_gbnf({{"type", "integer"}, {"const", 3.0}}));
+  EXPECT_TRUE(matches(g, "3.0"));
+  EXPECT_FALSE(matches(g, "3"));
+  // Annotations beside enum constrain nothing.
+  EXPECT_EQ(schema_error({{"enum", {"a"}}, {"title", "T"}, {"description", "d"}, {"examples", {"a"}},
+                          {"default", "a"}, {"$comment", "c"}}),
+            "");
+}
+
+TEST(JsonSchema, FormatIsEnforcedOrRefused) {
+  EXPECT_NE(schema_error({{"type", "string"}, {"pattern", "^\\d+$"}, {"format", "date-time"}})
+                .find("'pattern' with 'format' is not supported"),
+            std::string::npos);
+  EXPECT_NE(schema_error({{"allOf", {{{"type", "string"}, {"pattern", "^2"}}, {{"format", "date"}}}}})
+                .find("'pattern' with 'format'"),
+            std::string::npos);
+  EXPECT_NE(schema_error({{"type", "string"}, {"format", "date"}, {"maxLength", 5}})
+                .find("'format' with 'minLength' / 'maxLength' is not supported"),
+            std::string::npos);
+  EXPECT_NE(schema_error({{"type", "string"}, {"format", "time"}, {"minLength", 12}}).find("'format' with"),
+            std::string::npos);
+  // Lengths every string of the format fits are kept (nothing to cut).
+  const Grammar g = compile_gbnf(json_schema_to_gbnf({{"type", "string"}, {"format", "date"}, {"maxLength", 10}}));
+  EXPECT_TRUE(matches(g, "\"2024-01-02\""));
+  EXPECT_FALSE(matches(g, "\"9\""));
+}
+
+TEST(JsonSchema, AllOfKeywordsAreNeverDropped) {
+  // `items` of one schema binds the prefix items of another too: refused, not loosened.
+  EXPECT_NE(schema_error({{"allOf", {{{"type", "array"}, {"prefixItems", {{{"type", "string"}}}}},
+                                     {{"items", {{"type", "integer"}}}}}}})
+                .find("'prefixItems'"),
+            std::string::npos);
+  // Keywords beside allOf apply with it.
+  const Grammar g = compile_gbnf(json_schema_to_gbnf({{"type", "string"}, {"allOf", {{{"minLength", 2}}}}}));
+  EXPECT_TRUE(matches(g, "\"ab\""));
+  EXPECT_FALSE(matches(g, "\"a\""));
+  EXPECT_FALSE(matches(g, "12"));
+}
+
 TEST(Regex, CommonSubset) {
   const Grammar g = compile_gbnf(regex_grammar(R"(^(\+\d{1,3} )?\(?\d{3}\)?[-. ]?\d{4}$)"));
   EXPECT_TRUE(matches(g, "+44 (555)-1234"));
