@@ -286,9 +286,8 @@ class EngineImpl final : public Engine {
       const bool dead = !dead_rows_.empty() && dead_rows_[row];
       SampledToken& t = res.rows[row++];
       outs.push_back(dead ? fail_request(r, "grammar: no token can continue the output")
-                   : !grammar_ok_[row - 1]
-                       ? fail_request(r, fmt::format("grammar: the sampled token {} is outside the grammar", t.token))
-                       : accept_token(r, t.token, std::move(t.logprobs)));
+                   : !grammar_ok_[row - 1] ? fail_request(r, grammar_refusal(r, t.token))
+                                           : accept_token(r, t.token, std::move(t.logprobs)));
       if (outs.back().finished) {
         sched_->finish(&r.seq);
         requests_.erase(it.seq->id);
@@ -374,6 +373,15 @@ class EngineImpl final : public Engine {
       sched_->add(&r->seq);
       return true;
     });
+  }
+
+  // Why a row's matcher refused its sampled token: the mask allows only tokens some stack takes,
+  // so a refusal is the matcher giving up on a step (Matcher::overflowed), not the model's pick.
+  static std::string grammar_refusal(const Request& r, int32_t token) {
+    if (r.matcher && r.matcher->overflowed())
+      return "grammar: too ambiguous for the matcher (one step went past its bound on stacks, as nested "
+             "repetitions make them): simplify the grammar";
+    return fmt::format("grammar: the sampled token {} is outside the grammar", token);
   }
 
   RequestOutput fail_request(Request& r, std::string why) {

@@ -5,12 +5,20 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "grammar/matcher.h"
 
 namespace lite_llama::grammar {
 
 namespace {
 
 constexpr int kMaxRepeat = 2000;  // bounded repetition is unrolled: keep grammars finite
+// Nested repetitions merged into one (Lowering::flat) may reach further; past this they are refused.
+constexpr long kMaxMergedRepeat = 250000;
+// Size limits, refused when the grammar is built rather than met during decode: elements bound
+// the memory and the per-grammar tables (~90 ms to lower a million), and a rule's alternatives
+// are all expanded in one matcher step, which gives up past 2^16 expansions (Matcher).
+constexpr size_t kMaxElements = size_t(1) << 20;
+constexpr size_t kMaxAlternatives = size_t(1) << 15;
 
 using Alt = std::vector<Elem>;
 using Alts = std::vector<Alt>;
@@ -62,9 +70,13 @@ class Lowering {
       tmp_[i] = lower_alts(*defs_[i].body);
     }
     g_.root_ = it->second;
+    check_size();
     flatten();
     check_left_recursion();
     mark_chains();
+    // The start state is every request's first: one the matcher cannot hold is refused here.
+    LL_CHECK(!Matcher(g_).overflowed(),
+             "grammar: its start opens too many alternatives at once: too large or ambiguous for the matcher");
     return std::move(g_);
   }
 
@@ -165,16 +177,45 @@ class Lowering {
     out.push_back({Elem::Rule, it->second});
   }
 
+  // x{min,max} with x itself a repetition z{a,p}: the union over k in [min, max] of z{ka,kp}.
+  // Where those counts leave no gap it is z{min*a, max*p}, one stack per count instead of one
+  // per way to split the count into groups: (.{0,99}){0,99} otherwise gains ~900 stacks a
+  // character and goes past the matcher's bound on a step (Matcher) at the 46th.
+  struct Flat {
+    const Expr* x;
+    long min, max;  // max -1: unbounded
+  };
+  Flat flat(const Expr& x, int min, int max) {
+    LL_CHECK(min >= 0 && min <= kMaxRepeat && (max < 0 || (max >= min && max <= kMaxRepeat)),
+             "grammar: rule '{}' has repetition bounds {{{},{}}} outside 0..{}", current_, min, max,
+             kMaxRepeat);
+    const Expr* in = &x;
+    while ((in->kind == Expr::Kind::Seq || in->kind == Expr::Kind::Alt) && in->items.size() == 1)
+      in = in->items[0].get();
+    if (in->kind != Expr::Kind::Repeat || max == 0) return {&x, min, max};
+    const Flat z = flat(*in->items[0], in->min, in->max);
+    if (z.max == 0) return {&x, min, max};
+    // z{ka,kp} and z{(k+1)a,(k+1)p} meet when (k+1)a <= kp + 1, hardest at the smallest k.
+    const bool no_gap = z.max < 0 ? (min >= 1 || z.min <= 1) : z.min + min * (z.min - z.max) <= 1;
+    if (!no_gap) return {&x, min, max};  // few ways to split a count: the stacks stay few
+    const long lo = min * z.min, hi = z.max < 0 || max < 0 ? -1 : max * z.max;
+    // Left nested, these would have about as many stacks as repetitions: refused here rather
+    // than by the matcher's bounds in the middle of an output.
+    LL_CHECK(lo <= kMaxMergedRepeat && hi <= kMaxMergedRepeat,
+             "grammar: rule '{}' nests repetitions {{{},{}}} of {{{},{}}}, more than {} repetitions in all: too "
+             "ambiguous for the matcher",
+             current_, min, max, z.min, z.max, kMaxMergedRepeat);
+    return {z.x, lo, hi};
+  }
+
   void lower_repeat(const Expr& e, Alt& out) {
-    LL_CHECK(e.min >= 0 && e.min <= kMaxRepeat && (e.max < 0 || (e.max >= e.min && e.max <= kMaxRepeat)),
-             "grammar: rule '{}' has repetition bounds {{{},{}}} outside 0..{}", current_, e.min,
-             e.max, kMaxRepeat);
+    const Flat f = flat(*e.items[0], e.min, e.max);
     Alt one;
-    lower_seq(*e.items[0], one);
+    lower_seq(*f.x, one);
     Elem x = one.size() == 1 ? one[0] : Elem{Elem::Rule, helper({one})};
     if (one.empty()) return;  // repeating nothing matches nothing more
-    for (int i = 0; i < e.min; ++i) out.push_back(x);
-    if (e.max < 0) {
+    for (long i = 0; i < f.min; ++i) out.push_back(x);
+    if (f.max < 0) {
       const int32_t r = new_rule(current_ + "-" + std::to_string(++helpers_));
       tmp_[size_t(r)] = {{x, {Elem::Rule, r}}, {}};
       out.push_back({Elem::Rule, r});
@@ -182,7 +223,7 @@ class Lowering {
     }
     int32_t tail = -1;  // optional chain: t_k ::= x t_{k-1} | empty
     std::vector<int32_t> chain;
-    for (int i = 0; i < e.max - e.min; ++i) {
+    for (long i = 0; i < f.max - f.min; ++i) {
       Alt a{x};
       if (tail >= 0) a.push_back({Elem::Rule, tail});
       tail = helper({a, {}});
@@ -190,6 +231,17 @@ class Lowering {
     }
     if (chain.size() >= 2) chains_.push_back({std::move(chain), x});
     if (tail >= 0) out.push_back({Elem::Rule, tail});
+  }
+
+  void check_size() const {
+    size_t elems = 0;
+    for (size_t r = 0; r < tmp_.size(); ++r) {
+      LL_CHECK(tmp_[r].size() <= kMaxAlternatives, "grammar: rule '{}' has {} alternatives, more than the limit of {}",
+               g_.names_[r], tmp_[r].size(), kMaxAlternatives);
+      for (const Alt& a : tmp_[r]) elems += a.size() + 1;
+    }
+    LL_CHECK(elems <= kMaxElements, "grammar: {} elements (characters, classes and rule references) once lowered, "
+             "more than the limit of {}", elems, kMaxElements);
   }
 
   void flatten() {

@@ -4,6 +4,46 @@
 
 namespace lite_llama::grammar {
 
+namespace {
+
+size_t node_hash(int32_t pos, int32_t parent) {
+  uint64_t k = (uint64_t(uint32_t(pos)) << 32) | uint32_t(parent);
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdULL;
+  k ^= k >> 33;
+  return size_t(k);
+}
+
+}  // namespace
+
+int32_t Matcher::node(int32_t pos, int32_t parent) {
+  if (2 * (used_slots_ + 1) > slots_.size()) reindex();
+  const size_t mask = slots_.size() - 1;
+  size_t i = node_hash(pos, parent) & mask;
+  for (; slots_[i] >= 0; i = (i + 1) & mask) {
+    const auto id = size_t(slots_[i]);
+    if (id < nodes_.size() && nodes_[id].pos == pos && nodes_[id].parent == parent) return int32_t(id);
+  }
+  nodes_.push_back({pos, parent});
+  slots_[i] = int32_t(nodes_.size() - 1);
+  ++used_slots_;
+  return slots_[i];
+}
+
+void Matcher::reindex() {
+  auto is_call = [&](const Node& n) { return g_->elems()[size_t(n.pos)].kind == Elem::Rule; };
+  used_slots_ = size_t(std::count_if(nodes_.begin(), nodes_.end(), is_call));
+  size_t cap = 64;
+  while (cap < 4 * (used_slots_ + 1)) cap *= 2;
+  slots_.assign(cap, -1);
+  for (size_t id = 0; id < nodes_.size(); ++id) {
+    if (!is_call(nodes_[id])) continue;
+    size_t i = node_hash(nodes_[id].pos, nodes_[id].parent) & (cap - 1);
+    while (slots_[i] >= 0) i = (i + 1) & (cap - 1);
+    slots_[i] = int32_t(id);
+  }
+}
+
 Matcher::Matcher(const Grammar& g) : g_(&g) {
   Frame f{0, 0, 0, false, false};
   start_step();
@@ -11,7 +51,9 @@ Matcher::Matcher(const Grammar& g) : g_(&g) {
   if (step_overflowed()) {  // no stack at all: nothing is accepted
     nodes_.clear();
     heads_.clear();
+    reindex();
     f.can_end = false;
+    overflowed_ = true;
   }
   f.heads_end = uint32_t(heads_.size());
   f.nodes_size = uint32_t(nodes_.size());
@@ -19,15 +61,12 @@ Matcher::Matcher(const Grammar& g) : g_(&g) {
 }
 
 Matcher Matcher::at_stack(const Grammar& g, const std::vector<int32_t>& top_down, bool complete) {
-  Matcher m(g);
-  m.nodes_.clear();
-  m.heads_.clear();
-  m.frames_.clear();
+  // Not from Matcher(g): expanding the root costs as much as the grammar's start has
+  // alternatives, and the token masks make one of these per entry.
+  Matcher m(&g);
+  m.reindex();
   int32_t parent = complete ? kRoot : kSentinel;
-  for (size_t i = top_down.size(); i-- > 0;) {
-    m.nodes_.push_back({top_down[i], parent});
-    parent = int32_t(m.nodes_.size() - 1);
-  }
+  for (size_t i = top_down.size(); i-- > 0;) parent = m.node(top_down[i], parent);
   m.heads_.push_back(parent);
   m.frames_.push_back({0, 1, uint32_t(m.nodes_.size()), false, false});
   return m;
@@ -69,7 +108,7 @@ void Matcher::expand(int32_t pos, int32_t parent, Frame& f) {
   const Elem& e = g_->elems()[size_t(pos)];
   if (seen(pos, parent)) return;
   switch (e.kind) {
-    case Elem::Bytes:
+    case Elem::Bytes:  // a top is never a parent: only calls need one id per content
       nodes_.push_back({pos, parent});
       heads_.push_back(int32_t(nodes_.size() - 1));
       return;
@@ -77,10 +116,7 @@ void Matcher::expand(int32_t pos, int32_t parent, Frame& f) {
       // A call in tail position returns straight to our caller: no node, so right recursion
       // (repetition) keeps stacks flat.
       int32_t call = parent;
-      if (g_->elems()[size_t(pos) + 1].kind != Elem::End) {
-        nodes_.push_back({pos, parent});
-        call = int32_t(nodes_.size() - 1);
-      }
+      if (g_->elems()[size_t(pos) + 1].kind != Elem::End) call = node(pos, parent);
       for (int32_t a : g_->alts(e.arg)) expand(a, call, f);
       return;
     }
@@ -106,7 +142,8 @@ bool Matcher::accept_byte(uint8_t b) {
     const Node n = nodes_[size_t(heads_[i])];
     if (g_->bytes(g_->elems()[size_t(n.pos)].arg).test(b)) expand(n.pos + 1, n.parent, f);
   }
-  if ((heads_.size() == end && !f.can_end && !f.escaped) || step_overflowed()) {
+  overflowed_ = step_overflowed();
+  if ((heads_.size() == end && !f.can_end && !f.escaped) || overflowed_) {
     nodes_.resize(nodes_before);
     heads_.resize(end);
     return false;
@@ -162,6 +199,7 @@ void Matcher::commit() {
   for (uint32_t i = f.heads_begin; i < f.heads_end; ++i) heads.push_back(remap[size_t(heads_[i])]);
   nodes_ = std::move(kept);
   heads_ = std::move(heads);
+  reindex();
   frames_.push_back({0, uint32_t(heads_.size()), uint32_t(nodes_.size()), f.can_end, f.escaped});
 }
 

@@ -38,6 +38,9 @@ class Matcher {
   bool can_end() const { return frames_.back().can_end; }
   // Some stack left the bottom rule of an incomplete at_stack() matcher with the last byte.
   bool escaped() const { return frames_.back().escaped; }
+  // The last accept_byte() (or the start) failed on the bounds of one step's work, not on the
+  // byte: the grammar is too ambiguous for the matcher here.
+  bool overflowed() const { return overflowed_; }
   // No byte can follow (the input may still be complete: see can_end()).
   bool stuck() const { return frames_.back().heads_begin == frames_.back().heads_end; }
   size_t num_heads() const { return frames_.back().heads_end - frames_.back().heads_begin; }
@@ -50,6 +53,7 @@ class Matcher {
   void state_key(std::string& out) const;
 
  private:
+  explicit Matcher(const Grammar* g) : g_(g) {}  // no stacks and no frames (at_stack)
   static constexpr int32_t kRoot = -1, kSentinel = -2;
   struct Node {
     int32_t pos, parent;
@@ -68,9 +72,19 @@ class Matcher {
   static constexpr size_t kMaxStepWork = size_t(1) << 16;  // expand() calls
   static constexpr int kMaxDepth = 10000;                   // nested expand() calls
   bool seen(int32_t pos, int32_t parent);
+  // Call nodes (the frames below the top) are hash-consed: one id per (pos, parent) among the
+  // live nodes, so that two stacks equal in content below their tops are one parent id and
+  // seen() merges them. Without it equal stacks made in different steps stayed apart: twice
+  // the heads under ("a"{0,30} ","?){0,30}.
+  // Rollback only truncates nodes_: a slot may then hold an id that is gone or reused by another
+  // node (a lookup compares contents, so it is harmless); reindex() drops those when it grows.
+  int32_t node(int32_t pos, int32_t parent);
+  void reindex();  // the table of nodes_ alone, sized for more
 
   const Grammar* g_;
   std::vector<Node> nodes_;
+  std::vector<int32_t> slots_;  // open addressing over nodes_ ids, -1 empty; at most half full
+  size_t used_slots_ = 0;
   std::vector<int32_t> heads_;  // node ids of each frame's byte-set tops, frame after frame
   std::vector<Frame> frames_;
   std::vector<uint64_t> visited_;  // (pos, parent) expanded in the current step
@@ -78,6 +92,7 @@ class Matcher {
   size_t work_ = 0;
   int depth_ = 0;
   bool overflow_ = false;
+  bool overflowed_ = false;
 };
 
 }  // namespace lite_llama::grammar

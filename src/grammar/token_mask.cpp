@@ -18,22 +18,41 @@ size_t common_prefix(std::string_view a, std::string_view b) {
   return i;
 }
 
+// The end of the run of tokens from k on that share t's first depth + 1 bytes (sorted order keeps
+// them together): galloping, so that a walk rejecting a first byte skips its tokens in log time.
+template <class At>
+size_t prefix_run_end(const TokenVocab& v, size_t n, At& at, size_t k, std::string_view t, size_t depth) {
+  auto shares = [&](size_t j) { return common_prefix(t, v.sorted_bytes(size_t(at(j)))) > depth; };
+  size_t lo = k, step = 1;  // shares(lo - 1) holds (or lo == k)
+  while (lo + step <= n && shares(lo + step - 1)) lo += step, step *= 2;
+  size_t hi = std::min(n, lo + step);  // !shares(hi) or hi == n
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (shares(mid)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 // Reports token k, whose walk accepted all of t (ok) or failed at byte `depth`; a failed one takes
-// every following token that shares its first depth + 1 bytes with it (sorted order keeps them
-// right after it). Returns the next token to walk.
+// every following token that shares its first depth + 1 bytes with it. f is called for accepted
+// tokens and for rejected ones that escaped; the rest are skipped. Returns the next token to walk.
 template <class At, class F>
 size_t report(const TokenVocab& v, size_t n, At& at, F& f, size_t k, std::string_view t, bool ok, size_t depth,
               bool escaped) {
-  f(k++, ok, escaped);
-  if (ok) return k;
-  while (k < n && common_prefix(t, v.sorted_bytes(size_t(at(k)))) > depth) f(k++, false, escaped);
-  return k;
+  if (ok || escaped) f(k, ok, escaped);
+  if (ok) return k + 1;
+  const size_t end = prefix_run_end(v, n, at, k + 1, t, depth);
+  if (escaped)
+    for (++k; k < end; ++k) f(k, false, true);
+  return end;
 }
 
 // Walks tokens vocab.sorted()[at(k)], k < n (ascending), through m, rolling back only to the
 // common prefix of consecutive tokens and skipping every token that shares a failing prefix.
-// f(k, ok, escaped): ok when all bytes were accepted; otherwise escaped tells whether a stack
-// left the bottom rule of an incomplete at_stack() matcher before the failing byte. m ends as it began.
+// f(k, ok, escaped): ok when all bytes were accepted; otherwise escaped tells that a stack left
+// the bottom rule of an incomplete at_stack() matcher before the failing byte (tokens rejected
+// without escaping are not reported). m ends as it began.
 template <class At, class F>
 void walk(Matcher& m, const TokenVocab& v, size_t n, At at, F f) {
   std::vector<uint8_t> esc{0};  // esc[d]: some stack escaped within the first d bytes
@@ -363,8 +382,12 @@ void CompiledGrammar::compute_mask(Matcher& m, uint32_t* mask) const {
     Level lv;
     for (size_t k = 1; k <= stack.size(); ++k)
       if (deepen(lv, stack, canon, k, whole && k == stack.size(), k == stack.size())) break;
-    if (std::find(used.begin(), used.end(), lv.e) == used.end()) used.push_back(lv.e);
+    used.push_back(lv.e);
   }
+  // Sorted and deduplicated once: a long enum has one entry per alternative, and a search per
+  // head made the first mask quadratic in them.
+  std::sort(used.begin(), used.end());
+  used.erase(std::unique(used.begin(), used.end()), used.end());
   for (const Entry* e : used) {
     const size_t words = e->accepted.size();
     for (size_t w = 0; w < words; ++w) mask[w] |= e->accepted[w];

@@ -42,30 +42,36 @@ Callers find_callers(const Grammar& g) {
         if (elems[size_t(p)].kind == Elem::Rule && elems[size_t(p) + 1].kind == Elem::End)
           tail[r].push_back(elems[size_t(p)].arg);
       }
-  // reach[r]: the rules r's alternatives reach by tail calls, r included.
+  // The rules r's alternatives reach by tail calls, r included; `mark` is left all zero.
+  std::vector<uint8_t> mark(nr, 0);
   auto reach = [&](int32_t r) {
-    std::vector<uint8_t> seen(nr, 0);
-    std::vector<int32_t> todo{r};
-    seen[size_t(r)] = 1;
-    while (!todo.empty()) {
-      const int32_t x = todo.back();
-      todo.pop_back();
-      for (int32_t y : tail[size_t(x)])
-        if (!seen[size_t(y)]) seen[size_t(y)] = 1, todo.push_back(y);
-    }
-    return seen;
+    std::vector<int32_t> out{r};
+    mark[size_t(r)] = 1;
+    for (size_t i = 0; i < out.size(); ++i)
+      for (int32_t y : tail[size_t(out[i])])
+        if (!mark[size_t(y)]) mark[size_t(y)] = 1, out.push_back(y);
+    for (int32_t x : out) mark[size_t(x)] = 0;
+    return out;
   };
   c.callers.resize(nr);
-  c.from_root = reach(g.root());
-  std::vector<std::vector<uint8_t>> reached(nr);  // memoised per called rule
+  c.from_root.assign(nr, 0);
+  for (int32_t r : reach(g.root())) c.from_root[size_t(r)] = 1;
+  // Grouped by the rule called, one reach() each: a pass over every rule per call site was
+  // quadratic (the n rules of x{0,n} each call x).
+  std::vector<std::vector<int32_t>> sites(nr);
   for (size_t p = 0; p < elems.size(); ++p) {
     const Elem& e = elems[p];
-    if (e.kind != Elem::Rule || elems[p + 1].kind == Elem::End) continue;  // tail calls push nothing
-    auto& seen = reached[size_t(e.arg)];
-    if (seen.empty()) seen = reach(e.arg);
-    for (size_t r = 0; r < nr; ++r)
-      if (seen[r]) c.callers[r].push_back(int32_t(p));
+    if (e.kind == Elem::Rule && elems[p + 1].kind != Elem::End) sites[size_t(e.arg)].push_back(int32_t(p));
+  }  // tail calls push nothing
+  std::vector<std::pair<int32_t, int32_t>> pairs;  // (rule, caller frame)
+  for (size_t callee = 0; callee < nr; ++callee) {
+    if (sites[callee].empty()) continue;
+    for (int32_t r : reach(int32_t(callee)))
+      for (int32_t p : sites[callee]) pairs.emplace_back(r, p);
   }
+  // In position order per rule, as one pass over the elements listed them.
+  std::sort(pairs.begin(), pairs.end());
+  for (auto [r, p] : pairs) c.callers[size_t(r)].push_back(p);
   return c;
 }
 

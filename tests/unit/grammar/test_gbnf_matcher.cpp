@@ -4,11 +4,14 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <random>
+#include <set>
 #include <string>
 
 #include "core/error.h"
 #include "grammar/gbnf_parser.h"
 #include "grammar/matcher.h"
+#include "grammar/regex_to_gbnf.h"
 #include "grammar/token_mask.h"
 
 using namespace lite_llama;
@@ -124,26 +127,175 @@ TEST(Matcher, LongInputsCompact) {
 
 TEST(Matcher, AmbiguousGrammarDoesNotExhaustTheStack) {
   // Repetitions of repetitions: exponentially many stacks. The fuzzer's input (a stack overflow
-  // in the mask walk, tests/fuzz/corpus/grammar/regression_stacked_repeats): the matcher now
-  // gives up on a step past its bounds, which refuses that byte, instead of crashing.
+  // in the mask walk, tests/fuzz/corpus/grammar/regression_stacked_repeats) nests {1,3} ~100
+  // deep: the lowering merges nested repetitions and refuses them past its limit.
   std::ifstream f(std::string(LL_SOURCE_DIR) + "/tests/fuzz/corpus/grammar/regression_stacked_repeats",
                   std::ios::binary);
   const std::string input((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   ASSERT_GT(input.size(), 100u);
+  EXPECT_NE(error_of(input.substr(1)).find("too ambiguous for the matcher"), std::string::npos)
+      << error_of(input.substr(1));
+  // Nested repetitions that cannot merge (a "y"? between them) still multiply the stacks: the
+  // matcher gives up on a step past its bounds, which refuses that byte and says so, instead of
+  // crashing; the masks stay computable.
+  std::string text = "\"x\"";
+  for (int i = 0; i < 40; ++i) text = "(" + text + " \"y\"?){1,3}";
   std::vector<std::string> words{""};
   for (int b = 0; b < 256; ++b) words.push_back(std::string(1, char(b)));
   auto vocab = std::make_shared<TokenVocab>(words, std::vector<int32_t>{0});
-  CompiledGrammar cg(compile_gbnf(input.substr(1)), vocab);
+  CompiledGrammar cg(compile_gbnf("root ::= \"a\" [b-z]* " + text), vocab);
   Matcher m = cg.matcher();
   std::vector<uint32_t> mask(vocab->mask_words());
-  for (char c : std::string("axyxyxyxyx")) {
+  bool refused = false;
+  for (char c : "a" + std::string(200, 'x')) {
     cg.fill_mask(m, mask.data());
-    if (!m.accept_byte(uint8_t(c))) break;
+    if (!m.accept_byte(uint8_t(c))) {
+      refused = true;
+      break;
+    }
+    EXPECT_FALSE(m.overflowed());
   }
+  EXPECT_TRUE(refused);
+  EXPECT_TRUE(m.overflowed());
+  EXPECT_TRUE(m.accept_byte('y'));  // a byte with fewer stacks still goes on
+  EXPECT_FALSE(m.overflowed());
   // A plain grammar of the same shape still works.
   const Grammar small = compile_gbnf("root ::= \"a\" ((\"x\" | \"y\"){1,3}){1,3}");
   Matcher ok(small);
   EXPECT_TRUE(ok.accept_bytes("a" + std::string("xyxyxyxyx")));  // 9 = 3 x 3
   EXPECT_TRUE(ok.can_end());
   EXPECT_FALSE(ok.accept_byte('x'));
+  EXPECT_FALSE(ok.overflowed());
+}
+
+TEST(Matcher, NestedRepetitionsAcceptLongText) {
+  // (x{0,p}){0,q}: the ways to split a count into groups made ~10^4 stacks after 99 characters,
+  // past the matcher's bounds, while the token mask allowed the next token (grammar_dead_end on
+  // "the sampled token is outside the grammar").
+  for (const char* re : {"(.{0,99}){0,99}", "(.{0,500}){0,500}"}) {
+    const Grammar g = compile_gbnf(regex_grammar(re));
+    Matcher m(g);
+    std::string text;
+    for (int i = 0; i < 100; ++i) text += i % 7 ? "ab" : "\xc3\xa9";  // ASCII and a 2-byte character
+    text += std::string(100, ' ');
+    ASSERT_EQ(text.size(), 300u);
+    for (size_t i = 0; i < text.size(); i += 10) {
+      ASSERT_TRUE(m.accept_bytes(text.substr(i, 10))) << re << " at " << i;
+      m.commit();
+    }
+    EXPECT_TRUE(m.can_end());
+    EXPECT_FALSE(m.accept_byte('\n'));
+    EXPECT_FALSE(m.overflowed());
+  }
+  // Nested repetitions that stay nested (something between them): equal stacks made in
+  // different steps were distinct nodes, ~2x the heads here; interned, each stack is one head.
+  const Grammar g = compile_gbnf(R"(root ::= ("a"{0,30} ","?){0,30})");
+  Matcher m(g);
+  std::vector<int32_t> stack;
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_TRUE(m.accept_bytes(std::string(20, 'a'))) << i;
+    m.commit();
+    std::set<std::vector<int32_t>> distinct;
+    for (size_t h = 0; h < m.num_heads(); ++h) {
+      m.head_stack(h, 1000, stack);
+      distinct.insert(stack);
+    }
+    ASSERT_EQ(distinct.size(), m.num_heads()) << "after " << 20 * (i + 1) << " bytes";
+  }
+  EXPECT_TRUE(m.can_end());
+}
+
+TEST(Matcher, NestedRepetitionsKeepTheirCounts) {
+  // x{a,p} repeated {m,q} takes the counts in [ka, kp] for k in [m, q]: merged into one
+  // repetition only where those leave no gap.
+  for (int a = 0; a <= 3; ++a)
+    for (int p = a; p <= 4; ++p)
+      for (int lo = 0; lo <= 3; ++lo)
+        for (int hi = lo; hi <= 4; ++hi) {
+          const std::string rule = "root ::= (\"x\"{" + std::to_string(a) + "," + std::to_string(p) + "}){" +
+                                   std::to_string(lo) + "," + std::to_string(hi) + "}";
+          const Grammar g = compile_gbnf(rule);
+          for (int n = 0; n <= 17; ++n) {
+            bool want = false;
+            for (int k = lo; k <= hi; ++k) want = want || (n >= k * a && n <= k * p);
+            EXPECT_EQ(status(g, std::string(size_t(n), 'x')) == 1, want) << rule << " n=" << n;
+          }
+        }
+  // Unbounded ones: (x{2,})* takes 0 and 2.. but not 1; (x{0,2})+ and (x+){2,3} merge.
+  const Grammar g1 = compile_gbnf(R"(root ::= ("x"{2,})*)");
+  EXPECT_EQ(status(g1, ""), 1);
+  EXPECT_EQ(status(g1, "x"), 0);
+  EXPECT_EQ(status(g1, "xxxxxxx"), 1);
+  const Grammar g2 = compile_gbnf(R"(root ::= ("x"+){2,3} "." )");
+  EXPECT_EQ(status(g2, "x."), -1);
+  EXPECT_EQ(status(g2, std::string(50, 'x') + "."), 1);
+  EXPECT_NE(error_of(R"(root ::= ("x"{0,999}){0,999})").find("more than 250000 repetitions"), std::string::npos);
+}
+
+TEST(Matcher, InternedNodesSurviveRollbackAndCommit) {
+  // Call frames are shared between steps (one id per content): random accepts, rollbacks and
+  // commits (past 4096 nodes, which renumbers them) must leave the state a fresh matcher reaches
+  // on the same text.
+  const Grammar g = compile_gbnf(R"g(
+root ::= item+ "."
+item ::= "(" item* ")" | "x" ("," | "x"{1,3})* | ("x" | "xx") "y"?
+)g");
+  std::mt19937 rng(7);
+  const std::string alphabet = "(((xxx,y)))";
+  Matcher m(g);
+  std::string done, pending;  // committed text, text since the commit
+  std::string key, want;
+  for (int op = 0; op < 20000; ++op) {
+    const int r = int(rng() % 100);
+    if (r < 80) {
+      const char c = alphabet[rng() % alphabet.size()];
+      if (m.accept_byte(uint8_t(c))) pending += c;
+    } else if (r < 95) {
+      const size_t n = rng() % (m.history() + 1);
+      m.rollback(n);
+      pending.resize(pending.size() - n);
+    } else {
+      m.commit();
+      done += pending;
+      pending.clear();
+    }
+    ASSERT_EQ(m.history(), pending.size());
+    if (op % 97 == 0 || op > 19900) {
+      Matcher fresh(g);
+      ASSERT_TRUE(fresh.accept_bytes(done + pending));
+      fresh.state_key(want);
+      m.state_key(key);
+      ASSERT_EQ(key, want) << "op " << op;
+    }
+  }
+  EXPECT_GT(done.size(), 5000u);
+}
+
+TEST(Gbnf, LargeEnumsCompileAndTooLargeOnesAreRefused) {
+  // 15,000 alternatives took ~70 s to their first tokens: each token-mask entry began from a
+  // matcher at the root, which expanded every alternative again.
+  auto choices = [](int n) {
+    std::string text = "root ::= ";
+    for (int i = 0; i < n; ++i) text += (i ? " | \"v" : "\"v") + std::to_string(i) + "\"";
+    return text;
+  };
+  std::vector<std::string> words{"", "v", "1", "v1", "99", "4", "v14"};
+  for (int b = '0'; b <= '9'; ++b) words.push_back(std::string(1, char(b)));
+  auto vocab = std::make_shared<TokenVocab>(words, std::vector<int32_t>{0});
+  CompiledGrammar cg(compile_gbnf(choices(15000)), vocab);
+  Matcher m = cg.matcher();
+  std::vector<uint32_t> mask(vocab->mask_words());
+  for (const std::string& tok : {"v14", "99", "9"}) {
+    cg.fill_mask(m, mask.data());
+    const auto id = size_t(std::find(words.begin(), words.end(), tok) - words.begin());
+    EXPECT_TRUE((mask[id / 32] >> (id % 32)) & 1u) << tok;
+    ASSERT_TRUE(m.accept_bytes(tok)) << tok;
+  }
+  EXPECT_TRUE(m.can_end());
+  EXPECT_TRUE(m.stuck());
+  // Past the limits: one line naming the limit, before any decoding.
+  EXPECT_EQ(error_of(choices(40000)), "grammar: rule 'root' has 40000 alternatives, more than the limit of 32768");
+  std::string wide = "root ::= ";
+  for (int i = 0; i < 600; ++i) wide += "[a-z]{0,2000} ";
+  EXPECT_NE(error_of(wide).find("more than the limit of 1048576"), std::string::npos) << error_of(wide);
 }
