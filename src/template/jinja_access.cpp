@@ -45,6 +45,9 @@ static bool is_mutator(const Value& obj, const std::string& name) {
 }
 
 Value get_attr(const Value& obj, const std::string& name) {
+  // jinja2's default Undefined (HF's templates render with it) raises on any attribute: a typo
+  // or a missing message must not render as an empty string.
+  if (obj.is_undefined()) undefined_error(obj);
   if (obj.kind == Value::Kind::kNamespace) {
     const Value* v = obj.dict->find(name);
     return v ? *v : Value::undefined(name);
@@ -73,6 +76,7 @@ static bool normalize_index(int64_t& idx, size_t size) {
 }
 
 Value get_item(const Value& obj, const Value& key) {
+  if (obj.is_undefined()) undefined_error(obj);
   if (obj.is_dict()) {
     if (key.is_string()) {
       const Value* v = obj.dict->find(key.s);

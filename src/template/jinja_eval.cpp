@@ -36,10 +36,26 @@ void bind_targets(const std::vector<std::string>& targets, const Value& v, Scope
   for (size_t k = 0; k < targets.size(); ++k) sc.vars.set(targets[k], parts[k]);
 }
 
+// Bounds on one rendering, which jinja2 leaves to the host: a chat template is untrusted input
+// (it comes with the model), and nested loops or a string doubled in a loop would otherwise run
+// for hours or take all memory. A real template renders a 1,000-message conversation in a few
+// percent of these steps, and a context's worth of text is far below the byte bound.
+constexpr int64_t kMaxSteps = 1'000'000;  // statements executed and loop iterations (~1 s)
+constexpr size_t kMaxText = size_t(8) << 20;   // bytes of the output and of any one string
+constexpr size_t kMaxItems = size_t(1) << 18;  // items of any one list
+
 // Expression half of the renderer. line_ follows evaluation so that errors name the line.
 class Evaluator {
  protected:
   Value eval(const Expr& e, Scope& sc) {
+    Value v = eval_expr(e, sc);
+    if ((v.is_string() && v.s.size() > kMaxText) || (v.is_list() && v.list->size() > kMaxItems))
+      fail("a {} of more than {} {} is larger than the renderer allows", type_name(v),
+           v.is_string() ? kMaxText : kMaxItems, v.is_string() ? "bytes" : "items");
+    return v;
+  }
+
+  Value eval_expr(const Expr& e, Scope& sc) {
     line_ = e.line;
     switch (e.kind) {
       case Expr::Kind::kLiteral:
@@ -169,6 +185,7 @@ class Renderer : private Evaluator {
     std::string out;
     try {
       exec_body(body, root, out);
+      if (out.size() > kMaxText) fail("the rendered text is larger than {} bytes", kMaxText);
     } catch (const Error& e) {
       throw Error(fmt::format("chat template line {}: {}", line_, e.what()));
     }
@@ -186,6 +203,8 @@ class Renderer : private Evaluator {
 
   Flow exec(const Stmt& s, Scope& sc, std::string& out) {
     line_ = s.line;
+    step();
+    if (out.size() > kMaxText) fail("the rendered text is larger than {} bytes", kMaxText);
     switch (s.kind) {
       case Stmt::Kind::kText:
         out += s.text;
@@ -251,6 +270,7 @@ class Renderer : private Evaluator {
     if (items.empty()) return exec_body(s.else_body, sc, out);
     const int64_t n = static_cast<int64_t>(items.size());
     for (int64_t k = 0; k < n; ++k) {
+      step();
       Scope it{&sc, {}};
       bind_targets(s.targets, items[k], it);
       Dict loop;
@@ -330,9 +350,14 @@ class Renderer : private Evaluator {
     });
   }
 
+  void step() {
+    if (++steps_ > kMaxSteps) fail("the template takes more than {} steps (statements and loop iterations)", kMaxSteps);
+  }
+
   static constexpr int kMaxMacroDepth = 200;
   Scope* root_ = nullptr;
   int macro_depth_ = 0;
+  int64_t steps_ = 0;
 };
 
 }  // namespace

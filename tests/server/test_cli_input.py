@@ -50,3 +50,15 @@ def test_generation_error_fails_the_command():
         assert re.fullmatch(rx, out["text"], re.S), out
     else:
         one_line_error(p, "")
+
+
+def test_unknown_command_is_named():
+    one_line_error(run("frobnicate"), "unknown command 'frobnicate'")
+
+
+@pytest.mark.parametrize("lens", [("2147483640", "8"), ("2147483647", "2147483647"), ("8", "4294967296")])
+def test_bench_lengths_do_not_wrap(lens):
+    p = run("bench", *COMMON_ARGS, "-q", "--batch", "1", "--runs", "1", "--warmup", "0",
+            "--prompt-len", lens[0], "--gen-len", lens[1])
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert p.stdout == "" and p.stderr.startswith("error:") and len(p.stderr.strip().splitlines()) == 1, p.stderr

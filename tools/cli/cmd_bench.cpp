@@ -145,6 +145,9 @@ nlohmann::json profile_decode(Engine& e, int B, const std::vector<int>& lens, in
 void run_bench(BenchArgs& a) {
   const std::vector<int> batches = parse_int_list(a.batches, "--batch", 1, 4096);
   LL_CHECK(a.prompt_len >= 1 && a.gen_len >= 2, "--prompt-len >= 1 and --gen-len >= 2 required");
+  // Bounded as --prompt-lens is, so that a prompt plus its generation sizes a context in int.
+  LL_CHECK(a.prompt_len <= (1 << 20) && a.gen_len <= (1 << 20), "--prompt-len and --gen-len are at most {}",
+           1 << 20);
   LL_CHECK(a.runs >= 1 && a.warmup >= 0, "--runs >= 1 and --warmup >= 0 required");
   const std::vector<int> lens = a.prompt_lens.empty()
                                     ? std::vector<int>{a.prompt_len}

@@ -1,6 +1,7 @@
 // lite-llama: generate, chat, tokenize, info, score, bench, pull (and serve where built).
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "common.h"
 #include "core/error.h"
@@ -20,6 +21,19 @@ int main(int argc, char** argv) {
 #ifdef LL_HAVE_SERVER
   cli::register_serve(app);
 #endif
+  // CLI11 reports an unknown command only as "A subcommand is required".
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const CLI::App* c : app.get_subcommands([](const CLI::App*) { return true; })) {
+      names += (names.empty() ? "" : ", ") + c->get_name();
+      known = known || c->check_name(argv[1]);
+    }
+    if (!known) {
+      std::fprintf(stderr, "error: unknown command '%s' (commands: %s; see --help)\n", argv[1], names.c_str());
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -71,8 +71,12 @@ TEST(ChatTemplateEngine, DictOrderIsKept) {
   EXPECT_EQ(render("{% for k, v in d.items() %}{{ k }}{% endfor %}", ctx), "za");
 }
 
+// As jinja2's default Undefined (which HF's templates render with): an undefined name prints as
+// nothing and is falsy, but an attribute or item of it is an error.
 TEST(ChatTemplateEngine, UndefinedIsEmptyAndFalsy) {
-  EXPECT_EQ(render("[{{ nope }}][{{ nope.deeper }}][{{ nope['x'] }}]"), "[][][]");
+  EXPECT_EQ(render("[{{ nope }}]"), "[]");
+  for (const char* t : {"{{ nope.deeper }}", "{{ nope['x'] }}", "{{ nope.x is defined }}", "{{ m.missing.x }}"})
+    EXPECT_NE(render_error(t, {{"m", {{"role", "user"}}}}).find("is undefined"), std::string::npos) << t;
   EXPECT_EQ(render("{% if nope %}y{% else %}n{% endif %}{% if nope is undefined %}u{% endif %}"),
             "nu");
   EXPECT_EQ(render("{{ m.missing is defined }}", {{"m", {{"role", "user"}}}}), "False");
@@ -144,6 +148,19 @@ TEST(ChatTemplateEngine, HostileTemplatesFailCleanly) {
   EXPECT_NE(parse_error("{{ 99999999999999999999 }}").find("64 bits"), std::string::npos);
   EXPECT_NE(render_error("{{ 'ab' * 1000000000000 }}").find("too large"), std::string::npos);
   EXPECT_NE(render_error("{{ range(1000000) | length }}").find("range too big"), std::string::npos);
+  // Work and size over the whole rendering: nested loops, and strings or lists doubled in a loop.
+  EXPECT_NE(render_error("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}")
+                .find("steps"),
+            std::string::npos);
+  EXPECT_NE(render_error("{% set s = namespace(v='x') %}{% for i in range(64) %}{% set s.v = s.v ~ s.v %}{% endfor %}")
+                .find("larger than the renderer allows"),
+            std::string::npos);
+  EXPECT_NE(render_error("{% set s = namespace(v=[1]) %}{% for i in range(64) %}{% set s.v = s.v + s.v %}{% endfor %}")
+                .find("larger than the renderer allows"),
+            std::string::npos);
+  EXPECT_NE(render_error("{% for i in range(100000) %}{{ 'hello world ' * 100 }}{% endfor %}").find("rendered text"),
+            std::string::npos);
+  EXPECT_EQ(render("{% for i in range(1000) %}{% for j in range(100) %}{% endfor %}{% endfor %}ok"), "ok");
   ordered_json deep = 1;
   for (int k = 0; k < 1000; ++k) deep = ordered_json::array({deep});
   EXPECT_NE(render_error("{{ x }}", {{"x", deep}}).find("nested deeper"), std::string::npos);
