@@ -8,6 +8,7 @@
 #include <fstream>
 #include <limits>
 #include <set>
+#include <vector>
 
 #include "core/error.h"
 
@@ -44,6 +45,7 @@ void Archive::add_file(const uint8_t* data, size_t size, const std::string& name
   if (h.is_discarded() || !h.is_object()) fail("{}: header is not a JSON object", name);
   const uint8_t* base = data + 8 + hlen;
   const uint64_t avail = size - 8 - hlen;
+  std::vector<std::pair<std::pair<uint64_t, uint64_t>, std::string>> ranges;  // for the overlap check
   for (auto it = h.begin(); it != h.end(); ++it) {
     if (it.key() == "__metadata__") continue;
     const std::string& tn = it.key();
@@ -79,7 +81,14 @@ void Archive::add_file(const uint8_t* data, size_t size, const std::string& name
     t.data = const_cast<uint8_t*>(base + b);
     if (!tensors_.emplace(tn, TensorEntry{name, t}).second)
       fail("{}: tensor '{}' appears in more than one file", name, tn);
+    if (en > b) ranges.push_back({{b, en}, tn});
   }
+  // The format lays tensors out back to back: two sharing bytes is a corrupt (or crafted) file,
+  // whose tensors would silently read each other's weights.
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 1; i < ranges.size(); ++i)
+    if (ranges[i].first.first < ranges[i - 1].first.second)
+      fail("{}: tensors '{}' and '{}' overlap in the file", name, ranges[i - 1].second, ranges[i].second);
 }
 
 std::unique_ptr<Archive> Archive::parse(const uint8_t* data, size_t size, const std::string& name) {

@@ -273,6 +273,13 @@ std::unique_ptr<Tokenizer> Tokenizer::from_hf_dir(const std::string& dir_arg) {
     }
   }
 
+  // Tables are indexed by id, so an added id far past the vocabulary (a crafted file: one id of
+  // 2^24 - 1 took 1 GB before the model's embedding count refused it) would size them. Real
+  // tokenizers number added tokens right after the model's (a gap of a few thousand at most).
+  const int64_t id_bound = 2 * int64_t(p.model_tokens.size() + p.added.size()) + 65536;
+  for (const AddedToken& t : p.added)
+    LL_CHECK(t.id < id_bound, "{}added token id {} is far past the vocabulary of {} tokens", tw, t.id,
+             p.model_tokens.size());
   std::unordered_map<std::string, int32_t> ids;
   for (size_t i = 0; i < p.model_tokens.size(); ++i)
     if (!p.model_tokens[i].empty()) ids.emplace(p.model_tokens[i], static_cast<int32_t>(i));

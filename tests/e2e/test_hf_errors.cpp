@@ -248,6 +248,29 @@ TEST_F(HfErrors, HeaderLongerThanFile) {
   expect_error(d, {"model-00003-of-00003.safetensors", "header size"});
 }
 
+// Two tensors of one size pointed at the same bytes (the format lays them out back to back):
+// the loader must refuse, not let one read the other's weights.
+TEST_F(HfErrors, OverlappingTensors) {
+  const fs::path d = copy_fixture("qwen2");
+  const std::string s = read_all(d / "model.safetensors");
+  uint64_t hlen = 0;
+  std::memcpy(&hlen, s.data(), 8);
+  json h = json::parse(s.substr(8, hlen));
+  std::string first;
+  for (auto it = h.begin(); it != h.end() && first.empty(); ++it)
+    if (it.key().find("k_proj.weight") != std::string::npos) first = it.key();
+  ASSERT_FALSE(first.empty());
+  const std::string second = std::string(first).replace(first.find("k_proj"), 6, "v_proj");
+  ASSERT_TRUE(h.contains(second));
+  ASSERT_EQ(h[first]["shape"], h[second]["shape"]);
+  h[second]["data_offsets"] = h[first]["data_offsets"];
+  std::string hs = h.dump();
+  hs.resize((hs.size() + 7) / 8 * 8, ' ');
+  const uint64_t n = hs.size();
+  write_all(d / "model.safetensors", std::string(reinterpret_cast<const char*>(&n), 8) + hs + s.substr(8 + hlen));
+  expect_error(d, {"model.safetensors", "overlap"});
+}
+
 // The rewriting itself is sound: an unmodified round trip still loads.
 TEST_F(HfErrors, RoundTripOfTheWriterLoads) {
   const fs::path d = copy_fixture("qwen2");

@@ -313,6 +313,11 @@ TEST(HfTokenizerErrors, BrokenModelFields) {
     d.write("tokenizer_config.json", R"({"eos_token": "<eos>"})");
   });
   EXPECT_TRUE(mentions(msg, {"tokenizer_config.json", "eos_token", "<eos>"})) << msg;
+  // An added id far past the vocabulary is refused before any table is sized by it.
+  msg = with([](json& j) {
+    j["added_tokens"] = json::array({{{"id", (1 << 24) - 1}, {"content", "<big>"}, {"special", true}}});
+  });
+  EXPECT_TRUE(mentions(msg, {"added token id 16777215", "far past"})) << msg;
 }
 
 }  // namespace
