@@ -7,12 +7,12 @@ import os
 import random
 import time
 from collections import Counter
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union, cast
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
-from . import _core
+from . import _checks, _core
 from .outputs import CompletionOutput, Logprob, RequestOutput, ScoreOutput
 from .sampling_params import SamplingParams
-from .tokenizer import Message, Tokenizer, template_kwargs_json, to_chat_messages, token_ids
+from .tokenizer import Message, Tokenizer, template_kwargs_json, to_chat_messages
 
 PromptType = Union[str, List[int], Mapping[str, Any]]
 Prompts = Union[PromptType, Sequence[PromptType]]
@@ -21,18 +21,6 @@ Item = Tuple[Optional[str], List[int]]  # a parsed prompt: its text (None for to
 
 _DTYPES = {"auto": "auto", "bfloat16": "bf16", "bf16": "bf16",
            "float16": "fp16", "half": "fp16", "fp16": "fp16"}
-
-
-def _choice(name: str, value: object, allowed: Sequence[str]) -> str:
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
-    return str(value)
-
-
-def _count(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{name} must be an integer >= 0 (0 = automatic), got {value!r}")
-    return value
 
 
 class _Progress:
@@ -121,34 +109,35 @@ class LLM:
         tensor_parallel_size: int = 1,
         seed: Optional[int] = None,
     ) -> None:
-        model = os.fspath(model)
+        try:
+            model = os.fspath(model)
+        except TypeError:
+            raise ValueError(f"model must be a path or 'default', got {model!r}") from None
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a path or 'default', got {model!r}")
+        _checks.text("model", model)
         if model != "default" and not os.path.exists(model):
             raise FileNotFoundError(f"model '{model}' not found")
-        if not isinstance(gpu_memory_utilization, (int, float)) or \
-                not 0.05 <= gpu_memory_utilization <= 1:
+        gpu_memory_utilization = _checks.number("gpu_memory_utilization", gpu_memory_utilization)
+        if not 0.05 <= gpu_memory_utilization <= 1:
             raise ValueError(f"gpu_memory_utilization must be in [0.05, 1], got {gpu_memory_utilization!r}")
-        if not isinstance(tensor_parallel_size, int) or isinstance(tensor_parallel_size, bool) or \
-                not 1 <= tensor_parallel_size <= 64:
-            raise ValueError(f"tensor_parallel_size must be an integer in 1..64, got {tensor_parallel_size!r}")
-        if seed is not None and (not isinstance(seed, int) or seed < 0):
-            raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+        if seed is not None:
+            seed = _checks.integer("seed", seed, 0, _checks.UINT64_MAX)
         self._core = _core.Engine(
             model=model,
-            device=_choice("device", device, ("auto", "cpu", "cuda")),
-            dtype=_DTYPES[_choice("dtype", dtype, tuple(_DTYPES))],
-            quantize=_choice("quantize", quantize, ("auto", "none", "int8", "int4", "fp8")),
-            load_format=_choice("load_format", load_format, ("auto", "dummy")),
-            ctx=_count("ctx", ctx),
-            max_num_seqs=_count("max_num_seqs", max_num_seqs),
-            max_batched_tokens=_count("max_num_batched_tokens", max_num_batched_tokens),
-            kv_tokens=_count("kv_tokens", kv_tokens),
-            gpu_memory_utilization=float(gpu_memory_utilization),
-            cuda_graph=not enforce_eager,
-            prefix_cache=bool(enable_prefix_caching),
-            threads=_count("threads", threads),
-            tensor_parallel_size=tensor_parallel_size,
+            device=_checks.one_of("device", device, ("auto", "cpu", "cuda")),
+            dtype=_DTYPES[_checks.one_of("dtype", dtype, tuple(_DTYPES))],
+            quantize=_checks.one_of("quantize", quantize, ("auto", "none", "int8", "int4", "fp8")),
+            load_format=_checks.one_of("load_format", load_format, ("auto", "dummy")),
+            ctx=_checks.count("ctx", ctx),
+            max_num_seqs=_checks.count("max_num_seqs", max_num_seqs, 4096),
+            max_batched_tokens=_checks.count("max_num_batched_tokens", max_num_batched_tokens),
+            kv_tokens=_checks.count("kv_tokens", kv_tokens, _checks.INT64_MAX),
+            gpu_memory_utilization=gpu_memory_utilization,
+            cuda_graph=not _checks.boolean("enforce_eager", enforce_eager),
+            prefix_cache=_checks.boolean("enable_prefix_caching", enable_prefix_caching),
+            threads=_checks.count("threads", threads, 1024),
+            tensor_parallel_size=_checks.integer("tensor_parallel_size", tensor_parallel_size, 1, 64),
             dummy_seed=seed or 0,
         )
         self._seeds = random.Random(seed) if seed is not None else None
@@ -193,7 +182,7 @@ class LLM:
         """Generates replies to one conversation (a list of ``{"role", "content"}`` dicts) or to
         a list of conversations, rendered with the model's chat template.
         ``chat_template_kwargs`` become template variables (``{"enable_thinking": False}``)."""
-        one = bool(messages) and isinstance(messages[0], Mapping)
+        one = isinstance(messages, Sequence) and bool(messages) and isinstance(messages[0], Mapping)
         convs = cast(Sequence[Sequence[Message]], [messages] if one else messages)
         if isinstance(convs, (str, bytes)) or not isinstance(convs, Sequence) or not convs:
             raise ValueError("messages must be a conversation (a list of message dicts) or a list of them")
@@ -228,10 +217,10 @@ class LLM:
         the text is tokenized with BOS and special tokens are not parsed. ``decode_tail`` scores
         the last N tokens through decode steps instead of prefill."""
         if isinstance(text, str):
-            ids = self._core.tokenize(text, True, False)
+            ids = self._core.tokenize(_checks.text("text", text), True, False)
         else:
-            ids = token_ids(text, "score's input")
-        r = self._core.score([ids], _count("decode_tail", decode_tail))[0]
+            ids = _checks.token_ids("score's input", text)
+        r = self._core.score([ids], _checks.count("decode_tail", decode_tail))[0]
         s = 0.0
         for lp in r.logprobs:  # in the CLI's order, so that the numbers are the CLI's
             s -= lp
@@ -272,32 +261,33 @@ class LLM:
 
     def _parse_prompt(self, p: PromptType) -> Item:
         if isinstance(p, str):
-            return p, self._core.tokenize(p, True, True)
+            return p, self._core.tokenize(_checks.text("prompt", p), True, True)
         if isinstance(p, Mapping):
             if "prompt_token_ids" in p:
-                return p.get("prompt"), token_ids(p["prompt_token_ids"], "prompt_token_ids")
+                return p.get("prompt"), _checks.token_ids("prompt_token_ids", p["prompt_token_ids"])
             if isinstance(p.get("prompt"), str):
-                return p["prompt"], self._core.tokenize(p["prompt"], True, True)
+                return p["prompt"], self._core.tokenize(_checks.text("prompt", p["prompt"]), True, True)
             raise ValueError("a prompt dict needs 'prompt' (a string) or 'prompt_token_ids'")
-        return None, token_ids(p, "a prompt")
+        return None, _checks.token_ids("a prompt", p)
 
     def _render(self, conv: Sequence[Message], kwargs: Optional[Mapping[str, Any]],
                 add_generation_prompt: bool) -> Item:
         text = self._core.apply_chat_template(
-            to_chat_messages(conv), bool(add_generation_prompt), template_kwargs_json(kwargs))
+            to_chat_messages(conv), _checks.boolean("add_generation_prompt", add_generation_prompt),
+            template_kwargs_json(kwargs))
         return text, self._core.tokenize(text, False, True)  # the template wrote BOS
 
     def _params_list(self, params: ParamsArg, n: int) -> List[SamplingParams]:
         if params is None:
             params = SamplingParams()
         if isinstance(params, SamplingParams):
-            params._to_core()
+            params._to_core(vocab_size=self._tokenizer.vocab_size)
             return [params] * n
-        params = list(params)
+        params = list(params) if isinstance(params, Iterable) else []
         if len(params) != n or not all(isinstance(p, SamplingParams) for p in params):
             raise ValueError(f"sampling_params must be one SamplingParams or a list of {n} (one per prompt)")
         for p in {id(p): p for p in params}.values():
-            p._to_core()  # fields may have changed since construction
+            p._to_core(vocab_size=self._tokenizer.vocab_size)  # fields may have changed since construction
         return params
 
     def _request_seed(self, p: SamplingParams) -> Optional[int]:
@@ -314,7 +304,7 @@ class LLM:
             seed = self._request_seed(p)
             for j in range(p.n):  # choice j uses seed + j, as the server does
                 flat_ids.append(ids)
-                flat_params.append(p._to_core(None if seed is None else seed + j))
+                flat_params.append(p._to_core(None if seed is None else seed + j, self._tokenizer.vocab_size))
                 owner.append(i)
         if not flat_ids:
             return []
@@ -374,7 +364,7 @@ class LLM:
             raise ValueError("sampling_params must be one SamplingParams")
         if p.n != 1:
             raise ValueError(f"streaming generates one completion (n=1), got n={p.n}")
-        return p._to_core(self._request_seed(p))
+        return p._to_core(self._request_seed(p), self._tokenizer.vocab_size)
 
     def _stream(self, ids: List[int], params: _core.SamplingParams) -> Iterator[str]:
         rid = self._core.add_request(ids, params)

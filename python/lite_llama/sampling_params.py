@@ -5,24 +5,11 @@ from dataclasses import dataclass
 import json
 from typing import Any, Dict, List, Optional, Union
 
-from . import _core
+from . import _checks, _core
 
 _UINT64 = 1 << 64
 # max_tokens=None: until the context ends (the engine stops there).
-_UNTIL_CONTEXT = (1 << 31) - 1
-
-
-def _float(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{name} must be a number, got {value!r}")
-    return float(value)
-
-
-def _int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-            (isinstance(value, float) and not value.is_integer()):
-        raise ValueError(f"{name} must be an integer, got {value!r}")
-    return int(value)
+_UNTIL_CONTEXT = _checks.INT32_MAX
 
 
 @dataclass
@@ -79,66 +66,60 @@ class SamplingParams:
     @property
     def stop_strings(self) -> List[str]:
         """``stop`` as a list."""
-        if self.stop is None:
-            return []
-        if isinstance(self.stop, str):
-            return [self.stop]
-        if not all(isinstance(s, str) for s in self.stop):
-            raise ValueError(f"stop must be a string or a list of strings, got {self.stop!r}")
-        return list(self.stop)
+        return [] if self.stop is None else _checks.text_or_texts("stop", self.stop)
 
-    def _to_core(self, seed: Optional[int] = None) -> _core.SamplingParams:
-        """The engine's parameters for one completion, validated (ValueError)."""
-        if _int("n", self.n) < 1:
-            raise ValueError(f"n must be >= 1, got {self.n}")
+    def _to_core(self, seed: Optional[int] = None, vocab_size: Optional[int] = None) -> _core.SamplingParams:
+        """The engine's parameters for one completion, validated (ValueError). ``vocab_size``
+        (when known: at generate time) bounds ``stop_token_ids``."""
+        _checks.integer("n", self.n, 1, whole_floats=True)
         p = _core.SamplingParams()
-        p.temperature = _float("temperature", self.temperature)
-        p.top_p = _float("top_p", self.top_p)
-        top_k = _int("top_k", self.top_k)
+        p.temperature = _checks.number("temperature", self.temperature)
+        p.top_p = _checks.number("top_p", self.top_p)
+        top_k = _checks.integer("top_k", self.top_k, -1, _checks.INT32_MAX, whole_floats=True)
         p.top_k = 0 if top_k == -1 else top_k
-        p.min_p = _float("min_p", self.min_p)
-        p.presence_penalty = _float("presence_penalty", self.presence_penalty)
-        p.frequency_penalty = _float("frequency_penalty", self.frequency_penalty)
-        p.repetition_penalty = _float("repetition_penalty", self.repetition_penalty)
+        p.min_p = _checks.number("min_p", self.min_p)
+        p.presence_penalty = _checks.number("presence_penalty", self.presence_penalty)
+        p.frequency_penalty = _checks.number("frequency_penalty", self.frequency_penalty)
+        p.repetition_penalty = _checks.number("repetition_penalty", self.repetition_penalty)
         if self.max_tokens is None:
             p.max_tokens = _UNTIL_CONTEXT
         else:
-            max_tokens = _int("max_tokens", self.max_tokens)
-            if not 1 <= max_tokens <= _UNTIL_CONTEXT:
-                raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
-            p.max_tokens = max_tokens
+            p.max_tokens = _checks.integer("max_tokens", self.max_tokens, 1, _UNTIL_CONTEXT,
+                                           whole_floats=True)
         seed = self.seed if seed is None else seed
         if seed is not None:
-            if _int("seed", seed) < 0:
-                raise ValueError(f"seed must be >= 0, got {seed}")
-            p.seed = int(seed) % _UINT64
+            p.seed = _checks.integer("seed", seed, 0, whole_floats=True) % _UINT64
         p.stop = self.stop_strings
-        ids = [] if self.stop_token_ids is None else list(self.stop_token_ids)
-        p.stop_token_ids = [_int("stop_token_ids", t) for t in ids]
-        p.ignore_eos = bool(self.ignore_eos)
+        if self.stop_token_ids is not None:
+            p.stop_token_ids = _checks.token_ids("stop_token_ids", self.stop_token_ids, vocab_size)
+        p.ignore_eos = _checks.boolean("ignore_eos", self.ignore_eos)
         if self.logprobs is not None:
-            k = _int("logprobs", self.logprobs)
-            if not 0 <= k <= 20:
-                raise ValueError(f"logprobs must be in [0, 20], got {self.logprobs}")
-            p.top_logprobs = k
-        p.logit_bias = [(_int("logit_bias", t), _float("logit_bias", b))
-                        for t, b in (self.logit_bias or {}).items()]
+            p.top_logprobs = _checks.integer("logprobs", self.logprobs, 0, 20, whole_floats=True)
+        if self.logit_bias is not None:
+            p.logit_bias = _checks.bias_map("logit_bias", self.logit_bias)
         p.grammar = self._grammar()
         p.validate()
         return p
+
+    def _schema_text(self) -> str:
+        if isinstance(self.json_schema, str):
+            return _checks.text("json_schema", self.json_schema)
+        try:
+            return json.dumps(self.json_schema)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"json_schema must be a dict or JSON text: {e}") from None
 
     def _grammar(self) -> str:
         given = [k for k in ("json_schema", "regex", "choice", "grammar") if getattr(self, k) is not None]
         if len(given) > 1:
             raise ValueError(f"{' and '.join(given)} both constrain the output; give one")
         if self.json_schema is not None:
-            schema = self.json_schema if isinstance(self.json_schema, str) else json.dumps(self.json_schema)
-            return _core.json_schema_grammar(schema)
+            return _core.json_schema_grammar(self._schema_text())
         if self.regex is not None:
-            return _core.regex_grammar(self.regex)
+            return _core.regex_grammar(_checks.text("regex", self.regex))
         if self.choice is not None:
-            return _core.choice_grammar(list(self.choice))
+            return _core.choice_grammar(_checks.texts("choice", self.choice))
         if self.grammar is not None:
-            _core.check_grammar(self.grammar)
+            _core.check_grammar(_checks.text("grammar", self.grammar))
             return self.grammar
         return ""

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
-from . import _core
+from . import _checks, _core
 
 Message = Mapping[str, Any]
 
@@ -16,7 +16,7 @@ def _content(m: Message, role: str) -> str:
             return ""
         raise ValueError(f"a '{role}' message needs 'content'")
     if isinstance(c, str):
-        return c
+        return _checks.text("messages.content", c)
     if not isinstance(c, (list, tuple)):
         raise ValueError(f"messages.content must be a string or a list of content parts, got {c!r}")
     texts = []
@@ -25,7 +25,7 @@ def _content(m: Message, role: str) -> str:
             raise ValueError(f"content parts must be {{'type': 'text', 'text': ...}}, got {part!r}")
         if not isinstance(part.get("text"), str):
             raise ValueError("a text content part needs 'text'")
-        texts.append(part["text"])
+        texts.append(_checks.text("messages.content", part["text"]))
     return "\n".join(texts)  # as the server joins them
 
 
@@ -43,7 +43,8 @@ def to_chat_messages(messages: Sequence[Message]) -> List[_core.ChatMessage]:
         if role not in ("system", "user", "assistant"):
             raise ValueError(f"role {role!r} is not supported (system, user or assistant)")
         reasoning = m.get("reasoning_content") or ""
-        out.append(_core.ChatMessage(role, _content(m, role), str(reasoning)))
+        out.append(_core.ChatMessage(role, _content(m, role),
+                                     _checks.text("reasoning_content", str(reasoning))))
     return out
 
 
@@ -56,15 +57,6 @@ def template_kwargs_json(kwargs: Optional[Mapping[str, Any]]) -> str:
         return json.dumps(dict(kwargs))
     except TypeError as e:
         raise ValueError(f"chat_template_kwargs must be JSON values: {e}") from None
-
-
-def token_ids(ids: object, what: str = "token ids") -> List[int]:
-    if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
-        raise ValueError(f"{what} must be a list of ints, got {ids!r}")
-    out = list(ids)
-    if not all(isinstance(t, int) and not isinstance(t, bool) for t in out):
-        raise ValueError(f"{what} must be a list of ints, got {ids!r}")
-    return out
 
 
 class Tokenizer:
@@ -84,14 +76,16 @@ class Tokenizer:
     def encode(self, text: str, add_special_tokens: bool = True) -> List[int]:
         """Token ids of ``text``; special tokens written in the text (``<|im_start|>``) are
         parsed, as HF does. ``add_special_tokens`` adds BOS where the model asks for it."""
-        if not isinstance(text, str):
-            raise ValueError(f"text must be a string, got {text!r}")
-        return self._core.tokenize(text, bool(add_special_tokens), True)
+        text = _checks.text("text", text)
+        return self._core.tokenize(text, _checks.boolean("add_special_tokens", add_special_tokens), True)
 
     def decode(self, ids: Union[int, Sequence[int]], skip_special_tokens: bool = False) -> str:
         """The text of ``ids``; ``skip_special_tokens`` drops control tokens (``<|im_end|>``)."""
-        ids = [ids] if isinstance(ids, int) else token_ids(ids)
-        if skip_special_tokens:
+        if isinstance(ids, int) and not isinstance(ids, bool):
+            ids = [_checks.token_id("ids", ids)]
+        else:
+            ids = _checks.token_ids("ids", ids)
+        if _checks.boolean("skip_special_tokens", skip_special_tokens):
             ids = [t for t in ids if not self._is_special(t)]
         return self._core.detokenize(ids)
 
@@ -106,8 +100,9 @@ class Tokenizer:
         template variables (``enable_thinking=False``). Unlike HF, the defaults are
         ``tokenize=False`` and ``add_generation_prompt=True``."""
         text = self._core.apply_chat_template(
-            to_chat_messages(messages), bool(add_generation_prompt), template_kwargs_json(kwargs))
-        if tokenize:
+            to_chat_messages(messages), _checks.boolean("add_generation_prompt", add_generation_prompt),
+            template_kwargs_json(kwargs))
+        if _checks.boolean("tokenize", tokenize):
             return self._core.tokenize(text, False, True)  # the template wrote BOS where needed
         return text
 

@@ -24,6 +24,94 @@ def test_bad_sampling_params(kwargs, word):
     assert "\n" not in str(e.value)
 
 
+def one_line_value_error(word, f):
+    """f() raises a one-line ValueError naming ``word`` (not pybind11's multi-line TypeError, a
+    cast RuntimeError, or a CLI flag's name)."""
+    with pytest.raises(ValueError, match=word) as e:
+        f()
+    assert "\n" not in str(e.value) and "--" not in str(e.value) and "pybind11" not in str(e.value)
+    return str(e.value)
+
+
+# Wrong types and out-of-range ints are refused in Python, before they reach the native module,
+# and nothing is silently reinterpreted (a string as a list of characters, "no" as True).
+@pytest.mark.parametrize("kwargs, word", [
+    ({"top_k": 2**40}, "top_k"), ({"n": 2**0.5}, "n"), ({"logprobs": 2**70}, "logprobs"),
+    ({"max_tokens": 2**40}, "max_tokens .*2147483647"), ({"max_tokens": 2**31}, "max_tokens"),
+    ({"stop_token_ids": [2**70]}, "stop_token_ids"), ({"stop_token_ids": [-1]}, "stop_token_ids"),
+    ({"stop_token_ids": [2**31]}, "stop_token_ids"), ({"stop_token_ids": 5}, "stop_token_ids"),
+    ({"stop_token_ids": ["1"]}, "stop_token_ids"), ({"stop_token_ids": [True]}, "stop_token_ids"),
+    ({"logit_bias": {2**70: 1.0}}, "logit_bias"), ({"logit_bias": {-1: 1.0}}, "logit_bias"),
+    ({"logit_bias": [1, 2]}, "logit_bias"), ({"logit_bias": {"1": 1.0}}, "logit_bias"),
+    ({"logit_bias": {1: "x"}}, "logit_bias"), ({"logit_bias": {1: 10**400}}, "logit_bias"),
+    ({"choice": [1]}, "choice"), ({"choice": "abc"}, "choice"), ({"choice": 5}, "choice"),
+    ({"choice": ["a\ud800"]}, "choice"), ({"grammar": 5}, "grammar"), ({"regex": 5}, "regex"),
+    ({"json_schema": {"type": object()}}, "json_schema"), ({"json_schema": 5}, "json.schema"),
+    ({"stop": 5}, "stop"), ({"stop": [1]}, "stop"), ({"stop": b"x"}, "stop"),
+    ({"stop": "\ud800"}, "stop"), ({"ignore_eos": "no"}, "ignore_eos"), ({"ignore_eos": 1}, "ignore_eos"),
+    ({"seed": "1"}, "seed"), ({"temperature": 10**400}, "temperature"),
+])
+def test_bad_sampling_param_types(kwargs, word):
+    one_line_value_error(word, lambda: SamplingParams(**kwargs))
+
+
+def test_sampling_param_edges_still_accepted():
+    assert SamplingParams(top_k=-1)._to_core().top_k == 0
+    assert SamplingParams(max_tokens=2**31 - 1, n=2.0, top_k=2**31 - 1)._to_core().max_tokens == 2**31 - 1
+    assert SamplingParams(max_tokens=None)._to_core().max_tokens == 2**31 - 1
+    assert SamplingParams(seed=2**70)._to_core().seed == 2**70 % 2**64
+    assert SamplingParams(stop_token_ids=(0, 2**31 - 1))._to_core().stop_token_ids == [0, 2**31 - 1]
+    assert SamplingParams(stop="a")._to_core().stop == ["a"]
+    assert SamplingParams(stop=("a", "b"), ignore_eos=True)._to_core().ignore_eos is True
+    assert SamplingParams(logit_bias={}, choice=("x", "y"))._to_core().grammar
+    assert SamplingParams(json_schema='{"type": "integer"}')._to_core().grammar
+
+
+@pytest.mark.parametrize("kwargs, word", [
+    ({"ctx": 2**40}, "ctx"), ({"ctx": 2**31}, "ctx"), ({"seed": 2**70}, "seed"), ({"seed": 2**64}, "seed"),
+    ({"threads": 10**6}, "threads"), ({"threads": 1025}, "threads"), ({"threads": "2"}, "threads"),
+    ({"max_num_seqs": 10**6}, "max_num_seqs"), ({"max_num_batched_tokens": 2**40}, "max_num_batched_tokens"),
+    ({"kv_tokens": 2**70}, "kv_tokens"), ({"enforce_eager": "no"}, "enforce_eager"),
+    ({"enable_prefix_caching": "yes"}, "enable_prefix_caching"), ({"device": ["cpu"]}, "device"),
+    ({"gpu_memory_utilization": True}, "gpu_memory_utilization"), ({"model": 5}, "model"),
+    ({"model": "\ud800.gguf"}, "model"), ({"tensor_parallel_size": 2**70}, "tensor_parallel_size"),
+])
+def test_bad_llm_argument_types(kwargs, word):
+    kwargs = {"model": "default", **kwargs}
+    one_line_value_error(word, lambda: LLM(kwargs.pop("model"), **kwargs))
+
+
+@pytest.mark.parametrize("call, word", [
+    (lambda llm: llm.generate([[2**40]], use_tqdm=False), "prompt"),
+    (lambda llm: llm.generate([[1, -1]], use_tqdm=False), "prompt"),
+    (lambda llm: llm.generate({"prompt_token_ids": [2**70]}, use_tqdm=False), "prompt_token_ids"),
+    (lambda llm: llm.generate("a\ud800", use_tqdm=False), "prompt"),
+    (lambda llm: llm.generate(["ok", {"prompt": "\udfff"}], use_tqdm=False), "prompt"),
+    (lambda llm: llm.chat([{"role": "user", "content": "\ud800"}], use_tqdm=False), "content"),
+    (lambda llm: llm.chat([{"role": "user", "content": "hi"}], use_tqdm=False,
+                          add_generation_prompt="yes"), "add_generation_prompt"),
+    (lambda llm: llm.generate("hi", 5, use_tqdm=False), "sampling_params"),
+    (lambda llm: llm.chat(5, use_tqdm=False), "messages"),
+    (lambda llm: llm.score([1, 2**40]), "score"),
+    (lambda llm: llm.score("\ud800 text"), "text"),
+    (lambda llm: llm.get_tokenizer().decode([2**70]), "ids"),
+    (lambda llm: llm.get_tokenizer().decode(2**70), "ids"),
+    (lambda llm: llm.get_tokenizer().decode([-1]), "ids"),
+    (lambda llm: llm.get_tokenizer().decode([1], skip_special_tokens="no"), "skip_special_tokens"),
+    (lambda llm: llm.get_tokenizer().encode("\ud800"), "text"),
+    (lambda llm: llm.get_tokenizer().encode("hi", add_special_tokens="no"), "add_special_tokens"),
+    # stop_token_ids are token ids of this model (as logit_bias): checked against its vocabulary.
+    (lambda llm: llm.generate("hi", SamplingParams(stop_token_ids=[10**9]), use_tqdm=False),
+     "stop_token_ids"),
+    (lambda llm: llm.generate("hi", SamplingParams(stop_token_ids=[llm.get_tokenizer().vocab_size]),
+                              use_tqdm=False), "stop_token_ids"),
+    (lambda llm: next(llm.generate_stream("hi", SamplingParams(stop_token_ids=[10**9]))), "stop_token_ids"),
+])
+def test_bad_call_argument_types(llm, call, word):
+    one_line_value_error(word, lambda: call(llm))
+    assert_idle(llm)
+
+
 def test_bad_generate_arguments(llm):
     greedy = SamplingParams(temperature=0, max_tokens=4)
     with pytest.raises(ValueError, match="empty"):
