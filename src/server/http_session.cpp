@@ -23,6 +23,14 @@ std::string response_head(int status, const HttpReply& r, bool keep_alive, bool 
   return h;
 }
 
+// A response with its whole body; to HEAD the header alone, whose Content-Length still states
+// the body a GET would get (RFC 9110 9.3.2): a keep-alive client must not find body bytes.
+std::string whole_response(const HttpReply& r, const std::string& body, bool keep_alive, bool head_only) {
+  std::string out = response_head(r.status, r, keep_alive, false, body.size());
+  if (!head_only) out += body;
+  return out;
+}
+
 std::string chunk(std::string_view data) { return fmt::format("{:x}\r\n{}\r\n", data.size(), data); }
 
 // Beast says "bad Content-Length" for a negative or non-numeric value and for one beyond 64 bits;
@@ -158,6 +166,8 @@ void HttpSession::parse_header(std::string_view raw) {
     return fail(413, "the request body is too large");
   if (ec == http::error::bad_content_length) return fail(400, "invalid Content-Length");
   if (ec == http::error::body_limit) return fail(413, "the request body is too large");
+  // The whole header can arrive in the read that crosses the limit: Beast refuses it then.
+  if (ec == http::error::header_limit) return fail(431, "the request header is too large");
   if (ec) return fail(400, fmt::format("malformed request: {}", ec.message()));
   buffer_.consume(used);
   on_header();
@@ -251,7 +261,7 @@ void HttpSession::on_reply(HttpReply reply) {
   stamps_.replied = Clock::now();
   status_ = reply.status;
   if (!reply.gen) {
-    out_ = response_head(reply.status, reply, keep_alive_, false, reply.body.size()) + reply.body;
+    out_ = whole_response(reply, reply.body, keep_alive_, req_.method == "HEAD");
     last_queued_ = true;
     return write_more();
   }
@@ -289,8 +299,8 @@ void HttpSession::pump() {
     }
   } else if (gen_->finished()) {
     HttpReply r;
-    status_ = gen_->status();
-    out_ = response_head(status_, r, keep_alive_, false, gen_->body().size()) + gen_->body();
+    r.status = status_ = gen_->status();
+    out_ = whole_response(r, gen_->body(), keep_alive_, req_.method == "HEAD");
     last_queued_ = true;
   }
   write_more();

@@ -75,6 +75,9 @@ std::optional<bool> get_bool(const json& o, const char* key) {
   return v->get<bool>();
 }
 
+// 5.0 is an integer to JavaScript clients.
+bool integral(double d) { return std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15; }
+
 // Integers as int64; unsigned values beyond int64 are clamped (every limit is far below).
 int64_t as_int(const std::string& key, const json& v) {
   if (v.is_number_unsigned()) {
@@ -83,11 +86,7 @@ int64_t as_int(const std::string& key, const json& v) {
                                                               : int64_t(u);
   }
   if (v.is_number_integer()) return v.get<int64_t>();
-  // 5.0 is an integer to JavaScript clients.
-  if (v.is_number_float()) {
-    const double d = v.get<double>();
-    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15) return int64_t(d);
-  }
+  if (v.is_number_float() && integral(v.get<double>())) return int64_t(v.get<double>());
   wrong_type(key, "an integer", v);
 }
 
@@ -121,10 +120,17 @@ int checked_token(const std::string& key, const json& v, const RequestLimits& li
   return int(t);
 }
 
-bool all_integers(const json& a) {
+// A list holding a number or a boolean is meant as token ids, not as a list of prompts.
+bool token_ids_meant(const json& a) {
   for (const json& x : a)
-    if (!x.is_number_integer() && !x.is_number_unsigned()) return false;
-  return true;
+    if (x.is_number() || x.is_boolean()) return true;
+  return false;
+}
+
+int prompt_token(const json& t, const RequestLimits& lim) {
+  if (!t.is_number() || (t.is_number_float() && !integral(t.get<double>())))
+    bad("prompt", fmt::format("'prompt' token ids must be integers, got {}", type_name(t)));
+  return checked_token("prompt", t, lim);
 }
 
 void parse_prompt(const json& body, OpenAIRequest& r, const RequestLimits& lim) {
@@ -133,7 +139,7 @@ void parse_prompt(const json& body, OpenAIRequest& r, const RequestLimits& lim) 
   const json* one = p;
   if (p->is_array()) {
     if (p->empty()) bad("prompt", "'prompt' must not be empty");
-    if (!all_integers(*p)) {
+    if (!token_ids_meant(*p)) {
       if (p->size() > 1)
         bad("prompt", "a list of several prompts is not supported; send one prompt per request");
       one = &(*p)[0];
@@ -147,7 +153,7 @@ void parse_prompt(const json& body, OpenAIRequest& r, const RequestLimits& lim) 
   if (!one->is_array()) wrong_type("prompt", "a string, a list of one string, or token ids", *one);
   if (one->empty()) bad("prompt", "'prompt' must not be empty");
   r.prompt_is_tokens = true;
-  for (const json& t : *one) r.prompt_tokens.push_back(checked_token("prompt", t, lim));
+  for (const json& t : *one) r.prompt_tokens.push_back(prompt_token(t, lim));
 }
 
 std::string message_content(const json& m, const std::string& role) {
@@ -233,7 +239,9 @@ void parse_stop(const json& body, SamplingParams& p) {
 // they would change the result.
 void refuse_unsupported(const json& body) {
   if (get_bool(body, "echo").value_or(false)) bad("echo", "'echo' is not supported");
-  if (get_int(body, "best_of").value_or(1) > 1) bad("best_of", "'best_of' is not supported");
+  const int64_t best_of = get_int(body, "best_of").value_or(1);
+  if (best_of < 1) bad("best_of", fmt::format("'best_of' must be >= 1, got {}", best_of));
+  if (best_of > 1) bad("best_of", "'best_of' is not supported");
   if (!get_string(body, "suffix").value_or("").empty()) bad("suffix", "'suffix' is not supported");
   for (const char* key : {"functions"})
     if (const json* v = field(body, key); v && !v->empty())

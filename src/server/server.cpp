@@ -23,13 +23,24 @@ namespace {
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-// Which methods each known path takes: a known path with another method is 405, not 404.
+// Which methods each known path takes (its Allow header): a known path with another method is
+// 405, not 404. HEAD goes wherever GET goes; the session sends its header without the body.
 const char* allowed_methods(const std::string& path) {
   if (path == "/v1/completions" || path == "/v1/chat/completions") return "POST";
   if (path == "/" || path == "/health" || path == "/metrics" || path == "/v1/models" ||
       path.rfind("/v1/models/", 0) == 0)
-    return "GET";
+    return "GET, HEAD";
   return nullptr;
+}
+
+// Whether `method` is one of the comma-separated methods in `allow`.
+bool allows(std::string_view allow, std::string_view method) {
+  for (size_t at = 0; at <= allow.size();) {
+    const size_t end = std::min(allow.find(", ", at), allow.size());
+    if (allow.substr(at, end - at) == method) return true;
+    at = end + 2;
+  }
+  return false;
 }
 
 // Compares without an early exit, so the time taken does not reveal how much of a key matched.
@@ -85,7 +96,7 @@ class HttpServer final : public HttpHandler {
   std::optional<HttpReply> before_body(const HttpRequest& req) override {
     const char* allow = allowed_methods(req.path);
     if (!allow) return error_reply(ApiError(404, "no route for " + req.method + " " + req.path, "", "not_found"));
-    if (req.method != allow) {
+    if (!allows(allow, req.method)) {
       HttpReply r = error_reply(ApiError(405, "method " + req.method + " is not allowed on " + req.path, "",
                                          "method_not_allowed"));
       r.headers.emplace_back("Allow", allow);

@@ -44,6 +44,11 @@ BAD = [
     ("completions", {"prompt": "x", "logprobs": 50}, "logprobs"),
     ("completions", {"prompt": "x", "stream": "yes"}, "stream"),
     ("completions", {"prompt": "x", "echo": True}, "echo"),
+    ("completions", {"prompt": "x", "best_of": 0}, "best_of"),
+    ("completions", {"prompt": "x", "best_of": -1}, "best_of"),
+    ("completions", {"prompt": "x", "best_of": 1.5}, "best_of"),
+    ("completions", {"prompt": "x", "best_of": "one"}, "best_of"),
+    ("completions", {"prompt": "x", "best_of": 2}, "best_of"),
     ("chat/completions", {}, "messages"),
     ("chat/completions", {"messages": []}, "messages"),
     ("chat/completions", {"messages": "hi"}, "messages"),
@@ -68,6 +73,21 @@ def test_bad_request_raw(server, endpoint, body, param):
     assert err["type"] == "invalid_request_error"
     assert err["param"] == param, err
     assert err["message"]
+
+
+@pytest.mark.parametrize("prompt", [[1.5, 2], [True, False], [1, "a"], [1.5], [[1.5, 2]]])
+def test_prompt_token_ids_must_be_integers(server, prompt):
+    # A list with numbers in it is token ids gone wrong, not a list of several prompts.
+    r = requests.post(server.url + "/v1/completions", json={"prompt": prompt, "max_tokens": 1}, timeout=30)
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    assert err["param"] == "prompt" and "token ids must be integers" in err["message"], err
+
+
+def test_best_of_one_accepted(server):
+    r = requests.post(server.url + "/v1/completions", json={"prompt": "x", "max_tokens": 1, "best_of": 1},
+                      timeout=30)
+    assert r.status_code == 200, r.text
 
 
 @pytest.mark.parametrize("raw", [b"{not json", b"", b"[1, 2]", b'{"prompt": NaN}', b"\xff\xfe", b"[" * 100000])

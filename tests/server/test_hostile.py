@@ -64,6 +64,61 @@ def test_malformed_answered_at_once(server, raw, status):
     assert got == status and took < 0.1, (got, took)
 
 
+@pytest.mark.parametrize("size,status", [(15_000, 200), (16_500, 431), (17_000, 431), (30_000, 431)])
+def test_header_limit_is_431(server, size, status):
+    # Any header section above 16 KiB is a 431, however it arrives (here all in one send).
+    raw = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * size + b"\r\n\r\n"
+    got, took = raw_request(server.port, raw)
+    assert got == status and took < 0.5, (size, got, took)
+
+
+def read_responses(sock, methods):
+    """Reads one response per method off a kept-alive connection, by Content-Length (none for
+    HEAD); returns [(status, headers, body)] and whatever bytes came beyond them."""
+    buf, out = b"", []
+    for method in methods:
+        while b"\r\n\r\n" not in buf:
+            chunk = sock.recv(65536)
+            assert chunk, (out, buf)
+            buf += chunk
+        head, buf = buf.split(b"\r\n\r\n", 1)
+        lines = head.decode().split("\r\n")
+        headers = {k.lower(): v.strip() for k, v in (l.split(":", 1) for l in lines[1:])}
+        length = 0 if method == "HEAD" else int(headers["content-length"])
+        while len(buf) < length:
+            buf += sock.recv(65536)
+        out.append((int(lines[0].split(" ")[1]), headers, buf[:length]))
+        buf = buf[length:]
+    sock.settimeout(0.3)
+    try:
+        buf += sock.recv(65536)
+    except socket.timeout:
+        pass
+    return out, buf
+
+
+def test_head_has_no_body(server, model):
+    # HEAD works wherever GET does, with its status and length but no body bytes: a kept-alive
+    # client must find the next response right after the header.
+    paths = ["/", "/health", "/v1/models", f"/v1/models/{model}", "/metrics", "/v1/models/nope",
+             "/v1/completions", "/v1/chat/completions"]
+    methods = ["HEAD"] * len(paths) + ["GET"]
+    raw = b"".join(b"HEAD %s HTTP/1.1\r\nHost: x\r\n\r\n" % p.encode() for p in paths)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
+        s.sendall(raw + b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        got, extra = read_responses(s, methods)
+    assert extra == b"", extra
+    assert [status for status, _, _ in got] == [200] * 5 + [404, 405, 405] + [200], got
+    for path, (status, headers, _) in zip(paths, got):
+        get = requests.get(server.url + path, timeout=10)
+        assert status == get.status_code, path
+        assert headers["content-type"] == get.headers["Content-Type"], path
+        if path != "/metrics" and status != 405:  # counters moved; the 405 names the method
+            assert int(headers["content-length"]) == len(get.content), path
+    assert got[6][1]["allow"] == "POST"
+    assert json.loads(got[-1][2]) == {"status": "ok"}
+
+
 def test_body_cut_short_is_400(server):
     # The client sends less than its Content-Length and half-closes: it can still read a 400.
     raw = b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"prompt\": "

@@ -60,6 +60,14 @@ TEST(OpenAIRequest, PromptShapes) {
             "one");
   EXPECT_EQ(parse_error(R"({"prompt":["a","b"]})").param, "prompt");
   EXPECT_EQ(parse_error(R"({"prompt":[1000]})").param, "prompt");
+  EXPECT_EQ(tokens(R"({"prompt":[1.0,2]})"), (std::vector<int32_t>{1, 2}));
+  // Numbers or booleans in the list make it token ids, not a list of prompts.
+  for (const char* body : {R"({"prompt":[1.5,2]})", R"({"prompt":[true,false]})", R"({"prompt":[1,"a"]})",
+                           R"({"prompt":[[1.5]]})"}) {
+    const ApiError e = parse_error(body);
+    EXPECT_EQ(e.param, "prompt");
+    EXPECT_NE(std::string(e.what()).find("token ids must be integers"), std::string::npos) << e.what();
+  }
   EXPECT_EQ(parse_error(R"({"prompt":""})").param, "prompt");
   EXPECT_EQ(parse_error(R"({})").param, "prompt");
 }
@@ -104,6 +112,9 @@ TEST(OpenAIRequest, ErrorsNameTheParameter) {
   EXPECT_EQ(parse_error(R"({"prompt":"x","n":17})").param, "n");
   EXPECT_EQ(parse_error(R"({"prompt":"x","stop":[""]})").param, "stop");
   EXPECT_EQ(parse_error(R"({"prompt":"x","echo":true})").param, "echo");
+  for (const char* best_of : {"0", "-1", "1.5", "2", "true"})
+    EXPECT_EQ(parse_error(std::string(R"({"prompt":"x","best_of":)") + best_of + "}").param, "best_of") << best_of;
+  EXPECT_EQ(parse_openai_request(R"({"prompt":"x","best_of":1})", Endpoint::Completions, limits()).n, 1);
 }
 
 TEST(OpenAIRequest, MaxTokensFromContext) {
