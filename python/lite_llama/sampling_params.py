@@ -7,7 +7,6 @@ from typing import Any, Dict, List, Optional, Union
 
 from . import _checks, _core
 
-_UINT64 = 1 << 64
 # max_tokens=None: until the context ends (the engine stops there).
 _UNTIL_CONTEXT = _checks.INT32_MAX
 
@@ -88,7 +87,10 @@ class SamplingParams:
                                            whole_floats=True)
         seed = self.seed if seed is None else seed
         if seed is not None:
-            p.seed = _checks.integer("seed", seed, 0, whole_floats=True) % _UINT64
+            # The given seed is 64-bit; choice i's seed + i wraps, as on the server.
+            if self.seed is not None:
+                _checks.integer("seed", self.seed, 0, _checks.UINT64_MAX, whole_floats=True)
+            p.seed = _checks.integer("seed", seed, 0, whole_floats=True) % (_checks.UINT64_MAX + 1)
         p.stop = self.stop_strings
         if self.stop_token_ids is not None:
             p.stop_token_ids = _checks.token_ids("stop_token_ids", self.stop_token_ids, vocab_size)

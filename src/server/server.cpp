@@ -204,11 +204,13 @@ class HttpServer final : public HttpHandler {
   bool authorized(const HttpRequest& req) const {
     const std::string& h = req.authorization;
     // The scheme is case-insensitive (RFC 7235): "bearer KEY" is as good as "Bearer KEY".
-    constexpr std::string_view prefix = "bearer ";
-    if (h.size() < prefix.size()) return false;
-    for (size_t i = 0; i < prefix.size(); ++i)
-      if (std::tolower(static_cast<unsigned char>(h[i])) != prefix[i]) return false;
-    return same_key(h.substr(prefix.size()), opts_.api_key);
+    // One or more spaces may follow it.
+    constexpr std::string_view scheme = "bearer";
+    if (h.size() <= scheme.size() || h[scheme.size()] != ' ') return false;
+    for (size_t i = 0; i < scheme.size(); ++i)
+      if (std::tolower(static_cast<unsigned char>(h[i])) != scheme[i]) return false;
+    const size_t key = h.find_first_not_of(' ', scheme.size());
+    return key != std::string::npos && same_key(h.substr(key), opts_.api_key);
   }
 
   json model_json() const {

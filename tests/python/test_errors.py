@@ -49,7 +49,7 @@ def one_line_value_error(word, f):
     ({"json_schema": {"type": object()}}, "json_schema"), ({"json_schema": 5}, "json.schema"),
     ({"stop": 5}, "stop"), ({"stop": [1]}, "stop"), ({"stop": b"x"}, "stop"),
     ({"stop": "\ud800"}, "stop"), ({"ignore_eos": "no"}, "ignore_eos"), ({"ignore_eos": 1}, "ignore_eos"),
-    ({"seed": "1"}, "seed"), ({"temperature": 10**400}, "temperature"),
+    ({"seed": "1"}, "seed"), ({"seed": 2**64}, "seed"), ({"seed": 2**70}, "seed"), ({"temperature": 10**400}, "temperature"),
 ])
 def test_bad_sampling_param_types(kwargs, word):
     one_line_value_error(word, lambda: SamplingParams(**kwargs))
@@ -59,7 +59,8 @@ def test_sampling_param_edges_still_accepted():
     assert SamplingParams(top_k=-1)._to_core().top_k == 0
     assert SamplingParams(max_tokens=2**31 - 1, n=2.0, top_k=2**31 - 1)._to_core().max_tokens == 2**31 - 1
     assert SamplingParams(max_tokens=None)._to_core().max_tokens == 2**31 - 1
-    assert SamplingParams(seed=2**70)._to_core().seed == 2**70 % 2**64
+    assert SamplingParams(seed=2**64 - 1)._to_core().seed == 2**64 - 1
+    assert SamplingParams(seed=2**64 - 1)._to_core(seed=2**64).seed == 0  # choice 1's seed + 1 wraps
     assert SamplingParams(stop_token_ids=(0, 2**31 - 1))._to_core().stop_token_ids == [0, 2**31 - 1]
     assert SamplingParams(stop="a")._to_core().stop == ["a"]
     assert SamplingParams(stop=("a", "b"), ignore_eos=True)._to_core().ignore_eos is True

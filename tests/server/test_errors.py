@@ -143,10 +143,10 @@ def test_api_key():
             s.client(api_key="wrong").completions.create(model="x", prompt="x", max_tokens=1)
         assert requests.get(s.url + "/v1/models", timeout=10).status_code == 401
         assert requests.get(s.url + "/health", timeout=10).status_code == 200
-        for scheme in ("bearer", "BEARER", "Bearer"):  # the scheme is case-insensitive (RFC 7235)
-            r = requests.get(s.url + "/v1/models", headers={"Authorization": scheme + " sesame"}, timeout=10)
+        for scheme in ("bearer ", "BEARER ", "Bearer  "):  # case-insensitive, 1+ spaces (RFC 7235)
+            r = requests.get(s.url + "/v1/models", headers={"Authorization": scheme + "sesame"}, timeout=10)
             assert r.status_code == 200, scheme
-        for auth in ("Basic sesame", "Bearersesame", "bearer wrong"):
+        for auth in ("Basic sesame", "Bearersesame", "bearer wrong", "Bearer", "Bearer   "):
             assert requests.get(s.url + "/v1/models", headers={"Authorization": auth}, timeout=10).status_code == 401
         good = s.client(api_key="sesame")
         model = good.models.list().data[0].id
