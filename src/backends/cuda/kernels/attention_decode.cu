@@ -35,7 +35,7 @@ __device__ __forceinline__ int used_splits(int seq_len, int per) {
 // the queries are in registers by then.
 template <int D, int S>
 constexpr size_t decode_smem_bytes() {
-  return KvPipe<__half, D, S>::smem_bytes();
+  return KvPipe<__half, D, S, true>::smem_bytes();
 }
 // Blocks of the split kernel an SM holds (shared memory bound); splits fill one wave. D 64: three
 // with four stages (three tiles in flight a block: CudaTuning::decode_stages), four with three.
@@ -60,7 +60,9 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, int splits
   TL_BEGIN;
   extern __shared__ __align__(16) uint8_t smem[];
   uint8_t* pipe_smem = smem;
-  T* Qs = reinterpret_cast<T*>(pipe_smem) + size_t(2 * (kStages - 1)) * kBN * ld<D>();  // K(kStages - 1)
+  using Pipe = KvPipe<T, D, kStages, true>;
+  static_assert(16 * ld<D>() <= Pipe::kTile, "the Q tile fits a K buffer");
+  T* Qs = reinterpret_cast<T*>(pipe_smem) + size_t(2 * (kStages - 1)) * Pipe::kTile;  // K(kStages - 1)
 
   const int b = blockIdx.z, split = blockIdx.x;
   const int kvh = blockIdx.y / hchunks, hc = blockIdx.y % hchunks;
@@ -77,15 +79,15 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, int splits
   if (beg >= seq_len) return;  // an unused split: the merge reads only the used ones
   const int n = end - beg;     // key positions below count from the split's first key
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  KvPipe<T, D, kStages> pipe{reinterpret_cast<T*>(pipe_smem),
-                             reinterpret_cast<int32_t*>(pipe_smem + kStages * 2 * kBN * ld<D>() * 2),
-                             a.req_to_slot + size_t(req) * a.req_stride + beg,
-                             static_cast<const T*>(a.k_pool),
-                             static_cast<const T*>(a.v_pool),
-                             a.Hkv,
-                             kvh,
-                             n,
-                             (n + kBN - 1) / kBN};
+  Pipe pipe{reinterpret_cast<T*>(pipe_smem),
+            reinterpret_cast<int32_t*>(pipe_smem + Pipe::kv_bytes()),
+            a.req_to_slot + size_t(req) * a.req_stride + beg,
+            static_cast<const T*>(a.k_pool),
+            static_cast<const T*>(a.v_pool),
+            a.Hkv,
+            kvh,
+            n,
+            (n + kBN - 1) / kBN};
 
   // With PDL this block may run beside the RoPE + KV write kernel before it: keys older than the
   // new token (slot table, pool rows of earlier steps) are final, so the ring starts on them; the
@@ -119,7 +121,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, int splits
   uint32_t q[1][D / 16][4];
   load_q_frags<T, D, 1>(q, Qs, 0);
   const int lim[1][2] = {{n, n}};
-  WarpAttn<T, D, 1> w;
+  WarpAttn<T, D, 1, true> w;
   w.init();
   const float scale_log2 = a.scale * 1.4426950408889634f;
   // With at most 8 query heads (every model here: G 3-8) rows 8-15 are zero queries, and the
@@ -205,7 +207,7 @@ __global__ void __launch_bounds__(D) merge_kernel(AttnArgs a, int splits, int mi
 
 // An SM holds blocks of one L1 / shared-memory carveout at a time, and the driver's default for the
 // merge (384 bytes of shared memory) is evidently a smaller one. Under PDL the next call's split
-// blocks (three of 73 KiB an SM at D 64) found no room on the SMs still running a merge block:
+// blocks (three four-stage blocks an SM at D 64) found no room on the SMs still running a merge block:
 // 92 of 392 started 2.4 us late (H100, D 64, batch 1, 32 heads). At the largest carveout a merge
 // block fits beside three split blocks. 100: the percentage of the largest.
 template <typename K>

@@ -73,7 +73,7 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(AttnArgs a, int split
   const int n = end - beg;
   const int mask_from = min(prefix + tq0, end) - beg;  // keys below are visible to every row
   KvPipe<T, D, C::kStages> pipe{reinterpret_cast<T*>(pipe_smem),
-                                reinterpret_cast<int32_t*>(pipe_smem + C::kStages * 2 * kBN * ld<D>() * 2),
+                                reinterpret_cast<int32_t*>(pipe_smem + KvPipe<T, D, C::kStages>::kv_bytes()),
                                 a.req_to_slot + size_t(a.b_req_idx[b]) * a.req_stride + beg,
                                 static_cast<const T*>(a.k_pool),
                                 static_cast<const T*>(a.v_pool),

@@ -14,9 +14,22 @@ constexpr int kBN = 64;        // keys per tile
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 
-// 16-bit row stride of Q/K/V tiles: a 16-byte pad keeps the 8 rows of an ldmatrix in 8 banks.
+// 16-bit row stride of Q tiles: a 16-byte pad keeps the 8 rows of an ldmatrix in 8 banks.
 template <int D>
 constexpr int ld() { return D + 8; }
+
+// Element offset of 16-byte chunk c of row r in a K/V tile. kSwz: rows of D without a pad, the
+// chunk index XORed with r mod 8, which keeps the 8 rows of an ldmatrix in 8 banks as the pad
+// does. With the pad most rows' 128-byte cp.async destinations cross a 128-byte smem line, and L2
+// served 1.5 sector lookups per sector read (34% of them hits; ncu, H200): 16-byte cp.async of
+// 128-byte pieces of 1 KiB rows read 4,214 GB/s into padded rows, 4,590 into swizzled ones
+// (docs/benchmarks/long-context.md, "Swizzled K/V tiles in decode"). The decode kernel takes it;
+// the mma.sync prefill keeps the pad (the XOR cost its D 128 kernel, at 255 registers, spills).
+template <int D, bool kSwz>
+__device__ __forceinline__ int kv_at(int r, int c) {
+  static_assert(!kSwz || D % 64 == 0, "whole 8-chunk groups a row");
+  return kSwz ? r * D + ((c ^ (r & 7)) << 3) : r * ld<D>() + c * 8;
+}
 
 // Slot ids of keys [k0, k0 + kBN) into dst; ids at or past key_end are not read (zeros).
 __device__ __forceinline__ void load_slots(int32_t* dst, const int32_t* slots, int k0, int key_end) {
@@ -28,7 +41,7 @@ __device__ __forceinline__ void load_slots(int32_t* dst, const int32_t* slots, i
 
 // K and V rows of keys [k0, k0 + kBN) of KV head kvh; rows at or past key_end are zeros (a zero
 // row times a masked probability stays 0, where stale pool bytes could be NaN).
-template <typename T, int D>
+template <typename T, int D, bool kSwz>
 __device__ __forceinline__ void load_kv(T* Ks, T* Vs, const int32_t* slot_ids, const T* k_pool,
                                         const T* v_pool, int Hkv, int kvh, int k0, int key_end) {
   constexpr int kChunks = D / 8;
@@ -36,8 +49,8 @@ __device__ __forceinline__ void load_kv(T* Ks, T* Vs, const int32_t* slot_ids, c
     const int r = i / kChunks, c = i % kChunks;
     const bool ok = k0 + r < key_end;
     const size_t off = ok ? (size_t(slot_ids[r]) * Hkv + kvh) * D + c * 8 : 0;
-    cp_async16(Ks + r * ld<D>() + c * 8, k_pool + off, ok);
-    cp_async16(Vs + r * ld<D>() + c * 8, v_pool + off, ok);
+    cp_async16(Ks + kv_at<D, kSwz>(r, c), k_pool + off, ok);
+    cp_async16(Vs + kv_at<D, kSwz>(r, c), v_pool + off, ok);
   }
 }
 
@@ -58,19 +71,21 @@ __device__ __forceinline__ void load_q_frags(uint32_t (&q)[MT][D / 16][4], const
 // stages: after start(), wait(j) makes tile j readable at K(j) / V(j) and issues tile j + S - 1.
 // Tile i's commit group also carries the slot ids of tile i + S - 1, so every K/V issue reads ids
 // that have landed. Every wait commits a group (empty past the end) to keep the count uniform.
-template <typename T, int D, int S>
+template <typename T, int D, int S, bool kSwz = false>
 struct KvPipe {
   static_assert(S >= 2, "at least double buffering");
-  T* kv;         // S x (K, V) x kBN x ld<D>
+  T* kv;         // S x (K, V) x kTile
   int32_t* ids;  // S x kBN
   const int32_t* slots;
   const T* k_pool;
   const T* v_pool;
   int Hkv, kvh, n, ntiles;
 
-  static constexpr size_t smem_bytes() { return size_t(S) * (2 * kBN * ld<D>() * 2 + kBN * sizeof(int32_t)); }
-  __device__ __forceinline__ const T* K(int j) const { return kv + size_t(2 * (j % S)) * kBN * ld<D>(); }
-  __device__ __forceinline__ const T* V(int j) const { return K(j) + kBN * ld<D>(); }
+  static constexpr int kTile = kBN * (kSwz ? D : ld<D>());  // elements of one K or V tile (kv_at)
+  static constexpr size_t kv_bytes() { return size_t(S) * 2 * kTile * sizeof(T); }  // ids follow
+  static constexpr size_t smem_bytes() { return kv_bytes() + size_t(S) * kBN * sizeof(int32_t); }
+  __device__ __forceinline__ const T* K(int j) const { return kv + size_t(2 * (j % S)) * kTile; }
+  __device__ __forceinline__ const T* V(int j) const { return K(j) + kTile; }
 
   // Slot ids of tiles 0..S-2 (in the caller's open commit group, with whatever it loads), then K/V
   // of tiles 0..first-1; start_rest(first) issues the others of 0..S-2.
@@ -92,8 +107,8 @@ struct KvPipe {
   }
   __device__ __forceinline__ void issue(int i) {
     if (i < ntiles) {
-      T* k = kv + size_t(2 * (i % S)) * kBN * ld<D>();
-      load_kv<T, D>(k, k + kBN * ld<D>(), ids + (i % S) * kBN, k_pool, v_pool, Hkv, kvh, i * kBN, n);
+      T* k = kv + size_t(2 * (i % S)) * kTile;
+      load_kv<T, D, kSwz>(k, k + kTile, ids + (i % S) * kBN, k_pool, v_pool, Hkv, kvh, i * kBN, n);
     }
     const int next = i + S - 1;
     if (next < ntiles) load_slots(ids + (next % S) * kBN, slots, next * kBN, n);
@@ -192,7 +207,7 @@ __device__ __forceinline__ void p_frag(const float (&s)[NT][4], int ks, uint32_t
 // One warp's running attention over 16 MT query rows: unnormalised output, row maximum (of
 // log2-scaled scores) and this lane's share of the row sum (the quad's four shares add up).
 // Lane 4g + t holds rows g and g + 8 of each 16-row tile (index h = 0, 1).
-template <typename T, int D, int MT>
+template <typename T, int D, int MT, bool kSwz = false>
 struct WarpAttn {
   float o[MT][D / 8][4];
   float m[MT][2], l[MT][2];
@@ -240,7 +255,7 @@ struct WarpAttn {
       for (int np = 0; np < NT / 2; ++np) {
         uint32_t b[4];
         const int key = koff + np * 16 + (lane & 7) + ((lane >> 4) << 3);
-        ldmatrix_x4(b, Ks + key * ld<D>() + kk * 16 + (((lane >> 3) & 1) << 3));
+        ldmatrix_x4(b, Ks + kv_at<D, kSwz>(key, 2 * kk + ((lane >> 3) & 1)));
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
           mma16816<T>(s[mt][2 * np], qr[mt], b[0], b[1]);
@@ -262,7 +277,7 @@ struct WarpAttn {
 #pragma unroll
       for (int dp = 0; dp < D / 16; ++dp) {
         uint32_t b[4];
-        ldmatrix_x4_trans(b, Vs + key * ld<D>() + dp * 16 + ((lane >> 4) << 3));
+        ldmatrix_x4_trans(b, Vs + kv_at<D, kSwz>(key, 2 * dp + (lane >> 4)));
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
           mma16816<T>(o[mt][2 * dp], a[mt], b[0], b[1]);
