@@ -70,6 +70,8 @@ class Lowering {
       tmp_[i] = lower_alts(*defs_[i].body);
     }
     g_.root_ = it->second;
+    compute_nullable();
+    repeat_nonempty();
     check_size();
     flatten();
     check_left_recursion();
@@ -218,6 +220,7 @@ class Lowering {
     if (f.max < 0) {
       const int32_t r = new_rule(current_ + "-" + std::to_string(++helpers_));
       tmp_[size_t(r)] = {{x, {Elem::Rule, r}}, {}};
+      repeats_.push_back(r);
       out.push_back({Elem::Rule, r});
       return;
     }
@@ -228,6 +231,7 @@ class Lowering {
       if (tail >= 0) a.push_back({Elem::Rule, tail});
       tail = helper({a, {}});
       chain.push_back(tail);
+      repeats_.push_back(tail);
     }
     if (chain.size() >= 2) chains_.push_back({std::move(chain), x});
     if (tail >= 0) out.push_back({Elem::Rule, tail});
@@ -255,9 +259,8 @@ class Lowering {
     }
   }
 
-  // The matcher expands rule references eagerly, so a rule reachable from itself without
-  // consuming a byte would loop: reject it here with its name.
-  void check_left_recursion() {
+  // Which rules derive the empty string (a fixed point over tmp_).
+  void compute_nullable() {
     const size_t n = tmp_.size();
     nullable_.assign(n, false);
     auto& nullable = nullable_;
@@ -276,6 +279,49 @@ class Lowering {
         }
       }
     }
+  }
+
+  // A repeated item that can be empty, x in x* or x{m,n}, would make x* left-recursive (its
+  // rule r ::= x r reaches r without a byte) and every count ambiguous. Its repetition rules take
+  // x's non-empty part instead, which leaves the language as it was: x^m x* = (x+)*, and
+  // x^m x{0,n-m} = x^m (x+){0,n-m}, where x+ is x without the empty string.
+  void repeat_nonempty() {
+    for (const int32_t r : repeats_) {
+      const Elem x = tmp_[size_t(r)][0][0];
+      if (x.kind != Elem::Rule || !nullable_[size_t(x.arg)]) continue;
+      const int32_t p = nonempty(x.arg);  // appends to tmp_: no reference into it across the call
+      tmp_[size_t(r)][0][0] = {Elem::Rule, p};
+    }
+    for (auto& [rules, x] : chains_)
+      if (x.kind == Elem::Rule && nullable_[size_t(x.arg)]) x = {Elem::Rule, nonempty(x.arg)};
+  }
+  // Rule r without the empty string: for each alternative e_1 .. e_k and each i whose e_1 ..
+  // e_{i-1} can all be empty, e_i's non-empty part followed by e_{i+1} .. e_k.
+  int32_t nonempty(int32_t r) {
+    if (auto it = nonempty_.find(r); it != nonempty_.end()) return it->second;
+    const int32_t p = new_rule(g_.names_[size_t(r)] + "-nonempty");
+    nonempty_[r] = p;
+    nullable_.push_back(false);
+    const Alts src = tmp_[size_t(r)];  // a copy: nonempty() below appends to tmp_
+    Alts alts;
+    for (const Alt& a : src)
+      for (size_t i = 0; i < a.size(); ++i) {
+        const Elem& e = a[i];
+        const bool can_be_empty = e.kind == Elem::Rule && nullable_[size_t(e.arg)];
+        Alt alt{can_be_empty ? Elem{Elem::Rule, nonempty(e.arg)} : e};
+        alt.insert(alt.end(), a.begin() + long(i) + 1, a.end());
+        alts.push_back(std::move(alt));
+        if (!can_be_empty) break;
+      }
+    tmp_[size_t(p)] = std::move(alts);
+    return p;
+  }
+
+  // The matcher expands rule references eagerly, so a rule reachable from itself without
+  // consuming a byte would loop: reject it here with its name.
+  void check_left_recursion() {
+    const size_t n = tmp_.size();
+    const auto& nullable = nullable_;
     std::vector<int> state(n, 0);  // 0 new, 1 on the path, 2 done
     std::function<void(size_t)> visit = [&](size_t r) {
       state[r] = 1;
@@ -325,6 +371,8 @@ class Lowering {
   const std::vector<RuleDef>& defs_;
   Grammar g_;
   std::vector<std::pair<std::vector<int32_t>, Elem>> chains_;  // t_1..t_n of each x{m,n}, and x
+  std::vector<int32_t> repeats_;  // rules whose first alternative starts with a repeated item
+  std::map<int32_t, int32_t> nonempty_;
   std::vector<bool> nullable_;
   std::vector<Alts> tmp_;
   std::map<std::string, int32_t> ids_, class_rules_;

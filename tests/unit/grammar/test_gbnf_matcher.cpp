@@ -5,6 +5,7 @@
 #include <iterator>
 #include <memory>
 #include <random>
+#include <regex>
 #include <set>
 #include <string>
 
@@ -78,6 +79,45 @@ TEST(Gbnf, EmptyAlternativeAndNullableRules) {
   EXPECT_EQ(status(g, "ab!"), 1);
   EXPECT_EQ(status(g, "b!"), 1);
   EXPECT_EQ(status(g, "ba!"), -1);
+}
+
+// Repeating an item that can be empty: accepted, with the language of the same regular
+// expression under std::regex (the reference), on every string of up to 7 bytes over the
+// alphabet. Such repetitions were refused as left-recursive, naming an internal rule.
+TEST(Gbnf, RepeatedItemThatCanBeEmptyMatchesRegex) {
+  struct Case {
+    const char* gbnf;
+    const char* regex;
+    const char* alphabet;
+  };
+  const Case cases[] = {
+      {R"(root ::= ([a-z ]? [a-z ]?)* "!")", "([a-z ]?[a-z ]?)*!", "a !1"},
+      {R"(root ::= ("a"? "b"?){2,4} "!")", "(a?b?){2,4}!", "ab!"},
+      {R"(root ::= ("a"? "b"?){2,} "!")", "(a?b?){2,}!", "ab!"},
+      {"root ::= item* \".\"\nitem ::= \"x\" | \"yz\" | \"\"", "(x|yz|)*\\.", "xyz."},
+      {R"(root ::= (("a"?)* "b")* "!")", "((a?)*b)*!", "ab!"},
+      {R"(root ::= ("a"* | "b")+ "c")", "(a*|b)+c", "abc"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.gbnf);
+    Grammar g;
+    ASSERT_NO_THROW(g = compile_gbnf(c.gbnf));
+    const std::regex re(c.regex);
+    const std::string alpha = c.alphabet;
+    std::vector<std::string> level{""};
+    int matched = 0;
+    for (int len = 0; len <= 7; ++len) {
+      std::vector<std::string> next;
+      for (const std::string& s : level) {
+        const bool want = std::regex_match(s, re);
+        matched += want;
+        EXPECT_EQ(status(g, s) == 1, want) << "'" << s << "'";
+        for (char ch : alpha) next.push_back(s + ch);
+      }
+      level = std::move(next);
+    }
+    EXPECT_GT(matched, 3);
+  }
 }
 
 TEST(Gbnf, ErrorsAreOneLineAndNamed) {
