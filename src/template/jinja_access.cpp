@@ -98,7 +98,7 @@ Value get_item(const Value& obj, const Value& key) {
 }
 
 Value get_slice(const Value& obj, const Value& start_v, const Value& stop_v, const Value& step_v) {
-  if (obj.is_undefined()) return obj;
+  if (obj.is_undefined()) undefined_error(obj);  // jinja2's Undefined fails on [a:b] as on [i]
   if (!obj.is_list() && !obj.is_string()) fail("'{}' object is not subscriptable", type_name(obj));
   auto idx = [](const Value& v, const char* what) -> std::optional<int64_t> {
     if (v.is_none() || v.is_undefined()) return std::nullopt;

@@ -75,7 +75,8 @@ TEST(ChatTemplateEngine, DictOrderIsKept) {
 // nothing and is falsy, but an attribute or item of it is an error.
 TEST(ChatTemplateEngine, UndefinedIsEmptyAndFalsy) {
   EXPECT_EQ(render("[{{ nope }}]"), "[]");
-  for (const char* t : {"{{ nope.deeper }}", "{{ nope['x'] }}", "{{ nope.x is defined }}", "{{ m.missing.x }}"})
+  for (const char* t : {"{{ nope.deeper }}", "{{ nope['x'] }}", "{{ nope.x is defined }}", "{{ m.missing.x }}",
+                        "{{ nope[1:2] }}", "{{ m.missing[::-1] }}"})
     EXPECT_NE(render_error(t, {{"m", {{"role", "user"}}}}).find("is undefined"), std::string::npos) << t;
   EXPECT_EQ(render("{% if nope %}y{% else %}n{% endif %}{% if nope is undefined %}u{% endif %}"),
             "nu");
