@@ -122,3 +122,19 @@ def text_or_texts(name: str, value: object) -> List[str]:
     if not all(isinstance(s, str) for s in items):
         raise ValueError(f"{name} must be a string or a list of strings, got {value!r}")
     return [text(name, s) for s in items]
+
+
+# The engine's set-up errors name the CLI's flags; the Python API's arguments for them.
+_FLAG_ARGS = (("--ctx", "ctx"), ("--device", "device"), ("--gpu-memory-utilization", "gpu_memory_utilization"),
+              ("--kv-tokens", "kv_tokens"), ("--load-format", "load_format"),
+              ("--max-batched-tokens", "max_num_batched_tokens"), ("--max-num-seqs", "max_num_seqs"),
+              ("--quantize", "quantize"), ("--tp", "tensor_parallel_size"))
+
+
+def engine_error(e: RuntimeError) -> Exception:
+    """A set-up error about one argument as a ValueError naming the Python argument; others as they are."""
+    msg = str(e)
+    for flag, arg in _FLAG_ARGS:
+        if msg.startswith(flag) and msg[len(flag):len(flag) + 1] in (" ", ":"):
+            return ValueError(arg + msg[len(flag):])
+    return e

@@ -123,23 +123,26 @@ class LLM:
             raise ValueError(f"gpu_memory_utilization must be in [0.05, 1], got {gpu_memory_utilization!r}")
         if seed is not None:
             seed = _checks.integer("seed", seed, 0, _checks.UINT64_MAX)
-        self._core = _core.Engine(
-            model=model,
-            device=_checks.one_of("device", device, ("auto", "cpu", "cuda")),
-            dtype=_DTYPES[_checks.one_of("dtype", dtype, tuple(_DTYPES))],
-            quantize=_checks.one_of("quantize", quantize, ("auto", "none", "int8", "int4", "fp8")),
-            load_format=_checks.one_of("load_format", load_format, ("auto", "dummy")),
-            ctx=_checks.count("ctx", ctx),
-            max_num_seqs=_checks.count("max_num_seqs", max_num_seqs, 4096),
-            max_batched_tokens=_checks.count("max_num_batched_tokens", max_num_batched_tokens),
-            kv_tokens=_checks.count("kv_tokens", kv_tokens, _checks.INT64_MAX),
-            gpu_memory_utilization=gpu_memory_utilization,
-            cuda_graph=not _checks.boolean("enforce_eager", enforce_eager),
-            prefix_cache=_checks.boolean("enable_prefix_caching", enable_prefix_caching),
-            threads=_checks.count("threads", threads, 1024),
-            tensor_parallel_size=_checks.integer("tensor_parallel_size", tensor_parallel_size, 1, 64),
-            dummy_seed=seed or 0,
-        )
+        try:
+            self._core = _core.Engine(
+                model=model,
+                device=_checks.one_of("device", device, ("auto", "cpu", "cuda")),
+                dtype=_DTYPES[_checks.one_of("dtype", dtype, tuple(_DTYPES))],
+                quantize=_checks.one_of("quantize", quantize, ("auto", "none", "int8", "int4", "fp8")),
+                load_format=_checks.one_of("load_format", load_format, ("auto", "dummy")),
+                ctx=_checks.count("ctx", ctx),
+                max_num_seqs=_checks.count("max_num_seqs", max_num_seqs, 4096),
+                max_batched_tokens=_checks.count("max_num_batched_tokens", max_num_batched_tokens),
+                kv_tokens=_checks.count("kv_tokens", kv_tokens),
+                gpu_memory_utilization=gpu_memory_utilization,
+                cuda_graph=not _checks.boolean("enforce_eager", enforce_eager),
+                prefix_cache=_checks.boolean("enable_prefix_caching", enable_prefix_caching),
+                threads=_checks.count("threads", threads, 1024),
+                tensor_parallel_size=_checks.integer("tensor_parallel_size", tensor_parallel_size, 1, 64),
+                dummy_seed=seed or 0,
+            )
+        except RuntimeError as e:
+            raise _checks.engine_error(e) from None
         self._seeds = random.Random(seed) if seed is not None else None
         self._tokenizer = Tokenizer(self._core)
         self._next_request = 0

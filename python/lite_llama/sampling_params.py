@@ -70,7 +70,7 @@ class SamplingParams:
     def _to_core(self, seed: Optional[int] = None, vocab_size: Optional[int] = None) -> _core.SamplingParams:
         """The engine's parameters for one completion, validated (ValueError). ``vocab_size``
         (when known: at generate time) bounds ``stop_token_ids``."""
-        _checks.integer("n", self.n, 1, whole_floats=True)
+        _checks.integer("n", self.n, 1, _checks.INT32_MAX, whole_floats=True)
         p = _core.SamplingParams()
         p.temperature = _checks.number("temperature", self.temperature)
         p.top_p = _checks.number("top_p", self.top_p)

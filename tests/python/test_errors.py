@@ -36,7 +36,7 @@ def one_line_value_error(word, f):
 # Wrong types and out-of-range ints are refused in Python, before they reach the native module,
 # and nothing is silently reinterpreted (a string as a list of characters, "no" as True).
 @pytest.mark.parametrize("kwargs, word", [
-    ({"top_k": 2**40}, "top_k"), ({"n": 2**0.5}, "n"), ({"logprobs": 2**70}, "logprobs"),
+    ({"top_k": 2**40}, "top_k"), ({"n": 2**0.5}, "n"), ({"n": 2**31}, "n"), ({"logprobs": 2**70}, "logprobs"),
     ({"max_tokens": 2**40}, "max_tokens .*2147483647"), ({"max_tokens": 2**31}, "max_tokens"),
     ({"stop_token_ids": [2**70]}, "stop_token_ids"), ({"stop_token_ids": [-1]}, "stop_token_ids"),
     ({"stop_token_ids": [2**31]}, "stop_token_ids"), ({"stop_token_ids": 5}, "stop_token_ids"),
@@ -147,9 +147,14 @@ def test_bad_llm_arguments(tmp_path):
                    {"tensor_parallel_size": True}):
         with pytest.raises(ValueError):
             LLM("default", **kwargs)
-    with pytest.raises(RuntimeError, match="9 attention heads") as e:  # 9 heads over 2 ranks
-        LLM("default", device="cpu", tensor_parallel_size=2)
-    assert "\n" not in str(e.value)
+    # Set-up errors the engine finds name the Python argument, not the CLI flag (--tp, --ctx).
+    for kwargs, words in (({"device": "cpu", "tensor_parallel_size": 2}, ("tensor_parallel_size 2", "9 attention heads")),
+                          ({"ctx": 2**31 - 1}, ("ctx 2147483647", "context length")),
+                          ({"kv_tokens": 2**62}, ("kv_tokens",))):
+        with pytest.raises(ValueError) as e:
+            LLM("default", **kwargs)
+        assert all(w in str(e.value) for w in words) and "--" not in str(e.value), str(e.value)
+        assert "\n" not in str(e.value)
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"not a gguf file")
     with pytest.raises(RuntimeError, match="bad.gguf") as e:
