@@ -73,7 +73,8 @@ Generation::Generation(ServingContext& ctx, const OpenAIRequest& r, Streams stre
                        ChatParsing parse)
     : ctx_(ctx), active_(ctx.active), meta_(make_meta(r.endpoint, ctx.limits.model_name, r.logprobs)),
       streams_(std::move(streams)), finished_(streams_.size(), 0), offsets_(streams_.size(), 0),
-      choices_(streams_.size()), stream_(r.stream), include_usage_(r.include_usage) {
+      choices_(streams_.size()), stream_(r.stream), include_usage_(r.include_usage),
+      forced_calls_(parse.forced_calls) {
   usage_.prompt_tokens = n_prompt;
   if (parse.on)
     for (size_t i = 0; i < streams_.size(); ++i)
@@ -172,7 +173,7 @@ void Generation::take(int i, std::optional<RequestOutput> o, std::string& out) {
     ChatOutputParser::Delta d = p.push(o->text);
     ChatExtra extra;
     if (o->finished) {
-      ChatOutputParser::Delta f = p.finish();
+      ChatOutputParser::Delta f = p.finish(forced_calls_ && o->finish_reason == FinishReason::Length);
       d.content += f.content;
       d.reasoning += f.reasoning;
       extra.tool_calls = p.tool_calls();
@@ -218,7 +219,7 @@ void Generation::finish_blocking() {
   for (size_t i = 0; i < parsers_.size(); ++i) {
     ChoiceResult& c = choices_[i];
     ChatOutputParser::Delta d = parsers_[i]->push(c.text);
-    ChatOutputParser::Delta f = parsers_[i]->finish();
+    ChatOutputParser::Delta f = parsers_[i]->finish(forced_calls_ && c.finish == FinishReason::Length);
     c.text = d.content + f.content;
     c.extra.reasoning = d.reasoning + f.reasoning;
     c.extra.tool_calls = parsers_[i]->tool_calls();
@@ -249,6 +250,7 @@ std::unique_ptr<Generation> start_generation(ServingContext& ctx, std::string_vi
       parse.format = template_tool_format(ctx);
       parse.tool_names = tool_names(r);
       tool_choice_grammar(r, parse.format);
+      parse.forced_calls = r.tool_choice != "auto";
     }
     parse.on = parse.reasoning || parse.in_think || parse.tools;
     // A structured output applies to the answer: the thinking before it stays free (unless the

@@ -33,6 +33,7 @@ struct ServingContext {
 // How a chat answer is split (server/chat_output.h); off for completions.
 struct ChatParsing {
   bool on = false, reasoning = false, in_think = false, tools = false;
+  bool forced_calls = false;  // tool_choice required or named: the answer is calls only
   ToolFormat format = ToolFormat::Hermes;
   std::vector<std::string> tool_names;
 };
@@ -84,6 +85,7 @@ class Generation {
   std::string grammar_error_;  // a choice's grammar admitted no next token
   std::string error_;
   bool stream_ = false, include_usage_ = false, started_ = false, all_finished_ = false;
+  bool forced_calls_ = false;  // ChatParsing::forced_calls
   Usage usage_;
   int64_t tokens_so_far_ = 0;
   int status_ = 200;

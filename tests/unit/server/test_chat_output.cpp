@@ -16,7 +16,7 @@ struct Split {
 };
 
 // Feeds `text` in pieces of `step` bytes (0: all at once).
-Split run(const std::string& text, size_t step, bool reasoning, bool in_think, bool tools) {
+Split run(const std::string& text, size_t step, bool reasoning, bool in_think, bool tools, bool cut_call = false) {
   ChatOutputParser p(reasoning, in_think, tools);
   Split s;
   auto add = [&](const ChatOutputParser::Delta& d) {
@@ -28,7 +28,7 @@ Split run(const std::string& text, size_t step, bool reasoning, bool in_think, b
   } else {
     for (size_t i = 0; i < text.size(); i += step) add(p.push(text.substr(i, step)));
   }
-  add(p.finish());
+  add(p.finish(cut_call));
   s.calls = p.tool_calls();
   return s;
 }
@@ -85,4 +85,23 @@ TEST(ChatOutput, BrokenCallsStayContent) {
   }
   // A held-back partial tag is released at the end.
   EXPECT_EQ(run("a <tool_ca", 1, false, false, true).content, "a <tool_ca");
+}
+
+// A forced call (tool_choice required or named) that max_tokens cut before any call was whole:
+// what is left of it is markup, not content. Whole calls before the cut are still calls.
+TEST(ChatOutput, CutForcedCallIsNotContent) {
+  for (const std::string text : {"<tool_", "<tool_call>", "<tool_call>\n{\"name\": \"get_wea",
+                                 "<tool_call>{\"name\": \"a\", \"arguments\": {\"x\": 1}}</tool_call>\n<tool_call>{\"na"}) {
+    for (size_t step : {0, 1, 4}) {
+      const Split s = run(text, step, true, false, true, true);
+      EXPECT_EQ(s.content, "") << text << " " << step;
+    }
+  }
+  EXPECT_EQ(run("<think>plan</think><tool_call>{\"na", 3, true, false, true, true).reasoning, "plan");
+  const Split kept = run("<tool_call>{\"name\": \"a\", \"arguments\": {}}</tool_call><tool_call>{", 2, false, false, true,
+                         true);
+  ASSERT_EQ(kept.calls.size(), 1u);
+  EXPECT_EQ(kept.calls[0].name, "a");
+  // Not cut (or not forced): a broken block stays content, as before.
+  EXPECT_EQ(run("<tool_call>{\"na", 1, false, false, true).content, "<tool_call>{\"na");
 }
