@@ -73,6 +73,12 @@ struct CudaTuning {
   // 0.5-3.3% slower (Llama-3.2-1B and Qwen3-4B at 128 and 16k-32k tokens, Qwen3-30B-A3B), on an
   // H200 up to 4.9% faster (docs/benchmarks/gpu.md), and at tp 2 on two H200s 1.2% slower.
   int gemv1_loop_blocks_per_sm = -1;
+  // A looping one-token GEMV (a single token, not two) spreads its row groups evenly: as many
+  // rounds as the block bound needs, and the fewest blocks that take them, so that no block
+  // ends a round early. H200, batch-1 steps at prompt 128 (docs/benchmarks/gpu.md): Llama-3.2-3B
+  // 2.197 -> 2.046 ms, Qwen3-4B 2.741 -> 2.583, Qwen2.5-3B 2.175 -> 2.151, Llama-3.2-1B 0.886 ->
+  // 0.875. Two tokens keep the bound as it is (Qwen2.5-3B batch 2 was 1.9% slower balanced).
+  bool gemv1_loop_balanced = true;
   // The one-token 16-bit GEMV requests its first weights before its PDL wait with ordinary loads
   // instead of read-only ones: with read-only loads ptxas places the wait before them, so the
   // weights are only requested once the kernel before has finished. -1: on with tensor

@@ -213,14 +213,15 @@ TEST_P(CudaLinear, SwigluAppliedByOneTokenGateUpGemv) {
 // the same for gemv1_ordered_prefetch (ordinary loads for the first weights), alone and with 3.
 // N 200 has fewer groups than blocks (no loop); 4,096 and 9,728 many more than 132 SMs hold.
 TEST_P(CudaLinear, OneTokenGemvLoopingBlocksEqualOneGroupABlock) {
-  constexpr int kVariants = 4;
-  const int blocks_per_sm[kVariants] = {1, 3, 0, 3};
-  const bool ordered[kVariants] = {false, false, true, true};
+  constexpr int kVariants = 5;  // the last: looping blocks not balanced (CudaTuning::gemv1_loop_balanced)
+  const int blocks_per_sm[kVariants] = {1, 3, 0, 3, 3};
+  const bool ordered[kVariants] = {false, false, true, true, false};
   std::unique_ptr<ops::Backend> loop[kVariants];
   for (int i = 0; i < kVariants; ++i) {
     CudaTuning t;
     t.gemv1_loop_blocks_per_sm = blocks_per_sm[i];
     t.gemv1_ordered_prefetch = ordered[i];
+    t.gemv1_loop_balanced = i < 4;
     loop[i] = make_gpu(GetParam(), t);
   }
   std::mt19937 rng(117);

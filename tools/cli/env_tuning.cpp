@@ -36,6 +36,7 @@ void apply_env_tuning(BackendOptions& o) {
   env_int("LITE_LLAMA_SWIGLU_GEMV_MAX_K", c.swiglu_gemv_max_k);
   env_int("LITE_LLAMA_GEMV1_LOOP", c.gemv1_loop_blocks_per_sm);
   c.gemv1_loop_blocks_per_sm = std::max(-1, c.gemv1_loop_blocks_per_sm);
+  if (env("LITE_LLAMA_GEMV1_LOOP_BALANCED")) c.gemv1_loop_balanced = !env_is("LITE_LLAMA_GEMV1_LOOP_BALANCED", "0");
   env_int("LITE_LLAMA_GEMV1_ORDERED_PREFETCH", c.gemv1_ordered_prefetch);
   c.gemv1_ordered_prefetch = std::clamp(c.gemv1_ordered_prefetch, -1, 1);
   if (env("LITE_LLAMA_GATE_UP_SWIGLU")) c.gate_up_swiglu = !env_is("LITE_LLAMA_GATE_UP_SWIGLU", "0");

@@ -110,6 +110,7 @@ cudaError_t peer_ll_all_reduce_add_rms_norm(const PeerLLArgs& a, Act act, const 
 // Both are bitwise equal to the default kernel.
 struct Gemv1Options {
   int max_blocks = 0;
+  bool balanced = false;  // one token: even rounds of groups (CudaTuning::gemv1_loop_balanced)
   bool ordered_prefetch = false;
   int num_sms = 0;  // with max_blocks: at most as many blocks as the GPU holds at once (0: unchecked)
 };

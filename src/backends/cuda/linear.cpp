@@ -84,7 +84,8 @@ int CudaLinear::gemv_max_tokens() const {
 Gemv1Options CudaLinear::gemv1_options() const {
   int per_sm = tuning_.gemv1_loop_blocks_per_sm;
   if (per_sm < 0) per_sm = high_bandwidth_per_sm() ? 4 : 0;
-  return {per_sm * dev_.sm_count(), on_here(tuning_.gemv1_ordered_prefetch), dev_.sm_count()};
+  return {per_sm * dev_.sm_count(), tuning_.gemv1_loop_balanced, on_here(tuning_.gemv1_ordered_prefetch),
+          dev_.sm_count()};
 }
 
 bool CudaLinear::fused_gemv16(const ops::Linear& w, int64_t rows) const {

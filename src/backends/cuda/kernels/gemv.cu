@@ -295,6 +295,11 @@ cudaError_t launch_gemv1_nt(const void* x, const void* w, const void* bias, void
       }();
       if (per_sm > 0) max_blocks = std::min(max_blocks, per_sm * opt.num_sms);
     }
+    if (NT == 1 && opt.balanced && max_blocks > 0 && max_blocks < groups) {
+      // 768 groups on 528 blocks: 240 blocks take two and 288 one; on 384 blocks all take two.
+      const int rounds = (groups + max_blocks - 1) / max_blocks;
+      max_blocks = (groups + rounds - 1) / rounds;
+    }
     return max_blocks > 0 && max_blocks < groups ? go(looping, max_blocks)
                                                  : go(gemv1_kernel<T, OutT, NT, kMode, false, kOrdered>, groups);
   };
