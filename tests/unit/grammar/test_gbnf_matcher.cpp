@@ -1,6 +1,8 @@
 // GBNF parsing and the byte-level matcher: acceptance, prefixes, rollback, errors.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -118,6 +120,36 @@ TEST(Gbnf, RepeatedItemThatCanBeEmptyMatchesRegex) {
     }
     EXPECT_GT(matched, 3);
   }
+}
+
+// Random regular expressions over {a, b} (groups, alternation, a class, ? * + {m,n}, nested, so
+// that many repeat an item that can be empty) through regex_grammar: each string of up to 6 bytes
+// is a sentence exactly when Python's re.fullmatch accepts it
+// (tests/fixtures/grammar/random_regexes.json, scripts/fixtures/make_regex_fixtures.py).
+TEST(Gbnf, RandomRegexesMatchPythonRe) {
+  std::ifstream f(std::string(LL_SOURCE_DIR) + "/tests/fixtures/grammar/random_regexes.json");
+  ASSERT_TRUE(f) << "missing fixture";
+  const nlohmann::json fixture = nlohmann::json::parse(f);
+  std::vector<std::string> strings{""};
+  for (size_t i = 0; strings.size() < 127; ++i)
+    for (char c : {'a', 'b'}) strings.push_back(strings[i] + c);
+  int cases = 0, sentences = 0;
+  for (const auto& c : fixture["cases"]) {
+    const std::string re = c["regex"], mask = c["mask"];
+    SCOPED_TRACE(re);
+    Grammar g;
+    ASSERT_NO_THROW(g = compile_gbnf(regex_grammar(re)));
+    for (size_t i = 0; i < strings.size(); ++i) {
+      // Bit i of the hex mask: digit i / 4 from the right.
+      const size_t d = i / 4;
+      const bool want = d < mask.size() && (std::stoi(mask.substr(mask.size() - 1 - d, 1), nullptr, 16) >> (i % 4)) & 1;
+      sentences += want;
+      ASSERT_EQ(status(g, strings[i]) == 1, want) << "'" << strings[i] << "'";
+    }
+    ++cases;
+  }
+  EXPECT_EQ(cases, 300);
+  EXPECT_GT(sentences, 1000);
 }
 
 TEST(Gbnf, ErrorsAreOneLineAndNamed) {
