@@ -1,6 +1,6 @@
 #include "grammar/grammar.h"
 
-#include <functional>
+#include <algorithm>
 #include <map>
 #include <unordered_map>
 
@@ -259,24 +259,29 @@ class Lowering {
     }
   }
 
-  // Which rules derive the empty string (a fixed point over tmp_).
+  // Which rules derive the empty string: a worklist over each alternative's count of elements not
+  // yet known to derive it, linear in the grammar's size (a fixed point by passes took a pass per
+  // rule of a long chain).
   void compute_nullable() {
     const size_t n = tmp_.size();
     nullable_.assign(n, false);
-    auto& nullable = nullable_;
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (size_t r = 0; r < n; ++r) {
-        if (nullable[r]) continue;
-        for (const Alt& a : tmp_[r]) {
-          bool all = true;
-          for (const Elem& e : a)
-            if (e.kind == Elem::Bytes || !nullable[size_t(e.arg)]) all = false;
-          if (all) {
-            nullable[r] = changed = true;
-            break;
-          }
-        }
+    std::vector<std::vector<int32_t>> users(n);  // rule -> the alternatives (slots) it appears in
+    std::vector<int32_t> need, owner, queue;
+    for (size_t r = 0; r < n; ++r)
+      for (const Alt& a : tmp_[r]) {
+        if (std::any_of(a.begin(), a.end(), [](const Elem& e) { return e.kind == Elem::Bytes; })) continue;
+        const auto slot = int32_t(need.size());
+        need.push_back(int32_t(a.size()));
+        owner.push_back(int32_t(r));
+        for (const Elem& e : a) users[size_t(e.arg)].push_back(slot);
+        if (a.empty() && !nullable_[r]) nullable_[r] = true, queue.push_back(int32_t(r));
+      }
+    while (!queue.empty()) {
+      const int32_t c = queue.back();
+      queue.pop_back();
+      for (const int32_t slot : users[size_t(c)]) {
+        const auto r = size_t(owner[size_t(slot)]);
+        if (--need[size_t(slot)] == 0 && !nullable_[r]) nullable_[r] = true, queue.push_back(int32_t(r));
       }
     }
   }
@@ -284,80 +289,120 @@ class Lowering {
   // A repeated item that can be empty, x in x* or x{m,n}, would make x* left-recursive (its
   // rule r ::= x r reaches r without a byte) and every count ambiguous. Its repetition rules take
   // x's non-empty part instead, which leaves the language as it was: x^m x* = (x+)*, and
-  // x^m x{0,n-m} = x^m (x+){0,n-m}, where x+ is x without the empty string.
+  // x^m x{0,n-m} = x^m (x+){0,n-m}, where x+ is x without the empty string. Every repetition is
+  // rewritten before any x+ is filled in, so that x+ of x ::= y* copies y*'s rule rewritten
+  // (copied first, it had y*'s rule reach itself through y+).
   void repeat_nonempty() {
     for (const int32_t r : repeats_) {
       const Elem x = tmp_[size_t(r)][0][0];
       if (x.kind != Elem::Rule || !nullable_[size_t(x.arg)]) continue;
-      const int32_t p = nonempty(x.arg);  // appends to tmp_: no reference into it across the call
+      const int32_t p = nonempty_id(x.arg);  // appends to tmp_: no reference into it across the call
       tmp_[size_t(r)][0][0] = {Elem::Rule, p};
     }
     for (auto& [rules, x] : chains_)
-      if (x.kind == Elem::Rule && nullable_[size_t(x.arg)]) x = {Elem::Rule, nonempty(x.arg)};
+      if (x.kind == Elem::Rule && nullable_[size_t(x.arg)]) x = {Elem::Rule, nonempty_id(x.arg)};
+    // A worklist, not recursion: a chain of 20,000 rules that can be empty overflowed the stack.
+    for (size_t i = 0; i < nonempty_todo_.size(); ++i) fill_nonempty(nonempty_todo_[i]);
+  }
+  // The rule for x+ (filled in by fill_nonempty).
+  int32_t nonempty_id(int32_t r) {
+    auto [it, fresh] = nonempty_.try_emplace(r, 0);
+    if (fresh) {
+      it->second = new_rule(g_.names_[size_t(r)] + "-nonempty");
+      nullable_.push_back(false);
+      nonempty_todo_.push_back(r);
+    }
+    return it->second;
   }
   // Rule r without the empty string: for each alternative e_1 .. e_k and each i whose e_1 ..
-  // e_{i-1} can all be empty, e_i's non-empty part followed by e_{i+1} .. e_k.
-  int32_t nonempty(int32_t r) {
-    if (auto it = nonempty_.find(r); it != nonempty_.end()) return it->second;
-    const int32_t p = new_rule(g_.names_[size_t(r)] + "-nonempty");
-    nonempty_[r] = p;
-    nullable_.push_back(false);
-    const Alts src = tmp_[size_t(r)];  // a copy: nonempty() below appends to tmp_
+  // e_{i-1} can all be empty, e_i's non-empty part followed by e_{i+1} .. e_k. An alternative that
+  // would be the rule itself alone (X ::= A | X) adds nothing and is left out.
+  void fill_nonempty(int32_t r) {
+    const int32_t p = nonempty_.at(r);
+    const Alts src = tmp_[size_t(r)];  // a copy: nonempty_id() appends to tmp_
     Alts alts;
     for (const Alt& a : src)
       for (size_t i = 0; i < a.size(); ++i) {
         const Elem& e = a[i];
         const bool can_be_empty = e.kind == Elem::Rule && nullable_[size_t(e.arg)];
-        Alt alt{can_be_empty ? Elem{Elem::Rule, nonempty(e.arg)} : e};
-        alt.insert(alt.end(), a.begin() + long(i) + 1, a.end());
-        alts.push_back(std::move(alt));
+        const Elem head = can_be_empty ? Elem{Elem::Rule, nonempty_id(e.arg)} : e;
+        if (!(head.kind == Elem::Rule && head.arg == p && i + 1 == a.size())) {
+          Alt alt{head};
+          alt.insert(alt.end(), a.begin() + long(i) + 1, a.end());
+          alts.push_back(std::move(alt));
+        }
         if (!can_be_empty) break;
       }
     tmp_[size_t(p)] = std::move(alts);
-    return p;
   }
 
   // The matcher expands rule references eagerly, so a rule reachable from itself without
-  // consuming a byte would loop: reject it here with its name.
+  // consuming a byte would loop: reject it here with its name. An explicit stack: a chain of
+  // 100,000 rules overflowed the call stack.
   void check_left_recursion() {
     const size_t n = tmp_.size();
-    const auto& nullable = nullable_;
-    std::vector<int> state(n, 0);  // 0 new, 1 on the path, 2 done
-    std::function<void(size_t)> visit = [&](size_t r) {
-      state[r] = 1;
-      for (const Alt& a : tmp_[r]) {
-        for (const Elem& e : a) {
-          if (e.kind == Elem::Bytes) break;
-          const auto c = size_t(e.arg);
-          LL_CHECK(state[c] != 1, "grammar: rule '{}' is left-recursive", g_.names_[c]);
-          if (state[c] == 0) visit(c);
-          if (!nullable[c]) break;
-        }
-      }
-      state[r] = 2;
+    std::vector<uint8_t> state(n, 0);  // 0 new, 1 on the path, 2 done
+    struct Frame {
+      size_t r, alt, elem;
     };
-    for (size_t r = 0; r < n; ++r)
-      if (state[r] == 0) visit(r);
+    std::vector<Frame> path;
+    for (size_t start = 0; start < n; ++start) {
+      if (state[start] != 0) continue;
+      state[start] = 1;
+      path.push_back({start, 0, 0});
+      while (!path.empty()) {
+        Frame& f = path.back();
+        if (f.alt == tmp_[f.r].size()) {
+          state[f.r] = 2;
+          path.pop_back();
+          continue;
+        }
+        const Alt& a = tmp_[f.r][f.alt];
+        if (f.elem == a.size() || a[f.elem].kind == Elem::Bytes) {
+          ++f.alt, f.elem = 0;
+          continue;
+        }
+        const auto c = size_t(a[f.elem].arg);
+        if (nullable_[c])
+          ++f.elem;  // the next element is reached without a byte too
+        else
+          ++f.alt, f.elem = 0;
+        LL_CHECK(state[c] != 1, "grammar: rule '{}' is left-recursive", g_.names_[c]);
+        if (state[c] == 0) state[c] = 1, path.push_back({c, 0, 0});  // f is not used after this
+      }
+    }
   }
 
   // x in t_j (the first element of t_j's first alternative) maps to x in t_n, the longest.
   void mark_chains() {
     g_.chain_.resize(g_.elems_.size());
     if (chains_.empty()) return;
-    // The bytes each rule may start with.
-    std::vector<ByteSet> first(tmp_.size());
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (size_t r = 0; r < tmp_.size(); ++r)
-        for (const Alt& a : tmp_[r])
-          for (const Elem& e : a) {
-            const ByteSet add = e.kind == Elem::Bytes ? g_.byte_sets_[size_t(e.arg)] : first[size_t(e.arg)];
-            if ((first[r] | add) != first[r]) {
-              first[r] |= add;
-              changed = true;
-            }
-            if (e.kind == Elem::Bytes || !nullable_[size_t(e.arg)]) break;
+    // The bytes each rule may start with: a worklist along the rules' leading references (a set
+    // only grows, so each rule is taken again at most 256 times).
+    const size_t n = tmp_.size();
+    std::vector<ByteSet> first(n);
+    std::vector<std::vector<int32_t>> leads_to(n);  // rule -> the rules that may start with it
+    std::vector<int32_t> queue;
+    for (size_t r = 0; r < n; ++r)
+      for (const Alt& a : tmp_[r])
+        for (const Elem& e : a) {
+          if (e.kind == Elem::Bytes) {
+            first[r] |= g_.byte_sets_[size_t(e.arg)];
+            break;
           }
+          leads_to[size_t(e.arg)].push_back(int32_t(r));
+          if (!nullable_[size_t(e.arg)]) break;
+        }
+    for (size_t r = 0; r < n; ++r)
+      if (first[r].any()) queue.push_back(int32_t(r));
+    while (!queue.empty()) {
+      const auto c = size_t(queue.back());
+      queue.pop_back();
+      for (const int32_t u : leads_to[c])
+        if ((first[size_t(u)] | first[c]) != first[size_t(u)]) {
+          first[size_t(u)] |= first[c];
+          queue.push_back(u);
+        }
     }
     for (const auto& [rules, x] : chains_) {
       if (x.kind == Elem::Rule && nullable_[size_t(x.arg)]) continue;  // a repetition may take no byte
@@ -372,7 +417,8 @@ class Lowering {
   Grammar g_;
   std::vector<std::pair<std::vector<int32_t>, Elem>> chains_;  // t_1..t_n of each x{m,n}, and x
   std::vector<int32_t> repeats_;  // rules whose first alternative starts with a repeated item
-  std::map<int32_t, int32_t> nonempty_;
+  std::map<int32_t, int32_t> nonempty_;  // rule -> its non-empty part
+  std::vector<int32_t> nonempty_todo_;   // rules whose non-empty part is still to fill in
   std::vector<bool> nullable_;
   std::vector<Alts> tmp_;
   std::map<std::string, int32_t> ids_, class_rules_;
