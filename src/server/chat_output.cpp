@@ -106,17 +106,17 @@ void ChatOutputParser::step(Delta& d, bool final) {
   }
 }
 
-ChatOutputParser::Delta ChatOutputParser::finish(bool cut_call) {
+ChatOutputParser::Delta ChatOutputParser::finish(bool forced_calls) {
   Delta d;
   step(d, true);
-  if (cut_call) d.content.clear();  // the start of a tag held back, or of a bare JSON call
+  if (forced_calls) d.content.clear();  // the start of a tag held back, or of a bare JSON call
   if (state_ != State::Tools) return d;
   // Text that is not a well-formed list of calls stays content (a model that wrote the tag and
   // then something else did not call a tool).
   auto calls = parse_tool_calls(format_, tool_text_, names_);
   if (calls)
     calls_ = std::move(*calls);
-  else if (!cut_call)
+  else if (!forced_calls)
     d.content += tool_text_;
   tool_text_.clear();
   return d;

@@ -22,10 +22,10 @@ class ChatOutputParser {
   };
   Delta push(std::string_view text);
   // The end of the output: flushes what was held back and parses the tool calls. Blocks that
-  // are not valid calls are returned as content, except with cut_call: the answer was a forced
-  // tool call (tool_choice required or named) that max_tokens cut short, and what is left of the
-  // cut call is markup, not content.
-  Delta finish(bool cut_call = false);
+  // are not valid calls are returned as content, except with forced_calls: the answer was written
+  // under a grammar of calls (tool_choice required or named), so what does not parse is a call
+  // that max_tokens or a stop string cut short: markup, not content.
+  Delta finish(bool forced_calls = false);
   const std::vector<ToolCall>& tool_calls() const { return calls_; }
 
  private:

@@ -173,7 +173,7 @@ void Generation::take(int i, std::optional<RequestOutput> o, std::string& out) {
     ChatOutputParser::Delta d = p.push(o->text);
     ChatExtra extra;
     if (o->finished) {
-      ChatOutputParser::Delta f = p.finish(forced_calls_ && o->finish_reason == FinishReason::Length);
+      ChatOutputParser::Delta f = p.finish(forced_calls_);
       d.content += f.content;
       d.reasoning += f.reasoning;
       extra.tool_calls = p.tool_calls();
@@ -219,7 +219,7 @@ void Generation::finish_blocking() {
   for (size_t i = 0; i < parsers_.size(); ++i) {
     ChoiceResult& c = choices_[i];
     ChatOutputParser::Delta d = parsers_[i]->push(c.text);
-    ChatOutputParser::Delta f = parsers_[i]->finish(forced_calls_ && c.finish == FinishReason::Length);
+    ChatOutputParser::Delta f = parsers_[i]->finish(forced_calls_);
     c.text = d.content + f.content;
     c.extra.reasoning = d.reasoning + f.reasoning;
     c.extra.tool_calls = parsers_[i]->tool_calls();

@@ -146,27 +146,28 @@ def test_calls_before_a_cut_one_are_kept(server):
 
 
 def test_forced_call_cut_before_a_whole_call_leaves_no_markup(server):
-    # max_tokens cuts a required or named call before any call is whole: no call comes back, the
-    # finish reason is "length", and none of the call's markup is content (streamed or not).
+    # max_tokens or a stop string cuts a required or named call before any call is whole: no call
+    # comes back, and none of the call's markup is content (streamed or not).
     named = {"type": "function", "function": {"name": "get_weather"}}
     for choice in ("required", named):
-        for max_tokens in (2, 6, 12):
-            body = {"tool_choice": choice, "max_tokens": max_tokens}
+        for cut in ({"max_tokens": 2}, {"max_tokens": 6}, {"max_tokens": 12}, {"stop": ["\n"]}, {"stop": ["city"]}):
+            body = {"tool_choice": choice, **cut}
+            finish = "length" if "max_tokens" in cut else "stop"
             r = post(server, body)
             assert r.status_code == 200, r.text
             c = r.json()["choices"][0]
-            assert c["finish_reason"] == "length", c
+            assert c["finish_reason"] == finish, c
             assert not c["message"].get("tool_calls") and not c["message"]["content"], c
             r = post(server, {**body, "stream": True})
             assert r.status_code == 200, r.text
-            content, finish = "", None
+            content, got = "", None
             for line in r.text.splitlines():
                 if line.startswith("data: {"):
                     ch = json.loads(line[6:])["choices"][0]
                     content += ch["delta"].get("content") or ""
                     assert not ch["delta"].get("tool_calls"), ch
-                    finish = ch["finish_reason"] or finish
-            assert finish == "length" and content == "", (max_tokens, content)
+                    got = ch["finish_reason"] or got
+            assert got == finish and content == "", (cut, content)
 
 
 def test_empty_tools_list_is_no_tools(server):

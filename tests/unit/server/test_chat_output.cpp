@@ -16,7 +16,7 @@ struct Split {
 };
 
 // Feeds `text` in pieces of `step` bytes (0: all at once).
-Split run(const std::string& text, size_t step, bool reasoning, bool in_think, bool tools, bool cut_call = false) {
+Split run(const std::string& text, size_t step, bool reasoning, bool in_think, bool tools, bool forced_calls = false) {
   ChatOutputParser p(reasoning, in_think, tools);
   Split s;
   auto add = [&](const ChatOutputParser::Delta& d) {
@@ -28,7 +28,7 @@ Split run(const std::string& text, size_t step, bool reasoning, bool in_think, b
   } else {
     for (size_t i = 0; i < text.size(); i += step) add(p.push(text.substr(i, step)));
   }
-  add(p.finish(cut_call));
+  add(p.finish(forced_calls));
   s.calls = p.tool_calls();
   return s;
 }
@@ -87,8 +87,9 @@ TEST(ChatOutput, BrokenCallsStayContent) {
   EXPECT_EQ(run("a <tool_ca", 1, false, false, true).content, "a <tool_ca");
 }
 
-// A forced call (tool_choice required or named) that max_tokens cut before any call was whole:
-// what is left of it is markup, not content. Whole calls before the cut are still calls.
+// A forced call (tool_choice required or named) that max_tokens or a stop string cut before any
+// call was whole: what is left of it is markup, not content. Whole calls before the cut are still
+// calls.
 TEST(ChatOutput, CutForcedCallIsNotContent) {
   for (const std::string text : {"<tool_", "<tool_call>", "<tool_call>\n{\"name\": \"get_wea",
                                  "<tool_call>{\"name\": \"a\", \"arguments\": {\"x\": 1}}</tool_call>\n<tool_call>{\"na"}) {
