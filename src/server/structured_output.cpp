@@ -40,6 +40,8 @@ std::string from_choices(const std::string& param, const ojson& c) {
 std::string from_string(const std::string& param, const ojson& v, bool regex) {
   if (!v.is_string()) bad(param, "'" + param + "' must be a string");
   try {
+    // An empty grammar is an error (no rules), not the absence of one; an empty regex matches "".
+    if (!regex && v.get<std::string>().empty()) grammar::compile_gbnf("");
     return regex ? grammar::regex_grammar(v.get<std::string>()) : v.get<std::string>();
   } catch (const Error& e) {
     bad(param, std::string("'") + param + "': " + e.what());

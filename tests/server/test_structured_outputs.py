@@ -354,6 +354,8 @@ def test_logit_bias_forces_and_bans(server):
     ({"guided_regex": "(a)\\1"}, "guided_regex", "backreferences"),
     ({"guided_grammar": "root ::= \"a"}, "guided_grammar", "unterminated"),
     ({"guided_grammar": "root ::= missing"}, "guided_grammar", "undefined rule 'missing'"),
+    ({"guided_grammar": ""}, "guided_grammar", "no rules"),
+    ({"structured_outputs": {"grammar": ""}}, "structured_outputs.grammar", "no rules"),
     ({"guided_choice": []}, "guided_choice", "non-empty"),
     ({"guided_regex": "a", "guided_choice": ["a"]}, "guided_choice", "both constrain"),
     ({"structured_outputs": {"structural_tag": {}}}, "structured_outputs.structural_tag", "not supported"),
