@@ -98,7 +98,7 @@ std::vector<LoadedModel> load_model(const EngineOptions& o, ModelFiles& files,
   };
 
   LoadedModel m;
-  LL_CHECK(o.ctx >= 0, "--ctx must be positive, got {}", o.ctx);
+  LL_CHECK(o.ctx == 0 || o.ctx >= 2, "--ctx must be 0 (the model's) or at least 2, got {}", o.ctx);
   LL_CHECK(o.ctx <= cfg.max_position_embeddings,
            "--ctx {} exceeds the model's context length {}", o.ctx, cfg.max_position_embeddings);
   m.ctx = o.ctx ? o.ctx : default_ctx(cfg, cpu);
@@ -106,7 +106,8 @@ std::vector<LoadedModel> load_model(const EngineOptions& o, ModelFiles& files,
   m.max_seqs = o.max_num_seqs ? o.max_num_seqs : (cpu ? 16 : 256);
   LL_CHECK(o.max_batched_tokens >= 0, "--max-batched-tokens must be positive");
   LL_CHECK(o.max_prefill_with_decodes >= 0, "--max-prefill-with-decodes must be 0 or more");
-  LL_CHECK(o.kv_tokens >= 0, "--kv-tokens must be positive");
+  LL_CHECK(o.kv_tokens == 0 || o.kv_tokens >= 2, "--kv-tokens must be 0 (sized from memory) or at least 2, got {}",
+           o.kv_tokens);
   LL_CHECK(o.gpu_memory_utilization > 0 && o.gpu_memory_utilization <= 1,
            "--gpu-memory-utilization must be in (0, 1], got {}", o.gpu_memory_utilization);
   const int64_t kv_elem = int64_t(dtype_info(backend.kv_dtype()).block_bytes);

@@ -150,7 +150,8 @@ def test_bad_llm_arguments(tmp_path):
     # Set-up errors the engine finds name the Python argument, not the CLI flag (--tp, --ctx).
     for kwargs, words in (({"device": "cpu", "tensor_parallel_size": 2}, ("tensor_parallel_size 2", "9 attention heads")),
                           ({"ctx": 2**31 - 1}, ("ctx 2147483647", "context length")),
-                          ({"kv_tokens": 2**62}, ("kv_tokens",))):
+                          ({"kv_tokens": 2**62}, ("kv_tokens",)), ({"kv_tokens": 1}, ("kv_tokens", "at least 2")),
+                          ({"ctx": 1}, ("ctx", "at least 2"))):
         with pytest.raises(ValueError) as e:
             LLM("default", **kwargs)
         assert all(w in str(e.value) for w in words) and "--" not in str(e.value), str(e.value)
