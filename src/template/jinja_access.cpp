@@ -98,18 +98,23 @@ Value get_item(const Value& obj, const Value& key) {
 }
 
 Value get_slice(const Value& obj, const Value& start_v, const Value& stop_v, const Value& step_v) {
-  if (obj.is_undefined()) undefined_error(obj);  // jinja2's Undefined fails on [a:b] as on [i]
-  if (!obj.is_list() && !obj.is_string()) fail("'{}' object is not subscriptable", type_name(obj));
-  auto idx = [](const Value& v, const char* what) -> std::optional<int64_t> {
-    if (v.is_none() || v.is_undefined()) return std::nullopt;
-    if (!v.is_integral()) fail("slice {} must be an integer or None", what);
+  // As jinja2: an undefined value or bound fails; a value that cannot be sliced, or a bound of
+  // another type, gives an undefined value (its getitem turns Python's TypeError into Undefined).
+  if (obj.is_undefined()) undefined_error(obj);
+  for (const Value* v : {&start_v, &stop_v, &step_v})
+    if (v->is_undefined()) fail("slice indices must be integers or None");
+  if (!obj.is_list() && !obj.is_string()) return Value::undefined();
+  for (const Value* v : {&start_v, &stop_v, &step_v})
+    if (!v->is_none() && !v->is_integral()) return Value::undefined();
+  auto idx = [](const Value& v) -> std::optional<int64_t> {
+    if (v.is_none()) return std::nullopt;
     return v.as_int();
   };
   std::u32string chars;
   if (obj.is_string()) chars = utf8_decode(obj.s);
   int64_t n =
       obj.is_list() ? static_cast<int64_t>(obj.list->size()) : static_cast<int64_t>(chars.size());
-  int64_t step = idx(step_v, "step").value_or(1);
+  int64_t step = idx(step_v).value_or(1);
   if (step == 0) fail("slice step cannot be zero");
   // CPython's PySlice_AdjustIndices.
   auto adjust = [&](std::optional<int64_t> v, int64_t dflt) {
@@ -123,8 +128,8 @@ Value get_slice(const Value& obj, const Value& start_v, const Value& stop_v, con
     }
     return x;
   };
-  int64_t start = adjust(idx(start_v, "start"), step < 0 ? n - 1 : 0);
-  int64_t stop = adjust(idx(stop_v, "stop"), step < 0 ? -1 : n);
+  int64_t start = adjust(idx(start_v), step < 0 ? n - 1 : 0);
+  int64_t stop = adjust(idx(stop_v), step < 0 ? -1 : n);
   ValueList items;
   std::u32string out;
   for (int64_t k = start; step > 0 ? k < stop : k > stop; k += step) {

@@ -81,6 +81,13 @@ TEST(ChatTemplateEngine, UndefinedIsEmptyAndFalsy) {
   EXPECT_EQ(render("{% if nope %}y{% else %}n{% endif %}{% if nope is undefined %}u{% endif %}"),
             "nu");
   EXPECT_EQ(render("{{ m.missing is defined }}", {{"m", {{"role", "user"}}}}), "False");
+  // Slices as jinja2 3.1 renders them: an undefined bound fails, a value that cannot be sliced or
+  // a bound of another type gives an undefined value (printed as nothing).
+  for (const char* t : {"{{ 'abc'[nope:] }}", "{{ 'abc'[1:nope] }}", "{{ 'abc'[::nope] }}"})
+    EXPECT_NE(render_error(t).find("slice indices must be integers or None"), std::string::npos) << t;
+  EXPECT_EQ(render("[{{ none[1:2] }}][{{ 5[1:2] }}][{{ {'a': 1}[1:2] }}][{{ 'abc'['a':] }}][{{ 'abc'[1.0:] }}]"),
+            "[][][][][]");
+  EXPECT_EQ(render("{{ 'abcd'[1:3] }}{{ [1, 2, 3][::-1] }}"), "bc[3, 2, 1]");
 }
 
 TEST(ChatTemplateEngine, UnsupportedTagNamesConstructAndPosition) {
