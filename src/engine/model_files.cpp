@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "core/error.h"
@@ -87,6 +88,13 @@ ModelFiles open_dummy_model(const std::string& model, uint64_t seed) {
   fs::path p(model);
   if (fs::is_directory(p)) p /= "config.json";
   LL_CHECK(fs::exists(p), "--load-format dummy needs a config.json: '{}' not found", p.string());
+  {
+    char magic[4] = {};
+    std::ifstream(p, std::ios::binary).read(magic, 4);
+    LL_CHECK(std::string(magic, 4) != "GGUF",
+             "--load-format dummy needs a config.json (random weights of an HF model's shapes), not a GGUF file: '{}'",
+             p.string());
+  }
   ModelFiles m;
   m.path = p.string();
   m.format = "dummy";

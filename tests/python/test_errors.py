@@ -156,6 +156,11 @@ def test_bad_llm_arguments(tmp_path):
             LLM("default", **kwargs)
         assert all(w in str(e.value) for w in words) and "--" not in str(e.value), str(e.value)
         assert "\n" not in str(e.value)
+    fake = tmp_path / "m.gguf"  # random weights take an HF config's shapes, not a GGUF file's
+    fake.write_bytes(b"GGUF" + bytes(60))
+    with pytest.raises(ValueError, match="load_format dummy needs a config.json .*GGUF") as e:
+        LLM(str(fake), load_format="dummy")
+    assert "\n" not in str(e.value)
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"not a gguf file")
     with pytest.raises(RuntimeError, match="bad.gguf") as e:
