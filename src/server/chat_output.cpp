@@ -17,8 +17,8 @@ size_t partial_tag(std::string_view s, std::string_view tag) {
 }  // namespace
 
 ChatOutputParser::ChatOutputParser(bool reasoning, bool in_think, bool tools, ToolFormat format,
-                                   std::vector<std::string> names)
-    : tools_(tools), format_(format), names_(std::move(names)), state_(in_think ? State::Think : reasoning ? State::Start : State::Content) {}
+                                   std::vector<std::string> names, bool forced_calls)
+    : tools_(tools), forced_calls_(forced_calls), format_(format), names_(std::move(names)), state_(in_think ? State::Think : reasoning ? State::Start : State::Content) {}
 
 ChatOutputParser::Delta ChatOutputParser::push(std::string_view text) {
   buf_ += text;
@@ -106,17 +106,17 @@ void ChatOutputParser::step(Delta& d, bool final) {
   }
 }
 
-ChatOutputParser::Delta ChatOutputParser::finish(bool forced_calls) {
+ChatOutputParser::Delta ChatOutputParser::finish() {
   Delta d;
   step(d, true);
-  if (forced_calls) d.content.clear();  // the start of a tag held back, or of a bare JSON call
+  if (forced_calls_) d.content.clear();  // the start of a tag held back, or of a bare JSON call
   if (state_ != State::Tools) return d;
   // Text that is not a well-formed list of calls stays content (a model that wrote the tag and
   // then something else did not call a tool).
   auto calls = parse_tool_calls(format_, tool_text_, names_);
   if (calls)
     calls_ = std::move(*calls);
-  else if (!forced_calls)
+  else if (!forced_calls_)
     d.content += tool_text_;
   tool_text_.clear();
   return d;

@@ -13,19 +13,19 @@ namespace lite_llama::server {
 class ChatOutputParser {
  public:
   // reasoning: the answer may open with <think> (or, with in_think, the prompt already did);
-  // tools: look for tool calls written in `format` to the functions `names`.
+  // tools: look for tool calls written in `format` to the functions `names`; forced_calls: the
+  // answer is written under a grammar of calls (tool_choice required or named).
   ChatOutputParser(bool reasoning, bool in_think, bool tools, ToolFormat format = ToolFormat::Hermes,
-                   std::vector<std::string> names = {});
+                   std::vector<std::string> names = {}, bool forced_calls = false);
 
   struct Delta {
     std::string content, reasoning;
   };
   Delta push(std::string_view text);
   // The end of the output: flushes what was held back and parses the tool calls. Blocks that
-  // are not valid calls are returned as content, except with forced_calls: the answer was written
-  // under a grammar of calls (tool_choice required or named), so what does not parse is a call
-  // that max_tokens or a stop string cut short: markup, not content.
-  Delta finish(bool forced_calls = false);
+  // are not valid calls are returned as content, except under forced calls: there what does not
+  // parse is a call that max_tokens or a stop string cut short, markup, not content.
+  Delta finish();
   const std::vector<ToolCall>& tool_calls() const { return calls_; }
 
  private:
@@ -33,6 +33,7 @@ class ChatOutputParser {
   void step(Delta& d, bool final);
 
   bool tools_;
+  bool forced_calls_;
   ToolFormat format_;
   std::vector<std::string> names_;
   bool answer_start_ = true;  // nothing of the answer emitted yet (the JSON formats open there)

@@ -73,13 +73,12 @@ Generation::Generation(ServingContext& ctx, const OpenAIRequest& r, Streams stre
                        ChatParsing parse)
     : ctx_(ctx), active_(ctx.active), meta_(make_meta(r.endpoint, ctx.limits.model_name, r.logprobs)),
       streams_(std::move(streams)), finished_(streams_.size(), 0), offsets_(streams_.size(), 0),
-      choices_(streams_.size()), stream_(r.stream), include_usage_(r.include_usage),
-      forced_calls_(parse.forced_calls) {
+      choices_(streams_.size()), stream_(r.stream), include_usage_(r.include_usage) {
   usage_.prompt_tokens = n_prompt;
   if (parse.on)
     for (size_t i = 0; i < streams_.size(); ++i)
       parsers_.push_back(std::make_unique<ChatOutputParser>(parse.reasoning, parse.in_think, parse.tools,
-                                                            parse.format, parse.tool_names));
+                                                            parse.format, parse.tool_names, parse.forced_calls));
 }
 
 Generation::~Generation() {
@@ -173,7 +172,7 @@ void Generation::take(int i, std::optional<RequestOutput> o, std::string& out) {
     ChatOutputParser::Delta d = p.push(o->text);
     ChatExtra extra;
     if (o->finished) {
-      ChatOutputParser::Delta f = p.finish(forced_calls_);
+      ChatOutputParser::Delta f = p.finish();
       d.content += f.content;
       d.reasoning += f.reasoning;
       extra.tool_calls = p.tool_calls();
@@ -219,7 +218,7 @@ void Generation::finish_blocking() {
   for (size_t i = 0; i < parsers_.size(); ++i) {
     ChoiceResult& c = choices_[i];
     ChatOutputParser::Delta d = parsers_[i]->push(c.text);
-    ChatOutputParser::Delta f = parsers_[i]->finish(forced_calls_);
+    ChatOutputParser::Delta f = parsers_[i]->finish();
     c.text = d.content + f.content;
     c.extra.reasoning = d.reasoning + f.reasoning;
     c.extra.tool_calls = parsers_[i]->tool_calls();

@@ -85,7 +85,6 @@ class Generation {
   std::string grammar_error_;  // a choice's grammar admitted no next token
   std::string error_;
   bool stream_ = false, include_usage_ = false, started_ = false, all_finished_ = false;
-  bool forced_calls_ = false;  // ChatParsing::forced_calls
   Usage usage_;
   int64_t tokens_so_far_ = 0;
   int status_ = 200;

@@ -17,7 +17,7 @@ struct Split {
 
 // Feeds `text` in pieces of `step` bytes (0: all at once).
 Split run(const std::string& text, size_t step, bool reasoning, bool in_think, bool tools, bool forced_calls = false) {
-  ChatOutputParser p(reasoning, in_think, tools);
+  ChatOutputParser p(reasoning, in_think, tools, ToolFormat::Hermes, {}, forced_calls);
   Split s;
   auto add = [&](const ChatOutputParser::Delta& d) {
     s.content += d.content;
@@ -28,7 +28,7 @@ Split run(const std::string& text, size_t step, bool reasoning, bool in_think, b
   } else {
     for (size_t i = 0; i < text.size(); i += step) add(p.push(text.substr(i, step)));
   }
-  add(p.finish(forced_calls));
+  add(p.finish());
   s.calls = p.tool_calls();
   return s;
 }
