@@ -99,9 +99,7 @@ def token_id(name: str, value: object, vocab_size: Optional[int] = None) -> int:
 
 
 def token_ids(name: str, value: object, vocab_size: Optional[int] = None) -> List[int]:
-    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
-        raise ValueError(f"{name} must be a list of ints, got {value!r}")
-    return [token_id(name, t, vocab_size) for t in value]
+    return [token_id(name, t, vocab_size) for t in _items(name, value, "ints")]
 
 
 def bias_map(name: str, value: object) -> List[Tuple[int, float]]:
