@@ -60,6 +60,19 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* src, bool ok)
   const unsigned dst = unsigned(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(ok ? 16 : 0));
 }
+// 16 bytes from global address src to shared address dst, or zeros where skip < 0 (src is then
+// not read). Shared and global addresses as integers: no generic-to-shared conversion per copy.
+__device__ __forceinline__ void cp_async16_zfill(uint32_t dst, uint64_t src, int skip) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.lt.s32 p, %2, 0;\n cp.async.cg.shared.global [%0], [%1], 16, p;\n}\n" ::"r"(dst),
+      "l"(src), "r"(skip));
+}
+// a * b + c in one wide multiply-add (a and b 32-bit, c 64-bit).
+__device__ __forceinline__ uint64_t mad_wide(uint32_t a, uint32_t b, uint64_t c) {
+  uint64_t d;
+  asm("mad.wide.u32 %0, %1, %2, %3;" : "=l"(d) : "r"(a), "r"(b), "l"(c));
+  return d;
+}
 __device__ __forceinline__ void cp_async4(void* smem, const void* src, bool ok) {
   const unsigned dst = unsigned(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(ok ? 4 : 0));
