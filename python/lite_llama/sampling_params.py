@@ -120,7 +120,10 @@ class SamplingParams:
         if self.regex is not None:
             return _core.regex_grammar(_checks.text("regex", self.regex))
         if self.choice is not None:
-            return _core.choice_grammar(_checks.texts("choice", self.choice))
+            choices = _checks.texts("choice", self.choice)
+            if not choices:
+                raise ValueError("choice must list at least one string, got []")
+            return _core.choice_grammar(choices)
         if self.grammar is not None:
             _core.check_grammar(_checks.text("grammar", self.grammar))
             return self.grammar

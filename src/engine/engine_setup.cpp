@@ -1,7 +1,9 @@
 #include "engine/engine_setup.h"
 
 #include <algorithm>
+#include <fstream>
 #include <limits>
+#include <string>
 
 #include "backends/factory.h"
 #include "core/error.h"
@@ -12,6 +14,7 @@ namespace lite_llama {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kGiB = 1024.0 * kMiB;
 constexpr double kGraphReserve = 256.0 * (1 << 20);  // graphs, cuBLAS, fragmentation
 
 // The context where --ctx leaves it open: on a GPU the model's own length up to 131,072 (Llama
@@ -36,6 +39,18 @@ int64_t default_kv_tokens(const EngineOptions& o, const ops::Backend& backend, s
              double(free) / kMiB);
   }
   return std::min<int64_t>(int64_t(max_seqs) * ctx, std::max<int64_t>(cap, 16));
+}
+
+// Host memory available for new allocations (MemAvailable of /proc/meminfo), 0 if unknown.
+size_t host_available_bytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  size_t kib = 0;
+  while (f >> key >> kib) {
+    if (key == "MemAvailable:") return kib * 1024;
+    f.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return 0;
 }
 
 // The step token budget: --max-batched-tokens (8,192 on a GPU, 512 on the CPU by default), at
@@ -120,6 +135,15 @@ std::vector<LoadedModel> load_model(const EngineOptions& o, ModelFiles& files,
                                                        m.max_batched_tokens, m.max_seqs, m.ctx, TpShard{r, tp});
   });
   int64_t kv_tokens = o.kv_tokens;
+  if (kv_tokens > 0) {
+    // An explicit pool past the memory left failed in the allocator, naming no argument ("out of
+    // host memory allocating 98956046453760 bytes").
+    const size_t avail = cpu ? host_available_bytes() : free_memory();
+    const double need = double(kv_tokens) * double(m.kv_bytes_per_token);
+    LL_CHECK(avail == 0 || need <= double(avail),
+             "--kv-tokens {}: the KV cache needs {:.1f} GiB, more than the {:.1f} GiB of {} memory available",
+             kv_tokens, need / kGiB, double(avail) / kGiB, cpu ? "host" : "GPU");
+  }
   if (kv_tokens == 0)
     kv_tokens = default_kv_tokens(o, backend, cpu ? 0 : free_memory(), m.kv_bytes_per_token, m.max_seqs, m.ctx);
   LL_CHECK(kv_tokens <= std::numeric_limits<int32_t>::max(), "--kv-tokens too large");

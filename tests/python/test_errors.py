@@ -50,6 +50,9 @@ def one_line_value_error(word, f):
     ({"stop": 5}, "stop"), ({"stop": [1]}, "stop"), ({"stop": b"x"}, "stop"),
     ({"stop": "\ud800"}, "stop"), ({"ignore_eos": "no"}, "ignore_eos"), ({"ignore_eos": 1}, "ignore_eos"),
     ({"seed": "1"}, "seed"), ({"seed": 2**64}, "seed"), ({"seed": 2**70}, "seed"), ({"temperature": 10**400}, "temperature"),
+    # past float32's range: named with the value given, not as the engine's inf
+    ({"temperature": 1e40}, r"^temperature .*got 1e\+40$"), ({"top_p": -1e39}, r"^top_p .*got -1e\+39$"),
+    ({"logit_bias": {1: 1e39}}, r"^logit_bias .*got 1e\+39$"), ({"choice": []}, r"^choice must list"),
 ])
 def test_bad_sampling_param_types(kwargs, word):
     one_line_value_error(word, lambda: SamplingParams(**kwargs))
@@ -151,6 +154,7 @@ def test_bad_llm_arguments(tmp_path):
     for kwargs, words in (({"device": "cpu", "tensor_parallel_size": 2}, ("tensor_parallel_size 2", "9 attention heads")),
                           ({"ctx": 2**31 - 1}, ("ctx 2147483647", "context length")),
                           ({"kv_tokens": 2**62}, ("kv_tokens",)), ({"kv_tokens": 1}, ("kv_tokens", "at least 2")),
+                          ({"kv_tokens": 2**31 - 1}, ("kv_tokens 2147483647", "GiB of host memory available")),
                           ({"ctx": 1}, ("ctx", "at least 2"))):
         with pytest.raises(ValueError) as e:
             LLM("default", **kwargs)
