@@ -191,11 +191,13 @@ class Lowering {
     LL_CHECK(min >= 0 && min <= kMaxRepeat && (max < 0 || (max >= min && max <= kMaxRepeat)),
              "grammar: rule '{}' has repetition bounds {{{},{}}} outside 0..{}", current_, min, max,
              kMaxRepeat);
-    const Expr* in = &x;
-    while ((in->kind == Expr::Kind::Seq || in->kind == Expr::Kind::Alt) && in->items.size() == 1)
-      in = in->items[0].get();
-    if (in->kind != Expr::Kind::Repeat || max == 0) return {&x, min, max};
-    const Flat z = flat(*in->items[0], in->min, in->max);
+    const Expr* in = unwrap(&x);
+    if (max == 0) return {&x, min, max};
+    Flat z{nullptr, 0, 0};
+    if (in->kind == Expr::Kind::Repeat)
+      z = flat(*in->items[0], in->min, in->max);
+    else if (!seq_as_repeat(*in, z))
+      return {&x, min, max};
     if (z.max == 0) return {&x, min, max};
     // z{ka,kp} and z{(k+1)a,(k+1)p} meet when (k+1)a <= kp + 1, hardest at the smallest k.
     const bool no_gap = z.max < 0 ? (min >= 1 || z.min <= 1) : z.min + min * (z.min - z.max) <= 1;
@@ -208,6 +210,43 @@ class Lowering {
              "ambiguous for the matcher",
              current_, min, max, z.min, z.max, kMaxMergedRepeat);
     return {z.x, lo, hi};
+  }
+
+  static const Expr* unwrap(const Expr* e) {
+    while ((e->kind == Expr::Kind::Seq || e->kind == Expr::Kind::Alt) && e->items.size() == 1) e = e->items[0].get();
+    return e;
+  }
+  // The same language by construction: equal trees (single-item groups looked through).
+  static bool same(const Expr& a0, const Expr& b0) {
+    const Expr& a = *unwrap(&a0);
+    const Expr& b = *unwrap(&b0);
+    if (a.kind != b.kind || a.items.size() != b.items.size() || a.ranges.size() != b.ranges.size()) return false;
+    if (a.kind == Expr::Kind::Repeat && (a.min != b.min || a.max != b.max)) return false;
+    if (a.kind == Expr::Kind::RuleRef && a.rule != b.rule) return false;
+    for (size_t i = 0; i < a.ranges.size(); ++i)
+      if (a.ranges[i].lo != b.ranges[i].lo || a.ranges[i].hi != b.ranges[i].hi) return false;
+    for (size_t i = 0; i < a.items.size(); ++i)
+      if (!same(*a.items[i], *b.items[i])) return false;
+    return true;
+  }
+  // A sequence whose items are all z or repetitions of z is z{sum of mins, sum of maxes}, exactly
+  // (counts of z add). As a repetition it can merge with one around it: (.?.?.?.?){0,997} is
+  // .{0,3988}, one stack per count. Kept as a sequence, the ways to place each character among the
+  // groups and their optional items went past the matcher's bound on a step mid-output.
+  bool seq_as_repeat(const Expr& s, Flat& z) {
+    if (s.kind != Expr::Kind::Seq || s.items.size() < 2) return false;
+    const Expr* atom = nullptr;
+    long lo = 0, hi = 0;
+    for (const auto& item : s.items) {
+      const Flat f = flat(*item, 1, 1);
+      if (atom != nullptr && !same(*atom, *f.x)) return false;
+      atom = f.x;
+      lo += f.min;
+      hi = hi < 0 || f.max < 0 ? -1 : hi + f.max;
+      if (lo > kMaxMergedRepeat || hi > kMaxMergedRepeat) return false;
+    }
+    z = {atom, lo, hi};
+    return true;
   }
 
   void lower_repeat(const Expr& e, Alt& out) {

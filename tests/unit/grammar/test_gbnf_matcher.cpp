@@ -106,6 +106,13 @@ TEST(Gbnf, RepeatedItemThatCanBeEmptyMatchesRegex) {
       {"root ::= x+ \".\"\nx ::= y*\ny ::= \"z\" | \"\"", "z*\\.", "za."},
       {"root ::= x+ \".\"\nx ::= y+\ny ::= z+\nz ::= \"q\"?", "q*\\.", "qz."},
       {"root ::= (x | y)* \".\"\nx ::= \"a\"?\ny ::= x*", "a*\\.", "ab."},
+      // A sequence of one item's repetitions is one repetition, merged with the one around it
+      // only where the counts leave no gap: (a a?){0,2} has lengths 0-4, (a a){0,3} only 0, 2, 4, 6.
+      {R"(root ::= ("a" "a"?){0,2} "!")", "(aa?){0,2}!", "ab!"},
+      {R"(root ::= ("a" "a"){0,3} "!")", "(aa){0,3}!", "a!"},
+      {R"(root ::= ("a"? "a"{2}){1,3} "!")", "(a?a{2}){1,3}!", "a!"},
+      {R"(root ::= ("a"? "b"? "a"?)* "!")", "(a?b?a?)*!", "ab!"},
+      {R"(root ::= ([ab]? [ab]?){2,3} "b")", "([ab]?[ab]?){2,3}b", "abc"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.gbnf);
@@ -279,6 +286,27 @@ TEST(Matcher, NestedRepetitionsAcceptLongText) {
     EXPECT_TRUE(m.can_end());
     EXPECT_FALSE(m.accept_byte('\n'));
     EXPECT_FALSE(m.overflowed());
+  }
+  // A repeated group of optional items of one class, as a sequence, had the groups' counts times
+  // the places of a character among their items as stacks: past the matcher's bound on a step
+  // after a few characters (a grammar error mid-output). The items add up to .{0,8}, which merges
+  // with the repetition around it.
+  std::string abs;
+  for (int i = 0; i < 900; ++i) abs += "ab";
+  const std::pair<const char*, std::string> long_cases[] = {
+      {"(.?.?.?.?.?.?.?.?){0,997}", std::string(7000, 'q')},  // .{0,7976}
+      {"(a?a?a){1,400}", std::string(1200, 'a')},              // a{1,1200}
+      {"((ab)?(ab)?){0,500}x", abs + "x"},                     // (ab){0,1000}x
+  };
+  for (const auto& [re, text] : long_cases) {
+    const Grammar g = compile_gbnf(regex_grammar(re));
+    Matcher m(g);
+    for (size_t i = 0; i < text.size(); i += 50) {
+      ASSERT_TRUE(m.accept_bytes(text.substr(i, 50))) << re << " at " << i;
+      ASSERT_FALSE(m.overflowed()) << re << " at " << i;
+      m.commit();
+    }
+    EXPECT_TRUE(m.can_end()) << re;
   }
   // Nested repetitions that stay nested (something between them): equal stacks made in
   // different steps were distinct nodes, ~2x the heads here; interned, each stack is one head.
