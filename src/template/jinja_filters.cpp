@@ -2,6 +2,7 @@
 // override (json.dumps with ensure_ascii=False and optional indent/separators/sort_keys).
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -34,7 +35,12 @@ Value lookup_path(const Value& v, const Value& attr) {
     std::string part = path.substr(b, e == std::string::npos ? std::string::npos : e - b);
     bool digits = !part.empty() && std::all_of(part.begin(), part.end(),
                                                [](char c) { return c >= '0' && c <= '9'; });
-    cur = get_item(cur, digits ? Value::integer(std::stoll(part)) : Value::string(part));
+    int64_t index = 0;
+    if (digits && std::from_chars(part.data(), part.data() + part.size(), index).ec != std::errc()) {
+      cur = Value::undefined(part);  // past 64 bits: no item has that index or key
+    } else {
+      cur = get_item(cur, digits ? Value::integer(index) : Value::string(part));
+    }
     if (e == std::string::npos) return cur;
     b = e + 1;
   }

@@ -2,6 +2,7 @@
 // (message.content.split('</think>')[-1].lstrip('\n'), dict.get, ...), and argument helpers.
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cstdint>
 
 #include "core/error.h"
@@ -233,9 +234,10 @@ static std::string py_format(const std::string& fmt_s, const CallArgs& a) {
       const Value* v = nullptr;
       if (field.empty()) {
         v = auto_idx < a.pos.size() ? &a.pos[auto_idx++] : nullptr;
-      } else if (std::isdigit(static_cast<unsigned char>(field[0]))) {
-        size_t idx = std::stoul(field);
-        v = idx < a.pos.size() ? &a.pos[idx] : nullptr;
+      } else if (std::all_of(field.begin(), field.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
+        size_t idx = 0;  // past size_t (std::stoul threw std::out_of_range): no such argument
+        const bool fits = std::from_chars(field.data(), field.data() + field.size(), idx).ec == std::errc();
+        v = fits && idx < a.pos.size() ? &a.pos[idx] : nullptr;
       } else {
         v = find_arg(a, SIZE_MAX, field);
       }

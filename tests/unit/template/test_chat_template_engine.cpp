@@ -154,6 +154,16 @@ TEST(ChatTemplateEngine, HostileTemplatesFailCleanly) {
   EXPECT_NE(render_error("{{ 3 ** 100 }}").find("overflow"), std::string::npos);
   EXPECT_EQ(render("{{ (-1) ** 1000000000000 }} {{ 2 ** 62 }}"), "1 4611686018427387904");
   EXPECT_NE(parse_error("{{ 99999999999999999999 }}").find("64 bits"), std::string::npos);
+  // An attribute path's part of digits past 64 bits is a missing item, as any other int jinja2
+  // cannot find (it threw std::out_of_range from std::stoll).
+  EXPECT_EQ(render("{{ [{'a': 1}]|map(attribute='99999999999999999999')|list|length }}"), "1");
+  EXPECT_EQ(render("{{ [{'a': 1}]|map(attribute='a.99999999999999999999')|first is undefined }}"), "True");
+  EXPECT_EQ(render("{{ [{'a': 1}]|map(attribute='7')|first is undefined }}"), "True");
+  // str.format: a field of digits past size_t has no argument (std::stoul threw out_of_range);
+  // digits then letters name a keyword, as in Python, not positional argument 0.
+  EXPECT_NE(render_error("{{ '{99999999999999999999999}'.format(1) }}").find("no argument"), std::string::npos);
+  EXPECT_NE(render_error("{{ '{0abc}'.format(1) }}").find("no argument"), std::string::npos);
+  EXPECT_EQ(render("{{ '{1}{0}'.format('a', 'b') }}"), "ba");
   EXPECT_NE(render_error("{{ 'ab' * 1000000000000 }}").find("too large"), std::string::npos);
   EXPECT_NE(render_error("{{ range(1000000) | length }}").find("range too big"), std::string::npos);
   // Work and size over the whole rendering: nested loops, and strings or lists doubled in a loop.
