@@ -5,13 +5,12 @@ pybind11's multi-line TypeError or a cast RuntimeError), and no value is silentl
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-import math
+import struct
 from typing import Any, List, Optional, Sequence, Tuple
 
 INT32_MAX = (1 << 31) - 1
 INT64_MAX = (1 << 63) - 1
 UINT64_MAX = (1 << 64) - 1
-FLOAT32_MAX = 3.4028234663852886e38
 
 
 def _range(lo: Optional[int], hi: Optional[int]) -> str:
@@ -46,8 +45,10 @@ def number(name: str, value: object) -> float:
         f = float(value)
     except OverflowError:  # an int beyond a double's range
         raise ValueError(f"{name} must be a number in range, got {value!r}") from None
-    if math.isfinite(f) and abs(f) > FLOAT32_MAX:  # the engine's float would read inf
-        raise ValueError(f"{name} must be a number in range, got {value!r}")
+    try:
+        struct.pack("<f", f)  # the engine holds a float: refused where it would round to inf
+    except OverflowError:
+        raise ValueError(f"{name} must be a number in float32's range, got {value!r}") from None
     return f
 
 

@@ -122,7 +122,7 @@ class SamplingParams:
         if self.choice is not None:
             choices = _checks.texts("choice", self.choice)
             if not choices:
-                raise ValueError("choice must list at least one string, got []")
+                raise ValueError(f"choice must list at least one string, got {self.choice!r}")
             return _core.choice_grammar(choices)
         if self.grammar is not None:
             _core.check_grammar(_checks.text("grammar", self.grammar))

@@ -41,16 +41,17 @@ int64_t default_kv_tokens(const EngineOptions& o, const ops::Backend& backend, s
   return std::min<int64_t>(int64_t(max_seqs) * ctx, std::max<int64_t>(cap, 16));
 }
 
-// Host memory available for new allocations (MemAvailable of /proc/meminfo), 0 if unknown.
-size_t host_available_bytes() {
+// Host memory and swap (MemTotal + SwapTotal of /proc/meminfo), 0 if unknown: the most a lazily
+// touched allocation (the CPU KV pool's) can grow to. MemAvailable would refuse pools that run.
+size_t host_memory_bytes() {
   std::ifstream f("/proc/meminfo");
   std::string key;
-  size_t kib = 0;
+  size_t kib = 0, total = 0;
   while (f >> key >> kib) {
-    if (key == "MemAvailable:") return kib * 1024;
+    if (key == "MemTotal:" || key == "SwapTotal:") total += kib * 1024;
     f.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
   }
-  return 0;
+  return total;
 }
 
 // The step token budget: --max-batched-tokens (8,192 on a GPU, 512 on the CPU by default), at
@@ -136,13 +137,17 @@ std::vector<LoadedModel> load_model(const EngineOptions& o, ModelFiles& files,
   });
   int64_t kv_tokens = o.kv_tokens;
   if (kv_tokens > 0) {
-    // An explicit pool past the memory left failed in the allocator, naming no argument ("out of
-    // host memory allocating 98956046453760 bytes").
-    const size_t avail = cpu ? host_available_bytes() : free_memory();
+    // An explicit pool past the memory there is failed in the allocator, naming no argument ("out
+    // of host memory allocating 98956046453760 bytes"). On a GPU the request table and the graphs'
+    // reserve are allocated after it.
     const double need = double(kv_tokens) * double(m.kv_bytes_per_token);
-    LL_CHECK(avail == 0 || need <= double(avail),
-             "--kv-tokens {}: the KV cache needs {:.1f} GiB, more than the {:.1f} GiB of {} memory available",
-             kv_tokens, need / kGiB, double(avail) / kGiB, cpu ? "host" : "GPU");
+    const double after = cpu ? 0.0
+                             : double(m.max_seqs) * double(std::min<int64_t>(m.ctx, kv_tokens)) * sizeof(int32_t) +
+                                   kGraphReserve;
+    const size_t have = cpu ? host_memory_bytes() : free_memory();
+    LL_CHECK(have == 0 || need + after <= double(have),
+             "--kv-tokens {}: the KV cache needs {:.1f} GiB, more than the {:.1f} GiB of {}", kv_tokens, need / kGiB,
+             double(have) / kGiB, cpu ? "host memory and swap" : "GPU memory free");
   }
   if (kv_tokens == 0)
     kv_tokens = default_kv_tokens(o, backend, cpu ? 0 : free_memory(), m.kv_bytes_per_token, m.max_seqs, m.ctx);

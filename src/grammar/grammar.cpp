@@ -14,6 +14,8 @@ namespace {
 constexpr int kMaxRepeat = 2000;  // bounded repetition is unrolled: keep grammars finite
 // Nested repetitions merged into one (Lowering::flat) may reach further; past this they are refused.
 constexpr long kMaxMergedRepeat = 250000;
+// A sequence of one item's repetitions merged into one (Lowering::seq_as_repeat) unrolls up to this.
+constexpr long kMaxSeqMerge = 16384;
 // Size limits, refused when the grammar is built rather than met during decode: elements bound
 // the memory and the per-grammar tables (~90 ms to lower a million), and a rule's alternatives
 // are all expanded in one matcher step, which gives up past 2^16 expansions (Matcher).
@@ -185,7 +187,8 @@ class Lowering {
   // character and goes past the matcher's bound on a step (Matcher) at the 46th.
   struct Flat {
     const Expr* x;
-    long min, max;  // max -1: unbounded
+    long min, max;     // max -1: unbounded
+    bool seq = false;  // a sequence's counts were added up (seq_as_repeat) on the way
   };
   Flat flat(const Expr& x, int min, int max) {
     LL_CHECK(min >= 0 && min <= kMaxRepeat && (max < 0 || (max >= min && max <= kMaxRepeat)),
@@ -203,13 +206,16 @@ class Lowering {
     const bool no_gap = z.max < 0 ? (min >= 1 || z.min <= 1) : z.min + min * (z.min - z.max) <= 1;
     if (!no_gap) return {&x, min, max};  // few ways to split a count: the stacks stay few
     const long lo = min * z.min, hi = z.max < 0 || max < 0 ? -1 : max * z.max;
+    // Merged sequences unroll into chains that the groups' rules shared: past a bound, kept as
+    // written ((a{1000,2000}a{1000,2000}){1,62} would lower to a million elements).
+    if (z.seq && (hi < 0 ? lo : hi) > kMaxSeqMerge) return {&x, min, max};
     // Left nested, these would have about as many stacks as repetitions: refused here rather
     // than by the matcher's bounds in the middle of an output.
     LL_CHECK(lo <= kMaxMergedRepeat && hi <= kMaxMergedRepeat,
              "grammar: rule '{}' nests repetitions {{{},{}}} of {{{},{}}}, more than {} repetitions in all: too "
              "ambiguous for the matcher",
              current_, min, max, z.min, z.max, kMaxMergedRepeat);
-    return {z.x, lo, hi};
+    return {z.x, lo, hi, z.seq};
   }
 
   static const Expr* unwrap(const Expr* e) {
@@ -233,6 +239,8 @@ class Lowering {
   // (counts of z add). As a repetition it can merge with one around it: (.?.?.?.?){0,997} is
   // .{0,3988}, one stack per count. Kept as a sequence, the ways to place each character among the
   // groups and their optional items went past the matcher's bound on a step mid-output.
+  // Only for a z that cannot be empty: z{42,} of a z that can (((a?b?)(a?b?){5,}){7} under a
+  // repetition) has far more stacks than the groups as written once its non-empty form is taken.
   bool seq_as_repeat(const Expr& s, Flat& z) {
     if (s.kind != Expr::Kind::Seq || s.items.size() < 2) return false;
     const Expr* atom = nullptr;
@@ -243,9 +251,27 @@ class Lowering {
       atom = f.x;
       lo += f.min;
       hi = hi < 0 || f.max < 0 ? -1 : hi + f.max;
-      if (lo > kMaxMergedRepeat || hi > kMaxMergedRepeat) return false;
+      if (lo > kMaxSeqMerge || hi > kMaxSeqMerge) return false;
     }
-    z = {atom, lo, hi};
+    if (may_be_empty(*atom)) return false;
+    z = {atom, lo, hi, true};
+    return true;
+  }
+  // Whether e can match the empty string; a rule reference is assumed to (not known here).
+  static bool may_be_empty(const Expr& e) {
+    switch (e.kind) {
+      case Expr::Kind::Chars:
+        return false;
+      case Expr::Kind::RuleRef:
+        return true;
+      case Expr::Kind::Repeat:
+        return e.min == 0 || may_be_empty(*e.items[0]);
+      case Expr::Kind::Seq:
+        return std::all_of(e.items.begin(), e.items.end(), [](const ExprPtr& i) { return may_be_empty(*i); });
+      case Expr::Kind::Alt:
+        return e.items.empty() ||
+               std::any_of(e.items.begin(), e.items.end(), [](const ExprPtr& i) { return may_be_empty(*i); });
+    }
     return true;
   }
 

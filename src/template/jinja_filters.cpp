@@ -37,7 +37,7 @@ Value lookup_path(const Value& v, const Value& attr) {
                                                [](char c) { return c >= '0' && c <= '9'; });
     int64_t index = 0;
     if (digits && std::from_chars(part.data(), part.data() + part.size(), index).ec != std::errc()) {
-      cur = Value::undefined(part);  // past 64 bits: no item has that index or key
+      cur = Value::undefined();  // past 64 bits: no item has that index or key
     } else {
       cur = get_item(cur, digits ? Value::integer(index) : Value::string(part));
     }

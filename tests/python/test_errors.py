@@ -53,12 +53,17 @@ def one_line_value_error(word, f):
     # past float32's range: named with the value given, not as the engine's inf
     ({"temperature": 1e40}, r"^temperature .*got 1e\+40$"), ({"top_p": -1e39}, r"^top_p .*got -1e\+39$"),
     ({"logit_bias": {1: 1e39}}, r"^logit_bias .*got 1e\+39$"), ({"choice": []}, r"^choice must list"),
+    ({"choice": ()}, r"^choice must list .*got \(\)$"),
 ])
 def test_bad_sampling_param_types(kwargs, word):
     one_line_value_error(word, lambda: SamplingParams(**kwargs))
 
 
 def test_sampling_param_edges_still_accepted():
+    # float32's largest value, as usually printed, rounds to it (not to inf): accepted, and the
+    # range check that follows names the range
+    with pytest.raises(ValueError, match=r"temperature must be in \[0, 100\]"):
+        SamplingParams(temperature=3.4028235e38)
     assert SamplingParams(top_k=-1)._to_core().top_k == 0
     assert SamplingParams(max_tokens=2**31 - 1, n=2.0, top_k=2**31 - 1)._to_core().max_tokens == 2**31 - 1
     assert SamplingParams(max_tokens=None)._to_core().max_tokens == 2**31 - 1
@@ -154,7 +159,7 @@ def test_bad_llm_arguments(tmp_path):
     for kwargs, words in (({"device": "cpu", "tensor_parallel_size": 2}, ("tensor_parallel_size 2", "9 attention heads")),
                           ({"ctx": 2**31 - 1}, ("ctx 2147483647", "context length")),
                           ({"kv_tokens": 2**62}, ("kv_tokens",)), ({"kv_tokens": 1}, ("kv_tokens", "at least 2")),
-                          ({"kv_tokens": 2**31 - 1}, ("kv_tokens 2147483647", "GiB of host memory available")),
+                          ({"kv_tokens": 2**31 - 1}, ("kv_tokens 2147483647", "GiB of host memory and swap")),
                           ({"ctx": 1}, ("ctx", "at least 2"))):
         with pytest.raises(ValueError) as e:
             LLM("default", **kwargs)

@@ -297,6 +297,13 @@ TEST(Matcher, NestedRepetitionsAcceptLongText) {
       {"(.?.?.?.?.?.?.?.?){0,997}", std::string(7000, 'q')},  // .{0,7976}
       {"(a?a?a){1,400}", std::string(1200, 'a')},              // a{1,1200}
       {"((ab)?(ab)?){0,500}x", abs + "x"},                     // (ab){0,1000}x
+      // Not merged: an item that can be empty (merged, (a?b?){42,} under {0,16} went past the
+      // bound at the 9th byte) and sums past kMaxSeqMerge (merged, the first lowered to 2 million
+      // elements, over the limit, and the second was refused as nesting 280,000 repetitions).
+      {"(((a?b?)(a?b?){5,}){7}){0,16}", abs.substr(0, 400)},
+      {"((((a|)(a|){5,}){7}){0,8}){0,2}", std::string(400, 'a')},
+      {"(a{1000,2000}a{1000,2000}){1,62}(b{1000,2000}b{1000,2000}){1,62}", std::string(3000, 'a') + std::string(3000, 'b')},
+      {"(a{100,200}a{100,200}){1,700}", std::string(5000, 'a')},
   };
   for (const auto& [re, text] : long_cases) {
     const Grammar g = compile_gbnf(regex_grammar(re));
