@@ -5,6 +5,8 @@ pybind11's multi-line TypeError or a cast RuntimeError), and no value is silentl
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+import math
+import numbers
 import struct
 from typing import Any, List, Optional, Sequence, Tuple
 
@@ -23,11 +25,13 @@ def _range(lo: Optional[int], hi: Optional[int]) -> str:
 
 def integer(name: str, value: object, lo: Optional[int] = None, hi: Optional[int] = None, *,
             whole_floats: bool = False, what: str = "") -> int:
-    """``value`` as an int in [lo, hi] (a bool is not an int; ``whole_floats``: 16.0 is 16)."""
-    ok = isinstance(value, int) or (whole_floats and isinstance(value, float) and value.is_integer())
+    """``value`` as an int in [lo, hi] (a bool is not an int; ``whole_floats``: 16.0 is 16). numpy's
+    integers and floats count too: they register as ``numbers.Integral`` / ``numbers.Real``."""
+    ok = isinstance(value, numbers.Integral) or (
+        whole_floats and isinstance(value, numbers.Real) and math.isfinite(value) and float(value).is_integer())
     if isinstance(value, bool) or not ok:
         raise ValueError(f"{name} must be an integer{what}, got {value!r}")
-    v = int(value)  # type: ignore[call-overload]
+    v = int(value) if isinstance(value, numbers.Integral) else int(float(value))  # type: ignore[arg-type]
     if (lo is not None and v < lo) or (hi is not None and v > hi):
         raise ValueError(f"{name} must be an integer {_range(lo, hi)}{what}, got {value!r}")
     return v
@@ -39,7 +43,7 @@ def count(name: str, value: object, hi: int = INT32_MAX) -> int:
 
 
 def number(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a number, got {value!r}")
     try:
         f = float(value)
@@ -96,8 +100,9 @@ def texts(name: str, value: object) -> List[str]:
 
 
 def token_id(name: str, value: object, vocab_size: Optional[int] = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ValueError(f"{name} must hold token ids (ints), got {value!r}")
+    value = int(value)
     hi = INT32_MAX + 1 if vocab_size is None else vocab_size
     if not 0 <= value < hi:
         raise ValueError(f"{name}: token id {value} out of range [0, {hi})")

@@ -1,6 +1,7 @@
 """Bad arguments are ValueError (one line, the engine's message), a missing model is
 FileNotFoundError, and a KeyboardInterrupt during generate leaves a usable LLM with its KV
 slots back."""
+import numbers
 import os
 import signal
 import subprocess
@@ -57,6 +58,50 @@ def one_line_value_error(word, f):
 ])
 def test_bad_sampling_param_types(kwargs, word):
     one_line_value_error(word, lambda: SamplingParams(**kwargs))
+
+
+class _Int:
+    """A stand-in for numpy's integer scalars: not an int subclass, registered as numbers.Integral."""
+
+    def __init__(self, v):
+        self.v = v
+
+    def __int__(self):
+        return self.v
+
+    __index__ = __int__
+
+    def __repr__(self):
+        return f"_Int({self.v})"
+
+
+class _Float:
+    """A stand-in for np.float32: not a float subclass, registered as numbers.Real."""
+
+    def __init__(self, v):
+        self.v = v
+
+    def __float__(self):
+        return self.v
+
+    def __repr__(self):
+        return f"_Float({self.v})"
+
+
+numbers.Integral.register(_Int)
+numbers.Real.register(_Float)
+
+
+def test_numpy_like_scalars_accepted():
+    # np.float32(0.5) and np.int64(3) were refused as "must be a number" / "must be an integer"
+    core = SamplingParams(temperature=_Float(0.5), top_k=_Int(3), max_tokens=_Float(8.0), n=_Int(2),
+                          logit_bias={_Int(5): _Float(1.5)}, stop_token_ids=[_Int(7)])._to_core()
+    assert (core.temperature, core.top_k, core.max_tokens) == (0.5, 3, 8)
+    assert core.logit_bias == [(5, 1.5)] and core.stop_token_ids == [7]
+    with pytest.raises(ValueError, match="max_tokens"):
+        SamplingParams(max_tokens=_Float(8.5))
+    with pytest.raises(ValueError, match="temperature"):
+        SamplingParams(temperature=1j)
 
 
 def test_sampling_param_edges_still_accepted():
