@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import numbers
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from . import _checks, _core
@@ -81,7 +82,7 @@ class Tokenizer:
 
     def decode(self, ids: Union[int, Sequence[int]], skip_special_tokens: bool = False) -> str:
         """The text of ``ids``; ``skip_special_tokens`` drops control tokens (``<|im_end|>``)."""
-        if isinstance(ids, int) and not isinstance(ids, bool):
+        if isinstance(ids, numbers.Integral) and not isinstance(ids, bool):  # numpy's ints too
             ids = [_checks.token_id("ids", ids)]
         else:
             ids = _checks.token_ids("ids", ids)

@@ -104,6 +104,11 @@ def test_numpy_like_scalars_accepted():
         SamplingParams(temperature=1j)
 
 
+def test_numpy_like_token_id_decodes(llm):
+    tok = llm.get_tokenizer()
+    assert tok.decode(_Int(42)) == tok.decode(42) == tok.decode([_Int(42)])
+
+
 def test_sampling_param_edges_still_accepted():
     # float32's largest value, as usually printed, rounds to it (not to inf): accepted, and the
     # range check that follows names the range
