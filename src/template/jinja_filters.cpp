@@ -2,7 +2,6 @@
 // override (json.dumps with ensure_ascii=False and optional indent/separators/sort_keys).
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -33,14 +32,10 @@ Value lookup_path(const Value& v, const Value& attr) {
   while (true) {
     size_t e = path.find('.', b);
     std::string part = path.substr(b, e == std::string::npos ? std::string::npos : e - b);
-    bool digits = !part.empty() && std::all_of(part.begin(), part.end(),
-                                               [](char c) { return c >= '0' && c <= '9'; });
-    int64_t index = 0;
-    if (digits && std::from_chars(part.data(), part.data() + part.size(), index).ec != std::errc()) {
-      cur = Value::undefined();  // past 64 bits: no item has that index or key
-    } else {
-      cur = get_item(cur, digits ? Value::integer(index) : Value::string(part));
-    }
+    if (int64_t index; !decimal_index(part, index))
+      cur = get_item(cur, Value::string(part));
+    else
+      cur = index < 0 ? Value::undefined() : get_item(cur, Value::integer(index));  // < 0: past 64 bits
     if (e == std::string::npos) return cur;
     b = e + 1;
   }

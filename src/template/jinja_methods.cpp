@@ -37,6 +37,12 @@ static char32_t code_point_at(std::string_view s, size_t k, int& len) {
   return cp;
 }
 
+bool decimal_index(std::string_view s, int64_t& index) {
+  if (s.empty() || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) return false;
+  if (std::from_chars(s.data(), s.data() + s.size(), index).ec != std::errc()) index = -1;
+  return true;
+}
+
 std::string py_strip(const std::string& s, const Value& chars, bool left, bool right) {
   std::u32string set;
   bool ws = chars.is_none() || chars.is_undefined();
@@ -234,10 +240,8 @@ static std::string py_format(const std::string& fmt_s, const CallArgs& a) {
       const Value* v = nullptr;
       if (field.empty()) {
         v = auto_idx < a.pos.size() ? &a.pos[auto_idx++] : nullptr;
-      } else if (std::all_of(field.begin(), field.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
-        size_t idx = 0;  // past size_t (std::stoul threw std::out_of_range): no such argument
-        const bool fits = std::from_chars(field.data(), field.data() + field.size(), idx).ec == std::errc();
-        v = fits && idx < a.pos.size() ? &a.pos[idx] : nullptr;
+      } else if (int64_t idx; decimal_index(field, idx)) {
+        v = idx >= 0 && size_t(idx) < a.pos.size() ? &a.pos[size_t(idx)] : nullptr;
       } else {
         v = find_arg(a, SIZE_MAX, field);
       }
