@@ -301,13 +301,38 @@ Value f_sort(const Value& v, CallArgs& a) {
   bool rev = truthy(arg_or(a, 0, "reverse", Value::boolean(false)));
   bool cs = truthy(arg_or(a, 1, "case_sensitive", Value::boolean(false)));
   Value attr = arg_or(a, 2, "attribute", Value::none());
-  std::vector<Value> items = iterate(v);
-  std::stable_sort(items.begin(), items.end(), [&](const Value& x, const Value& y) {
-    Value kx = sort_key(attr.is_none() ? x : lookup_path(x, attr), cs);
-    Value ky = sort_key(attr.is_none() ? y : lookup_path(y, attr), cs);
-    return rev ? compare(kx, ky) > 0 : compare(kx, ky) < 0;
+  // jinja2's make_multi_attrgetter: "a,b.c" sorts by a, then b.c. Keys are compared as Python
+  // compares the lists it builds: equal items (two undefined, two none) are skipped, not ordered.
+  std::vector<Value> paths;
+  if (attr.is_string()) {
+    for (size_t b = 0;;) {
+      const size_t e = attr.s.find(',', b);
+      paths.push_back(Value::string(attr.s.substr(b, e == std::string::npos ? std::string::npos : e - b)));
+      if (e == std::string::npos) break;
+      b = e + 1;
+    }
+  } else if (!attr.is_none()) {
+    paths.push_back(attr);
+  }
+  auto key = [&](const Value& item) {
+    ValueList k;
+    if (paths.empty()) k.push_back(sort_key(item, cs));
+    for (const Value& p : paths) k.push_back(sort_key(lookup_path(item, p), cs));
+    return Value::make_list(std::move(k));
+  };
+  std::vector<Value> items = iterate(v), keys;
+  keys.reserve(items.size());
+  for (const Value& item : items) keys.push_back(key(item));
+  std::vector<size_t> order(items.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    const int c = compare(keys[x], keys[y]);
+    return rev ? c > 0 : c < 0;
   });
-  return Value::make_list(std::move(items));
+  ValueList out;
+  out.reserve(items.size());
+  for (size_t k : order) out.push_back(items[k]);
+  return Value::make_list(std::move(out));
 }
 
 Value minmax(const Value& v, CallArgs& a, bool want_max) {

@@ -223,11 +223,20 @@ static int64_t cp_index(const std::string& s, size_t byte_pos) {
 static std::string py_format(const std::string& fmt_s, const CallArgs& a) {
   std::string out;
   size_t auto_idx = 0;
+  enum { kNone, kAuto, kManual } numbering = kNone;  // Python refuses to mix '{}' and '{0}'
+  auto number = [&](bool manual) {
+    if (numbering == (manual ? kAuto : kManual))
+      fail("str.format: cannot switch from {}", manual ? "automatic field numbering to manual field specification"
+                                                       : "manual field specification to automatic field numbering");
+    numbering = manual ? kManual : kAuto;
+  };
   for (size_t k = 0; k < fmt_s.size(); ++k) {
     char c = fmt_s[k];
     if (c == '}' && k + 1 < fmt_s.size() && fmt_s[k + 1] == '}') {
       out += '}';
       ++k;
+    } else if (c == '}') {
+      fail("str.format: single '}}' encountered in format string");
     } else if (c == '{' && k + 1 < fmt_s.size() && fmt_s[k + 1] == '{') {
       out += '{';
       ++k;
@@ -239,8 +248,10 @@ static std::string py_format(const std::string& fmt_s, const CallArgs& a) {
         fail("str.format: format specs are not supported");
       const Value* v = nullptr;
       if (field.empty()) {
+        number(false);
         v = auto_idx < a.pos.size() ? &a.pos[auto_idx++] : nullptr;
       } else if (int64_t idx; decimal_index(field, idx)) {
+        number(true);
         v = idx >= 0 && size_t(idx) < a.pos.size() ? &a.pos[size_t(idx)] : nullptr;
       } else {
         v = find_arg(a, SIZE_MAX, field);

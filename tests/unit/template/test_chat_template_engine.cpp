@@ -229,3 +229,30 @@ TEST(ChatTemplateEngine, StripDecodesOnlyTheEnds) {
   EXPECT_EQ(render("[{{ w | trim }}][{{ w.rstrip() }}]", ctx), "[][]");
   EXPECT_EQ(render("[{{ '' | trim }}]"), "[]");
 }
+
+// Expected values are jinja2 3.1's (ImmutableSandboxedEnvironment) on the same templates.
+TEST(ChatTemplateEngine, SortKeysCompareAsJinja2Lists) {
+  const ordered_json xs = {{"xs", {{{"a", 2}}, {{"a", 1}}, {{"a", 3}}}}};
+  // Every key missing: undefined equals undefined, so the order is kept (forward and reverse).
+  EXPECT_EQ(render("{{ xs|sort(attribute='k')|map(attribute='a')|join(',') }}", xs), "2,1,3");
+  EXPECT_EQ(render("{{ xs|sort(attribute='k', reverse=true)|map(attribute='a')|join(',') }}", xs), "2,1,3");
+  // "k,a": by k (all missing, equal), then by a.
+  EXPECT_EQ(render("{{ xs|sort(attribute='k,a')|map(attribute='a')|join(',') }}", xs), "1,2,3");
+  const ordered_json people = {{"p", {{{"n", "b"}, {"age", 2}}, {{"n", "a"}, {"age", 2}}, {{"n", "c"}, {"age", 1}}}}};
+  EXPECT_EQ(render("{{ p|sort(attribute='age,n')|map(attribute='n')|join }}", people), "cab");
+  EXPECT_EQ(render("{{ p|sort(attribute='age,n', reverse=true)|map(attribute='n')|join }}", people), "bac");
+  EXPECT_EQ(render("{{ [none, none]|sort|list }}"), "[None, None]");
+  // A missing key beside a present one cannot be ordered.
+  EXPECT_FALSE(render_error("{{ xs|sort(attribute='k')|list }}", {{"xs", {{{"k", 1}}, {{"a", 1}}}}}).empty());
+  EXPECT_FALSE(render_error("{{ [none, 1]|sort|list }}").empty());
+}
+
+TEST(ChatTemplateEngine, FormatRefusesWhatPythonRefuses) {
+  EXPECT_NE(render_error("{{ '{0}{}'.format(1, 2) }}").find("cannot switch from manual field specification"),
+            std::string::npos);
+  EXPECT_NE(render_error("{{ '{}{1}'.format(1, 2) }}").find("cannot switch from automatic field numbering"),
+            std::string::npos);
+  EXPECT_NE(render_error("{{ 'a}b'.format(1) }}").find("single '}' encountered"), std::string::npos);
+  EXPECT_EQ(render("{{ '{a}{}{}'.format(1, 2, a=3) }}"), "312");
+  EXPECT_EQ(render("{{ '{{}}{}}}'.format(1) }}"), "{}1}");
+}
