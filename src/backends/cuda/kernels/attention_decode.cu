@@ -94,12 +94,15 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, int splits
   // query and the new key (the last one, seq_len - 1) are read only after pdl_wait(). Only tile 0
   // is requested before the queries: a load returns after the bytes its SM asked for before it
   // (H100 timeline of a Llama-3.2-1B step at 8k: queries 3.5 us after the wait behind three
-  // tiles, 3.0 behind one; its calls end 0.8 us sooner, the 32k step 1.503 -> 1.484 ms).
-  const bool new_key = end == seq_len;
-  if (new_key) pdl_wait();
+  // tiles, 3.0 behind one; its calls end 0.8 us sooner, the 32k step 1.503 -> 1.484 ms). The
+  // split holding the new key waits first only where that key is in tile 0: waiting before its
+  // slot ids and tile 0 made it the call's last block to end (H200 timelines, D 64 at 32k keys
+  // and D 128 at 16k: ~0.8 us after every other split).
+  const bool new_key = end == seq_len, wait_first = new_key && n <= kBN;
+  if (wait_first) pdl_wait();
   pipe.start(1);
   TL_MARK(1);
-  if (!new_key) pdl_wait();
+  if (!wait_first) pdl_wait();
   TL_MARK(2);
   const T* qb = static_cast<const T*>(a.q) + (size_t(q_start) * a.Hq + h0) * D;
   constexpr int kQChunks = 16 * (D / 8) / kThreads;  // 16-byte chunks of the Q tile per thread
