@@ -44,16 +44,17 @@ void refuse_if_longer_than_context(const Engine& eng, std::string_view text, boo
 
 namespace {
 
-// Tools go to the template as its `tools` variable; a template that does not show them (the
-// first tool's name is absent from the prompt) gets them in a system message instead.
+// Tools go to the template as its `tools` variable; a template that does not show them (its
+// prompt is the same with and without them) gets them in a system message instead. Looking for
+// the first tool's name in the prompt took a message that names the tool for the template
+// showing them, and the model never saw the tools.
 void add_tools(const Engine& eng, const OpenAIRequest& r, std::vector<ChatMessage>& msgs, std::string& kwargs) {
   auto extra = kwargs.empty() ? nlohmann::ordered_json::object() : nlohmann::ordered_json::parse(kwargs, nullptr, false);
   if (!extra.is_object()) return;  // the template call reports it
-  const auto tools = nlohmann::ordered_json::parse(r.tools_json);
-  extra["tools"] = tools;
+  const std::string without = eng.apply_chat_template(msgs, r.add_generation_prompt, kwargs);
+  extra["tools"] = nlohmann::ordered_json::parse(r.tools_json);
   kwargs = extra.dump();
-  const std::string name = tools.at(0)["function"]["name"].get<std::string>();
-  if (eng.apply_chat_template(msgs, r.add_generation_prompt, kwargs).find(name) != std::string::npos) return;
+  if (eng.apply_chat_template(msgs, r.add_generation_prompt, kwargs) != without) return;
   const std::string sys = tools_system_prompt(r.tools_json);
   if (!msgs.empty() && msgs[0].role == "system")
     msgs[0].content += "\n\n" + sys;

@@ -189,3 +189,20 @@ def test_tool_message_needs_id(server):
     msgs = ASK + [{"role": "tool", "content": "18"}]
     r = post(server, {"messages": msgs})
     assert r.status_code == 400 and "tool_call_id" in r.json()["error"]["message"]
+
+
+def test_tools_reach_the_model_when_a_message_names_one(server):
+    """The default model's template ignores `tools`, so they go in a system message. A message that
+    names a tool used to pass for the template showing them (the name was found in the prompt), and
+    the model got no tools at all: the same prompt as without them."""
+    def prompt_tokens(content, tools):
+        body = {"messages": [{"role": "user", "content": content}], "max_tokens": 1, "temperature": 0}
+        if tools:
+            body["tools"] = TOOLS
+        r = requests.post(server.url + "/v1/chat/completions", json=body, timeout=60)
+        assert r.status_code == 200, r.text
+        return r.json()["usage"]["prompt_tokens"]
+
+    plain = prompt_tokens("What is the weather in Paris?", True) - prompt_tokens("What is the weather in Paris?", False)
+    named = prompt_tokens("Tell me about get_weather", True) - prompt_tokens("Tell me about get_weather", False)
+    assert plain > 50 and named == plain, (plain, named)
