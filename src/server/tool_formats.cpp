@@ -40,6 +40,11 @@ size_t json_value_end(std::string_view s, size_t i) {
   return std::string_view::npos;
 }
 
+// `prefix` is a proper prefix of `word`.
+bool partial(std::string_view prefix, std::string_view word) {
+  return prefix.size() < word.size() && word.substr(0, prefix.size()) == prefix;
+}
+
 // {"name": ..., args_key: ...} -> a call, when the name is declared.
 std::optional<ToolCall> call_from(const ojson& j, ToolFormat f, const std::vector<std::string>& names) {
   if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) return std::nullopt;
@@ -62,12 +67,20 @@ std::optional<std::vector<ToolCall>> parse_hermes(std::string_view text, const s
   for (;;) {
     i = text.find_first_not_of(" \t\r\n", i);
     if (i == std::string_view::npos) break;
-    if (text.substr(i, kCallOpen.size()) != kCallOpen) return std::nullopt;
+    if (text.substr(i, kCallOpen.size()) != kCallOpen) {
+      // The next call's opening tag cut short by max_tokens after whole calls.
+      if (!calls.empty() && partial(text.substr(i), kCallOpen)) break;
+      return std::nullopt;
+    }
     const size_t end = text.find(kCallClose, i);
-    // A call cut short by max_tokens has no closing tag: parse what there is.
+    // A call cut short by max_tokens has no closing tag, or part of one: parse what there is.
     const size_t body_end = end == std::string_view::npos ? text.size() : end;
     const size_t body = i + kCallOpen.size();
-    auto c = call_from(ojson::parse(text.substr(body, body_end - body), nullptr, false), ToolFormat::Hermes, {});
+    std::string_view json_text = text.substr(body, body_end - body);
+    if (const size_t lt = json_text.rfind('<');
+        end == std::string_view::npos && lt != std::string_view::npos && partial(json_text.substr(lt), kCallClose))
+      json_text = json_text.substr(0, lt);
+    auto c = call_from(ojson::parse(json_text, nullptr, false), ToolFormat::Hermes, {});
     (void)names;  // Hermes blocks are explicit: a call to an undeclared name still reports it
     // A last call cut short mid-JSON after whole ones: the whole ones are the answer (its
     // markup would otherwise end up in the content).
@@ -108,19 +121,35 @@ std::optional<std::vector<ToolCall>> parse_mistral(std::string_view text, const 
   text = trim_left(text);
   if (text.starts_with(kMistralOpen)) text = trim_left(text.substr(kMistralOpen.size()));
   const auto j = ojson::parse(text, nullptr, false);
-  if (!j.is_array() || j.empty()) return std::nullopt;
   std::vector<ToolCall> calls;
-  for (const auto& one : j) {
-    auto c = call_from(one, ToolFormat::Mistral, names);
+  if (j.is_array()) {
+    for (const auto& one : j) {
+      auto c = call_from(one, ToolFormat::Mistral, names);
+      if (!c) return std::nullopt;
+      calls.push_back(std::move(*c));
+    }
+    if (calls.empty()) return std::nullopt;
+    return calls;
+  }
+  // A list cut short by max_tokens (the text ends where a call or a comma could go on): the
+  // whole calls before the cut are the answer.
+  if (text.empty() || text[0] != '[') return std::nullopt;
+  for (size_t i = 1;;) {
+    i = text.find_first_not_of(" \t\r\n", i);
+    if (i == std::string_view::npos) break;
+    if (text[i] != '{') return std::nullopt;
+    const size_t end = json_value_end(text, i);
+    if (end == std::string_view::npos) break;
+    auto c = call_from(ojson::parse(text.substr(i, end - i), nullptr, false), ToolFormat::Mistral, names);
     if (!c) return std::nullopt;
     calls.push_back(std::move(*c));
+    i = text.find_first_not_of(" \t\r\n", end);
+    if (i == std::string_view::npos) break;
+    if (text[i] != ',') return std::nullopt;
+    ++i;
   }
+  if (calls.empty()) return std::nullopt;
   return calls;
-}
-
-// `prefix` is a proper prefix of `word`.
-bool partial(std::string_view prefix, std::string_view word) {
-  return prefix.size() < word.size() && word.substr(0, prefix.size()) == prefix;
 }
 
 }  // namespace

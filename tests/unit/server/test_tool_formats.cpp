@@ -140,6 +140,20 @@ TEST(ToolFormats, MistralCalls) {
       }
     }
   }
+  // Cut by max_tokens after whole calls: they are kept; text that cannot continue a list is not.
+  const std::string first = R"([{"name": "get_weather", "arguments": {"city": "Paris"}})";
+  for (const std::string tail : {"", ",", ", ", R"(, {"name": "get_ti)"}) {
+    std::string content;
+    const auto calls = parse_streamed(ToolFormat::Mistral, first + tail, 3, content);
+    EXPECT_EQ(content, "") << tail;
+    ASSERT_EQ(calls.size(), 1u) << tail;
+    EXPECT_EQ(calls[0].name, "get_weather");
+  }
+  for (const std::string tail : {", hello", "] and more", R"(, {"name": "nope", "arguments": {}})"}) {
+    std::string content;
+    EXPECT_TRUE(parse_streamed(ToolFormat::Mistral, first + tail, 3, content).empty()) << tail;
+    EXPECT_EQ(content, first + tail);
+  }
   EXPECT_TRUE(grammar_accepts(tool_calls_grammar(ToolFormat::Mistral, kTools, "", true), two));
   EXPECT_FALSE(grammar_accepts(tool_calls_grammar(ToolFormat::Mistral, kTools, "", false), two));
   EXPECT_TRUE(grammar_accepts(tool_calls_grammar(ToolFormat::Mistral, kTools, "get_time", false),
@@ -189,5 +203,17 @@ TEST(ToolFormats, HermesCallsBeforeACutOneAreKept) {
     const auto alone = parse_streamed(ToolFormat::Hermes, cut, step, content);
     EXPECT_TRUE(alone.empty());
     EXPECT_EQ(content, cut) << step;
+    // Cut inside the next call's opening tag, or inside a whole call's closing tag: every call
+    // before the cut is kept (the opening tag cut lost them all: the parse failed on "<tool").
+    const std::string whole = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n";
+    for (const std::string& tail : {std::string("<tool"), std::string("<"), whole + "</tool", whole})
+      for (const std::string& first : {one + "\n", one}) {
+        const auto kept = parse_streamed(ToolFormat::Hermes, first + tail, step, content);
+        EXPECT_EQ(content, "") << step << " " << tail;
+        const size_t want = tail.starts_with("<tool_call>") ? 2 : 1;
+        ASSERT_EQ(kept.size(), want) << step << " " << tail;
+        EXPECT_EQ(kept[0].name, "get_time");
+        if (want == 2) EXPECT_EQ(kept[1].name, "get_weather");
+      }
   }
 }
