@@ -3,7 +3,9 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <cxxabi.h>
 #include <exception>
+#include <thread>
 
 namespace lite_llama::python {
 namespace {
@@ -24,10 +26,48 @@ auto as_argument_error(F&& f) -> decltype(f()) {
   }
 }
 
+// CPython ends a daemon thread that takes the GIL back while the interpreter exits with
+// pthread_exit, whose unwinding through these C++ frames (a destructor, a catch (...)) aborted the
+// process ("terminate called without an active exception"). Such a thread waits here instead, and
+// the process exits around it.
+void park_if_finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  const bool exiting = Py_IsFinalizing();
+#else
+  const bool exiting = _Py_IsFinalizing();
+#endif
+  if (exiting)
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
+// py::gil_scoped_release that parks rather than return to an exiting interpreter. Should the
+// interpreter start exiting while it waits for the GIL, pthread_exit's unwinding may leave the
+// destructor (noexcept(false)), through pybind11 (which rethrows it) and CPython's frames, as
+// CPython means it to.
+class NoGil {
+ public:
+  NoGil() : state_(PyEval_SaveThread()) {}
+  ~NoGil() noexcept(false) {
+    park_if_finalizing();
+    PyEval_RestoreThread(state_);
+  }
+  NoGil(const NoGil&) = delete;
+  NoGil& operator=(const NoGil&) = delete;
+
+ private:
+  PyThreadState* state_;
+};
+
+// py::gil_scoped_acquire, parking first in the same way.
+struct WithGil {
+  WithGil() { park_if_finalizing(); }
+  py::gil_scoped_acquire gil;
+};
+
 }  // namespace
 
 CoreEngine::CoreEngine(const EngineOptions& opts) {
-  py::gil_scoped_release nogil;
+  NoGil nogil;
   engine_ = Engine::create(opts);
 }
 
@@ -73,7 +113,7 @@ std::vector<Completion> CoreEngine::generate(std::vector<std::vector<int32_t>> p
   std::vector<int64_t> ids;
   std::exception_ptr err;
   {
-    py::gil_scoped_release nogil;
+    NoGil nogil;
     try {
       for (size_t i = 0; i < prompts.size(); ++i) {
         out[i].prompt_tokens = int(prompts[i].size());
@@ -83,6 +123,8 @@ std::vector<Completion> CoreEngine::generate(std::vector<std::vector<int32_t>> p
         ids.push_back(id);
       }
       run_batch(out, index, progress);
+    } catch (abi::__forced_unwind&) {
+      throw;  // a thread being ended must unwind
     } catch (...) {
       err = std::current_exception();
     }
@@ -115,7 +157,7 @@ void CoreEngine::run_batch(std::vector<Completion>& out,
     }
     const Clock::time_point now = Clock::now();
     const bool report = !finished.empty() || now - last >= kProgressEvery;
-    py::gil_scoped_acquire gil;
+    WithGil gil;
     if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     if (report && !progress.is_none()) {
       progress(py::cast(finished), generated);
@@ -124,7 +166,7 @@ void CoreEngine::run_batch(std::vector<Completion>& out,
     }
   }
   if (!progress.is_none()) {
-    py::gil_scoped_acquire gil;
+    WithGil gil;
     progress(py::cast(finished), generated);
   }
 }
@@ -147,13 +189,13 @@ int64_t CoreEngine::add_request(std::vector<int32_t> prompt, const SamplingParam
 
 std::vector<RequestOutput> CoreEngine::step() {
   auto lk = lock();
-  py::gil_scoped_release nogil;
+  NoGil nogil;
   return engine_->step();
 }
 
 void CoreEngine::abort(const std::vector<int64_t>& ids) {
   auto lk = lock();
-  py::gil_scoped_release nogil;
+  NoGil nogil;
   cancel_and_drain(ids);
 }
 
@@ -169,7 +211,7 @@ std::vector<ScoreResult> CoreEngine::score(const std::vector<std::vector<int32_t
     throw std::runtime_error("score: a generate_stream is still running: finish or close it first");
   for (const auto& s : seqs)
     if (s.size() < 2) throw ArgumentError("score: a sequence needs at least 2 tokens");
-  py::gil_scoped_release nogil;
+  NoGil nogil;
   return as_argument_error([&] { return engine_->score(seqs, decode_tail, {}); });
 }
 

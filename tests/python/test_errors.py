@@ -5,10 +5,11 @@ import numbers
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
-from conftest import CTX, SEED_PROMPTS, assert_idle
+from conftest import CTX, ROOT, SEED_PROMPTS, assert_idle
 from lite_llama import LLM, SamplingParams
 
 
@@ -287,3 +288,31 @@ def test_reentrant_call_is_refused(llm):
     with pytest.raises(RuntimeError, match="busy"):
         llm.generate(SEED_PROMPTS, SamplingParams(temperature=0, max_tokens=4), use_tqdm=ReentrantBar)
     check_recovers(llm)
+
+
+@pytest.mark.parametrize("call", ["generate_stream", "generate"])
+def test_exit_with_a_daemon_thread_generating(call):
+    """The interpreter exits while a daemon thread generates: CPython ends such a thread with
+    pthread_exit, whose unwinding through the engine's C++ frames aborted the process
+    ('terminate called without an active exception', rc 134)."""
+    script = f"""
+import sys, threading, time
+from lite_llama import LLM, SamplingParams
+llm = LLM("default", device="cpu", threads=2, ctx=256, kv_tokens=512)
+p = SamplingParams(max_tokens=None, ignore_eos=True)
+def work():
+    while True:
+        if "{call}" == "generate_stream":
+            for _ in llm.generate_stream("Once upon a time", p):
+                pass
+        else:
+            llm.generate("Once upon a time", p, use_tqdm=False)
+threading.Thread(target=work, daemon=True).start()
+time.sleep(1.0)
+print("main thread exits", flush=True)
+"""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env,
+                       cwd=ROOT)
+    assert r.returncode == 0 and "main thread exits" in r.stdout, (r.returncode, r.stderr[-2000:])
