@@ -4,6 +4,8 @@
 #include <cmath>
 #include <random>
 
+#include "core/utf8.h"
+
 namespace lite_llama::server {
 namespace {
 
@@ -26,9 +28,20 @@ json bytes_of(const std::string& s) {
   return b;
 }
 
+// A token's text in logprobs: a token that is part of a UTF-8 character (a byte of an emoji) is
+// "bytes:\xf0\x9f" as in OpenAI's API; as JSON's replacement character every such token had one
+// key, and completions' top_logprobs kept one of them under the wrong value.
+std::string logprob_text(const std::string& t) {
+  if (is_valid_utf8(t)) return t;
+  std::string out = "bytes:";
+  static const char* hex = "0123456789abcdef";
+  for (unsigned char c : t) out += {'\\', 'x', hex[c >> 4], hex[c & 15]};
+  return out;
+}
+
 json chat_token(int32_t id, float lp, const TokenText& text_of) {
   const std::string t = text_of(id);
-  return {{"token", t}, {"logprob", finite_logprob(lp)}, {"bytes", bytes_of(t)}};
+  return {{"token", logprob_text(t)}, {"logprob", finite_logprob(lp)}, {"bytes", bytes_of(t)}};
 }
 
 json chat_logprobs(const std::vector<TokenLogprobs>& lps, const TokenText& text_of) {
@@ -43,20 +56,25 @@ json chat_logprobs(const std::vector<TokenLogprobs>& lps, const TokenText& text_
   return {{"content", std::move(content)}, {"refusal", nullptr}};
 }
 
-// The legacy completions shape: parallel arrays, alternatives as {token text: logprob}.
+// The legacy completions shape: parallel arrays, alternatives as {token text: logprob}, the
+// sampled token among them ("up to logprobs + 1 elements"). text_offset counts characters, as
+// Python indexes the text: a token that continues a character another began points at that
+// character. *offset counts the characters begun so far.
 json completion_logprobs(const std::vector<TokenLogprobs>& lps, const TokenText& text_of,
                          int64_t* offset) {
   json tokens = json::array(), token_lps = json::array(), tops = json::array(),
        offsets = json::array();
+  auto continuation = [](unsigned char c) { return (c & 0xC0) == 0x80; };
   for (const TokenLogprobs& l : lps) {
     const std::string t = text_of(l.token);
-    tokens.push_back(t);
+    tokens.push_back(logprob_text(t));
     token_lps.push_back(finite_logprob(l.logprob));
     json top = json::object();
-    for (const auto& [id, lp] : l.top) top[text_of(id)] = finite_logprob(lp);
+    for (const auto& [id, lp] : l.top) top[logprob_text(text_of(id))] = finite_logprob(lp);
+    top[logprob_text(t)] = finite_logprob(l.logprob);
     tops.push_back(std::move(top));
-    offsets.push_back(*offset);
-    *offset += int64_t(t.size());
+    offsets.push_back(*offset - (!t.empty() && continuation(uint8_t(t[0])) && *offset > 0 ? 1 : 0));
+    for (unsigned char c : t) *offset += continuation(c) ? 0 : 1;
   }
   return {{"tokens", std::move(tokens)},
           {"token_logprobs", std::move(token_lps)},

@@ -143,6 +143,39 @@ def test_completion_logprobs(client, model):
         assert chosen == pytest.approx(max(top.values()), abs=1e-4)  # greedy picks the best
 
 
+def test_completion_logprobs_sampled_bytes_and_offsets(client, model):
+    """The sampled token is always among top_logprobs (OpenAI: up to logprobs + 1 entries); a
+    token that is part of a UTF-8 character is "bytes:\\x.." (as "\ufffd" every such token had one key,
+    and a wrong value); text_offset counts characters, so text[offset:] starts at the token."""
+    for seed in (1, 2, 3):
+        r = client.completions.create(model=model, prompt="The weather today", max_tokens=10, temperature=1.5,
+                                      seed=seed, logprobs=1)
+        lp = r.choices[0].logprobs
+        for tok, chosen, top in zip(lp.tokens, lp.token_logprobs, lp.top_logprobs):
+            assert top.get(tok) == pytest.approx(chosen, abs=1e-6), (tok, chosen, top)
+            assert 1 <= len(top) <= 2
+    r = client.completions.create(model=model, prompt="Write three emojis of animals: \U0001f436", max_tokens=12,
+                                  temperature=0, logprobs=5)
+    lp, text = r.choices[0].logprobs, r.choices[0].text
+    assert any(t.startswith("bytes:") for t in lp.tokens), lp.tokens
+    raw = b""
+    for tok, off, top in zip(lp.tokens, lp.text_offset, lp.top_logprobs):
+        assert len(top) in (5, 6), top
+        piece = bytes.fromhex(tok[6:].replace("\\x", "")) if tok.startswith("bytes:") else tok.encode()
+        # The character this token's first byte belongs to starts at `off`: characters begun
+        # before it, less the one it continues.
+        begun = sum(1 for c in raw if c & 0xC0 != 0x80)
+        assert off == begun - (1 if piece and piece[0] & 0xC0 == 0x80 else 0), (tok, off)
+        raw += piece
+    assert raw.decode("utf-8", "replace") == text
+    r = client.completions.create(model=model, prompt="En fran\u00e7ais: Le caf\u00e9 et la cr\u00e8me br\u00fbl\u00e9e sont",
+                                  max_tokens=8, temperature=0, logprobs=0)
+    lp, text = r.choices[0].logprobs, r.choices[0].text
+    for tok, off in zip(lp.tokens, lp.text_offset):
+        assert text[off:].startswith(tok), (tok, off, text)
+    assert all(len(top) == 1 for top in lp.top_logprobs), lp.top_logprobs
+
+
 def test_chat_logprobs(client, model):
     r = client.chat.completions.create(model=model, messages=CHAT, max_tokens=4, temperature=0,
                                        logprobs=True, top_logprobs=2)
