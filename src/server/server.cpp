@@ -147,7 +147,9 @@ class HttpServer final : public HttpHandler {
     l.ctx = info.ctx;
     l.vocab_size = info.vocab_size;
     l.model_name = o.served_model_name.empty() ? default_model_name(info.path) : o.served_model_name;
-    l.max_n = o.max_n;
+    // n choices wait as n requests: more than --max-waiting could never be queued, and a 429 would
+    // send the client to retry for ever.
+    l.max_n = std::min(o.max_n, o.max_waiting);
     return l;
   }
 

@@ -155,6 +155,20 @@ def test_api_key():
         assert s.stop() == 0
 
 
+def test_n_past_max_waiting_is_400_not_429():
+    # n choices wait as n requests: n past --max-waiting was a 429 that no retry could clear.
+    s = Server("--max-num-seqs", "2", "--max-waiting", "2", "--max-n", "4")
+    try:
+        body = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3}
+        r = requests.post(s.url + "/v1/chat/completions", json={**body, "n": 4}, timeout=60)
+        assert r.status_code == 400 and r.json()["error"]["param"] == "n", r.text
+        assert "[1, 2]" in r.json()["error"]["message"]
+        r = requests.post(s.url + "/v1/chat/completions", json={**body, "n": 2}, timeout=60)
+        assert r.status_code == 200 and len(r.json()["choices"]) == 2, r.text
+    finally:
+        assert s.stop() == 0
+
+
 def test_queue_full_429():
     s = Server("--max-num-seqs", "1", "--max-waiting", "1")
     try:
