@@ -3,6 +3,7 @@
 #include <cctype>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>

@@ -2,6 +2,7 @@
 error and exit status 2, never a silent clamp or truncation, and a generation that ends in an
 error fails the command after its partial output."""
 import json
+import os
 import re
 import subprocess
 
@@ -62,3 +63,43 @@ def test_bench_lengths_do_not_wrap(lens):
             "--prompt-len", lens[0], "--gen-len", lens[1])
     assert p.returncode == 2, (p.stdout, p.stderr)
     assert p.stdout == "" and p.stderr.startswith("error:") and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_bench_refuses_a_context_that_ends_generation_early():
+    # 60 + 32 tokens in a context of 64: each sequence stops after 4 tokens, and the decode rate
+    # counted 32 (724 "tok/s" for a 100 tok/s decode).
+    one_line_error(run("bench", *COMMON_ARGS, "-q", "--batch", "1", "--runs", "1", "--warmup", "0",
+                       "--prompt-len", "60", "--gen-len", "32", "--ctx", "64"), "exceed the context of 64")
+
+
+@pytest.mark.parametrize("cmd, flag", [("generate", "--file"), ("generate", "--grammar"),
+                                       ("generate", "--json-schema"), ("score", "--text"), ("score", "--tokens")])
+def test_a_directory_for_a_file_is_named(tmp_path, cmd, flag):
+    # --file read no lines from it ("no prompt given"), --grammar leaked a C++ stream message.
+    extra = ["-p", "hi", "-n", "2"] if cmd == "generate" and flag != "--file" else []
+    one_line_error(run(cmd, *COMMON_ARGS, "-q", *extra, flag, str(tmp_path)), f"{flag}: '{tmp_path}' is a directory")
+
+
+def test_empty_grammar_file_is_an_error(tmp_path):
+    f = tmp_path / "empty.gbnf"
+    f.write_text("")
+    one_line_error(run("generate", *COMMON_ARGS, "-q", "-p", "hi", "-n", "2", "--grammar", str(f)), "--grammar")
+
+
+def test_lost_output_fails_the_command():
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([str(BIN), "generate", *COMMON_ARGS, "-q", "-p", "Hello", "-n", "2", "--json"], stdout=full,
+                           stderr=subprocess.PIPE, text=True, timeout=120)
+    assert p.returncode == 2 and "writing the output failed" in p.stderr, (p.returncode, p.stderr)
+
+
+def test_prompt_file_with_crlf_line_ends(tmp_path):
+    lf, crlf = tmp_path / "lf.txt", tmp_path / "crlf.txt"
+    lf.write_bytes(b"Hello\nThe capital of France is\n")
+    crlf.write_bytes(b"Hello\r\nThe capital of France is\r\n")
+    outs = [run("generate", *COMMON_ARGS, "-q", "--file", str(f), "-n", "4", "--temp", "0", "--json") for f in (lf, crlf)]
+    assert all(p.returncode == 0 for p in outs), [p.stderr for p in outs]
+    texts = [[(r["prompt_tokens"], r["text"]) for r in json.loads(p.stdout)["results"]] for p in outs]
+    assert texts[0] == texts[1], texts

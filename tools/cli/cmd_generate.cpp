@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <sstream>
 
 #include "common.h"
 #include "core/error.h"
@@ -43,10 +44,11 @@ void fail_on_errors(const std::vector<Result>& results) {
 std::vector<std::string> collect_prompts(const GenerateArgs& a) {
   std::vector<std::string> out = a.prompts;
   if (!a.file.empty()) {
-    std::ifstream in(a.file);
-    LL_CHECK(in.good(), "--file: cannot read '{}'", a.file);
-    for (std::string line; std::getline(in, line);)
+    std::istringstream in(read_input_file(a.file, "--file"));
+    for (std::string line; std::getline(in, line);) {
+      if (line.ends_with('\r')) line.pop_back();  // a file with CRLF line ends
       if (!line.empty()) out.push_back(line);
+    }
   }
   LL_CHECK(!out.empty(), "no prompt given (-p TEXT or --file FILE)");
   for (const std::string& p : out) LL_CHECK(!p.empty(), "the prompt is empty");

@@ -25,9 +25,7 @@ void run_score(ScoreArgs& a) {
   auto engine = open_engine(a.model);
   std::vector<std::vector<int32_t>> seqs;
   if (!a.tokens_file.empty()) {
-    std::ifstream in(a.tokens_file);
-    LL_CHECK(in.good(), "--tokens: cannot read '{}'", a.tokens_file);
-    nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    nlohmann::json j = nlohmann::json::parse(read_input_file(a.tokens_file, "--tokens"), nullptr, false);
     LL_CHECK(j.is_array(), "--tokens: '{}' must hold a JSON list of token-id lists", a.tokens_file);
     for (const auto& s : j) {
       LL_CHECK(s.is_array(), "--tokens: every entry must be a list of token ids");
@@ -39,11 +37,7 @@ void run_score(ScoreArgs& a) {
       }
     }
   } else {
-    std::ifstream in(a.text_file);
-    LL_CHECK(in.good(), "--text: cannot read '{}'", a.text_file);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    seqs.push_back(engine->tokenize(ss.str(), true, false));
+    seqs.push_back(engine->tokenize(read_input_file(a.text_file, "--text"), true, false));
   }
   std::ofstream dump;
   if (!a.dump_logits.empty()) {

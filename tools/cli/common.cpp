@@ -2,8 +2,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <thread>
@@ -108,23 +111,32 @@ SamplingParams SamplingArgs::resolve() const {
     p.seed = v;
   }
   p.stop = stop;
-  auto read = [](const std::string& path, const char* flag) {
-    std::ifstream in(path, std::ios::binary);
-    LL_CHECK(in.good(), "{}: cannot read '{}'", flag, path);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  };
   const int given = int(!grammar_file.empty()) + int(!json_schema_file.empty()) + int(!regex.empty());
   LL_CHECK(given <= 1, "--grammar, --json-schema and --regex exclude each other");
-  if (!grammar_file.empty()) p.grammar = read(grammar_file, "--grammar");
+  if (!grammar_file.empty()) {
+    p.grammar = read_input_file(grammar_file, "--grammar");
+    // An empty grammar is no grammar to the engine: the file would be ignored.
+    LL_CHECK(!p.grammar.empty(), "--grammar: '{}' is empty: the grammar has no rules", grammar_file);
+  }
   if (!regex.empty()) p.grammar = grammar::regex_grammar(regex);
   if (!json_schema_file.empty()) {
-    const auto schema = nlohmann::ordered_json::parse(read(json_schema_file, "--json-schema"), nullptr, false);
+    const auto schema = nlohmann::ordered_json::parse(read_input_file(json_schema_file, "--json-schema"), nullptr, false);
     LL_CHECK(!schema.is_discarded(), "--json-schema: '{}' is not valid JSON", json_schema_file);
     p.grammar = grammar::json_schema_to_gbnf(schema);
   }
   if (!p.grammar.empty()) grammar::compile_gbnf(p.grammar);  // a bad grammar fails here, named
   p.validate();
   return p;
+}
+
+std::string read_input_file(const std::string& path, const char* flag) {
+  std::error_code ec;
+  LL_CHECK(!std::filesystem::is_directory(path, ec), "{}: '{}' is a directory, not a file", flag, path);
+  std::ifstream in(path, std::ios::binary);
+  LL_CHECK(in.good(), "{}: cannot read '{}': {}", flag, path, std::strerror(errno));
+  std::string text(std::istreambuf_iterator<char>(in), {});
+  LL_CHECK(!in.bad(), "{}: error reading '{}'", flag, path);
+  return text;
 }
 
 EngineOptions resolve_engine_options(const ModelArgs& a) {

@@ -30,6 +30,8 @@ void add_sampling_options(CLI::App* app, SamplingArgs& s, int default_max_tokens
 // a.engine with the backend options parsed from the flags and the documented LITE_LLAMA_*
 // tuning variables of the environment applied (the one place they are read).
 EngineOptions resolve_engine_options(const ModelArgs& a);
+// The whole file; a directory, a missing or unreadable file fails naming `flag`.
+std::string read_input_file(const std::string& path, const char* flag);
 // Sets the log level and creates the engine.
 std::unique_ptr<Engine> open_engine(ModelArgs& a);
 

@@ -1,6 +1,9 @@
 // lite-llama: generate, chat, tokenize, info, score, bench, pull (and serve where built).
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <iostream>
 #include <string>
 
 #include "common.h"
@@ -51,6 +54,13 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  }
+  // Output that never arrived (a full disk, a closed stdout) is a failure, not a success.
+  errno = 0;
+  std::cout.flush();
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout) {
+    std::fprintf(stderr, "error: writing the output failed: %s\n", std::strerror(errno ? errno : EIO));
     return 2;
   }
   return 0;
