@@ -33,18 +33,23 @@ std::string whole_response(const HttpReply& r, const std::string& body, bool kee
 
 std::string chunk(std::string_view data) { return fmt::format("{:x}\r\n{}\r\n", data.size(), data); }
 
-// Beast says "bad Content-Length" for a negative or non-numeric value and for one beyond 64 bits;
-// the latter is a too-large body (413), the others malformed (400).
-bool content_length_is_digits(std::string_view raw) {
+// Beast says "bad Content-Length" for a negative or non-numeric value, for two of them, beside
+// Transfer-Encoding, and for one beyond 64 bits; the last is a too-large body (413), the others
+// malformed (400).
+bool content_length_overflows(std::string_view raw) {
   std::string lower(raw.substr(0, std::min<size_t>(raw.size(), 64 << 10)));
   for (char& c : lower) c = char(std::tolower(uint8_t(c)));
   const size_t at = lower.find("\ncontent-length:");
   if (at == std::string::npos) return false;
   size_t i = at + 16;
   while (i < lower.size() && (lower[i] == ' ' || lower[i] == '\t')) ++i;
-  size_t digits = 0;
-  while (i < lower.size() && std::isdigit(uint8_t(lower[i]))) ++i, ++digits;
-  return digits > 0 && (i == lower.size() || lower[i] == '\r' || lower[i] == ' ');
+  while (i + 1 < lower.size() && lower[i] == '0' && std::isdigit(uint8_t(lower[i + 1]))) ++i;  // leading zeros
+  const size_t first = i;
+  while (i < lower.size() && std::isdigit(uint8_t(lower[i]))) ++i;
+  if (i == first || !(i == lower.size() || lower[i] == '\r' || lower[i] == ' ')) return false;
+  const std::string_view digits = std::string_view(lower).substr(first, i - first);
+  // 18446744073709551615 is the largest value 64 bits hold.
+  return digits.size() > 20 || (digits.size() == 20 && digits > "18446744073709551615");
 }
 
 // A request starts with a method in capitals and a space: anything else (a TLS hello, binary
@@ -162,7 +167,7 @@ void HttpSession::read_header_more() {
 void HttpSession::parse_header(std::string_view raw) {
   error_code ec;
   const size_t used = head_->put(boost::asio::buffer(raw.data(), raw.size()), ec);
-  if (ec == http::error::bad_content_length && content_length_is_digits(raw))
+  if (ec == http::error::bad_content_length && content_length_overflows(raw))
     return fail(413, "the request body is too large");
   if (ec == http::error::bad_content_length) return fail(400, "invalid Content-Length");
   if (ec == http::error::body_limit) return fail(413, "the request body is too large");

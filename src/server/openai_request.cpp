@@ -344,6 +344,8 @@ OpenAIRequest parse_openai_request(std::string_view body, Endpoint endpoint,
   r.stream = get_bool(j, "stream").value_or(false);
   if (const json* so = field(j, "stream_options")) {
     if (!so->is_object()) wrong_type("stream_options", "an object", *so);
+    // As OpenAI and vLLM: options of a stream that is not one are a mistake, not ignored.
+    if (!r.stream) bad("stream_options", "'stream_options' is only allowed when 'stream' is true");
     r.include_usage = get_bool(*so, "include_usage").value_or(false);
   }
   parse_structured_output(body, j, r, lim);

@@ -62,6 +62,8 @@ BAD = [
     ("chat/completions", {"messages": CHAT, "logprobs": 3}, "logprobs"),
     ("chat/completions", {"messages": CHAT, "chat_template_kwargs": [1]}, "chat_template_kwargs"),
     ("chat/completions", {"messages": CHAT, "max_completion_tokens": CTX * 4}, "max_completion_tokens"),
+    ("chat/completions", {"messages": CHAT, "stream_options": {"include_usage": True}}, "stream_options"),
+    ("completions", {"prompt": "hi", "stream": False, "stream_options": {"include_usage": True}}, "stream_options"),
 ]
 
 

@@ -51,6 +51,9 @@ MALFORMED = [
     (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n", 400),
     (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", 400),
     (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999\r\n\r\n", 413),
+    # Two Content-Lengths, or one beside chunked (RFC 9112: malformed), were 413 "too large".
+    (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 60\r\nContent-Length: 61\r\n\r\n", 400),
+    (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", 400),
     (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n{}" % (64 << 20), 413),
     (b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 100_000 + b"\r\n\r\n", 431),
     (TLS_HELLO, 400),
