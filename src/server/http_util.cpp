@@ -31,7 +31,12 @@ HttpReply json_reply(int status, const std::string& body) {
   return r;
 }
 
-HttpReply error_reply(const ApiError& e) { return json_reply(e.status, dump(error_json(e))); }
+HttpReply error_reply(const ApiError& e) {
+  HttpReply r = json_reply(e.status, dump(error_json(e)));
+  // A full queue or a client over its connections: clients that honour Retry-After back off.
+  if (e.status == 429 || e.status == 503) r.headers.emplace_back("Retry-After", "1");
+  return r;
+}
 
 std::string log_escape(std::string_view s) {
   std::string out;

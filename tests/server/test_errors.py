@@ -182,7 +182,7 @@ def test_queue_full_429():
                                      extra_body={"ignore_eos": True})
                 return "ok"
             except openai.RateLimitError as e:
-                assert e.status_code == 429
+                assert e.status_code == 429 and e.response.headers.get("retry-after") == "1"
                 return "429"
 
         with cf.ThreadPoolExecutor(6) as pool:
