@@ -274,6 +274,23 @@ def test_keyboard_interrupt_from_sigint(llm):
     check_recovers(llm)
 
 
+def test_keyboard_interrupt_during_score():
+    # score() ran to its end before Python saw the signal (28.6 s for this text on 2 cores).
+    llm = LLM("default", device="cpu", threads=2, ctx=8192, kv_tokens=8192)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    killer = subprocess.Popen(["sh", "-c", f"sleep 0.5; kill -INT {os.getpid()}"])
+    t0 = time.perf_counter()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            llm.score("hello world " * 3000)
+    finally:
+        killer.kill()
+        killer.wait()
+        signal.signal(signal.SIGINT, previous)
+    assert time.perf_counter() - t0 < 8
+    check_recovers(llm)
+
+
 def test_reentrant_call_is_refused(llm):
     class ReentrantBar:
         def __init__(self, **kwargs):
