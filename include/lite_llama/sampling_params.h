@@ -18,6 +18,9 @@ struct SamplingParams {
   float frequency_penalty = 0.0f;
   std::optional<uint64_t> seed;     // same seed, same prompt, same output
   int max_tokens = 256;
+  // EOS, stop_token_ids and stop strings take effect only from this many output tokens on
+  // (vLLM's min_tokens); <= max_tokens.
+  int min_tokens = 0;
   std::vector<std::string> stop;    // stop strings (not included in the output text)
   std::vector<int32_t> stop_token_ids;
   bool ignore_eos = false;

@@ -35,6 +35,8 @@ class SamplingParams:
         choice: the output is exactly one of these strings.
         grammar: the output follows this GBNF grammar (llama.cpp syntax, start rule ``root``).
           At most one of json_schema / regex / choice / grammar.
+        min_tokens: no end-of-sequence token, stop token id or stop string before this many new
+          tokens (vLLM's ``min_tokens``), at most ``max_tokens``.
 
     Raises ValueError naming the first parameter out of range, at construction and again when used.
     """
@@ -58,6 +60,7 @@ class SamplingParams:
     regex: Optional[str] = None
     choice: Optional[List[str]] = None
     grammar: Optional[str] = None
+    min_tokens: int = 0
 
     def __post_init__(self) -> None:
         self._to_core()
@@ -85,6 +88,7 @@ class SamplingParams:
         else:
             p.max_tokens = _checks.integer("max_tokens", self.max_tokens, 1, _UNTIL_CONTEXT,
                                            whole_floats=True)
+        p.min_tokens = _checks.integer("min_tokens", self.min_tokens, 0, _UNTIL_CONTEXT, whole_floats=True)
         seed = self.seed if seed is None else seed
         if seed is not None:
             # The given seed is 64-bit; choice i's seed + i wraps, as on the server.

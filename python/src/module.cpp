@@ -108,6 +108,7 @@ void bind_types(py::module_& m) {
       .def_readwrite("frequency_penalty", &SamplingParams::frequency_penalty)
       .def_readwrite("seed", &SamplingParams::seed)
       .def_readwrite("max_tokens", &SamplingParams::max_tokens)
+      .def_readwrite("min_tokens", &SamplingParams::min_tokens)
       .def_readwrite("stop", &SamplingParams::stop)
       .def_readwrite("stop_token_ids", &SamplingParams::stop_token_ids)
       .def_readwrite("ignore_eos", &SamplingParams::ignore_eos)

@@ -324,6 +324,12 @@ class EngineImpl final : public Engine {
       const Request& r = *rows_req_[i];
       any_grammar = any_grammar || r.matcher.has_value();
       for (const auto& [t, b] : r.params.logit_bias) constraints_.bias.push_back({int32_t(i), t, b});
+      if (r.seq.num_generated() < r.params.min_tokens) {  // no stop token yet
+        constexpr float kNever = -std::numeric_limits<float>::infinity();
+        if (!r.params.ignore_eos)
+          for (int32_t t : stop_ids_) constraints_.bias.push_back({int32_t(i), t, kNever});
+        for (int32_t t : r.params.stop_token_ids) constraints_.bias.push_back({int32_t(i), t, kNever});
+      }
     }
     if (!any_grammar) return;
     constraints_.words = int(grammars_->mask_words());
@@ -439,7 +445,7 @@ class EngineImpl final : public Engine {
       return o;
     }
     bool stopped = false;
-    o.text = r.text.push(tok, &stopped);
+    o.text = r.text.push(tok, &stopped, r.seq.num_generated() >= sp.min_tokens);
     if (stopped) {
       o.finished = true;
       o.finish_reason = FinishReason::Stop;

@@ -114,6 +114,8 @@ StepResult Runner::run(const StepPlan& plan, const std::vector<SequenceSampler*>
   bool greedy = std::all_of(samplers.begin(), samplers.end(), [](const SequenceSampler* s) {
     return is_greedy(s->params()) && s->params().grammar.empty() && s->params().logit_bias.empty();
   });
+  // Biases (logit_bias, min_tokens' stop tokens) are applied before a token is picked.
+  if (constraints && !constraints->bias.empty()) greedy = false;
   const Tensor logits = forward(decode_only, greedy);
   if (before_select) before_select();
   if (constraints && !constraints->any()) constraints = nullptr;

@@ -7,10 +7,10 @@ namespace lite_llama {
 TextStream::TextStream(const Tokenizer& tok, std::vector<std::string> stops)
     : detok_(tok, /*skip_special=*/true), stops_(std::move(stops)) {}
 
-std::string TextStream::push(int32_t token, bool* stopped) {
+std::string TextStream::push(int32_t token, bool* stopped, bool match_stops) {
   *stopped = false;
   held_ += detok_.push(token);
-  if (stops_.empty()) return std::move(held_);
+  if (stops_.empty() || !match_stops) return std::move(held_);
   size_t first = std::string::npos;
   for (const std::string& s : stops_) first = std::min(first, held_.find(s));
   if (first != std::string::npos) {

@@ -13,8 +13,9 @@ class TextStream {
  public:
   TextStream(const Tokenizer& tok, std::vector<std::string> stops);
   // Returns the text that can be emitted now; sets *stopped when a stop string completed
-  // (the returned text then ends right before it).
-  std::string push(int32_t token, bool* stopped);
+  // (the returned text then ends right before it). Without match_stops (before min_tokens) the
+  // text goes out as it is, and matching starts on the text after it.
+  std::string push(int32_t token, bool* stopped, bool match_stops = true);
   // Everything still held back (end of generation without a stop string).
   std::string flush();
 

@@ -19,6 +19,8 @@ void SamplingParams::validate() const {
   LL_CHECK(finite(frequency_penalty) && std::fabs(frequency_penalty) <= 2,
            "frequency_penalty must be in [-2, 2], got {}", frequency_penalty);
   LL_CHECK(max_tokens >= 1, "max_tokens must be >= 1, got {}", max_tokens);
+  LL_CHECK(min_tokens >= 0 && min_tokens <= max_tokens, "min_tokens must be in [0, max_tokens {}], got {}",
+           max_tokens, min_tokens);
   LL_CHECK(top_logprobs >= -1 && top_logprobs <= 20, "top_logprobs must be in [0, 20], got {}",
            top_logprobs);
   for (const std::string& s : stop) LL_CHECK(!s.empty(), "stop strings must not be empty");

@@ -301,6 +301,15 @@ void parse_sampling(const json& body, OpenAIRequest& r, const RequestLimits& lim
   } else {
     p.max_tokens = 1;  // provisional: resolve_max_tokens sets it from the prompt length
   }
+  // vLLM's min_tokens: no stop before that many tokens. Checked against max_tokens here and, when
+  // max_tokens is left to the context, in resolve_max_tokens.
+  int min_tokens = 0;
+  if (auto v = get_int(body, "min_tokens")) {
+    if (*v < 0 || *v > (r.max_tokens_given ? p.max_tokens : lim.ctx))
+      bad("min_tokens", fmt::format("'min_tokens' must be in [0, {}], got {}",
+                                    r.max_tokens_given ? p.max_tokens : lim.ctx, *v));
+    min_tokens = int(*v);
+  }
   parse_logprobs(body, r);
   try {
     p.validate();
@@ -309,6 +318,7 @@ void parse_sampling(const json& body, OpenAIRequest& r, const RequestLimits& lim
     const std::string msg = e.what();
     bad(msg.substr(0, msg.find(' ')), msg);
   }
+  p.min_tokens = min_tokens;  // after validate(): max_tokens may still be the provisional 1
 }
 
 }  // namespace
@@ -368,6 +378,9 @@ void resolve_max_tokens(OpenAIRequest& r, int64_t n_prompt, const RequestLimits&
         "context_length_exceeded");
   if (!r.max_tokens_given) {
     r.params.max_tokens = int(lim.ctx - n_prompt);
+    if (r.params.min_tokens > r.params.max_tokens)
+      bad("min_tokens", fmt::format("'min_tokens' is {}, more than the {} tokens the context leaves after the {}",
+                                    r.params.min_tokens, r.params.max_tokens, what));
   } else if (n_prompt + r.params.max_tokens > lim.ctx) {
     bad("max_tokens",
         fmt::format("This model's maximum context length is {} tokens, but {} tokens were requested "

@@ -1,4 +1,5 @@
 """LLM.generate / chat through Python against the CLI and against solo runs."""
+import pytest
 from conftest import SEED_PROMPTS, assert_idle, run_cli
 from lite_llama import SamplingParams
 
@@ -102,6 +103,33 @@ def test_stop_strings(llm):
                        use_tqdm=False)[0].outputs[0]
     assert out.token_ids == full.token_ids[:full.token_ids.index(tok) + 1]
     assert out.finish_reason == "stop" and out.stop_reason == tok
+
+
+def test_min_tokens(llm):
+    """vLLM's min_tokens: no end-of-sequence token, stop token id or stop string before that many
+    new tokens. The greedy answer to this chat ends (EOS) after fewer tokens; with min_tokens the
+    EOS logit is masked until then, so the tokens are the greedy ones with EOS taken out."""
+    chat = [{"role": "user", "content": "Say hi"}]
+    free = llm.chat(chat, greedy(60), use_tqdm=False)[0].outputs[0]
+    eos = free.token_ids[-1]
+    assert free.finish_reason == "stop" and len(free.token_ids) < 40, free.token_ids
+    out = llm.chat(chat, SamplingParams(temperature=0, max_tokens=60, min_tokens=40), use_tqdm=False)[0].outputs[0]
+    assert len(out.token_ids) > 40
+    assert eos not in out.token_ids[:40]
+    assert out.token_ids[:len(free.token_ids) - 1] == free.token_ids[:-1]
+    # A stop string and a stop token id before min_tokens are passed over, not ended on.
+    first = free.token_ids[3]
+    out = llm.chat(chat, SamplingParams(temperature=0, max_tokens=60, min_tokens=8, stop_token_ids=[first]),
+                   use_tqdm=False)[0].outputs[0]
+    assert len(out.token_ids) >= 9 and first not in out.token_ids[:8]
+    word = free.text.split()[1]
+    out = llm.chat(chat, SamplingParams(temperature=0, max_tokens=60, min_tokens=len(free.token_ids) - 2,
+                                        stop=[word]), use_tqdm=False)[0].outputs[0]
+    assert out.text.startswith(free.text[:free.text.index(word) + len(word)])
+    for bad in (-1, 61):
+        with pytest.raises(ValueError, match="min_tokens"):
+            SamplingParams(max_tokens=60, min_tokens=bad)
+    assert_idle(llm)
 
 
 def test_prompt_forms(llm):

@@ -176,6 +176,20 @@ def test_completion_logprobs_sampled_bytes_and_offsets(client, model):
     assert all(len(top) == 1 for top in lp.top_logprobs), lp.top_logprobs
 
 
+def test_min_tokens(server):
+    """vLLM's min_tokens: the greedy answer ends (EOS) sooner; with min_tokens it goes on."""
+    body = {"messages": [{"role": "user", "content": "Say hi"}], "max_tokens": 60, "temperature": 0}
+    free = requests.post(server.url + "/v1/chat/completions", json=body, timeout=120).json()
+    n = free["usage"]["completion_tokens"]
+    assert free["choices"][0]["finish_reason"] == "stop" and n < 40
+    r = requests.post(server.url + "/v1/chat/completions", json={**body, "min_tokens": 40}, timeout=120).json()
+    assert r["usage"]["completion_tokens"] > 40, r
+    assert r["choices"][0]["message"]["content"].startswith(free["choices"][0]["message"]["content"][:20])
+    for extra in ({"min_tokens": 61}, {"min_tokens": -1}, {"min_tokens": 10**9, "max_tokens": None}):
+        bad = requests.post(server.url + "/v1/chat/completions", json={**body, **extra}, timeout=60)
+        assert bad.status_code == 400 and bad.json()["error"]["param"] == "min_tokens", bad.text
+
+
 def test_chat_logprobs(client, model):
     r = client.chat.completions.create(model=model, messages=CHAT, max_tokens=4, temperature=0,
                                        logprobs=True, top_logprobs=2)
