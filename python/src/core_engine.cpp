@@ -213,7 +213,7 @@ std::vector<ScoreResult> CoreEngine::score(const std::vector<std::vector<int32_t
     if (s.size() < 2) throw ArgumentError("score: a sequence needs at least 2 tokens");
   NoGil nogil;
   // Ctrl-C between positions, at most every kProgressEvery (it waited for the whole score: 28.6 s
-  // for 9,000 tokens on 2 cores); the engine gives the sequences' KV slots back as it unwinds.
+  // for 6,000 tokens on 2 cores); the engine gives the sequences' KV slots back as it unwinds.
   Clock::time_point last = Clock::now();
   const LogitsSink interrupt = [&last](int, int, const float*, int64_t) {
     const Clock::time_point now = Clock::now();

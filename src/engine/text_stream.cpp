@@ -10,7 +10,11 @@ TextStream::TextStream(const Tokenizer& tok, std::vector<std::string> stops)
 std::string TextStream::push(int32_t token, bool* stopped, bool match_stops) {
   *stopped = false;
   held_ += detok_.push(token);
-  if (stops_.empty() || !match_stops) return std::move(held_);
+  if (stops_.empty() || !match_stops) {
+    std::string out;
+    out.swap(held_);  // held_ is empty after, which a moved-from string need not be
+    return out;
+  }
   size_t first = std::string::npos;
   for (const std::string& s : stops_) first = std::min(first, held_.find(s));
   if (first != std::string::npos) {
