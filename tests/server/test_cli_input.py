@@ -103,3 +103,12 @@ def test_prompt_file_with_crlf_line_ends(tmp_path):
     assert all(p.returncode == 0 for p in outs), [p.stderr for p in outs]
     texts = [[(r["prompt_tokens"], r["text"]) for r in json.loads(p.stdout)["results"]] for p in outs]
     assert texts[0] == texts[1], texts
+
+
+def test_min_tokens_flag():
+    p = run("generate", *COMMON_ARGS, "-q", "--chat", "-p", "Say hi", "-n", "60", "--temp", "0", "--json")
+    q = run("generate", *COMMON_ARGS, "-q", "--chat", "-p", "Say hi", "-n", "60", "--temp", "0", "--json",
+            "--min-tokens", "40")
+    assert p.returncode == 0 and q.returncode == 0, (p.stderr, q.stderr)
+    assert json.loads(p.stdout)["completion_tokens"] < 40 <= json.loads(q.stdout)["completion_tokens"]
+    one_line_error(run("generate", *COMMON_ARGS, "-q", "-p", "hi", "-n", "10", "--min-tokens", "20"), "min_tokens")

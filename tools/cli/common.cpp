@@ -95,6 +95,7 @@ void add_sampling_options(CLI::App* app, SamplingArgs& s, int default_max_tokens
   app->add_option("-s,--seed", s.seed, "RNG seed, 0 to 2^64 - 1 (same seed, same output)");
   app->add_option("--stop", s.stop, "stop string (repeatable)");
   app->add_flag("--ignore-eos", p.ignore_eos, "keep generating past end-of-sequence tokens");
+  app->add_option("--min-tokens", p.min_tokens, "no end-of-sequence token or stop string before this many tokens");
   app->add_option("--grammar", s.grammar_file, "GBNF grammar file the output must follow");
   app->add_option("--json-schema", s.json_schema_file, "JSON Schema file the output must follow");
   app->add_option("--regex", s.regex, "regular expression the output must match");
