@@ -21,7 +21,9 @@ struct SamplingParams {
   // EOS, stop_token_ids and stop strings take effect only from this many output tokens on
   // (vLLM's min_tokens); <= max_tokens.
   int min_tokens = 0;
-  std::vector<std::string> stop;    // stop strings (not included in the output text)
+  std::vector<std::string> stop;    // stop strings (not in the output text unless the next is set)
+  bool include_stop_str_in_output = false;  // vLLM's: the text ends with the stop string it met
+  bool skip_special_tokens = true;          // vLLM's: control tokens' text is left out
   std::vector<int32_t> stop_token_ids;
   bool ignore_eos = false;
   int top_logprobs = -1;            // -1: no logprobs; 0..20: chosen token + that many best

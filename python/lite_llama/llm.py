@@ -357,7 +357,7 @@ class LLM:
             return last
         full = self._core.detokenize(c.token_ids)
         for s in p.stop_strings:
-            if (c.text + s) in full:
+            if (p.include_stop_str_in_output and c.text.endswith(s)) or (c.text + s) in full:
                 return s
         return None  # end of sequence
 

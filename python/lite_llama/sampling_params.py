@@ -37,6 +37,8 @@ class SamplingParams:
           At most one of json_schema / regex / choice / grammar.
         min_tokens: no end-of-sequence token, stop token id or stop string before this many new
           tokens (vLLM's ``min_tokens``), at most ``max_tokens``.
+        include_stop_str_in_output: the text ends with the stop string it met (vLLM's).
+        skip_special_tokens: control tokens (``<|im_end|>``) add no text; False keeps them (vLLM's).
 
     Raises ValueError naming the first parameter out of range, at construction and again when used.
     """
@@ -61,6 +63,8 @@ class SamplingParams:
     choice: Optional[List[str]] = None
     grammar: Optional[str] = None
     min_tokens: int = 0
+    include_stop_str_in_output: bool = False
+    skip_special_tokens: bool = True
 
     def __post_init__(self) -> None:
         self._to_core()
@@ -99,6 +103,9 @@ class SamplingParams:
         if self.stop_token_ids is not None:
             p.stop_token_ids = _checks.token_ids("stop_token_ids", self.stop_token_ids, vocab_size)
         p.ignore_eos = _checks.boolean("ignore_eos", self.ignore_eos)
+        p.include_stop_str_in_output = _checks.boolean("include_stop_str_in_output",
+                                                       self.include_stop_str_in_output)
+        p.skip_special_tokens = _checks.boolean("skip_special_tokens", self.skip_special_tokens)
         if self.logprobs is not None:
             p.top_logprobs = _checks.integer("logprobs", self.logprobs, 0, 20, whole_floats=True)
         if self.logit_bias is not None:

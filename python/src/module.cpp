@@ -109,6 +109,8 @@ void bind_types(py::module_& m) {
       .def_readwrite("seed", &SamplingParams::seed)
       .def_readwrite("max_tokens", &SamplingParams::max_tokens)
       .def_readwrite("min_tokens", &SamplingParams::min_tokens)
+      .def_readwrite("include_stop_str_in_output", &SamplingParams::include_stop_str_in_output)
+      .def_readwrite("skip_special_tokens", &SamplingParams::skip_special_tokens)
       .def_readwrite("stop", &SamplingParams::stop)
       .def_readwrite("stop_token_ids", &SamplingParams::stop_token_ids)
       .def_readwrite("ignore_eos", &SamplingParams::ignore_eos)

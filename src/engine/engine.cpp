@@ -39,7 +39,7 @@ constexpr double kMiB = 1024.0 * 1024.0;
 
 struct Request {
   Request(int64_t id, std::vector<int32_t> prompt, const SamplingParams& p, const Tokenizer& tok)
-      : params(p), sampler(p, prompt), text(tok, p.stop) {
+      : params(p), sampler(p, prompt), text(tok, p.stop, p.include_stop_str_in_output, p.skip_special_tokens) {
     seq.id = id;
     seq.num_prompt = int(prompt.size());
     seq.tokens = std::move(prompt);

@@ -4,8 +4,8 @@
 
 namespace lite_llama {
 
-TextStream::TextStream(const Tokenizer& tok, std::vector<std::string> stops)
-    : detok_(tok, /*skip_special=*/true), stops_(std::move(stops)) {}
+TextStream::TextStream(const Tokenizer& tok, std::vector<std::string> stops, bool include_stop, bool skip_special)
+    : detok_(tok, skip_special), stops_(std::move(stops)), include_stop_(include_stop) {}
 
 std::string TextStream::push(int32_t token, bool* stopped, bool match_stops) {
   *stopped = false;
@@ -15,11 +15,13 @@ std::string TextStream::push(int32_t token, bool* stopped, bool match_stops) {
     out.swap(held_);  // held_ is empty after, which a moved-from string need not be
     return out;
   }
-  size_t first = std::string::npos;
-  for (const std::string& s : stops_) first = std::min(first, held_.find(s));
+  size_t first = std::string::npos, len = 0;  // the earliest stop string met (the longest there)
+  for (const std::string& s : stops_)
+    if (const size_t at = held_.find(s); at < first || (at == first && at != std::string::npos && s.size() > len))
+      first = at, len = s.size();
   if (first != std::string::npos) {
     *stopped = true;
-    std::string out = held_.substr(0, first);
+    std::string out = held_.substr(0, first + (include_stop_ ? len : 0));
     held_.clear();
     return out;
   }

@@ -11,9 +11,12 @@ namespace lite_llama {
 
 class TextStream {
  public:
-  TextStream(const Tokenizer& tok, std::vector<std::string> stops);
+  // include_stop: the text ends with the stop string met, not right before it; skip_special:
+  // control tokens add no text.
+  TextStream(const Tokenizer& tok, std::vector<std::string> stops, bool include_stop = false,
+             bool skip_special = true);
   // Returns the text that can be emitted now; sets *stopped when a stop string completed
-  // (the returned text then ends right before it). Without match_stops (before min_tokens) the
+  // (the returned text then ends right before it, or with it: include_stop). Without match_stops (before min_tokens) the
   // text goes out as it is, and matching starts on the text after it.
   std::string push(int32_t token, bool* stopped, bool match_stops = true);
   // Everything still held back (end of generation without a stop string).
@@ -22,6 +25,7 @@ class TextStream {
  private:
   StreamingDetokenizer detok_;
   std::vector<std::string> stops_;
+  bool include_stop_;
   std::string held_;
 };
 

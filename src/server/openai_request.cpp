@@ -279,6 +279,8 @@ void parse_sampling(const json& body, OpenAIRequest& r, const RequestLimits& lim
   }
   if (auto s = get_int(body, "seed")) p.seed = uint64_t(*s);
   if (auto e = get_bool(body, "ignore_eos")) p.ignore_eos = *e;
+  if (auto e = get_bool(body, "include_stop_str_in_output")) p.include_stop_str_in_output = *e;
+  if (auto e = get_bool(body, "skip_special_tokens")) p.skip_special_tokens = *e;
   parse_stop(body, p);
   if (const json* ids = field(body, "stop_token_ids")) {
     if (!ids->is_array()) wrong_type("stop_token_ids", "a list of token ids", *ids);

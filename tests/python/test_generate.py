@@ -105,6 +105,29 @@ def test_stop_strings(llm):
     assert out.finish_reason == "stop" and out.stop_reason == tok
 
 
+def test_include_stop_str_and_special_tokens(llm):
+    """vLLM's include_stop_str_in_output and skip_special_tokens."""
+    p = SEED_PROMPTS[0]
+    full = llm.generate(p, greedy(24), use_tqdm=False)[0].outputs[0]
+    stop = full.text.split()[len(full.text.split()) // 2]
+    out = llm.generate(p, SamplingParams(temperature=0, max_tokens=24, stop=[stop], include_stop_str_in_output=True),
+                       use_tqdm=False)[0].outputs[0]
+    assert out.text == full.text[:full.text.index(stop) + len(stop)] and out.stop_reason == stop
+    # Two stop strings met at one place: the longer one is the text's end.
+    out = llm.generate(p, SamplingParams(temperature=0, max_tokens=24, stop=[stop[:1], stop],
+                                         include_stop_str_in_output=True), use_tqdm=False)[0].outputs[0]
+    assert out.text.endswith(stop[:1]) and len(out.text) <= full.text.index(stop) + len(stop)
+    # A control token the model writes mid-text (<|im_end|> then <|im_start|> with ignore_eos) is
+    # text only with skip_special_tokens=False.
+    chat = [{"role": "user", "content": "Say hi"}]
+    kw = dict(temperature=0, max_tokens=40, ignore_eos=True)
+    kept = llm.chat(chat, SamplingParams(skip_special_tokens=False, **kw), use_tqdm=False)[0].outputs[0]
+    skipped = llm.chat(chat, SamplingParams(**kw), use_tqdm=False)[0].outputs[0]
+    assert kept.token_ids == skipped.token_ids
+    assert "<|im_end|>" in kept.text and "<|im_end|>" not in skipped.text, (kept.text, skipped.text)
+    assert kept.text.replace("<|im_end|>", "").replace("<|im_start|>", "") == skipped.text
+
+
 def test_min_tokens(llm):
     """vLLM's min_tokens: no end-of-sequence token, stop token id or stop string before that many
     new tokens. The greedy answer to this chat ends (EOS) after fewer tokens; with min_tokens the

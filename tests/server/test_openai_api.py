@@ -190,6 +190,24 @@ def test_min_tokens(server):
         assert bad.status_code == 400 and bad.json()["error"]["param"] == "min_tokens", bad.text
 
 
+def test_vllm_text_options(server):
+    """include_stop_str_in_output and skip_special_tokens, as vLLM takes them."""
+    url = server.url + "/v1/completions"
+    body = {"prompt": "The capital of France is", "max_tokens": 16, "temperature": 0}
+    full = requests.post(url, json=body, timeout=120).json()["choices"][0]["text"]
+    stop = full.split()[1]
+    cut = requests.post(url, json={**body, "stop": [stop]}, timeout=120).json()["choices"][0]["text"]
+    kept = requests.post(url, json={**body, "stop": [stop], "include_stop_str_in_output": True},
+                         timeout=120).json()["choices"][0]["text"]
+    assert cut == full[:full.index(stop)] and kept == cut + stop
+    chat = {"messages": [{"role": "user", "content": "Say hi"}], "max_tokens": 40, "temperature": 0, "ignore_eos": True}
+    curl = server.url + "/v1/chat/completions"
+    raw = requests.post(curl, json={**chat, "skip_special_tokens": False}, timeout=120).json()
+    plain = requests.post(curl, json=chat, timeout=120).json()
+    text = raw["choices"][0]["message"]["content"]
+    assert "<|im_end|>" in text and "<|im_end|>" not in plain["choices"][0]["message"]["content"]
+
+
 def test_chat_logprobs(client, model):
     r = client.chat.completions.create(model=model, messages=CHAT, max_tokens=4, temperature=0,
                                        logprobs=True, top_logprobs=2)
