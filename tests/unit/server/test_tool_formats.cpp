@@ -217,3 +217,25 @@ TEST(ToolFormats, HermesCallsBeforeACutOneAreKept) {
       }
   }
 }
+
+// Random answers built from the pieces of calls, cut anywhere: parsing never throws or reads past
+// the text, and every call it keeps names a declared tool (Mistral) with object arguments.
+TEST(ToolFormats, RandomCutAnswersParseSafely) {
+  const std::vector<std::string> pieces = {"<tool_call>", "</tool_call>", "<tool", "</tool", "\n", " ", "[", "]",
+                                           "{", "}", ",", ":", "\"name\"", "\"arguments\"", "\"get_time\"",
+                                           "\"get_weather\"", "{}", "\"city\"", "\"Pa", "ris\"", "[TOOL_CALLS]", "x"};
+  uint64_t s = 12345;
+  auto next = [&] { return (s = s * 6364136223846793005ull + 1442695040888963407ull) >> 33; };
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::string text;
+    const int n = int(next() % 24);
+    for (int k = 0; k < n; ++k) text += pieces[next() % pieces.size()];
+    for (ToolFormat f : {ToolFormat::Hermes, ToolFormat::Mistral, ToolFormat::Llama3Json}) {
+      std::string content;
+      for (const ToolCall& c : parse_streamed(f, text, 1 + next() % 8, content)) {
+        EXPECT_TRUE(c.name == "get_time" || c.name == "get_weather" || f == ToolFormat::Hermes) << text;
+        EXPECT_EQ(c.arguments.front(), '{') << text;
+      }
+    }
+  }
+}
