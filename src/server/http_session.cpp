@@ -196,6 +196,22 @@ void HttpSession::read_error(error_code ec) {
   fail(400, fmt::format("malformed request: {}", ec.message()));
 }
 
+// The Access-Control-Allow-Origin a request from `origin` gets under `allowed` ("*", a list of
+// origins, or ""): "" when its origin may not call.
+static std::string cors_allow(std::string_view origin, std::string_view allowed) {
+  if (origin.empty() || allowed.empty()) return "";
+  if (allowed == "*") return "*";
+  for (size_t at = 0; at <= allowed.size();) {
+    size_t end = std::min(allowed.find(',', at), allowed.size());
+    std::string_view one = allowed.substr(at, end - at);
+    while (!one.empty() && one.front() == ' ') one.remove_prefix(1);
+    while (!one.empty() && one.back() == ' ') one.remove_suffix(1);
+    if (one == origin) return std::string(origin);
+    at = end + 1;
+  }
+  return "";
+}
+
 void HttpSession::on_header() {
   const auto& h = head_->get();
   req_.method = std::string(h.method_string());
@@ -203,6 +219,22 @@ void HttpSession::on_header() {
   req_.path = percent_decode(req_.target.substr(0, req_.target.find('?')));
   req_.authorization = std::string(h[http::field::authorization]);
   keep_alive_ = h.keep_alive();
+  const auto origin = h[http::field::origin];
+  cors_origin_ = cors_allow(std::string_view(origin.data(), origin.size()), shared_.config.allowed_origins);
+  // A browser's preflight before a cross-origin call: which methods and headers it may send.
+  if (!cors_origin_.empty() && h.method() == http::verb::options &&
+      h.find(http::field::access_control_request_method) != h.end()) {
+    HttpReply r;
+    r.status = 204;
+    r.content_type = "text/plain";
+    r.headers.emplace_back("Access-Control-Allow-Methods", "GET, HEAD, POST, OPTIONS");
+    // The requested headers echoed: a "*" would not cover Authorization (Fetch standard).
+    const auto want = h[http::field::access_control_request_headers];
+    if (!want.empty()) r.headers.emplace_back("Access-Control-Allow-Headers", std::string(want));
+    r.headers.emplace_back("Access-Control-Max-Age", "600");
+    if (!head_->is_done()) keep_alive_ = false;
+    return on_reply(std::move(r));
+  }
   const auto expect = h[http::field::expect];
   req_.expect_continue = expect.size() == 12 && boost::beast::iequals(expect, "100-continue");
   const bool has_length = h.find(http::field::content_length) != h.end();
@@ -260,8 +292,15 @@ void HttpSession::dispatch() {
   });
 }
 
+void HttpSession::add_cors(HttpReply& r) const {
+  if (cors_origin_.empty()) return;
+  r.headers.emplace_back("Access-Control-Allow-Origin", cors_origin_);
+  if (cors_origin_ != "*") r.headers.emplace_back("Vary", "Origin");
+}
+
 void HttpSession::on_reply(HttpReply reply) {
   if (closed_) return;
+  add_cors(reply);
   phase_ = Phase::Responding;
   stamps_.replied = Clock::now();
   status_ = reply.status;
@@ -305,6 +344,7 @@ void HttpSession::pump() {
   } else if (gen_->finished()) {
     HttpReply r;
     r.status = status_ = gen_->status();
+    add_cors(r);
     out_ = whole_response(r, gen_->body(), keep_alive_, req_.method == "HEAD");
     last_queued_ = true;
   }

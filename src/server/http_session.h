@@ -55,6 +55,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void read_header_more();
   void parse_header(std::string_view raw);
   void on_header();
+  void add_cors(HttpReply& r) const;  // Access-Control-Allow-Origin, where the request may have it
   void read_body();
   void on_body(error_code ec);
   void dispatch();
@@ -93,6 +94,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   std::string out_, writing_;
   std::atomic<bool> notify_pending_{false};
   SessionStamps stamps_;
+  std::string cors_origin_;  // Access-Control-Allow-Origin for this request's answer; "" none
   int first_chunk_ = 0;  // the first token's chunk: 1 queued in out_, 2 being written, 3 written
   std::array<char, 512> discard_;
 };

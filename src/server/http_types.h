@@ -65,6 +65,9 @@ struct HttpConfig {
   std::chrono::milliseconds idle_timeout{30000};   // a kept-alive connection waiting for a request
   std::chrono::milliseconds write_timeout{30000};  // a client that stops reading its response
   bool log_timing = false;  // generation requests' log lines get their stages' times
+  // Origins whose pages may call the server from a browser (CORS): "*" any, a comma-separated
+  // list of exact origins, or "" none (no CORS headers).
+  std::string allowed_origins = "*";
 };
 
 // Response helpers shared by the routes and the HTTP layer.

@@ -61,6 +61,7 @@ HttpConfig http_config(const ServerOptions& o) {
   c.read_timeout = std::chrono::milliseconds(int64_t(o.read_timeout_s * 1000));
   c.idle_timeout = std::chrono::milliseconds(int64_t(o.idle_timeout_s * 1000));
   c.log_timing = o.log_timing;
+  c.allowed_origins = o.allowed_origins;
   return c;
 }
 

@@ -26,6 +26,7 @@ struct ServerOptions {
   double read_timeout_s = 10;      // header, and body, each within this of its first byte (408)
   double idle_timeout_s = 30;      // a kept-alive connection without a request is closed
   bool log_timing = false;         // generation log lines say where the time to the first token went
+  std::string allowed_origins = "*";  // browser origins that may call (CORS): "*", a list, "" none
 };
 
 // Blocks SIGINT and SIGTERM in the calling thread and in every thread started after it, so

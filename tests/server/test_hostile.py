@@ -301,3 +301,41 @@ def test_512_concurrent_streams_equal_solo():
         assert m['lite_llama_requests_total{status="ok"}'] == N_STREAMS + len(STREAM_PROMPTS)
     finally:
         assert s.stop() == 0
+
+
+def test_cors_preflight_and_headers(server):
+    """Browser pages may call the server (CORS, '*' by default as vLLM): a preflight gets the
+    methods and the requested headers (Authorization included, which '*' would not cover), and
+    every answer to a request with an Origin carries Access-Control-Allow-Origin."""
+    url = server.url + "/v1/chat/completions"
+    pre = requests.options(url, headers={"Origin": "http://page.example", "Access-Control-Request-Method": "POST",
+                                         "Access-Control-Request-Headers": "authorization, content-type"}, timeout=30)
+    assert pre.status_code == 204, pre.text
+    assert pre.headers["access-control-allow-origin"] == "*"
+    assert "POST" in pre.headers["access-control-allow-methods"]
+    assert pre.headers["access-control-allow-headers"] == "authorization, content-type"
+    body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
+    for stream in (False, True):
+        r = requests.post(url, json={**body, "stream": stream}, headers={"Origin": "http://page.example"}, timeout=60)
+        assert r.status_code == 200 and r.headers["access-control-allow-origin"] == "*"
+    bad = requests.post(url, json={"messages": []}, headers={"Origin": "http://page.example"}, timeout=30)
+    assert bad.status_code == 400 and bad.headers["access-control-allow-origin"] == "*"
+    plain = requests.get(server.url + "/v1/models", timeout=30)
+    assert "access-control-allow-origin" not in plain.headers
+    # Without a preflight's headers OPTIONS is a method like any other: 405.
+    assert requests.options(url, timeout=30).status_code == 405
+
+
+def test_cors_origin_list():
+    s = Server("--allowed-origins", "http://a.example, http://b.example")
+    try:
+        url = s.url + "/v1/models"
+        ok = requests.get(url, headers={"Origin": "http://b.example"}, timeout=30)
+        assert ok.headers["access-control-allow-origin"] == "http://b.example" and ok.headers["vary"] == "Origin"
+        other = requests.get(url, headers={"Origin": "http://c.example"}, timeout=30)
+        assert other.status_code == 200 and "access-control-allow-origin" not in other.headers
+        pre = requests.options(s.url + "/v1/completions", headers={"Origin": "http://c.example",
+                                                                  "Access-Control-Request-Method": "POST"}, timeout=30)
+        assert pre.status_code == 405 and "access-control-allow-origin" not in pre.headers
+    finally:
+        assert s.stop() == 0

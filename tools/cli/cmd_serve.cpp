@@ -40,6 +40,9 @@ void register_serve(CLI::App& app) {
   c->add_option("--max-waiting", s.max_waiting, "requests waiting for a slot before 429")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
+  c->add_option("--allowed-origins", s.allowed_origins,
+                "browser origins whose pages may call the server (CORS): '*', a comma-separated list, or '' for none")
+      ->capture_default_str();
   c->add_option("--http-threads", s.http_threads,
                 "HTTP event-loop threads (open connections hold none)")
       ->check(CLI::Range(1, 64))
