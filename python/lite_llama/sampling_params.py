@@ -35,8 +35,9 @@ class SamplingParams:
         choice: the output is exactly one of these strings.
         grammar: the output follows this GBNF grammar (llama.cpp syntax, start rule ``root``).
           At most one of json_schema / regex / choice / grammar.
-        min_tokens: no end-of-sequence token, stop token id or stop string before this many new
-          tokens (vLLM's ``min_tokens``), at most ``max_tokens``.
+        min_tokens: no end-of-sequence token or stop token id within this many new tokens, and no
+          stop string ending within them (vLLM's ``min_tokens``), at most ``max_tokens``; a
+          grammar (json_schema, ...) that is complete ends the output anyway.
         include_stop_str_in_output: the text ends with the stop string it met (vLLM's).
         skip_special_tokens: control tokens (``<|im_end|>``) add no text; False keeps them (vLLM's).
 

@@ -151,6 +151,9 @@ void AsyncEngine::loop() {
       incoming.swap(incoming_);
       cancels.swap(cancels_);
       stats_.queued = 0;
+      // Taken requests wait in the engine from now on, but its stats count them only after the
+      // next step: until then submit() would let a burst past max_waiting.
+      stats_.engine.waiting += int(incoming.size());
       picked = Clock::now();
       drain_over = draining_ && (Clock::now() >= drain_deadline_ || !engine_->has_unfinished());
     }

@@ -314,6 +314,16 @@ class EngineImpl final : public Engine {
     return o;
   }
 
+  static bool min_tokens_pending(const Request& r) { return r.seq.num_generated() < r.params.min_tokens; }
+  // The tokens that end this request: the model's end-of-sequence ids (unless ignore_eos) and its
+  // stop_token_ids.
+  template <typename F>
+  void for_each_stop_token(const Request& r, F&& f) const {
+    if (!r.params.ignore_eos)
+      for (int32_t t : stop_ids_) f(t);
+    for (int32_t t : r.params.stop_token_ids) f(t);
+  }
+
   // The step's logit biases, and room for the grammar masks (filled by fill_masks()).
   void prepare_constraints() {
     constraints_.bias.clear();
@@ -324,11 +334,9 @@ class EngineImpl final : public Engine {
       const Request& r = *rows_req_[i];
       any_grammar = any_grammar || r.matcher.has_value();
       for (const auto& [t, b] : r.params.logit_bias) constraints_.bias.push_back({int32_t(i), t, b});
-      if (r.seq.num_generated() < r.params.min_tokens) {  // no stop token yet
+      if (!r.matcher && min_tokens_pending(r)) {  // no stop token yet (grammar rows: fill_masks)
         constexpr float kNever = -std::numeric_limits<float>::infinity();
-        if (!r.params.ignore_eos)
-          for (int32_t t : stop_ids_) constraints_.bias.push_back({int32_t(i), t, kNever});
-        for (int32_t t : r.params.stop_token_ids) constraints_.bias.push_back({int32_t(i), t, kNever});
+        for_each_stop_token(r, [&](int32_t t) { constraints_.bias.push_back({int32_t(i), t, kNever}); });
       }
     }
     if (!any_grammar) return;
@@ -353,6 +361,16 @@ class EngineImpl final : public Engine {
         return;
       }
       r.grammar->fill_mask(*r.matcher, m);
+      // min_tokens holds the stop tokens back only where the grammar can go on without them: a
+      // finished grammar ends the output (masking its one way out failed the request, or sampled
+      // tokens outside the grammar).
+      if (min_tokens_pending(r)) {
+        std::vector<uint32_t> kept(m, m + w);
+        for_each_stop_token(r, [&](int32_t t) {
+          if (size_t(t) / 32 < w) kept[size_t(t) / 32] &= ~(1u << (uint32_t(t) % 32));
+        });
+        if (std::any_of(kept.begin(), kept.end(), [](uint32_t x) { return x != 0; })) std::copy(kept.begin(), kept.end(), m);
+      }
       dead_rows_[i] = std::all_of(m, m + w, [](uint32_t x) { return x == 0; });
     };
     // Rows differ widely in cost (a cached state is a copy, a new one walks the vocabulary):
@@ -439,13 +457,17 @@ class EngineImpl final : public Engine {
     const bool eos = !sp.ignore_eos && std::find(stop_ids_.begin(), stop_ids_.end(), tok) != stop_ids_.end();
     const bool stop_id = std::find(sp.stop_token_ids.begin(), sp.stop_token_ids.end(), tok) != sp.stop_token_ids.end();
     if (eos || stop_id) {
-      o.text = r.text.flush();
+      if (sp.include_stop_str_in_output) {  // vLLM: the stop token's text too (none for a skipped control token)
+        bool unused = false;
+        o.text = r.text.push(tok, &unused, false);
+      }
+      o.text += r.text.flush();
       o.finished = true;
       o.finish_reason = FinishReason::Stop;
       return o;
     }
     bool stopped = false;
-    o.text = r.text.push(tok, &stopped, r.seq.num_generated() >= sp.min_tokens);
+    o.text = r.text.push(tok, &stopped, r.seq.num_generated() > sp.min_tokens);
     if (stopped) {
       o.finished = true;
       o.finish_reason = FinishReason::Stop;

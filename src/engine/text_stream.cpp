@@ -10,7 +10,7 @@ TextStream::TextStream(const Tokenizer& tok, std::vector<std::string> stops, boo
 std::string TextStream::push(int32_t token, bool* stopped, bool match_stops) {
   *stopped = false;
   held_ += detok_.push(token);
-  if (stops_.empty() || !match_stops) {
+  if (stops_.empty()) {
     std::string out;
     out.swap(held_);  // held_ is empty after, which a moved-from string need not be
     return out;
@@ -19,7 +19,7 @@ std::string TextStream::push(int32_t token, bool* stopped, bool match_stops) {
   for (const std::string& s : stops_)
     if (const size_t at = held_.find(s); at < first || (at == first && at != std::string::npos && s.size() > len))
       first = at, len = s.size();
-  if (first != std::string::npos) {
+  if (first != std::string::npos && match_stops) {
     *stopped = true;
     std::string out = held_.substr(0, first + (include_stop_ ? len : 0));
     held_.clear();

@@ -16,8 +16,9 @@ class TextStream {
   TextStream(const Tokenizer& tok, std::vector<std::string> stops, bool include_stop = false,
              bool skip_special = true);
   // Returns the text that can be emitted now; sets *stopped when a stop string completed
-  // (the returned text then ends right before it, or with it: include_stop). Without match_stops (before min_tokens) the
-  // text goes out as it is, and matching starts on the text after it.
+  // (the returned text then ends right before it, or with it: include_stop). Without match_stops
+  // (within min_tokens) no stop string ends the text, but the start of one is still held back, so
+  // that one ending after min_tokens is found whole (as vLLM).
   std::string push(int32_t token, bool* stopped, bool match_stops = true);
   // Everything still held back (end of generation without a stop string).
   std::string flush();

@@ -1,4 +1,6 @@
 """LLM.generate / chat through Python against the CLI and against solo runs."""
+import json
+
 import pytest
 from conftest import SEED_PROMPTS, assert_idle, run_cli
 from lite_llama import SamplingParams
@@ -153,6 +155,49 @@ def test_min_tokens(llm):
         with pytest.raises(ValueError, match="min_tokens"):
             SamplingParams(max_tokens=60, min_tokens=bad)
     assert_idle(llm)
+
+
+def test_min_tokens_and_stop_strings_across_the_boundary(llm):
+    """As vLLM v1: stop strings count from token min_tokens + 1 on, and one that began within
+    min_tokens but ends after them still ends the text (where it begins)."""
+    p = "The capital of France is"
+    free = llm.generate(p, greedy(16), use_tqdm=False)[0].outputs[0]
+    toks = [llm.get_tokenizer().decode([t]) for t in free.token_ids]
+    m = 4
+    stop = "".join(toks[m - 2:m + 1])  # tokens m-1, m and m+1
+    assert stop.strip() and free.text.index(stop) == len("".join(toks[:m - 2])), toks
+    out = llm.generate(p, SamplingParams(temperature=0, max_tokens=16, stop=[stop], min_tokens=m),
+                       use_tqdm=False)[0].outputs[0]
+    assert out.text == "".join(toks[:m - 2]) and out.finish_reason == "stop", (out.text, toks)
+    # A stop string complete within min_tokens is passed over.
+    out = llm.generate(p, SamplingParams(temperature=0, max_tokens=16, stop=[toks[1]], min_tokens=2),
+                       use_tqdm=False)[0].outputs[0]
+    assert out.text.startswith(toks[0] + toks[1])
+
+
+def test_min_tokens_ends_where_the_grammar_does(llm):
+    """A grammar that is complete before min_tokens ends the output: holding its only way out
+    back failed the request (temperature > 0) or sampled tokens outside the grammar (greedy)."""
+    for temperature in (0.0, 0.8):
+        sp = SamplingParams(temperature=temperature, seed=1, max_tokens=12, min_tokens=12, json_schema={"type": "boolean"})
+        out = llm.generate("Is the sky blue? Answer true or false:", sp, use_tqdm=False)[0].outputs[0]
+        assert out.finish_reason == "stop" and out.text.strip() in ("true", "false"), (out.text, out.finish_reason)
+    # Where the grammar can go on, min_tokens holds: an array of at least... any length.
+    sp = SamplingParams(temperature=0, max_tokens=40, min_tokens=20, json_schema={"type": "array", "items": {"type": "integer"}})
+    out = llm.generate("A list of numbers:", sp, use_tqdm=False)[0].outputs[0]
+    assert out.finish_reason in ("stop", "length")
+    json.loads(out.text) if out.finish_reason == "stop" else None
+    assert_idle(llm)
+
+
+def test_include_stop_str_with_stop_token_ids(llm):
+    p = "The capital of France is"
+    free = llm.generate(p, greedy(16), use_tqdm=False)[0].outputs[0]
+    tok = free.token_ids[1]
+    cut = llm.generate(p, SamplingParams(temperature=0, max_tokens=16, stop_token_ids=[tok]), use_tqdm=False)[0].outputs[0]
+    kept = llm.generate(p, SamplingParams(temperature=0, max_tokens=16, stop_token_ids=[tok],
+                                          include_stop_str_in_output=True), use_tqdm=False)[0].outputs[0]
+    assert kept.text == cut.text + llm.get_tokenizer().decode([tok]) and kept.stop_reason == tok
 
 
 def test_prompt_forms(llm):

@@ -171,6 +171,24 @@ def test_n_past_max_waiting_is_400_not_429():
         assert s.stop() == 0
 
 
+def test_burst_stays_within_max_waiting():
+    # Requests the engine thread had just taken were counted nowhere until its next step: a burst
+    # of 8 admitted 4 where 1 running + 2 waiting allow 3 (one round in four).
+    s = Server("--max-num-seqs", "1", "--max-waiting", "2")
+    try:
+        body = {"prompt": "Story:", "max_tokens": 24, "ignore_eos": True}
+
+        def one(_):
+            return requests.post(s.url + "/v1/completions", json=body, timeout=120).status_code
+
+        for _ in range(4):
+            with cf.ThreadPoolExecutor(8) as pool:
+                codes = list(pool.map(one, range(8)))
+            assert codes.count(200) <= 3 and set(codes) <= {200, 429}, codes
+    finally:
+        assert s.stop() == 0
+
+
 def test_queue_full_429():
     s = Server("--max-num-seqs", "1", "--max-waiting", "1")
     try:
