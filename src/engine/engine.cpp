@@ -157,8 +157,9 @@ class EngineImpl final : public Engine {
     p.validate();
     LL_CHECK(!prompt.empty(), "the prompt is empty");
     const int n = int(prompt.size());
-    LL_CHECK(n < model().ctx, "prompt of {} tokens is longer than the context of {} tokens (--ctx)",
-             n, model().ctx);
+    // A prompt must leave room for one new token.
+    LL_CHECK(n < model().ctx, "prompt of {} tokens leaves no room in the context of {} tokens (--ctx)", n,
+             model().ctx);
     LL_CHECK(n < pool_->num_slots(), "prompt of {} tokens does not fit the KV pool of {} slots", n,
              pool_->num_slots());
     for (int32_t t : prompt)

@@ -112,3 +112,12 @@ def test_min_tokens_flag():
     assert p.returncode == 0 and q.returncode == 0, (p.stderr, q.stderr)
     assert json.loads(p.stdout)["completion_tokens"] < 40 <= json.loads(q.stdout)["completion_tokens"]
     one_line_error(run("generate", *COMMON_ARGS, "-q", "-p", "hi", "-n", "10", "--min-tokens", "20"), "min_tokens")
+
+
+def test_top_k_minus_one_is_off():
+    # -1 disables top-k on the server and in Python (vLLM's spelling); the CLI refused it.
+    outs = [run("generate", *COMMON_ARGS, "-q", "-p", "Once upon a time", "-n", "8", "--temp", "1", "--seed", "3",
+                "--top-k", k) for k in ("-1", "0")]
+    assert all(p.returncode == 0 for p in outs), [p.stderr for p in outs]
+    assert outs[0].stdout == outs[1].stdout
+    one_line_error(run("generate", *COMMON_ARGS, "-q", "-p", "hi", "-n", "2", "--top-k", "-2"), "top_k")

@@ -86,7 +86,7 @@ void add_sampling_options(CLI::App* app, SamplingArgs& s, int default_max_tokens
   p.max_tokens = default_max_tokens;
   app->add_option("-n,--max-tokens", p.max_tokens, "tokens to generate at most")->capture_default_str();
   app->add_option("--temp,--temperature", p.temperature, "0 = greedy")->capture_default_str();
-  app->add_option("--top-k", p.top_k, "0 = off")->capture_default_str();
+  app->add_option("--top-k", p.top_k, "0 or -1 = off")->capture_default_str();
   app->add_option("--top-p", p.top_p, "1 = off")->capture_default_str();
   app->add_option("--min-p", p.min_p, "0 = off")->capture_default_str();
   app->add_option("--repeat-penalty,--repetition-penalty", p.repetition_penalty, "1 = off");
@@ -103,6 +103,7 @@ void add_sampling_options(CLI::App* app, SamplingArgs& s, int default_max_tokens
 
 SamplingParams SamplingArgs::resolve() const {
   SamplingParams p = params;
+  if (p.top_k == -1) p.top_k = 0;  // off, as vLLM, the server and Python write it
   if (!seed.empty()) {
     // Parsed here: CLI11 clamps an integer too large for the option's type without a word.
     uint64_t v = 0;
