@@ -38,8 +38,17 @@ static char32_t code_point_at(std::string_view s, size_t k, int& len) {
 }
 
 bool decimal_index(std::string_view s, int64_t& index) {
-  if (s.empty() || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) return false;
-  if (std::from_chars(s.data(), s.data() + s.size(), index).ec != std::errc()) index = -1;
+  if (s.empty()) return false;
+  // Any script's decimal digits, as Python's int() and str.format take them ('{١}' is field 1).
+  uint64_t v = 0;
+  bool past = false;
+  for (char32_t c : utf8_decode(s)) {
+    const int d = decimal_digit(c);
+    if (d < 0) return false;
+    if (v > (uint64_t(INT64_MAX) - uint64_t(d)) / 10) past = true;
+    else v = v * 10 + uint64_t(d);
+  }
+  index = past ? -1 : int64_t(v);
   return true;
 }
 
@@ -354,12 +363,12 @@ static Value call_str_method(const std::string& s, const std::string& m, CallArg
   }
   if (m == "isspace") return Value::boolean(all_cps(s, is_unicode_space));
   if (m == "isdigit")
-    return Value::boolean(all_cps(s, [](char32_t c) { return c >= '0' && c <= '9'; }));
+    return Value::boolean(all_cps(s, is_unicode_digit));
   if (m == "isalpha")
     return Value::boolean(all_cps(s, [](char32_t c) { return is_cased_letter(c) || c > 0x2e7f; }));
   if (m == "isalnum")
     return Value::boolean(all_cps(
-        s, [](char32_t c) { return (c >= '0' && c <= '9') || is_cased_letter(c) || c > 0x2e7f; }));
+        s, [](char32_t c) { return is_unicode_digit(c) || is_cased_letter(c) || c > 0x2e7f; }));
   if (m == "islower") return Value::boolean(py_lower(s) == s && py_upper(s) != s);
   if (m == "isupper") return Value::boolean(py_upper(s) == s && py_lower(s) != s);
   if (m == "zfill" || m == "ljust" || m == "rjust" || m == "center") {

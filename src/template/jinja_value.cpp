@@ -570,4 +570,22 @@ char32_t to_upper(char32_t c) {
 
 bool is_cased_letter(char32_t c) { return c == 0xdf || to_lower(c) != c || to_upper(c) != c; }
 
+namespace {
+#include "template/unicode_digits.inc"
+}  // namespace
+
+int decimal_digit(char32_t c) {
+  if (c >= '0' && c <= '9') return int(c - '0');
+  if (c < 0x660) return -1;
+  const char32_t* z = std::upper_bound(std::begin(kDecimalZeros), std::end(kDecimalZeros), c);
+  return z != std::begin(kDecimalZeros) && c - z[-1] < 10 ? int(c - z[-1]) : -1;
+}
+
+bool is_unicode_digit(char32_t c) {
+  if (decimal_digit(c) >= 0) return true;
+  for (const auto& r : kOtherDigits)
+    if (c >= r[0] && c <= r[1]) return true;
+  return false;
+}
+
 }  // namespace lite_llama::jinja

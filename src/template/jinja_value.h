@@ -114,6 +114,8 @@ std::u32string utf8_decode(std::string_view s);
 std::string utf8_encode(std::u32string_view s);
 void utf8_append(std::string& out, char32_t c);
 bool is_unicode_space(char32_t c);  // str.isspace()
+int decimal_digit(char32_t c);      // str.isdecimal(): the digit's value 0-9; -1 for any other
+bool is_unicode_digit(char32_t c);  // str.isdigit(): decimal digits, superscripts, circled digits, ...
 char32_t to_lower(char32_t c);
 char32_t to_upper(char32_t c);
 bool is_cased_letter(char32_t c);

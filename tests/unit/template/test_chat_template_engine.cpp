@@ -256,3 +256,19 @@ TEST(ChatTemplateEngine, FormatRefusesWhatPythonRefuses) {
   EXPECT_EQ(render("{{ '{a}{}{}'.format(1, 2, a=3) }}"), "312");
   EXPECT_EQ(render("{{ '{{}}{}}}'.format(1) }}"), "{}1}");
 }
+
+// Expected values are jinja2 3.1's and Python 3.11's on the same templates.
+TEST(ChatTemplateEngine, UnicodeDigitsAsPythonReadsThem) {
+  const ordered_json xs = {{"xs", {{{"a", {5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}}}}}};
+  EXPECT_EQ(render("{{ xs|map(attribute='a.\u0661')|list }}", xs), "[6]");         // ARABIC-INDIC ONE
+  EXPECT_EQ(render("{{ xs|map(attribute='a.\u0661\u0662')|list }}", xs), "[17]");  // twelve
+  EXPECT_EQ(render("{{ xs|map(attribute='a.\uff13')|list }}", xs), "[8]");         // FULLWIDTH THREE
+  // A digit int() does not take (superscript two): jinja2 raises ValueError.
+  EXPECT_NE(render_error("{{ xs|map(attribute='a.\u00b2')|list }}", xs).find("invalid literal for int()"),
+            std::string::npos);
+  EXPECT_EQ(render("{{ '{\u0661}{\u0660}'.format('a', 'b') }}"), "ba");
+  EXPECT_NE(render_error("{{ '{\u00b2}'.format(1) }}").find("no argument"), std::string::npos);  // a keyword
+  EXPECT_EQ(render("{{ '\u0661\u0662'.isdigit() }} {{ '\u00b2'.isdigit() }} {{ '\u2460'.isdigit() }} "
+                   "{{ '\u00bd'.isdigit() }} {{ 'x1'.isdigit() }} {{ ''.isdigit() }}"),
+            "True True True False False False");
+}
