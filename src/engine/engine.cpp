@@ -158,8 +158,9 @@ class EngineImpl final : public Engine {
     LL_CHECK(!prompt.empty(), "the prompt is empty");
     const int n = int(prompt.size());
     // A prompt must leave room for one new token.
-    LL_CHECK(n < model().ctx, "prompt of {} tokens leaves no room in the context of {} tokens (--ctx)", n,
-             model().ctx);
+    LL_CHECK(n < model().ctx, "prompt of {} tokens {} the context of {} tokens (--ctx){}", n,
+             n > model().ctx ? "is longer than" : "fills", model().ctx,
+             n > model().ctx ? "" : ": no room for a new token");
     LL_CHECK(n < pool_->num_slots(), "prompt of {} tokens does not fit the KV pool of {} slots", n,
              pool_->num_slots());
     for (int32_t t : prompt)

@@ -177,6 +177,8 @@ def test_bad_generate_arguments(llm):
     with pytest.raises(ValueError, match="empty"):
         llm.generate({"prompt_token_ids": []}, greedy)
     with pytest.raises(ValueError, match="longer than the context"):
+        llm.generate({"prompt_token_ids": [1] * (CTX + 1)}, greedy)
+    with pytest.raises(ValueError, match="fills the context of 1024 tokens .*: no room for a new token"):
         llm.generate({"prompt_token_ids": [1] * CTX}, greedy)
     with pytest.raises(ValueError, match="out of range"):
         llm.generate([[1, 2, 10**8]], greedy)
