@@ -3,9 +3,11 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
-#include <cxxabi.h>
 #include <exception>
 #include <thread>
+#if defined(__GLIBCXX__)
+#include <cxxabi.h>  // abi::__forced_unwind: pthread_exit's unwinding
+#endif
 
 namespace lite_llama::python {
 namespace {
@@ -123,8 +125,10 @@ std::vector<Completion> CoreEngine::generate(std::vector<std::vector<int32_t>> p
         ids.push_back(id);
       }
       run_batch(out, index, progress);
+#if defined(__GLIBCXX__)
     } catch (abi::__forced_unwind&) {
       throw;  // a thread being ended must unwind
+#endif
     } catch (...) {
       err = std::current_exception();
     }
