@@ -115,12 +115,14 @@ class Engine {
   // The chat template rendered and tokenized for generation. Special-token strings inside message
   // contents stay ordinary text unless allow_special_in_content (then they act as the control
   // tokens they spell, like the template's own markers). text: if given, gets the text that was
-  // tokenized (saves a second rendering to look at it).
+  // tokenized (saves a second rendering to look at it). continue_final: the prompt ends right
+  // after the final message's content, so that generation continues it.
   virtual std::vector<int32_t> tokenize_chat(const std::vector<ChatMessage>& msgs,
                                              bool add_generation_prompt,
                                              const std::string& extra_json,
                                              bool allow_special_in_content,
-                                             std::string* text = nullptr) const = 0;
+                                             std::string* text = nullptr,
+                                             bool continue_final = false) const = 0;
 
   // Queues a request; throws on an empty prompt, a prompt that does not fit the context, or
   // invalid parameters. Returns its id.

@@ -181,15 +181,18 @@ class LLM:
         *,
         chat_template_kwargs: Optional[Mapping[str, Any]] = None,
         add_generation_prompt: bool = True,
+        continue_final_message: bool = False,
     ) -> List[RequestOutput]:
         """Generates replies to one conversation (a list of ``{"role", "content"}`` dicts) or to
         a list of conversations, rendered with the model's chat template.
-        ``chat_template_kwargs`` become template variables (``{"enable_thinking": False}``)."""
+        ``chat_template_kwargs`` become template variables (``{"enable_thinking": False}``).
+        ``continue_final_message`` (with ``add_generation_prompt=False``, as vLLM) continues the
+        final assistant message instead of answering it."""
         one = isinstance(messages, Sequence) and bool(messages) and isinstance(messages[0], Mapping)
         convs = cast(Sequence[Sequence[Message]], [messages] if one else messages)
         if isinstance(convs, (str, bytes)) or not isinstance(convs, Sequence) or not convs:
             raise ValueError("messages must be a conversation (a list of message dicts) or a list of them")
-        items = [self._render(c, chat_template_kwargs, add_generation_prompt) for c in convs]
+        items = [self._render(c, chat_template_kwargs, add_generation_prompt, continue_final_message) for c in convs]
         return self._run(items, self._params_list(sampling_params, len(items)), use_tqdm)
 
     def generate_stream(self, prompt: PromptType, sampling_params: Optional[SamplingParams] = None) -> Iterator[str]:
@@ -208,9 +211,10 @@ class LLM:
         *,
         chat_template_kwargs: Optional[Mapping[str, Any]] = None,
         add_generation_prompt: bool = True,
+        continue_final_message: bool = False,
     ) -> Iterator[str]:
         """``generate_stream`` for one conversation rendered with the chat template."""
-        _, ids = self._render(messages, chat_template_kwargs, add_generation_prompt)
+        _, ids = self._render(messages, chat_template_kwargs, add_generation_prompt, continue_final_message)
         return self._stream(ids, self._stream_params(sampling_params))
 
     # --- scoring, tokenizer, state ------------------------------------------------------------
@@ -274,10 +278,24 @@ class LLM:
         return None, _checks.token_ids("a prompt", p)
 
     def _render(self, conv: Sequence[Message], kwargs: Optional[Mapping[str, Any]],
-                add_generation_prompt: bool) -> Item:
-        text = self._core.apply_chat_template(
-            to_chat_messages(conv), _checks.boolean("add_generation_prompt", add_generation_prompt),
-            template_kwargs_json(kwargs))
+                add_generation_prompt: bool, continue_final_message: bool = False) -> Item:
+        msgs = to_chat_messages(conv)
+        add = _checks.boolean("add_generation_prompt", add_generation_prompt)
+        if _checks.boolean("continue_final_message", continue_final_message):
+            if add:
+                raise ValueError("continue_final_message and add_generation_prompt exclude each other: "
+                                 "pass add_generation_prompt=False")
+            if not msgs or msgs[-1].role != "assistant":
+                raise ValueError("continue_final_message needs an assistant message last")
+        text = self._core.apply_chat_template(msgs, add, template_kwargs_json(kwargs))
+        if continue_final_message:
+            # The prompt ends right after the final message's text (templates may trim it).
+            content = msgs[-1].content.strip()
+            at = text.rfind(content) if content else -1
+            if at < 0:
+                raise ValueError("continue_final_message: the final message's content is empty or not in the "
+                                 "rendered prompt")
+            text = text[:at + len(content)]
         return text, self._core.tokenize(text, False, True)  # the template wrote BOS
 
     def _params_list(self, params: ParamsArg, n: int) -> List[SamplingParams]:

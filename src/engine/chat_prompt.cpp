@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "core/byte_set.h"
+#include "core/error.h"
 #include "core/string_trie.h"
 
 namespace lite_llama {
@@ -129,6 +130,17 @@ std::string restore_placeholders(const std::string& rendered, const ChatPlacehol
   }
   out.append(rendered, i, std::string::npos);
   return out;
+}
+
+std::string cut_after_final_message(const std::string& rendered, const ChatMessage& final_message) {
+  std::string_view c = final_message.content;
+  const auto space = [](char ch) { return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r'; };
+  while (!c.empty() && space(c.front())) c.remove_prefix(1);
+  while (!c.empty() && space(c.back())) c.remove_suffix(1);
+  const size_t at = c.empty() ? std::string::npos : rendered.rfind(c);
+  LL_CHECK(at != std::string::npos,
+           "continue_final_message: the final message's content is empty or not in the rendered prompt");
+  return rendered.substr(0, at + c.size());
 }
 
 std::vector<int32_t> tokenize_chat_prompt(const Tokenizer& tok, const std::vector<ChatMessage>& msgs,

@@ -23,6 +23,11 @@ std::vector<int32_t> tokenize_chat_prompt(const Tokenizer& tok, const std::vecto
                                           bool allow_special_in_content, const ChatRenderer& render,
                                           std::string* text = nullptr);
 
+// A rendered chat cut right after its final message's content (whitespace around it aside, as
+// templates often trim it), so that generation continues that message (vLLM's and transformers'
+// continue_final_message). Throws when the template changed the content past finding.
+std::string cut_after_final_message(const std::string& rendered, const ChatMessage& final_message);
+
 // The two steps of tokenize_chat_prompt, for tests: contents with placeholders, and the rendered
 // text with the originals back plus the byte ranges they cover.
 struct ChatPlaceholders {

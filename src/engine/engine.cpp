@@ -147,9 +147,10 @@ class EngineImpl final : public Engine {
 
   std::vector<int32_t> tokenize_chat(const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
                                      const std::string& extra_json, bool allow_special,
-                                     std::string* text) const override {
+                                     std::string* text, bool continue_final) const override {
     return tokenize_chat_prompt(*files_.tokenizer, msgs, allow_special, [&](const auto& m) {
-      return apply_chat_template(m, add_generation_prompt, extra_json);
+      const std::string t = apply_chat_template(m, add_generation_prompt, extra_json);
+      return continue_final && !m.empty() ? cut_after_final_message(t, m.back()) : t;
     }, text);
   }
 

@@ -218,6 +218,14 @@ void parse_messages(const json& body, OpenAIRequest& r) {
     r.template_kwargs_json = k->dump();
   }
   if (std::optional<bool> g = get_bool(body, "add_generation_prompt")) r.add_generation_prompt = *g;
+  if (std::optional<bool> c = get_bool(body, "continue_final_message")) r.continue_final_message = *c;
+  if (r.continue_final_message) {  // as vLLM
+    if (get_bool(body, "add_generation_prompt").value_or(false))
+      bad("continue_final_message", "'continue_final_message' and 'add_generation_prompt' exclude each other");
+    if (r.messages.empty() || r.messages.back().role != "assistant")
+      bad("continue_final_message", "'continue_final_message' needs an assistant message last");
+    r.add_generation_prompt = false;
+  }
 }
 
 void parse_stop(const json& body, SamplingParams& p) {

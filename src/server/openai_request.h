@@ -44,6 +44,7 @@ struct OpenAIRequest {
   std::vector<ChatMessage> messages;
   std::string template_kwargs_json;
   bool add_generation_prompt = true;
+  bool continue_final_message = false;  // vLLM's: generation continues the final (assistant) message
 
   SamplingParams params;  // max_tokens is final only after resolve_max_tokens
   bool max_tokens_given = false;

@@ -99,7 +99,8 @@ std::vector<int32_t> prompt_tokens(const Engine& eng, const OpenAIRequest& r,
     const std::vector<ChatMessage>& msgs = r.tools_json.empty() ? r.messages : with_tools;
     std::string text;
     std::vector<int32_t> ids = eng.tokenize_chat(msgs, r.add_generation_prompt, kwargs,
-                                                 policy.allow_special_in_content, info ? &text : nullptr);
+                                                 policy.allow_special_in_content, info ? &text : nullptr,
+                                                 r.continue_final_message);
     if (info) {
       while (!text.empty() && std::isspace(uint8_t(text.back()))) text.pop_back();
       info->in_think = text.ends_with("<think>");

@@ -200,6 +200,20 @@ def test_include_stop_str_with_stop_token_ids(llm):
     assert kept.text == cut.text + llm.get_tokenizer().decode([tok]) and kept.stop_reason == tok
 
 
+def test_continue_final_message(llm):
+    """vLLM's LLM.chat(continue_final_message=True): the prompt ends right after the assistant's
+    text (ChatML: without the '<|im_end|>' and newline that close the turn)."""
+    msgs = [{"role": "user", "content": "Write a haiku about the sea."}, {"role": "assistant", "content": "Waves fold"}]
+    closed = llm.chat(msgs, greedy(6), use_tqdm=False, add_generation_prompt=False)[0]
+    cont = llm.chat(msgs, greedy(6), use_tqdm=False, add_generation_prompt=False, continue_final_message=True)[0]
+    assert cont.prompt_token_ids == closed.prompt_token_ids[:-2]
+    assert llm.get_tokenizer().decode(cont.prompt_token_ids).endswith("Waves fold")
+    with pytest.raises(ValueError, match="exclude each other"):
+        llm.chat(msgs, greedy(2), use_tqdm=False, continue_final_message=True)
+    with pytest.raises(ValueError, match="assistant message last"):
+        llm.chat(msgs[:1], greedy(2), use_tqdm=False, add_generation_prompt=False, continue_final_message=True)
+
+
 def test_prompt_forms(llm):
     tok = llm.get_tokenizer()
     text = SEED_PROMPTS[1]

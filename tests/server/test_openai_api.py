@@ -208,6 +208,21 @@ def test_vllm_text_options(server):
     assert "<|im_end|>" in text and "<|im_end|>" not in plain["choices"][0]["message"]["content"]
 
 
+def test_continue_final_message(server):
+    """vLLM's continue_final_message: the prompt ends right after the assistant's text (ChatML:
+    without the '<|im_end|>' and '\\n' that close the turn), and the answer continues it."""
+    url = server.url + "/v1/chat/completions"
+    msgs = [{"role": "user", "content": "Write a haiku about the sea."}, {"role": "assistant", "content": "Waves fold"}]
+    body = {"messages": msgs, "max_tokens": 8, "temperature": 0}
+    closed = requests.post(url, json={**body, "add_generation_prompt": False}, timeout=120).json()
+    cont = requests.post(url, json={**body, "add_generation_prompt": False, "continue_final_message": True},
+                         timeout=120).json()
+    assert cont["usage"]["prompt_tokens"] == closed["usage"]["prompt_tokens"] - 2, (cont["usage"], closed["usage"])
+    for extra, msg in (({"add_generation_prompt": True}, "exclude"), ({"messages": msgs[:1]}, "assistant message last")):
+        bad = requests.post(url, json={**body, "continue_final_message": True, **extra}, timeout=60)
+        assert bad.status_code == 400 and msg in bad.json()["error"]["message"], bad.text
+
+
 def test_chat_logprobs(client, model):
     r = client.chat.completions.create(model=model, messages=CHAT, max_tokens=4, temperature=0,
                                        logprobs=True, top_logprobs=2)
