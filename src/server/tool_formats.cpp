@@ -93,63 +93,49 @@ std::optional<std::vector<ToolCall>> parse_hermes(std::string_view text, const s
   return calls;
 }
 
-// Llama 3: one or more objects separated by ';' (vLLM's reading of several calls).
-std::optional<std::vector<ToolCall>> parse_llama(std::string_view text, const std::vector<std::string>& names) {
-  text = trim_left(text);
-  if (text.starts_with(kPythonTag)) text = trim_left(text.substr(kPythonTag.size()));
+// Calls written as JSON objects from text[i] on, `sep` between them, and `close` (0: none) after
+// the last with only whitespace behind it; the text may also end after a call or a separator.
+// cut_ok: it may end inside an object too (max_tokens cut it), and the whole calls before count.
+std::optional<std::vector<ToolCall>> object_list(std::string_view text, size_t i, char sep, char close, bool cut_ok,
+                                                 ToolFormat f, const std::vector<std::string>& names) {
+  auto skip = [&](size_t k) { return text.find_first_not_of(" \t\r\n", k); };
   std::vector<ToolCall> calls;
-  size_t i = 0;
-  while (i < text.size()) {
+  for (i = skip(i); i != std::string_view::npos; i = skip(i + 1)) {
     if (text[i] != '{') return std::nullopt;
     const size_t end = json_value_end(text, i);
-    if (end == std::string_view::npos) return std::nullopt;
-    auto c = call_from(ojson::parse(text.substr(i, end - i), nullptr, false), ToolFormat::Llama3Json, names);
+    if (end == std::string_view::npos) {
+      if (!cut_ok) return std::nullopt;
+      break;
+    }
+    auto c = call_from(ojson::parse(text.substr(i, end - i), nullptr, false), f, names);
     if (!c) return std::nullopt;
     calls.push_back(std::move(*c));
-    i = text.find_first_not_of(" \t\r\n", end);
+    i = skip(end);
     if (i == std::string_view::npos) break;
-    if (text[i] != ';') return std::nullopt;
-    i = text.find_first_not_of(" \t\r\n", i + 1);
-    if (i == std::string_view::npos) break;
+    if (close && text[i] == close) {
+      if (skip(i + 1) != std::string_view::npos) return std::nullopt;
+      break;
+    }
+    if (text[i] != sep) return std::nullopt;
   }
   if (calls.empty()) return std::nullopt;
   return calls;
 }
 
+// Llama 3: one or more objects separated by ';' (vLLM's reading of several calls).
+std::optional<std::vector<ToolCall>> parse_llama(std::string_view text, const std::vector<std::string>& names) {
+  text = trim_left(text);
+  if (text.starts_with(kPythonTag)) text = trim_left(text.substr(kPythonTag.size()));
+  return object_list(text, 0, ';', 0, false, ToolFormat::Llama3Json, names);
+}
+
 // Mistral: [TOOL_CALLS] (a control token, usually gone from the text) then a JSON list of calls.
+// A list cut short by max_tokens: the whole calls before the cut are the answer.
 std::optional<std::vector<ToolCall>> parse_mistral(std::string_view text, const std::vector<std::string>& names) {
   text = trim_left(text);
   if (text.starts_with(kMistralOpen)) text = trim_left(text.substr(kMistralOpen.size()));
-  const auto j = ojson::parse(text, nullptr, false);
-  std::vector<ToolCall> calls;
-  if (j.is_array()) {
-    for (const auto& one : j) {
-      auto c = call_from(one, ToolFormat::Mistral, names);
-      if (!c) return std::nullopt;
-      calls.push_back(std::move(*c));
-    }
-    if (calls.empty()) return std::nullopt;
-    return calls;
-  }
-  // A list cut short by max_tokens (the text ends where a call or a comma could go on): the
-  // whole calls before the cut are the answer.
   if (text.empty() || text[0] != '[') return std::nullopt;
-  for (size_t i = 1;;) {
-    i = text.find_first_not_of(" \t\r\n", i);
-    if (i == std::string_view::npos) break;
-    if (text[i] != '{') return std::nullopt;
-    const size_t end = json_value_end(text, i);
-    if (end == std::string_view::npos) break;
-    auto c = call_from(ojson::parse(text.substr(i, end - i), nullptr, false), ToolFormat::Mistral, names);
-    if (!c) return std::nullopt;
-    calls.push_back(std::move(*c));
-    i = text.find_first_not_of(" \t\r\n", end);
-    if (i == std::string_view::npos) break;
-    if (text[i] != ',') return std::nullopt;
-    ++i;
-  }
-  if (calls.empty()) return std::nullopt;
-  return calls;
+  return object_list(text, 1, ',', ']', true, ToolFormat::Mistral, names);
 }
 
 }  // namespace
