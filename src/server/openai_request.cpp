@@ -315,9 +315,8 @@ void parse_sampling(const json& body, OpenAIRequest& r, const RequestLimits& lim
   // max_tokens is left to the context, in resolve_max_tokens.
   int min_tokens = 0;
   if (auto v = get_int(body, "min_tokens")) {
-    if (*v < 0 || *v > (r.max_tokens_given ? p.max_tokens : lim.ctx))
-      bad("min_tokens", fmt::format("'min_tokens' must be in [0, {}], got {}",
-                                    r.max_tokens_given ? p.max_tokens : lim.ctx, *v));
+    const int64_t most = r.max_tokens_given ? p.max_tokens : lim.ctx;
+    if (*v < 0 || *v > most) bad("min_tokens", fmt::format("'min_tokens' must be in [0, {}], got {}", most, *v));
     min_tokens = int(*v);
   }
   parse_logprobs(body, r);
