@@ -53,8 +53,10 @@ std::string py_upper(const std::string& s);
 std::string py_capitalize(const std::string& s);
 std::string py_replace(const std::string& s, const std::string& old, const std::string& rep,
                        int64_t count);
-// Whether s is all ASCII digits (an index in attribute paths and str.format fields); `index` is
-// its value, or -1 past 64 bits (an index no item has).
+// Whether s is all decimal digits of any script, as int() reads them (an index in attribute
+// paths and str.format fields); `index` is its value, or -1 past 64 bits (an index no item has).
 bool decimal_index(std::string_view s, int64_t& index);
+// Whether s has code points and pred holds for each (str.isdigit(), str.isspace(), ...).
+bool all_cps(std::string_view s, bool (*pred)(char32_t));
 
 }  // namespace lite_llama::jinja

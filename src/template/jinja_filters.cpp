@@ -22,11 +22,6 @@ int64_t int_arg(const CallArgs& a, size_t pos, const char* name, int64_t dflt) {
   return v.as_int();
 }
 
-bool all_digits(std::string_view s) {
-  const std::u32string cps = utf8_decode(s);
-  return !cps.empty() && std::all_of(cps.begin(), cps.end(), is_unicode_digit);
-}
-
 // jinja2's make_attrgetter: "a.b.0" looks up item-first at each step.
 Value lookup_path(const Value& v, const Value& attr) {
   if (attr.is_integral()) return get_item(v, attr);
@@ -39,7 +34,7 @@ Value lookup_path(const Value& v, const Value& attr) {
     std::string part = path.substr(b, e == std::string::npos ? std::string::npos : e - b);
     if (int64_t index; decimal_index(part, index))
       cur = index < 0 ? Value::undefined() : get_item(cur, Value::integer(index));  // < 0: past 64 bits
-    else if (all_digits(part))  // str.isdigit() but not int(): jinja2's int(part) raises
+    else if (all_cps(part, is_unicode_digit))  // str.isdigit() but not int(): jinja2's int(part) raises
       fail("invalid literal for int() with base 10: '{}'", part);
     else
       cur = get_item(cur, Value::string(part));

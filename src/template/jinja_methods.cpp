@@ -275,7 +275,7 @@ static std::string py_format(const std::string& fmt_s, const CallArgs& a) {
   return out;
 }
 
-static bool all_cps(const std::string& s, bool (*pred)(char32_t)) {
+bool all_cps(std::string_view s, bool (*pred)(char32_t)) {
   std::u32string c = utf8_decode(s);
   if (c.empty()) return false;
   for (char32_t ch : c)
