@@ -107,16 +107,18 @@ class Engine {
   virtual std::string detokenize(const std::vector<int32_t>& ids) const = 0;
   virtual std::string token_text(int32_t id) const = 0;
   // Renders the model's chat template. extra_json: extra template variables as a JSON object
-  // (e.g. {"enable_thinking": false}); empty for none.
+  // (e.g. {"enable_thinking": false}); empty for none. continue_final: the text ends right after
+  // the final message's content, so that generation continues it (vLLM's and transformers'
+  // continue_final_message; throws when the content is empty or not in the rendered text).
   virtual std::string apply_chat_template(const std::vector<ChatMessage>& msgs,
                                           bool add_generation_prompt,
-                                          const std::string& extra_json = "") const = 0;
+                                          const std::string& extra_json = "",
+                                          bool continue_final = false) const = 0;
 
   // The chat template rendered and tokenized for generation. Special-token strings inside message
   // contents stay ordinary text unless allow_special_in_content (then they act as the control
   // tokens they spell, like the template's own markers). text: if given, gets the text that was
-  // tokenized (saves a second rendering to look at it). continue_final: the prompt ends right
-  // after the final message's content, so that generation continues it.
+  // tokenized (saves a second rendering to look at it). continue_final: as apply_chat_template's.
   virtual std::vector<int32_t> tokenize_chat(const std::vector<ChatMessage>& msgs,
                                              bool add_generation_prompt,
                                              const std::string& extra_json,

@@ -287,15 +287,7 @@ class LLM:
                                  "pass add_generation_prompt=False")
             if not msgs or msgs[-1].role != "assistant":
                 raise ValueError("continue_final_message needs an assistant message last")
-        text = self._core.apply_chat_template(msgs, add, template_kwargs_json(kwargs))
-        if continue_final_message:
-            # The prompt ends right after the final message's text (templates may trim it).
-            content = msgs[-1].content.strip()
-            at = text.rfind(content) if content else -1
-            if at < 0:
-                raise ValueError("continue_final_message: the final message's content is empty or not in the "
-                                 "rendered prompt")
-            text = text[:at + len(content)]
+        text = self._core.apply_chat_template(msgs, add, template_kwargs_json(kwargs), continue_final_message)
         return text, self._core.tokenize(text, False, True)  # the template wrote BOS
 
     def _params_list(self, params: ParamsArg, n: int) -> List[SamplingParams]:

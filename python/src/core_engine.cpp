@@ -96,9 +96,9 @@ std::string CoreEngine::token_text(int32_t id) const {
 
 std::string CoreEngine::apply_chat_template(const std::vector<ChatMessage>& msgs,
                                             bool add_generation_prompt,
-                                            const std::string& extra_json) const {
+                                            const std::string& extra_json, bool continue_final) const {
   return as_argument_error(
-      [&] { return engine_->apply_chat_template(msgs, add_generation_prompt, extra_json); });
+      [&] { return engine_->apply_chat_template(msgs, add_generation_prompt, extra_json, continue_final); });
 }
 
 std::vector<Completion> CoreEngine::generate(std::vector<std::vector<int32_t>> prompts,

@@ -43,7 +43,7 @@ class CoreEngine {
   std::string detokenize(const std::vector<int32_t>& ids) const;
   std::string token_text(int32_t id) const;
   std::string apply_chat_template(const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
-                                  const std::string& extra_json) const;
+                                  const std::string& extra_json, bool continue_final = false) const;
 
   // Submits every prompt, steps until all have finished and returns them in input order.
   // progress (callable or None) gets the indices finished since its last call and the tokens

@@ -186,7 +186,7 @@ PYBIND11_MODULE(_core, m) {
       .def("token_text", [](const CoreEngine& e, int32_t id) { return utf8(e.token_text(id)); },
            py::arg("id"))
       .def("apply_chat_template", &CoreEngine::apply_chat_template, py::arg("messages"),
-           py::arg("add_generation_prompt"), py::arg("extra_json") = "")
+           py::arg("add_generation_prompt"), py::arg("extra_json") = "", py::arg("continue_final") = false)
       .def("generate", &CoreEngine::generate, py::arg("prompts"), py::arg("params"),
            py::arg("progress") = py::none())
       .def("add_request", &CoreEngine::add_request, py::arg("prompt"), py::arg("params"))

@@ -6,6 +6,7 @@
 #include "core/byte_set.h"
 #include "core/error.h"
 #include "core/string_trie.h"
+#include "template/jinja_builtins.h"
 
 namespace lite_llama {
 namespace {
@@ -133,10 +134,7 @@ std::string restore_placeholders(const std::string& rendered, const ChatPlacehol
 }
 
 std::string cut_after_final_message(const std::string& rendered, const ChatMessage& final_message) {
-  std::string_view c = final_message.content;
-  const auto space = [](char ch) { return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r'; };
-  while (!c.empty() && space(c.front())) c.remove_prefix(1);
-  while (!c.empty() && space(c.back())) c.remove_suffix(1);
+  const std::string c = jinja::py_strip(final_message.content, jinja::Value::none(), true, true);  // str.strip()
   const size_t at = c.empty() ? std::string::npos : rendered.rfind(c);
   LL_CHECK(at != std::string::npos,
            "continue_final_message: the final message's content is empty or not in the rendered prompt");

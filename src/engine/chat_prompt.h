@@ -23,9 +23,9 @@ std::vector<int32_t> tokenize_chat_prompt(const Tokenizer& tok, const std::vecto
                                           bool allow_special_in_content, const ChatRenderer& render,
                                           std::string* text = nullptr);
 
-// A rendered chat cut right after its final message's content (whitespace around it aside, as
-// templates often trim it), so that generation continues that message (vLLM's and transformers'
-// continue_final_message). Throws when the template changed the content past finding.
+// A rendered chat cut right after its final message's content (found as transformers finds it:
+// stripped as str.strip() does, since templates often trim it; the last place it is), so that
+// generation continues that message. Throws when the content is empty or not in the text.
 std::string cut_after_final_message(const std::string& rendered, const ChatMessage& final_message);
 
 // The two steps of tokenize_chat_prompt, for tests: contents with placeholders, and the rendered

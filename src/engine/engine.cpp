@@ -133,7 +133,7 @@ class EngineImpl final : public Engine {
   }
 
   std::string apply_chat_template(const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
-                                  const std::string& extra_json) const override {
+                                  const std::string& extra_json, bool continue_final) const override {
     LL_CHECK(!files_.chat_template.empty(), "{}: the model has no chat template", files_.path);
     std::call_once(template_once_, [&] { template_ = std::make_unique<ChatTemplate>(files_.chat_template); });
     nlohmann::ordered_json extra = nlohmann::ordered_json::object();
@@ -141,16 +141,18 @@ class EngineImpl final : public Engine {
       extra = nlohmann::ordered_json::parse(extra_json, nullptr, false);
       LL_CHECK(extra.is_object(), "chat template variables must be a JSON object");
     }
-    return lite_llama::apply_chat_template(*template_, msgs, add_generation_prompt, files_.bos_token,
-                                           files_.eos_token, extra);
+    const std::string text = lite_llama::apply_chat_template(*template_, msgs, add_generation_prompt,
+                                                             files_.bos_token, files_.eos_token, extra);
+    if (!continue_final) return text;
+    LL_CHECK(!msgs.empty(), "continue_final_message: there is no message to continue");
+    return cut_after_final_message(text, msgs.back());
   }
 
   std::vector<int32_t> tokenize_chat(const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
                                      const std::string& extra_json, bool allow_special,
                                      std::string* text, bool continue_final) const override {
     return tokenize_chat_prompt(*files_.tokenizer, msgs, allow_special, [&](const auto& m) {
-      const std::string t = apply_chat_template(m, add_generation_prompt, extra_json);
-      return continue_final && !m.empty() ? cut_after_final_message(t, m.back()) : t;
+      return apply_chat_template(m, add_generation_prompt, extra_json, continue_final);
     }, text);
   }
 
