@@ -14,11 +14,15 @@ namespace {
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
 
-std::string response_head(int status, const HttpReply& r, bool keep_alive, bool chunked, size_t length) {
+// length: the body's size; none for a stream, chunked (an HTTP/1.0 client's stream is ended by
+// closing the connection instead).
+std::string response_head(int status, const HttpReply& r, bool keep_alive, bool chunked,
+                          std::optional<size_t> length) {
   std::string h = fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\n", status, reason_phrase(status),
                               r.content_type);
   for (const auto& [k, v] : r.headers) h += k + ": " + v + "\r\n";
-  h += chunked ? std::string("Transfer-Encoding: chunked\r\n") : fmt::format("Content-Length: {}\r\n", length);
+  if (chunked) h += "Transfer-Encoding: chunked\r\n";
+  if (length) h += fmt::format("Content-Length: {}\r\n", *length);
   h += keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
   return h;
 }
@@ -219,6 +223,7 @@ void HttpSession::on_header() {
   req_.path = percent_decode(req_.target.substr(0, req_.target.find('?')));
   req_.authorization = std::string(h[http::field::authorization]);
   keep_alive_ = h.keep_alive();
+  http10_ = h.version() < 11;
   const auto origin = h[http::field::origin];
   cors_origin_ = cors_allow(std::string_view(origin.data(), origin.size()), shared_.config.allowed_origins);
   // A browser's preflight before a cross-origin call: which methods and headers it may send.
@@ -315,7 +320,9 @@ void HttpSession::on_reply(HttpReply reply) {
     reply.content_type = "text/event-stream";
     reply.headers.emplace_back("Cache-Control", "no-cache");
     reply.headers.emplace_back("X-Accel-Buffering", "no");  // proxies: pass events on at once
-    out_ = response_head(200, reply, keep_alive_, true, 0);
+    // HTTP/1.0 has no chunked coding: a server must not send it one (RFC 9112 6.1).
+    if (http10_) keep_alive_ = false;
+    out_ = response_head(200, reply, keep_alive_, !http10_, std::nullopt);
   }
   watch_peer();
   gen_->on_ready([w = weak_from_this()] {
@@ -335,10 +342,10 @@ void HttpSession::pump() {
   if (closed_ || !gen_ || last_queued_) return;
   const std::string text = gen_->drain();
   if (gen_->streaming()) {
-    if (!text.empty()) out_ += chunk(text);
+    if (!text.empty()) out_ += http10_ ? text : chunk(text);
     if (first_chunk_ == 0 && gen_->stamps().first_token != TimingClock::time_point{}) first_chunk_ = 1;
     if (gen_->finished()) {
-      out_ += "0\r\n\r\n";
+      if (!http10_) out_ += "0\r\n\r\n";
       last_queued_ = true;
     }
   } else if (gen_->finished()) {

@@ -90,7 +90,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   Clock::time_point t0_;
   int status_ = 0;
   bool keep_alive_ = true, timed_out_ = false, last_queued_ = false, writing_now_ = false;
-  bool watching_ = false, client_gone_ = false, closed_ = false, logged_ = true;
+  bool watching_ = false, client_gone_ = false, closed_ = false, logged_ = true, http10_ = false;
   std::string out_, writing_;
   std::atomic<bool> notify_pending_{false};
   SessionStamps stamps_;

@@ -9,6 +9,12 @@ using ojson = nlohmann::ordered_json;
 
 [[noreturn]] void bad(const std::string& param, const std::string& msg) { throw ApiError(400, msg, param); }
 
+// {"type": "function", ...}; value("type", "") would throw (a 500) on a "type" that is no string.
+template <class Json>
+bool function_typed(const Json& o) {
+  return o.is_object() && o.contains("type") && o["type"] == "function";
+}
+
 }  // namespace
 
 void parse_tools(std::string_view body, const nlohmann::json& j, OpenAIRequest& r) {
@@ -27,7 +33,7 @@ void parse_tools(std::string_view body, const nlohmann::json& j, OpenAIRequest& 
       choice = c.get<std::string>();
       if (choice != "none" && choice != "auto" && choice != "required")
         bad("tool_choice", "'tool_choice' must be none, auto, required or a function, got '" + choice + "'");
-    } else if (c.is_object() && c.value("type", "") == "function" && c.contains("function") &&
+    } else if (function_typed(c) && c.contains("function") &&
                c["function"].is_object() && c["function"].contains("name") && c["function"]["name"].is_string()) {
       choice = "named";
       named = c["function"]["name"].get<std::string>();
@@ -42,9 +48,9 @@ void parse_tools(std::string_view body, const nlohmann::json& j, OpenAIRequest& 
   const ojson& tools = o["tools"];
   if (!tools.is_array()) bad("tools", "'tools' must be a list");
   if (tools.size() > 128) bad("tools", "at most 128 tools");
-  bool found = named.empty();
+  bool found = choice != "named";  // a named "" is no tool either
   for (const auto& t : tools) {
-    if (!t.is_object() || t.value("type", "") != "function" || !t.contains("function") || !t["function"].is_object())
+    if (!function_typed(t) || !t.contains("function") || !t["function"].is_object())
       bad("tools", "every tool must be {\"type\": \"function\", \"function\": {...}}");
     const ojson& fn = t["function"];
     if (!fn.contains("name") || !fn["name"].is_string() || fn["name"].get<std::string>().empty())

@@ -339,3 +339,22 @@ def test_cors_origin_list():
         assert pre.status_code == 405 and "access-control-allow-origin" not in pre.headers
     finally:
         assert s.stop() == 0
+
+
+def test_http10_stream_not_chunked(server):
+    # HTTP/1.0 has no chunked coding (RFC 9112 6.1): the events come as they are and the
+    # connection's close ends the body.
+    body = json.dumps({"prompt": "Hi", "max_tokens": 3, "stream": True}).encode()
+    raw = b"POST /v1/completions HTTP/1.0\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as s:
+        s.sendall(raw)
+        buf = b""
+        while chunk := s.recv(65536):
+            buf += chunk
+    head, _, payload = buf.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), head
+    assert b"transfer-encoding" not in head.lower() and b"connection: close" in head.lower(), head
+    events = payload.split(b"\n\n")
+    assert events[-2] == b"data: [DONE]" and events[-1] == b"", payload
+    for e in events[:-2]:
+        assert json.loads(e.removeprefix(b"data: "))["object"] == "text_completion", e

@@ -117,6 +117,11 @@ def test_tool_choice_none_and_auto_answer_text(server):
     ({"tools": [], "tool_choice": "required"}, "tool_choice", "needs 'tools'"),
     ({"tools": [], "tool_choice": "auto"}, "tool_choice", "needs 'tools'"),
     ({"tools": [], "tool_choice": {"type": "function", "function": {"name": "f"}}}, "tool_choice", "needs 'tools'"),
+    # A "type" that is no string was a 500 (nlohmann's value() threw).
+    ({"tools": [{"type": 1, "function": {"name": "f"}}]}, "tools", "function"),
+    ({"tool_choice": {"type": 1, "function": {"name": "get_time"}}}, "tool_choice", "must be"),
+    # Naming no tool is not `required`.
+    ({"tool_choice": {"type": "function", "function": {"name": ""}}}, "tool_choice", "not among"),
 ])
 def test_bad_tool_requests_are_400(server, extra, param, needle):
     r = post(server, extra)
