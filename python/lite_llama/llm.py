@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 from . import _checks, _core
 from .outputs import CompletionOutput, Logprob, RequestOutput, ScoreOutput
 from .sampling_params import SamplingParams
-from .tokenizer import Message, Tokenizer, template_kwargs_json, to_chat_messages
+from .tokenizer import Message, Tokenizer, chat_flags, template_kwargs_json, to_chat_messages
 
 PromptType = Union[str, List[int], Mapping[str, Any]]
 Prompts = Union[PromptType, Sequence[PromptType]]
@@ -168,7 +168,8 @@ class LLM:
                 ``tqdm.tqdm``.
 
         Returns one ``RequestOutput`` per prompt, in input order. Ctrl-C cancels the run (the
-        engine's KV slots are freed) and raises KeyboardInterrupt; the LLM stays usable.
+        engine's KV slots are freed) and raises KeyboardInterrupt; the LLM stays usable. A
+        constraint (``json_schema``, ...) that no token can continue raises ValueError.
         """
         items = self._parse_prompts(prompts)
         return self._run(items, self._params_list(sampling_params, len(items)), use_tqdm)
@@ -280,14 +281,8 @@ class LLM:
     def _render(self, conv: Sequence[Message], kwargs: Optional[Mapping[str, Any]],
                 add_generation_prompt: bool, continue_final_message: bool = False) -> Item:
         msgs = to_chat_messages(conv)
-        add = _checks.boolean("add_generation_prompt", add_generation_prompt)
-        if _checks.boolean("continue_final_message", continue_final_message):
-            if add:
-                raise ValueError("continue_final_message and add_generation_prompt exclude each other: "
-                                 "pass add_generation_prompt=False")
-            if not msgs or msgs[-1].role != "assistant":
-                raise ValueError("continue_final_message needs an assistant message last")
-        text = self._core.apply_chat_template(msgs, add, template_kwargs_json(kwargs), continue_final_message)
+        add, cont = chat_flags(msgs, add_generation_prompt, continue_final_message)
+        text = self._core.apply_chat_template(msgs, add, template_kwargs_json(kwargs), cont)
         return text, self._core.tokenize(text, False, True)  # the template wrote BOS
 
     def _params_list(self, params: ParamsArg, n: int) -> List[SamplingParams]:
@@ -390,6 +385,8 @@ class LLM:
                     finished = o.finished
                     if o.text:
                         yield o.text
+                    if o.error:  # the grammar left no token: generate's ValueError
+                        raise ValueError(o.error)
         finally:
             if not finished:  # closed early, or an exception (KeyboardInterrupt) in between
                 self._core.abort([rid])

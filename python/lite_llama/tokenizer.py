@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import numbers
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _checks, _core
 
@@ -47,6 +47,20 @@ def to_chat_messages(messages: Sequence[Message]) -> List[_core.ChatMessage]:
         out.append(_core.ChatMessage(role, _content(m, role),
                                      _checks.text("reasoning_content", str(reasoning))))
     return out
+
+
+def chat_flags(msgs: List[_core.ChatMessage], add_generation_prompt: object,
+               continue_final_message: object) -> Tuple[bool, bool]:
+    """add_generation_prompt and continue_final_message, checked (ValueError) as vLLM does."""
+    add = _checks.boolean("add_generation_prompt", add_generation_prompt)
+    cont = _checks.boolean("continue_final_message", continue_final_message)
+    if cont:
+        if add:
+            raise ValueError("continue_final_message and add_generation_prompt exclude each other: "
+                             "pass add_generation_prompt=False")
+        if not msgs or msgs[-1].role != "assistant":
+            raise ValueError("continue_final_message needs an assistant message last")
+    return add, cont
 
 
 def template_kwargs_json(kwargs: Optional[Mapping[str, Any]]) -> str:
@@ -95,14 +109,17 @@ class Tokenizer:
         messages: Sequence[Message],
         tokenize: bool = False,
         add_generation_prompt: bool = True,
+        continue_final_message: bool = False,
         **kwargs: Any,
     ) -> Union[str, List[int]]:
         """Renders ``messages`` with the model's chat template; extra keyword arguments become
         template variables (``enable_thinking=False``). Unlike HF, the defaults are
-        ``tokenize=False`` and ``add_generation_prompt=True``."""
-        text = self._core.apply_chat_template(
-            to_chat_messages(messages), _checks.boolean("add_generation_prompt", add_generation_prompt),
-            template_kwargs_json(kwargs))
+        ``tokenize=False`` and ``add_generation_prompt=True``. ``continue_final_message`` (with
+        ``add_generation_prompt=False``) ends the text right after the final assistant message's
+        content, as HF's and ``LLM.chat``'s."""
+        msgs = to_chat_messages(messages)
+        add, cont = chat_flags(msgs, add_generation_prompt, continue_final_message)
+        text = self._core.apply_chat_template(msgs, add, template_kwargs_json(kwargs), cont)
         if _checks.boolean("tokenize", tokenize):
             return self._core.tokenize(text, False, True)  # the template wrote BOS where needed
         return text

@@ -2,6 +2,7 @@
 
 #include <pybind11/stl.h>
 
+#include <atomic>
 #include <chrono>
 #include <exception>
 #include <thread>
@@ -28,17 +29,20 @@ auto as_argument_error(F&& f) -> decltype(f()) {
   }
 }
 
+std::atomic<unsigned long> main_thread{0};
+
 // CPython ends a daemon thread that takes the GIL back while the interpreter exits with
 // pthread_exit, whose unwinding through these C++ frames (a destructor, a catch (...)) aborted the
 // process ("terminate called without an active exception"). Such a thread waits here instead, and
-// the process exits around it.
+// the process exits around it. Not the main thread: it is the one exiting (closing a stream left
+// open at exit aborts it), and parking it hung the exit.
 void park_if_finalizing() {
 #if PY_VERSION_HEX >= 0x030D0000
   const bool exiting = Py_IsFinalizing();
 #else
   const bool exiting = _Py_IsFinalizing();
 #endif
-  if (exiting)
+  if (exiting && PyThread_get_thread_ident() != main_thread.load())
     for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
 }
 
@@ -67,6 +71,10 @@ struct WithGil {
 };
 
 }  // namespace
+
+void note_main_thread() {
+  main_thread = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
+}
 
 CoreEngine::CoreEngine(const EngineOptions& opts) {
   NoGil nogil;
@@ -147,6 +155,9 @@ void CoreEngine::run_batch(std::vector<Completion>& out,
   Clock::time_point last = Clock::now();
   while (engine_->has_unfinished()) {
     for (RequestOutput& o : engine_->step()) {
+      // A grammar no token can continue: the caller's constraint cannot be met (the server's 400);
+      // its message, not a silent finish_reason "error".
+      if (o.finish_reason == FinishReason::Error) throw ArgumentError(o.error);
       const size_t i = index.at(o.id);
       Completion& c = out[i];
       c.token_ids.insert(c.token_ids.end(), o.tokens.begin(), o.tokens.end());

@@ -33,6 +33,9 @@ struct Completion {
   int cached_tokens = 0;
 };
 
+// Remembers the interpreter's main thread, the one that finalizes it (called at import).
+void note_main_thread();
+
 class CoreEngine {
  public:
   explicit CoreEngine(const EngineOptions& opts);  // loads with the GIL released

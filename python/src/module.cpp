@@ -148,7 +148,8 @@ void bind_types(py::module_& m) {
       .def_readonly("finished", &RequestOutput::finished)
       .def_property_readonly("finish_reason",
                              [](const RequestOutput& o) { return finish_reason_name(o.finish_reason); })
-      .def_readonly("cached_tokens", &RequestOutput::cached_tokens);
+      .def_readonly("cached_tokens", &RequestOutput::cached_tokens)
+      .def_readonly("error", &RequestOutput::error);
 
   py::class_<ScoreResult>(m, "ScoreResult")
       .def_readonly("logprobs", &ScoreResult::logprobs)
@@ -168,6 +169,7 @@ PYBIND11_MODULE(_core, m) {
       PyErr_SetString(PyExc_ValueError, e.what());
     }
   });
+  lite_llama::python::note_main_thread();
   bind_types(m);
 
   py::class_<CoreEngine>(m, "Engine")

@@ -331,3 +331,21 @@ print("main thread exits", flush=True)
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env,
                        cwd=ROOT)
     assert r.returncode == 0 and "main thread exits" in r.stdout, (r.returncode, r.stderr[-2000:])
+
+
+def test_exit_with_a_stream_left_open():
+    """A script ends with a started generate_stream in a variable: the interpreter closes it while
+    it exits, on the main thread, which cancels the request. That thread parked there as if it were
+    a daemon thread (above), and the exit hung for ever."""
+    script = """
+from lite_llama import LLM, SamplingParams
+llm = LLM("default", device="cpu", threads=2, ctx=256, kv_tokens=512)
+stream = llm.generate_stream("Once upon a time", SamplingParams(max_tokens=50, ignore_eos=True))
+next(stream)
+print("main thread exits", flush=True)
+"""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env,
+                       cwd=ROOT)
+    assert r.returncode == 0 and "main thread exits" in r.stdout, (r.returncode, r.stderr[-2000:])

@@ -214,6 +214,26 @@ def test_continue_final_message(llm):
         llm.chat(msgs[:1], greedy(2), use_tqdm=False, add_generation_prompt=False, continue_final_message=True)
 
 
+def test_tokenizer_continue_final_message(llm):
+    """HF's apply_chat_template(continue_final_message=True), which vLLM users call on
+    llm.get_tokenizer(): the text LLM.chat continues. It was taken as a template variable and
+    the turn closed ('<|im_end|>' after 'Waves fold')."""
+    tok = llm.get_tokenizer()
+    msgs = [{"role": "user", "content": "Write a haiku about the sea."}, {"role": "assistant", "content": "Waves fold"}]
+    text = tok.apply_chat_template(msgs, add_generation_prompt=False, continue_final_message=True)
+    assert text.endswith("<|im_start|>assistant\nWaves fold")
+    cont = llm.chat(msgs, greedy(2), use_tqdm=False, add_generation_prompt=False, continue_final_message=True)[0]
+    assert text == cont.prompt
+    assert tok.apply_chat_template(msgs, tokenize=True, add_generation_prompt=False,
+                                   continue_final_message=True) == cont.prompt_token_ids
+    with pytest.raises(ValueError, match="exclude each other"):
+        tok.apply_chat_template(msgs, continue_final_message=True)
+    with pytest.raises(ValueError, match="assistant message last"):
+        tok.apply_chat_template(msgs[:1], add_generation_prompt=False, continue_final_message=True)
+    with pytest.raises(ValueError, match="continue_final_message"):
+        tok.apply_chat_template(msgs, add_generation_prompt=False, continue_final_message="yes")
+
+
 def test_prompt_forms(llm):
     tok = llm.get_tokenizer()
     text = SEED_PROMPTS[1]

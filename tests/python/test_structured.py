@@ -7,8 +7,8 @@ import re
 import jsonschema
 import pytest
 
-from conftest import run_cli
-from lite_llama import SamplingParams
+from conftest import assert_idle, run_cli
+from lite_llama import LLM, SamplingParams
 
 SCHEMA = {"type": "object",
           "properties": {"title": {"type": "string", "maxLength": 30}, "year": {"type": "integer", "minimum": 1900, "maximum": 2030},
@@ -62,3 +62,27 @@ def test_regex_choice_grammar_logit_bias(llm):
 def test_bad_constraints_raise(kw, needle):
     with pytest.raises(ValueError, match=re.escape(needle)):
         SamplingParams(**kw)
+
+
+# Random weights without a tokenizer (as tests/server's dead-end test): no token spells any text.
+DUMMY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+         "num_attention_heads": 2, "num_key_value_heads": 1, "num_hidden_layers": 1, "vocab_size": 256,
+         "max_position_embeddings": 256, "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "tie_word_embeddings": True}
+
+
+def test_dead_end_grammar_raises(tmp_path):
+    """A grammar that no token can continue is a ValueError with the engine's reason (the server's
+    400 grammar_dead_end), from generate and from generate_stream; it was a silent
+    finish_reason 'error' (not one of vLLM's) and an empty stream."""
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(DUMMY))
+    llm = LLM(str(cfg), load_format="dummy", device="cpu", threads=2, ctx=128)
+    dead = SamplingParams(temperature=0, max_tokens=20, regex="abc")
+    free = SamplingParams(temperature=0, max_tokens=3)
+    with pytest.raises(ValueError, match="no token can continue"):
+        llm.generate([[1, 2, 3], [4, 5, 6]], [dead, free], use_tqdm=False)
+    assert_idle(llm)
+    with pytest.raises(ValueError, match="no token can continue"):
+        list(llm.generate_stream([1, 2, 3], dead))
+    assert_idle(llm)
+    assert len(llm.generate([[4, 5, 6]], free, use_tqdm=False)[0].outputs[0].token_ids) == 3
