@@ -329,10 +329,14 @@ class SchemaCompiler {
       std::string body;
       int64_t shortest, longest;  // characters
     };
-    const std::string date = "[0-9]{4} \"-\" (\"0\" [1-9] | \"1\" [0-2]) \"-\" ([0-2] [0-9] | \"3\" [01])";
-    const std::string time =
-        "([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9] \":\" [0-5] [0-9] (\".\" [0-9]{1,6})? "
-        "(\"Z\" | [+-] [0-2] [0-9] \":\" [0-5] [0-9])";
+    // RFC 3339: days by month, February 29 in leap years only (every 4th year, centuries every 400th).
+    const std::string date =
+        "([0-9]{4} \"-\" ((\"0\" [13578] | \"1\" [02]) \"-\" (\"0\" [1-9] | [12] [0-9] | \"3\" [01]) | "
+        "(\"0\" [469] | \"11\") \"-\" (\"0\" [1-9] | [12] [0-9] | \"30\") | \"02-\" (\"0\" [1-9] | \"1\" [0-9] | \"2\" [0-8])) | "
+        "([0-9] [0-9] (\"0\" [48] | [2468] [048] | [13579] [26]) | ([02468] [048] | [13579] [26]) \"00\") \"-02-29\")";
+    const std::string hour = "([01] [0-9] | \"2\" [0-3])";
+    const std::string time = hour + " \":\" [0-5] [0-9] \":\" [0-5] [0-9] (\".\" [0-9]{1,6})? (\"Z\" | [+-] " + hour +
+                             " \":\" [0-5] [0-9])";
     const std::map<std::string, Format> formats = {
         {"date", {date, 10, 10}},
         {"time", {time, 9, 21}},
@@ -606,7 +610,7 @@ class SchemaCompiler {
     }
     // Prefix items from the last: after item i come items i+1.. (optional past minItems).
     std::string after = tail;
-    for (int64_t i = std::min(n, cap) - 1; i >= 0; --i) {
+    for (int64_t i = (cap < 0 ? n : std::min(n, cap)) - 1; i >= 0; --i) {  // cap -1: every prefix item
       const std::string here = (i == 0 ? "" : "\",\" ws ") + prefix[size_t(i)] + " ws" + (after.empty() ? "" : " " + after);
       after = i < lo ? here : "(" + here + ")?";
       if (i > 0) after = add_rule(name + "-prefix", after);
