@@ -74,7 +74,11 @@ void Archive::add_file(const uint8_t* data, size_t size, const std::string& name
     if (!off[0].is_number_unsigned() || !off[1].is_number_unsigned())
       fail("{}: tensor '{}' has non-integer data_offsets", name, tn);
     uint64_t b = off[0].get<uint64_t>(), en = off[1].get<uint64_t>();
-    uint64_t want = numel * dtype_info(dt).block_bytes;
+    // The byte count must not wrap: [2^40, 2^23] F16 would "need" 0 bytes and pass as empty.
+    const uint64_t elem = dtype_info(dt).block_bytes;
+    if (numel > std::numeric_limits<uint64_t>::max() / elem)
+      fail("{}: tensor '{}' of {} elements is too large", name, tn, numel);
+    const uint64_t want = numel * elem;
     if (b > en || en > avail || en - b != want)
       fail("{}: tensor '{}' data [{}, {}) does not match its shape ({} bytes) or the file size",
            name, tn, b, en, want);

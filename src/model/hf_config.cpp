@@ -36,9 +36,11 @@ bool get_bool(const json& j, const char* key, const std::string& file, bool def)
   return j[key].get<bool>();
 }
 
-std::string get_str(const json& j, const char* key, const std::string& file, const std::string& def) {
+// `in` prefixes the key in the error ("quantization_config.").
+std::string get_str(const json& j, const char* key, const std::string& file, const std::string& def,
+                    const char* in = "") {
   if (!j.contains(key) || j[key].is_null()) return def;
-  LL_CHECK(j[key].is_string(), "{}: quantization_config.{} must be a string", file, key);
+  LL_CHECK(j[key].is_string(), "{}: field '{}{}' must be a string", file, in, key);
   return j[key].get<std::string>();
 }
 
@@ -47,7 +49,7 @@ std::string get_str(const json& j, const char* key, const std::string& file, con
 QuantConfig parse_quantization(const json& q, const std::string& file) {
   LL_CHECK(q.is_object(), "{}: quantization_config must be an object", file);
   QuantConfig c;
-  c.method = get_str(q, "quant_method", file, "");
+  c.method = get_str(q, "quant_method", file, "", "quantization_config.");
   for (auto& ch : c.method) ch = char(std::tolower(static_cast<unsigned char>(ch)));
   auto group = [&]() {
     const int64_t g = get_int(q, "group_size", file, 128);
@@ -59,7 +61,7 @@ QuantConfig parse_quantization(const json& q, const std::string& file) {
     c.bits = int(get_int(q, "bits", file));
     LL_CHECK(c.bits == 4, "{}: GPTQ with {} bits is not supported (4)", file, c.bits);
     c.group_size = group();
-    const std::string fmt = get_str(q, "checkpoint_format", file, "gptq");
+    const std::string fmt = get_str(q, "checkpoint_format", file, "gptq", "quantization_config.");
     LL_CHECK(fmt == "gptq" || fmt == "gptq_v2", "{}: GPTQ checkpoint_format '{}' is not supported (gptq, gptq_v2)",
              file, fmt);
     c.gptq_v1 = fmt == "gptq";
@@ -67,12 +69,12 @@ QuantConfig parse_quantization(const json& q, const std::string& file) {
     c.bits = int(get_int(q, q.contains("w_bit") && !q.contains("bits") ? "w_bit" : "bits", file));
     LL_CHECK(c.bits == 4, "{}: AWQ with {} bits is not supported (4)", file, c.bits);
     c.group_size = group();
-    std::string ver = get_str(q, "version", file, "gemm");
+    std::string ver = get_str(q, "version", file, "gemm", "quantization_config.");
     for (auto& ch : ver) ch = char(std::tolower(static_cast<unsigned char>(ch)));
     LL_CHECK(ver == "gemm", "{}: AWQ version '{}' is not supported (gemm packing)", file, ver);
     LL_CHECK(get_bool(q, "zero_point", file, true), "{}: AWQ without zero points is not supported", file);
   } else if (c.method == "fp8") {
-    const std::string fmt = get_str(q, "fmt", file, "e4m3");
+    const std::string fmt = get_str(q, "fmt", file, "e4m3", "quantization_config.");
     LL_CHECK(fmt == "e4m3", "{}: FP8 format '{}' is not supported (e4m3)", file, fmt);
     if (q.contains("weight_block_size") && !q["weight_block_size"].is_null()) {
       const json& b = q["weight_block_size"];
@@ -89,7 +91,9 @@ QuantConfig parse_quantization(const json& q, const std::string& file) {
 void parse_rope_scaling(const json& r, const std::string& file, ModelConfig& c) {
   if (r.is_null()) return;
   LL_CHECK(r.is_object(), "{}: rope_scaling must be an object or null", file);
-  std::string type = r.value("rope_type", r.value("type", std::string("default")));
+  // Not json::value: its type_error names neither the file nor the field.
+  const std::string old_type = get_str(r, "type", file, "default");
+  const std::string type = get_str(r, "rope_type", file, old_type);
   if (type == "default") return;
   c.rope_factor = float(get_num(r, "factor", file, 1.0));
   if (type == "linear") {
@@ -144,14 +148,14 @@ ModelConfig config_from_hf_json(const std::string& path) {
              "{}: neither 'architectures' nor 'model_type' is given", path);
     spec = &arch_spec_by_hf_model_type(j["model_type"].get<std::string>(), path);
   }
-  LL_CHECK(j.value("hidden_act", std::string("silu")) == "silu",
-           "{}: hidden_act '{}' is not supported (silu)", path, j.value("hidden_act", std::string()));
+  const std::string act = get_str(j, "hidden_act", path, "silu");
+  LL_CHECK(act == "silu", "{}: hidden_act '{}' is not supported (silu)", path, act);
   LL_CHECK(!get_bool(j, "mlp_bias", path, false), "{}: mlp_bias=true is not supported", path);
   LL_CHECK(!get_bool(j, "use_sliding_window", path, false),
            "{}: sliding-window attention is not supported", path);
   if (j.contains("quantization_config")) c.quant = parse_quantization(j["quantization_config"], path);
   c.arch = spec->name;
-  c.name = j.value("_name_or_path", std::string(spec->name));
+  c.name = get_str(j, "_name_or_path", path, spec->name);
   c.vocab_size = get_int(j, "vocab_size", path);
   c.hidden_size = get_int(j, "hidden_size", path);
   c.intermediate_size = get_int(j, "intermediate_size", path);

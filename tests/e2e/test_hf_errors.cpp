@@ -163,6 +163,29 @@ TEST_F(HfErrors, UnsupportedRopeScalingDynamic) {
   expect_error(d, {"config.json", "dynamic"});
 }
 
+// String fields of another type: one error naming the file and the field, not nlohmann's
+// "[json.exception.type_error.302] type must be string, but is number".
+TEST_F(HfErrors, NonStringHiddenAct) {
+  const fs::path d = copy_fixture("qwen2");
+  edit_config(d, [](json& c) { c["hidden_act"] = 5; });
+  expect_error(d, {"config.json", "hidden_act", "must be a string"});
+}
+
+TEST_F(HfErrors, NonStringNameOrPath) {
+  const fs::path d = copy_fixture("qwen2");
+  edit_config(d, [](json& c) { c["_name_or_path"] = json::array(); });
+  expect_error(d, {"config.json", "_name_or_path", "must be a string"});
+}
+
+TEST_F(HfErrors, NonStringRopeType) {
+  const fs::path d = copy_fixture("llama");
+  edit_config(d, [](json& c) { c["rope_parameters"]["rope_type"] = 3; });
+  expect_error(d, {"config.json", "rope_type", "must be a string"});
+  const fs::path l = copy_fixture("llama-linear");
+  edit_config(l, [](json& c) { c["rope_scaling"]["type"] = true; });
+  expect_error(l, {"config.json", "type", "must be a string"});
+}
+
 TEST_F(HfErrors, MissingTensor) {
   const fs::path d = copy_fixture("qwen2");
   StFile f = read_st(d / "model.safetensors");

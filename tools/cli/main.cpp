@@ -24,6 +24,16 @@ int main(int argc, char** argv) {
 #ifdef LL_HAVE_SERVER
   cli::register_serve(app);
 #endif
+  // CLI11 converts an empty value to 0 ("--temperature ''" would decode greedily, "--top-k ''"
+  // turn top-k off): a number option needs a number.
+  const CLI::Validator number_given(
+      [](std::string& v) { return v.empty() ? std::string("empty value (a number is expected)") : std::string(); },
+      "");
+  for (CLI::App* c : app.get_subcommands([](CLI::App*) { return true; }))
+    for (CLI::Option* o : c->get_options())
+      if (const std::string t = o->get_type_name(); t.starts_with("INT") || t.starts_with("UINT") ||
+                                                    t.starts_with("FLOAT"))
+        o->check(number_given);
   // CLI11 reports an unknown command only as "A subcommand is required".
   if (argc > 1 && argv[1][0] != '-') {
     std::string names;

@@ -1,0 +1,56 @@
+// Malformed option values of the CLI: one line on stderr, exit code 2, before any generation.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string model() { return std::string(LL_SOURCE_DIR) + "/tests/fixtures/models/llama"; }
+
+struct CliRun {
+  int rc = -1;
+  std::string err;
+};
+
+// `lite-llama <cmd> -q --device cpu -t 1 -m <tiny model> <args>`: exit code and stderr.
+CliRun run(const std::string& cmd, const std::string& args) {
+  const fs::path err = fs::temp_directory_path() / ("ll_cli_args_" + std::to_string(getpid()) + ".err");
+  const std::string line = std::string("'") + LL_CLI_PATH + "' " + cmd + " -q --device cpu -t 1 -m '" + model() +
+                           "' " + args + " >/dev/null 2>'" + err.string() + "'";
+  const int rc = std::system(line.c_str());
+  CliRun r;
+  r.rc = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  std::ifstream in(err);
+  r.err.assign(std::istreambuf_iterator<char>(in), {});
+  fs::remove(err);
+  return r;
+}
+
+}  // namespace
+
+// CLI11 turns an empty value into 0: `--temperature ''` decoded greedily and `--top-k ''`
+// turned top-k off without a word.
+TEST(CliArgs, EmptyNumberIsAnError) {
+  const char* generate[] = {"--temperature", "--top-k", "--top-p", "--min-p", "--presence-penalty",
+                            "--frequency-penalty", "--min-tokens"};
+  for (const char* flag : generate) {
+    const CliRun r = run("generate", std::string("-p hi -n 2 ") + flag + " ''");
+    EXPECT_EQ(r.rc, 2) << flag << ": " << r.err;
+    EXPECT_NE(r.err.find("empty value"), std::string::npos) << flag << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << flag << ": " << r.err;
+  }
+  const CliRun b = run("bench", "--batch 1 --prompt-len 2 --gen-len 2 --runs 1 --warmup ''");
+  EXPECT_EQ(b.rc, 2) << b.err;
+  EXPECT_NE(b.err.find("--warmup: empty value"), std::string::npos) << b.err;
+  // A value that is there still works.
+  const CliRun ok = run("generate", "-p hi -n 2 --temperature 0 --top-k 5");
+  EXPECT_EQ(ok.rc, 0) << ok.err;
+}
