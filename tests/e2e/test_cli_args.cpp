@@ -54,3 +54,24 @@ TEST(CliArgs, EmptyNumberIsAnError) {
   const CliRun ok = run("generate", "-p hi -n 2 --temperature 0 --top-k 5");
   EXPECT_EQ(ok.rc, 0) << ok.err;
 }
+
+// `score --tokens` with no sequence printed "nll": null and exited 0; with an empty one and
+// --dump-logits it failed on the dump's rows ("vector::_M_default_append").
+TEST(CliArgs, ScoreNeedsSequencesOfTwoTokens) {
+  const fs::path dir = fs::temp_directory_path() / ("ll_cli_score_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const auto write = [&](const char* name, const char* text) {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  };
+  const std::string none = write("none.json", "[]"), empty = write("empty.json", "[[1, 2, 3], []]");
+  const std::string dump = (dir / "logits.bin").string();
+  const CliRun a = run("score", "--tokens '" + none + "'");
+  EXPECT_EQ(a.rc, 2) << a.err;
+  EXPECT_NE(a.err.find("holds no sequence"), std::string::npos) << a.err;
+  const CliRun b = run("score", "--tokens '" + empty + "' --dump-logits '" + dump + "'");
+  EXPECT_EQ(b.rc, 2) << b.err;
+  EXPECT_NE(b.err.find("sequence 1 needs at least 2 tokens"), std::string::npos) << b.err;
+  EXPECT_EQ(std::count(b.err.begin(), b.err.end(), '\n'), 1) << b.err;
+  fs::remove_all(dir);
+}

@@ -39,6 +39,10 @@ void run_score(ScoreArgs& a) {
   } else {
     seqs.push_back(engine->tokenize(read_input_file(a.text_file, "--text"), true, false));
   }
+  // Before the dump's rows are sized by them (an empty sequence's size() - 1 wrapped).
+  LL_CHECK(!seqs.empty(), "--tokens: '{}' holds no sequence to score", a.tokens_file);
+  for (size_t i = 0; i < seqs.size(); ++i)
+    LL_CHECK(seqs[i].size() >= 2, "sequence {} needs at least 2 tokens to score", i);
   std::ofstream dump;
   if (!a.dump_logits.empty()) {
     dump.open(a.dump_logits, std::ios::binary);
