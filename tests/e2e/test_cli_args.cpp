@@ -75,3 +75,11 @@ TEST(CliArgs, ScoreNeedsSequencesOfTwoTokens) {
   EXPECT_EQ(std::count(b.err.begin(), b.err.end(), '\n'), 1) << b.err;
   fs::remove_all(dir);
 }
+
+// --system without --chat was accepted and dropped.
+TEST(CliArgs, SystemNeedsChat) {
+  const CliRun r = run("generate", "-p hi -n 2 --system 'be brief'");
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("--chat"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}

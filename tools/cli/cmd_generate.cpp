@@ -152,8 +152,8 @@ void register_generate(CLI::App& app) {
   add_sampling_options(c, a->sampling, 256);
   c->add_option("-p,--prompt", a->prompts, "prompt text (repeatable: runs as one batch)");
   c->add_option("-f,--file", a->file, "file with one prompt per line");
-  c->add_flag("--chat", a->chat, "wrap the prompt in the model's chat template");
-  c->add_option("--system", a->system, "system message (with --chat)");
+  CLI::Option* chat = c->add_flag("--chat", a->chat, "wrap the prompt in the model's chat template");
+  c->add_option("--system", a->system, "system message (with --chat)")->needs(chat);  // ignored without it
   c->add_flag("--json", a->json, "print one JSON object with text, tokens and timings");
   c->callback([a] { run_generate(*a); });
 }
