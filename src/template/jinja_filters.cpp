@@ -2,6 +2,7 @@
 // override (json.dumps with ensure_ascii=False and optional indent/separators/sort_keys).
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -211,19 +212,39 @@ Value f_round(const Value& v, CallArgs& a) {
   int64_t precision = int_arg(a, 0, "precision", 0);
   std::string method = to_str(arg_or(a, 1, "method", Value::string("common")));
   if (!v.is_number()) fail("round: expected a number, got {}", type_name(v));
-  if (method == "common" && v.is_integral()) return Value::integer(v.as_int());
-  double scale = std::pow(10.0, static_cast<double>(precision));
-  double x = v.as_double() * scale;
-  if (method == "common") {
-    x = std::nearbyint(x);  // round-half-even, like Python's round()
-  } else if (method == "floor") {
-    x = std::floor(x);
-  } else if (method == "ceil") {
-    x = std::ceil(x);
-  } else {
-    fail("round: method must be 'common', 'ceil' or 'floor'");
+  if (method == "common" && v.is_integral()) {
+    // Python rounds ints exactly, halves to even: round(15, -1) == 20.
+    __int128 p = 1, x = v.as_int();
+    for (int64_t k = std::max<int64_t>(precision, -20); k < 0; ++k) p *= 10;
+    __int128 q = x / p - (x % p < 0), r = x - q * p;  // floor division
+    q += 2 * r > p || (2 * r == p && q % 2 != 0);
+    if (q * p > INT64_MAX || q * p < INT64_MIN) fail("round: integer overflow");
+    return Value::integer(static_cast<int64_t>(q * p));
   }
-  return Value::number(x / scale);
+  if (method == "common" && precision >= 0) {
+    if (precision > 323) return Value::number(v.as_double());  // as Python: beyond any digit
+    // Python rounds the exact binary value (round(2.675, 2) == 2.67: 2.675 is 2.67499...), as
+    // to_chars does; scaling by 10**precision first would round 267.49999... up to 267.5.
+    char buf[700];  // 309 integer digits, the point and 323 decimals
+    const char* end = std::to_chars(buf, buf + sizeof buf, v.as_double(), std::chars_format::fixed,
+                                    static_cast<int>(precision)).ptr;
+    double rounded = 0;
+    std::from_chars(buf, end, rounded);
+    return Value::number(rounded);
+  }
+  if (method == "common") {
+    // precision < 0: dividing by the exact 10**-precision rounds as Python does, but at ties;
+    // an x whose ulp is 2 * 10**-precision or more is already as near as a double gets.
+    const double p = std::pow(10.0, static_cast<double>(-precision)), x = v.as_double();
+    if (std::isinf(p)) return Value::number(0.0 * x);
+    return Value::number(std::fabs(x) >= 0x1p54 * p ? x : std::nearbyint(x / p) * p);
+  }
+  if (method != "floor" && method != "ceil")
+    fail("round: method must be 'common', 'ceil' or 'floor'");
+  // jinja2 scales by 10**precision; + 0.0 as math.floor/ceil return ints: ceil(-0.5) is 0.0.
+  const double scale = std::pow(10.0, static_cast<double>(precision));
+  const double x = v.as_double() * scale;
+  return Value::number(((method == "floor" ? std::floor(x) : std::ceil(x)) + 0.0) / scale);
 }
 
 Value f_reverse(const Value& v, CallArgs&) {
@@ -446,6 +467,27 @@ Value f_attr(const Value& v, CallArgs& a) {
   return get_attr(v, name);
 }
 
+// A %s/%r field's flags, width and precision, which count characters as Python's do.
+static std::string pad_str(const std::string& s, std::string_view spec) {
+  size_t k = std::min(spec.find_first_not_of("-+ #0"), spec.size());
+  const bool left = spec.substr(0, k).find('-') != std::string_view::npos;
+  size_t width = 0, precision = SIZE_MAX;
+  auto number = [&](size_t& n) {
+    for (n = 0; k < spec.size() && spec[k] >= '0' && spec[k] <= '9'; ++k)
+      if ((n = n * 10 + size_t(spec[k] - '0')) > (size_t{1} << 28)) fail("format: width too big");
+  };
+  number(width);
+  if (k < spec.size() && spec[k] == '.') {
+    ++k;
+    number(precision);
+  }
+  std::u32string c = utf8_decode(s);
+  if (c.size() > precision) c.resize(precision);
+  std::string out = utf8_encode(c);
+  if (c.size() < width) out.insert(left ? out.size() : 0, width - c.size(), ' ');
+  return out;
+}
+
 // printf-style "%s" % args, as jinja2's format filter does.
 Value f_format(const Value& v, CallArgs& a) {
   std::string f = to_str(v), out;
@@ -479,10 +521,9 @@ Value f_format(const Value& v, CallArgs& a) {
     std::string spec(1, '%');
     spec.append(f, spec_start, e - spec_start);
     char buf[128];
-    if (conv == 's') {
-      out += to_str(*arg);
-    } else if (conv == 'r') {
-      out += repr(*arg);
+    if (conv == 's' || conv == 'r') {
+      out += pad_str(conv == 's' ? to_str(*arg) : repr(*arg),
+                     std::string_view(f).substr(spec_start, e - spec_start));
     } else if (conv == 'd' || conv == 'i') {
       if (!arg->is_number()) fail("format: %{} needs a number, not {}", conv, type_name(*arg));
       int64_t n = arg->as_int();

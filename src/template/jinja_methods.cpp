@@ -152,9 +152,7 @@ static Value split_impl(const std::string& s, const Value& sep_v, int64_t maxspl
         while (k < c.size() && is_unicode_space(c[k])) ++k;
         if (k == c.size()) break;
         if (maxsplit >= 0 && static_cast<int64_t>(words.size()) == maxsplit) {
-          size_t e = c.size();
-          while (e > k && is_unicode_space(c[e - 1])) --e;
-          words.push_back(c.substr(k, e - k));
+          words.push_back(c.substr(k));  // the rest keeps its trailing whitespace, as in Python
           break;
         }
         size_t b = k;
@@ -167,9 +165,7 @@ static Value split_impl(const std::string& s, const Value& sep_v, int64_t maxspl
         while (k > 0 && is_unicode_space(c[k - 1])) --k;
         if (k == 0) break;
         if (maxsplit >= 0 && static_cast<int64_t>(words.size()) == maxsplit) {
-          size_t b = 0;
-          while (b < k && is_unicode_space(c[b])) ++b;
-          words.push_back(c.substr(b, k - b));
+          words.push_back(c.substr(0, k));  // the rest keeps its leading whitespace
           break;
         }
         size_t e = k;
