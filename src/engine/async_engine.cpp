@@ -213,7 +213,13 @@ void AsyncEngine::loop() {
       stop_ = true;
       return;
     }
-    if (!engine_->has_unfinished()) continue;
+    if (!engine_->has_unfinished()) {
+      // The requests taken above were all refused or cancelled: no step refreshes the stats, and
+      // their waiting count would stay (submit() then refuses everyone once it nears max_waiting).
+      std::lock_guard<std::mutex> lock(mu_);
+      stats_.engine = engine_->stats();
+      continue;
+    }
     std::vector<RequestOutput> outs;
     const auto step_begin = Clock::now();
     try {
@@ -221,10 +227,17 @@ void AsyncEngine::loop() {
     } catch (const std::exception& e) {
       // An engine failure inside a step (e.g. a device error) fails every request in flight.
       LL_WARN("engine step failed: {}", e.what());
-      finish_all(std::string("engine failure: ") + e.what());
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-      accepting_ = false;
+      const std::string why = std::string("engine failure: ") + e.what();
+      finish_all(why);
+      std::deque<Pending> queued;  // submitted while the step ran: no loop is left to take them
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        stop_ = true;
+        accepting_ = false;
+        queued.swap(incoming_);
+        stats_.queued = 0;
+      }
+      for (Pending& p : queued) p.stream->fail(why);
       return;
     }
     const auto now = Clock::now();
