@@ -40,7 +40,8 @@ TEST_F(Greedy, PromptTokensMatchHf) {
   o.backend.device = DeviceKind::Cpu;
   o.kv_tokens = 256;
   auto e = Engine::create(o);
-  for (const auto& c : load_fixture()["cases"])
+  const nlohmann::json fx = load_fixture();  // a range over load_fixture()["cases"] outlived its json
+  for (const auto& c : fx["cases"])
     EXPECT_EQ(e->tokenize(c["prompt"].get<std::string>(), true, false),
               c["prompt_ids"].get<std::vector<int32_t>>())
         << c["prompt"];
