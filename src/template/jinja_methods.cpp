@@ -205,10 +205,38 @@ static Value split_impl(const std::string& s, const Value& sep_v, int64_t maxspl
   return Value::make_list(std::move(parts));
 }
 
-static bool affix_match(const std::string& s, const Value& affix, bool prefix) {
+static int64_t cp_index(const std::string& s, size_t byte_pos) {
+  return static_cast<int64_t>(utf8_decode(std::string_view(s).substr(0, byte_pos)).size());
+}
+
+// The optional start / end of find, count, startswith, ... : characters [first, last) of s, as
+// CPython adjusts them (negatives from the end; start is not cut to the length, so that a sub of
+// n characters matches only where last - first >= n).
+struct StrRange {
+  std::string text;
+  int64_t first = 0, last = 0;
+  bool room(const std::string& sub) const { return last - first >= static_cast<int64_t>(utf8_decode(sub).size()); }
+};
+static StrRange str_range(const std::string& s, const Value& start, const Value& end) {
+  const std::u32string c = utf8_decode(s);
+  const int64_t n = static_cast<int64_t>(c.size());
+  auto index = [&](const Value& v, int64_t none) {
+    if (v.is_none()) return none;
+    if (!v.is_integral()) fail("slice indices must be integers or None");
+    const int64_t i = v.as_int();
+    return i < 0 ? std::max<int64_t>(0, i + n) : i;
+  };
+  StrRange r;
+  r.first = index(start, 0), r.last = std::min(index(end, n), n);
+  if (r.first < r.last) r.text = utf8_encode(c.substr(size_t(r.first), size_t(r.last - r.first)));
+  return r;
+}
+
+static bool affix_match(const StrRange& r, const Value& affix, bool prefix) {
+  const std::string& s = r.text;
   auto one = [&](const Value& a) {
     const std::string& x = need_str(a, prefix ? "startswith arg" : "endswith arg");
-    if (x.size() > s.size()) return false;
+    if (!r.room(x)) return false;
     return prefix ? s.compare(0, x.size(), x) == 0
                   : s.compare(s.size() - x.size(), x.size(), x) == 0;
   };
@@ -218,10 +246,6 @@ static bool affix_match(const std::string& s, const Value& affix, bool prefix) {
     return false;
   }
   return one(affix);
-}
-
-static int64_t cp_index(const std::string& s, size_t byte_pos) {
-  return static_cast<int64_t>(utf8_decode(std::string_view(s).substr(0, byte_pos)).size());
 }
 
 // str.format with automatic/positional/keyword fields and no format specs.
@@ -297,10 +321,11 @@ static Value call_str_method(const std::string& s, const std::string& m, CallArg
   if (m == "split" || m == "rsplit")
     return split_impl(s, arg_or(a, 0, "sep", Value::none()), int_arg(1, "maxsplit", -1),
                       m == "rsplit");
+  auto range = [&] { return str_range(s, arg_or(a, 1, "start", Value::none()), arg_or(a, 2, "end", Value::none())); };
   if (m == "startswith")
-    return Value::boolean(affix_match(s, arg_or(a, 0, "prefix", Value::none()), true));
+    return Value::boolean(affix_match(range(), arg_or(a, 0, "prefix", Value::none()), true));
   if (m == "endswith")
-    return Value::boolean(affix_match(s, arg_or(a, 0, "suffix", Value::none()), false));
+    return Value::boolean(affix_match(range(), arg_or(a, 0, "suffix", Value::none()), false));
   if (m == "lower") return Value::string(py_lower(s));
   if (m == "upper") return Value::string(py_upper(s));
   if (m == "title") return Value::string(py_title(s));
@@ -310,18 +335,21 @@ static Value call_str_method(const std::string& s, const std::string& m, CallArg
         py_replace(s, str_arg(0, "old"), str_arg(1, "new"), int_arg(2, "count", -1)));
   if (m == "find" || m == "index" || m == "rfind" || m == "rindex") {
     const std::string& sub = str_arg(0, "sub");
-    size_t hit = m[0] == 'r' ? s.rfind(sub) : s.find(sub);
+    const StrRange r = range();
+    const size_t hit = !r.room(sub) ? std::string::npos : m[0] == 'r' ? r.text.rfind(sub) : r.text.find(sub);
     if (hit == std::string::npos) {
       if (m == "index" || m == "rindex") fail("substring not found");
       return Value::integer(-1);
     }
-    return Value::integer(cp_index(s, hit));
+    return Value::integer(r.first + cp_index(r.text, hit));
   }
   if (m == "count") {
     const std::string& sub = str_arg(0, "sub");
-    if (sub.empty()) return Value::integer(static_cast<int64_t>(utf8_decode(s).size()) + 1);
+    const StrRange r = range();
+    if (!r.room(sub)) return Value::integer(0);
+    if (sub.empty()) return Value::integer(r.last - r.first + 1);
     int64_t n = 0;
-    for (size_t pos = s.find(sub); pos != std::string::npos; pos = s.find(sub, pos + sub.size()))
+    for (size_t pos = r.text.find(sub); pos != std::string::npos; pos = r.text.find(sub, pos + sub.size()))
       ++n;
     return Value::integer(n);
   }
