@@ -122,7 +122,7 @@ class CpuBackend final : public ops::Backend {
     if (q8)
       lin = [&](const Tensor& in, const ops::Linear& l, Tensor o) { linear(in, l, o); };
     auto act = [&](const Tensor& gu, Tensor o) { swiglu(gu, o); };
-    moe_experts_f32(pool_, x, w, t_expert, t_weight, top_k, workspace, out, lin, act);
+    moe_experts_f32(pool_, k_, x, w, t_expert, t_weight, top_k, workspace, out, lin, act);
   }
 
   void embedding(const Tensor& table, const int32_t* ids, int n, Tensor out) override {

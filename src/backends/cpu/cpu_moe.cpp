@@ -72,7 +72,7 @@ constexpr int64_t kRowBlock = 16;  // weight rows per work item, as the dense li
 
 // All jobs' weight rows in one parallel_for (work items are row blocks across every job), so a
 // decode step pays one dispatch per projection instead of one per active expert.
-void run_jobs(ThreadPool& pool, const std::vector<GemmJob>& jobs) {
+void run_jobs(ThreadPool& pool, const Kernels& k, const std::vector<GemmJob>& jobs) {
   std::vector<int64_t> first(jobs.size() + 1, 0);  // first row block of each job
   for (size_t j = 0; j < jobs.size(); ++j)
     first[j + 1] = first[j] + (jobs[j].w.rows() + kRowBlock - 1) / kRowBlock;
@@ -83,7 +83,7 @@ void run_jobs(ThreadPool& pool, const std::vector<GemmJob>& jobs) {
       const GemmJob& g = jobs[j];
       const int64_t r0 = (blk - first[j]) * kRowBlock, n = std::min(kRowBlock, g.w.rows() - r0);
       const size_t rb = g.w.row_nbytes();
-      gemm_f32(g.w.dtype, static_cast<const uint8_t*>(g.w.data) + size_t(r0) * rb, rb, n, g.x, g.T,
+      gemm_f32(k, g.w.dtype, static_cast<const uint8_t*>(g.w.data) + size_t(r0) * rb, rb, n, g.x, g.T,
                g.w.cols(), g.out + r0, g.ldo);
     }
   });
@@ -95,7 +95,7 @@ size_t moe_workspace_f32(int max_tokens, int top_k, const ops::MoeExperts& w) {
   return size_t(max_tokens) * size_t(top_k) * size_t(2 * w.hidden + 3 * w.ffn) * sizeof(float);
 }
 
-void moe_experts_f32(ThreadPool& pool, const Tensor& x, const ops::MoeExperts& w,
+void moe_experts_f32(ThreadPool& pool, const Kernels& k, const Tensor& x, const ops::MoeExperts& w,
                      const int32_t* t_expert, const float* t_weight, int top_k, void* workspace,
                      Tensor out, const LinearFn& linear, const SwigluFn& swiglu) {
   const int64_t T = x.rows(), H = w.hidden, F = w.ffn, n = T * top_k;
@@ -137,9 +137,9 @@ void moe_experts_f32(ThreadPool& pool, const Tensor& x, const ops::MoeExperts& w
       up.push_back({w.up[size_t(e)], ws.x + r0 * H, c, ws.gu + r0 * 2 * F + F, 2 * F});
       down.push_back({w.down[size_t(e)], ws.h + r0 * F, c, ws.y + r0 * H, H});
     }
-    run_jobs(pool, up);
+    run_jobs(pool, k, up);
     swiglu(Tensor(ws.gu, DType::F32, {n, 2 * F}), Tensor(ws.h, DType::F32, {n, F}));
-    run_jobs(pool, down);
+    run_jobs(pool, k, down);
   }
 
   // Combine per token in ascending expert order.

@@ -205,3 +205,41 @@ TEST(CpuMoe, Int8ActivationPath) {
     EXPECT_GT(diff_paths, 1e-4 * scale) << dtype_name(t);
   }
 }
+
+// A forced kernel set (CpuTuning::isa) holds for the experts too. The generic set has no SIMD
+// tiles: each output is the plain loop's fp32 sum in k order (no FMA in that file), which this
+// test repeats exactly; AVX2 / AVX-512 tiles sum in another order and differ in the last bits.
+TEST(CpuMoe, ForcedGenericKernelSetComputesTheExperts) {
+  CpuTuning tn;
+  tn.isa = CpuIsaChoice::Generic;
+  auto be = cpu::make_cpu_backend(2, tn);
+  std::mt19937 rng(11);
+  const int64_t H = 256, F = 128, T = 3;
+  Experts ex = make_experts(rng, DType::F32, 1, H, F);
+  auto x = randn(rng, size_t(T * H));
+  std::vector<int32_t> route_e(size_t(T), 0);
+  std::vector<float> route_w(size_t(T), 1.0f);
+  std::vector<uint8_t> ws(be->moe_workspace_bytes(int(T), 1, ex.w));
+  std::vector<float> got(size_t(T * H), NAN);
+  be->moe_experts(Tensor(x.data(), DType::F32, {T, H}), ex.w, route_e.data(), route_w.data(), 1, ws.data(),
+                  Tensor(got.data(), DType::F32, {T, H}));
+  auto dot = [](const float* w, const float* v, int64_t n) {
+    float s = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      volatile float p = w[i] * v[i];  // rounded on its own, as without FMA
+      s += p;
+    }
+    return s;
+  };
+  const std::vector<float> gw = ex.store[0].values(), uw = ex.store[1].values(), dw = ex.store[2].values();
+  int diff = 0;
+  for (int64_t t = 0; t < T; ++t) {
+    std::vector<float> h(static_cast<size_t>(F));
+    for (int64_t f = 0; f < F; ++f) {
+      const float g = dot(gw.data() + f * H, x.data() + t * H, H), u = dot(uw.data() + f * H, x.data() + t * H, H);
+      h[size_t(f)] = g / (1.0f + std::exp(-g)) * u;
+    }
+    for (int64_t i = 0; i < H; ++i) diff += got[size_t(t * H + i)] != dot(dw.data() + i * F, h.data(), F);
+  }
+  EXPECT_EQ(diff, 0) << "outputs not from the generic kernels";
+}
