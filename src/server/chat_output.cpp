@@ -17,8 +17,8 @@ size_t partial_tag(std::string_view s, std::string_view tag) {
 }  // namespace
 
 ChatOutputParser::ChatOutputParser(bool reasoning, bool in_think, bool tools, ToolFormat format,
-                                   std::vector<std::string> names, bool forced_calls)
-    : tools_(tools), forced_calls_(forced_calls), format_(format), names_(std::move(names)), state_(in_think ? State::Think : reasoning ? State::Start : State::Content) {}
+                                   std::vector<std::string> names, bool forced_calls, bool parallel)
+    : tools_(tools), forced_calls_(forced_calls), parallel_(parallel), format_(format), names_(std::move(names)), state_(in_think ? State::Think : reasoning ? State::Start : State::Content) {}
 
 ChatOutputParser::Delta ChatOutputParser::push(std::string_view text) {
   buf_ += text;
@@ -114,10 +114,13 @@ ChatOutputParser::Delta ChatOutputParser::finish() {
   // Text that is not a well-formed list of calls stays content (a model that wrote the tag and
   // then something else did not call a tool).
   auto calls = parse_tool_calls(format_, tool_text_, names_);
-  if (calls)
+  if (calls) {
     calls_ = std::move(*calls);
-  else if (!forced_calls_)
+    // Under `auto` the grammar does not stop a second call; OpenAI's (and vLLM's) answer is one.
+    if (!parallel_) calls_.resize(1);
+  } else if (!forced_calls_) {
     d.content += tool_text_;
+  }
   tool_text_.clear();
   return d;
 }

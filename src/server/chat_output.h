@@ -14,9 +14,10 @@ class ChatOutputParser {
  public:
   // reasoning: the answer may open with <think> (or, with in_think, the prompt already did);
   // tools: look for tool calls written in `format` to the functions `names`; forced_calls: the
-  // answer is written under a grammar of calls (tool_choice required or named).
+  // answer is written under a grammar of calls (tool_choice required or named); parallel: false
+  // keeps the first call only (parallel_tool_calls false).
   ChatOutputParser(bool reasoning, bool in_think, bool tools, ToolFormat format = ToolFormat::Hermes,
-                   std::vector<std::string> names = {}, bool forced_calls = false);
+                   std::vector<std::string> names = {}, bool forced_calls = false, bool parallel = true);
 
   struct Delta {
     std::string content, reasoning;
@@ -34,6 +35,7 @@ class ChatOutputParser {
 
   bool tools_;
   bool forced_calls_;
+  bool parallel_;
   ToolFormat format_;
   std::vector<std::string> names_;
   bool answer_start_ = true;  // nothing of the answer emitted yet (the JSON formats open there)

@@ -78,7 +78,8 @@ Generation::Generation(ServingContext& ctx, const OpenAIRequest& r, Streams stre
   if (parse.on)
     for (size_t i = 0; i < streams_.size(); ++i)
       parsers_.push_back(std::make_unique<ChatOutputParser>(parse.reasoning, parse.in_think, parse.tools,
-                                                            parse.format, parse.tool_names, parse.forced_calls));
+                                                            parse.format, parse.tool_names, parse.forced_calls,
+                                                            parse.parallel_calls));
 }
 
 Generation::~Generation() {
@@ -250,6 +251,7 @@ std::unique_ptr<Generation> start_generation(ServingContext& ctx, std::string_vi
       parse.tool_names = tool_names(r);
       tool_choice_grammar(r, parse.format);
       parse.forced_calls = r.tool_choice != "auto";
+      parse.parallel_calls = r.parallel_tool_calls;
     }
     parse.on = parse.reasoning || parse.in_think || parse.tools;
     // A structured output applies to the answer: the thinking before it stays free (unless the

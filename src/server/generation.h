@@ -34,6 +34,7 @@ struct ServingContext {
 struct ChatParsing {
   bool on = false, reasoning = false, in_think = false, tools = false;
   bool forced_calls = false;  // tool_choice required or named: the answer is calls only
+  bool parallel_calls = true;  // parallel_tool_calls
   ToolFormat format = ToolFormat::Hermes;
   std::vector<std::string> tool_names;
 };

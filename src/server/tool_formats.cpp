@@ -226,7 +226,9 @@ std::string tool_calls_grammar(ToolFormat f, const ojson& tools, const std::stri
     const std::string name = fn["name"].get<std::string>();
     if (!named.empty() && name != named) continue;
     const std::string start = "tool" + std::to_string(i);
-    const ojson params = fn.contains("parameters") ? fn["parameters"] : ojson{{"type", "object"}};
+    ojson params = fn.contains("parameters") ? fn["parameters"] : ojson::object();
+    // Arguments are an object (the parser takes no other): {} alone would let any value through.
+    if (params.empty()) params = {{"type", "object"}};
     try {
       rules += grammar::json_schema_rules(params, start + "-args");
     } catch (const Error& e) {

@@ -211,3 +211,24 @@ def test_tools_reach_the_model_when_a_message_names_one(server):
     plain = prompt_tokens("What is the weather in Paris?", True) - prompt_tokens("What is the weather in Paris?", False)
     named = prompt_tokens("Tell me about get_weather", True) - prompt_tokens("Tell me about get_weather", False)
     assert plain > 50 and named == plain, (plain, named)
+
+
+def test_auto_without_parallel_calls_returns_one(server):
+    # The model writes two calls under tool_choice auto; parallel_tool_calls false allows one (the
+    # first, as vLLM keeps it), streamed or not.
+    two = ('<tool_call>\n{"name": "get_time", "arguments": {"zone": "UTC"}}\n</tool_call>\n'
+           '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}\n</tool_call>')
+    body = {"tool_choice": "auto", "guided_choice": [two], "parallel_tool_calls": False}
+    r = post(server, body)
+    assert r.status_code == 200, r.text
+    choice = r.json()["choices"][0]
+    assert choice["finish_reason"] == "tool_calls"
+    calls = choice["message"]["tool_calls"]
+    assert [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in calls] == [("get_time", {"zone": "UTC"})]
+    r = post(server, {**body, "stream": True})
+    streamed = [json.loads(line[6:]) for line in r.iter_lines() if line.startswith(b"data: {")]
+    deltas = [d for ch in streamed for d in ch["choices"][0]["delta"].get("tool_calls", [])]
+    assert [(d["index"], d["function"]["name"]) for d in deltas] == [(0, "get_time")]
+    # With parallel calls allowed both come back.
+    r = post(server, {"tool_choice": "auto", "guided_choice": [two]})
+    assert [c["function"]["name"] for c in r.json()["choices"][0]["message"]["tool_calls"]] == ["get_time", "get_weather"]

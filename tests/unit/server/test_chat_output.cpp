@@ -106,3 +106,20 @@ TEST(ChatOutput, CutForcedCallIsNotContent) {
   // Not cut (or not forced): a broken block stays content, as before.
   EXPECT_EQ(run("<tool_call>{\"na", 1, false, false, true).content, "<tool_call>{\"na");
 }
+
+// parallel_tool_calls false: at most one call, the first (as OpenAI; vLLM keeps the first too).
+TEST(ChatOutput, NoParallelCallsKeepsTheFirst) {
+  const std::string text =
+      "<tool_call>{\"name\": \"a\", \"arguments\": {\"x\": 1}}</tool_call>\n"
+      "<tool_call>{\"name\": \"b\", \"arguments\": {}}</tool_call>";
+  for (size_t step : {1, 1000}) {
+    ChatOutputParser p(false, false, true, ToolFormat::Hermes, {}, false, false);
+    std::string content;
+    for (size_t i = 0; i < text.size(); i += step) content += p.push(text.substr(i, step)).content;
+    content += p.finish().content;
+    EXPECT_EQ(content, "") << step;
+    ASSERT_EQ(p.tool_calls().size(), 1u) << step;
+    EXPECT_EQ(p.tool_calls()[0].name, "a");
+    EXPECT_EQ(p.tool_calls()[0].arguments, "{\"x\":1}");
+  }
+}

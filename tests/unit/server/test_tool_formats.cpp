@@ -218,6 +218,29 @@ TEST(ToolFormats, HermesCallsBeforeACutOneAreKept) {
   }
 }
 
+// "parameters": {} is a function without parameters: the forced call's arguments must be an
+// object, as OpenAI's are and as the parser takes them (a string or number was a grammar-valid
+// call that parsed to no call, and `required` returned none).
+TEST(ToolFormats, EmptyParametersSchemaForcesObjectArguments) {
+  const ojson tools = ojson::parse(R"([{"type": "function", "function": {"name": "noargs", "parameters": {}}}])");
+  for (ToolFormat f : {ToolFormat::Hermes, ToolFormat::Llama3Json, ToolFormat::Mistral}) {
+    const std::string g = tool_calls_grammar(f, tools, "", false);
+    const char* key = f == ToolFormat::Llama3Json ? "parameters" : "arguments";
+    auto call = [&](const std::string& args) {
+      std::string c = std::string("{\"name\": \"noargs\", \"") + key + "\": " + args + "}";
+      if (f == ToolFormat::Hermes) return "<tool_call>\n" + c + "\n</tool_call>";
+      if (f == ToolFormat::Mistral) return "[" + c + "]";
+      return c;
+    };
+    for (const std::string args : {"\"x\"", "5", "[1]", "null"})
+      EXPECT_FALSE(grammar_accepts(g, call(args))) << tool_format_name(f) << " " << args;
+    EXPECT_TRUE(grammar_accepts(g, call(R"({"a": 1})"))) << tool_format_name(f);
+    const auto calls = parse_tool_calls(f, call("{}"), {"noargs"});
+    ASSERT_TRUE(calls.has_value());
+    EXPECT_EQ((*calls)[0].arguments, "{}");
+  }
+}
+
 // Random answers built from the pieces of calls, cut anywhere: parsing never throws or reads past
 // the text, and every call it keeps names a declared tool (Mistral) with object arguments.
 TEST(ToolFormats, RandomCutAnswersParseSafely) {
