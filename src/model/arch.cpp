@@ -57,6 +57,7 @@ std::string gguf_tensor_name(WeightRole r, int l) {
     case WeightRole::KBias: return fmt::format("blk.{}.attn_k.bias", l);
     case WeightRole::VBias: return fmt::format("blk.{}.attn_v.bias", l);
     case WeightRole::O: return fmt::format("blk.{}.attn_output.weight", l);
+    case WeightRole::OBias: return fmt::format("blk.{}.attn_output.bias", l);
     case WeightRole::QNorm: return fmt::format("blk.{}.attn_q_norm.weight", l);
     case WeightRole::KNorm: return fmt::format("blk.{}.attn_k_norm.weight", l);
     case WeightRole::FfnNorm: return fmt::format("blk.{}.ffn_norm.weight", l);
@@ -85,6 +86,7 @@ std::string hf_tensor_name(WeightRole r, int l) {
     case WeightRole::KBias: return p + "self_attn.k_proj.bias";
     case WeightRole::VBias: return p + "self_attn.v_proj.bias";
     case WeightRole::O: return p + "self_attn.o_proj.weight";
+    case WeightRole::OBias: return p + "self_attn.o_proj.bias";
     case WeightRole::QNorm: return p + "self_attn.q_norm.weight";
     case WeightRole::KNorm: return p + "self_attn.k_norm.weight";
     case WeightRole::FfnNorm: return p + "post_attention_layernorm.weight";

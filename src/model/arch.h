@@ -26,7 +26,7 @@ std::string supported_arch_names();
 
 // Tensor names for layer `l` (or -1 for global tensors) in GGUF and HF layouts.
 enum class WeightRole {
-  Embed, FinalNorm, LmHead, AttnNorm, Q, K, V, QBias, KBias, VBias, O, QNorm, KNorm, FfnNorm,
+  Embed, FinalNorm, LmHead, AttnNorm, Q, K, V, QBias, KBias, VBias, O, OBias, QNorm, KNorm, FfnNorm,
   Gate, Up, Down,
   Router,                          // MoE layers: [E, H]
   ExpertGate, ExpertUp, ExpertDown,  // one expert's [F, H], [F, H], [H, F]

@@ -185,7 +185,10 @@ ModelConfig config_from_hf_json(const std::string& path) {
   const bool has_scaling = j.contains("rope_scaling") && !j["rope_scaling"].is_null();
   parse_rope_scaling(has_scaling ? j["rope_scaling"] : rp, path, c);
   c.tie_word_embeddings = get_bool(j, "tie_word_embeddings", path, false);
-  c.qkv_bias = spec->qkv_bias || get_bool(j, "attention_bias", path, false);
+  // attention_bias (Llama, Qwen3) puts a bias on o_proj as well as q/k/v; Qwen2 has q/k/v only.
+  const bool attention_bias = get_bool(j, "attention_bias", path, false);
+  c.qkv_bias = spec->qkv_bias || attention_bias;
+  c.o_bias = !spec->qkv_bias && attention_bias;
   c.qk_norm = spec->qk_norm;
   c.rope_layout = ops::RopeLayout::Neox;
   if (spec->moe) parse_moe(j, path, c);

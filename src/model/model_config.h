@@ -47,6 +47,7 @@ struct ModelConfig {
   ops::RopeLayout rope_layout = ops::RopeLayout::Neox;
   bool tie_word_embeddings = false;
   bool qkv_bias = false;
+  bool o_bias = false;  // HF attention_bias outside Qwen2: o_proj has a bias too
   bool qk_norm = false;
   QuantConfig quant;
   // Mixture of experts (Qwen3-MoE); num_experts == 0 for dense models. Layer l is sparse when

@@ -56,6 +56,8 @@ void check_tp(const ModelConfig& c, int n) {
   LL_CHECK(n >= 1 && n <= 64, "--tp must be in 1..64, got {}", n);
   if (n == 1) return;
   LL_CHECK(!c.is_moe(), "tensor parallelism does not split mixture-of-experts models yet (--tp {})", n);
+  // Every rank would add it to its partial sum of the row-parallel o_proj.
+  LL_CHECK(!c.o_bias, "tensor parallelism does not support an o_proj bias (attention_bias) yet (--tp {})", n);
   LL_CHECK(c.num_heads % n == 0, "--tp {}: the model's {} attention heads do not split over {} ranks", n,
            c.num_heads, n);
   LL_CHECK(c.num_kv_heads % n == 0 || n % c.num_kv_heads == 0,

@@ -140,6 +140,7 @@ class DummySource final : public WeightSource {
         vec(WeightRole::KBias, l, Hkv * D, 0.f, 0.1f);
         vec(WeightRole::VBias, l, Hkv * D, 0.f, 0.1f);
       }
+      if (c.o_bias) vec(WeightRole::OBias, l, H, 0.f, 0.1f);
       mat(WeightRole::Q, l, Hq * D, H);
       mat(WeightRole::K, l, Hkv * D, H);
       mat(WeightRole::V, l, Hkv * D, H);
@@ -311,7 +312,12 @@ class Loader {
       const Tensor q = get(WeightRole::Q, l, Hq * D, H), k = get(WeightRole::K, l, Hkv * D, H),
                    v = get(WeightRole::V, l, Hkv * D, H), o = get(WeightRole::O, l, H, Hq * D);
       lw.qkv = linear({&q, &k, &v}, bias);
-      lw.o = linear({&o}, Tensor(), Hq * D);
+      Tensor o_bias;
+      if (cfg_.o_bias) {
+        const Tensor ob = get(WeightRole::OBias, l, H, 0);
+        o_bias = vector_f32({&ob});
+      }
+      lw.o = linear({&o}, o_bias, Hq * D);
       if (cfg_.is_moe_layer(l)) {
         lw.moe = true;
         const Tensor router = get(WeightRole::Router, l, cfg_.num_experts, H);
@@ -388,6 +394,7 @@ int64_t count_parameters(const ModelConfig& c) {
   int64_t per_layer = H * (c.num_heads * D) * 2 + H * (c.num_kv_heads * D) * 2 + 2 * H;
   if (c.qkv_bias) per_layer += (c.num_heads + 2 * c.num_kv_heads) * D;
   if (c.qk_norm) per_layer += 2 * D;
+  if (c.o_bias) per_layer += H;
   int64_t n = c.num_layers * per_layer + c.vocab_size * H + H;
   for (int64_t l = 0; l < c.num_layers; ++l)  // MLPs: router and experts, or one dense SwiGLU
     n += c.is_moe_layer(l) ? c.num_experts * (3 * H * c.moe_intermediate_size + H) : 3 * H * c.intermediate_size;

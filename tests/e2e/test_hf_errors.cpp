@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -304,6 +306,74 @@ TEST_F(HfErrors, RoundTripOfTheWriterLoads) {
   o.kv_tokens = 16;
   o.ctx = 16;
   EXPECT_NO_THROW(Engine::create(o));
+}
+
+// HF Llama with attention_bias=true adds a bias to o_proj as well as to q/k/v. With layer 0's
+// o_proj weight zero, its attention adds exactly o_proj.bias b to the residual: the same model
+// as one without biases whose embedding rows are shifted by b (HF semantics, checked on logits).
+TEST_F(HfErrors, LlamaAttentionBiasIncludesOProj) {
+  const fs::path src = copy_fixture("llama");
+  StFile all;
+  for (const auto& e : fs::directory_iterator(src))
+    if (e.path().extension() == ".safetensors") all.merge(read_st(e.path()));
+  auto f32 = [](const std::vector<float>& v) {
+    return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 4);
+  };
+  const int64_t H = 128, V = 1000;
+  std::vector<float> b(static_cast<size_t>(H));
+  for (int64_t i = 0; i < H; ++i) b[size_t(i)] = 0.25f * float(i % 7) - 0.75f;
+  // Embedding to F32 (bf16 widens exactly) so that rows + b are exact in both models.
+  const StTensor& emb = all.at("model.embed_tokens.weight");
+  ASSERT_EQ(emb.dtype, "BF16");
+  std::vector<float> rows(static_cast<size_t>(V * H)), shifted(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    uint16_t h;
+    std::memcpy(&h, emb.bytes.data() + 2 * i, 2);
+    const uint32_t bits = uint32_t(h) << 16;
+    std::memcpy(&rows[i], &bits, 4);
+    shifted[i] = rows[i] + b[i % size_t(H)];
+  }
+  StTensor& o0 = all.at("model.layers.0.self_attn.o_proj.weight");
+  o0.bytes.assign(o0.bytes.size(), '\0');
+
+  auto write_model = [&](const std::string& name, const StFile& f, bool attention_bias) {
+    const fs::path d = root_ / name;
+    fs::create_directories(d);
+    fs::copy_file(src / "config.json", d / "config.json");
+    edit_config(d, [&](json& c) { c["attention_bias"] = attention_bias; });
+    write_st(d / "model.safetensors", f);
+    return d;
+  };
+  StFile ref = all, biased = all;
+  ref.at("model.embed_tokens.weight") = {"F32", {V, H}, f32(shifted)};
+  biased.at("model.embed_tokens.weight") = {"F32", {V, H}, f32(rows)};
+  for (int l = 0; l < 3; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".self_attn.";
+    biased[p + "q_proj.bias"] = {"F32", {128}, f32(std::vector<float>(128, 0.f))};
+    biased[p + "k_proj.bias"] = {"F32", {32}, f32(std::vector<float>(32, 0.f))};
+    biased[p + "v_proj.bias"] = {"F32", {32}, f32(std::vector<float>(32, 0.f))};
+    biased[p + "o_proj.bias"] = {"F32", {H}, f32(l == 0 ? b : std::vector<float>(b.size(), 0.f))};
+  }
+  const fs::path d_ref = write_model("ref", ref, false), d_bias = write_model("bias", biased, true);
+
+  auto logits = [](const fs::path& d) {
+    EngineOptions o;
+    o.model = d.string();
+    o.backend.device = DeviceKind::Cpu;
+    o.backend.cpu.int16_activations = false;
+    o.kv_tokens = 16;
+    o.ctx = 16;
+    std::vector<float> out;
+    Engine::create(o)->score({{3, 141, 59, 265, 358, 979}}, 0,
+                             [&](int, int, const float* l, int64_t n) { out.insert(out.end(), l, l + n); });
+    return out;
+  };
+  const std::vector<float> want = logits(d_ref), got = logits(d_bias);
+  ASSERT_EQ(got.size(), want.size());
+  ASSERT_EQ(want.size(), size_t(5 * V));
+  double max_diff = 0;
+  for (size_t i = 0; i < want.size(); ++i) max_diff = std::max(max_diff, std::fabs(double(got[i]) - want[i]));
+  EXPECT_LE(max_diff, 1e-4);
 }
 
 }  // namespace

@@ -163,6 +163,8 @@ TEST(TpShard, RefusesWhatDoesNotSplit) {
   EXPECT_THROW(check_tp(c, 4), std::exception);  // MLP columns
   c.intermediate_size = 256, c.num_experts = 4;
   EXPECT_THROW(check_tp(c, 2), std::exception);  // experts are not split yet
+  c.num_experts = 0, c.o_bias = true;
+  EXPECT_THROW(check_tp(c, 2), std::exception);  // each rank would add the o_proj bias
 }
 
 // Bad --tp values are one-line errors with exit code 2.
