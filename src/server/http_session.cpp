@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <cctype>
@@ -84,7 +85,14 @@ void HttpSession::start() {
 }
 
 void HttpSession::abort() {
-  asio::post(socket_.get_executor(), [self = shared_from_this()] { self->close(); });
+  asio::post(socket_.get_executor(), [self = shared_from_this()] {
+    // A request read in full still gets its answer; the connection closes after it.
+    if (self->phase_ == Phase::Handling || self->phase_ == Phase::Responding) {
+      self->keep_alive_ = false;
+      return;
+    }
+    self->close();
+  });
 }
 
 void HttpSession::arm(std::chrono::steady_clock::duration d) {
@@ -290,7 +298,9 @@ void HttpSession::dispatch() {
   timer_.cancel();
   head_.reset();
   if (!shared_.handler.heavy(req_)) return on_reply(shared_.handler.handle(req_));
-  asio::post(shared_.workers, [self = shared_from_this()] {
+  // The loop's work until the answer is posted back: once the listener stops accepting, a loop
+  // without pending work returns, and the answer would find none to run on.
+  asio::post(shared_.workers, [self = shared_from_this(), work = asio::make_work_guard(socket_.get_executor())] {
     self->stamps_.worker = Clock::now();
     auto reply = std::make_shared<HttpReply>(self->shared_.handler.handle(self->req_));
     asio::post(self->socket_.get_executor(), [self, reply] { self->on_reply(std::move(*reply)); });

@@ -42,7 +42,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   HttpSession(tcp::socket socket, std::string remote, HttpShared& shared);
   ~HttpSession();
   void start();
-  // Closes at once (server shutdown); safe from any thread.
+  // Server shutdown: closes at once, or after the answer to a request already read; safe from
+  // any thread.
   void abort();
 
  private:

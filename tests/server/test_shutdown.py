@@ -2,6 +2,7 @@
 it), then the process exits 0."""
 import json
 import signal
+import socket
 import threading
 import time
 
@@ -66,4 +67,31 @@ def test_sigterm_cancels_after_grace():
     reader.join(5)
     assert result["done"] and result["finish"] == "abort"
     assert elapsed < 8, elapsed
+    s.stop()
+
+
+def test_sigterm_answers_requests_being_handled():
+    # Requests read in full but still parsed and tokenized on the workers when the listener
+    # stopped had their connections closed without an answer (and the event loops, out of work
+    # once it stopped accepting, had returned: no answer could be written).
+    s = Server()
+    body = json.dumps({"prompt": "hello world, " * 1_000_000, "max_tokens": 1}).encode()
+    head = b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body)
+    socks = []
+    for _ in range(12):
+        c = socket.create_connection(("127.0.0.1", s.port))
+        c.sendall(head + body[:-1])
+        socks.append(c)
+    for c in socks:  # every request complete at once: most wait for a worker
+        c.sendall(body[-1:])
+    time.sleep(0.1)
+    s.proc.send_signal(signal.SIGTERM)
+    for c in socks:
+        c.settimeout(30)
+        got = b""
+        while chunk := c.recv(65536):
+            got += chunk
+        c.close()
+        assert got.startswith(b"HTTP/1.1 ") and got.endswith(b"}"), got[:200]
+    assert s.proc.wait(30) == 0
     s.stop()
