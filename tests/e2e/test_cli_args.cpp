@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 
 namespace fs = std::filesystem;
 
@@ -20,10 +21,10 @@ struct CliRun {
   std::string err;
 };
 
-// `lite-llama <cmd> -q --device cpu -t 1 -m <tiny model> <args>`: exit code and stderr.
-CliRun run(const std::string& cmd, const std::string& args) {
+// `<env> lite-llama <cmd> -q --device cpu -t 1 -m <tiny model> <args>`: exit code and stderr.
+CliRun run(const std::string& cmd, const std::string& args, const std::string& env = "") {
   const fs::path err = fs::temp_directory_path() / ("ll_cli_args_" + std::to_string(getpid()) + ".err");
-  const std::string line = std::string("'") + LL_CLI_PATH + "' " + cmd + " -q --device cpu -t 1 -m '" + model() +
+  const std::string line = env + " '" + LL_CLI_PATH + "' " + cmd + " -q --device cpu -t 1 -m '" + model() +
                            "' " + args + " >/dev/null 2>'" + err.string() + "'";
   const int rc = std::system(line.c_str());
   CliRun r;
@@ -82,4 +83,34 @@ TEST(CliArgs, SystemNeedsChat) {
   EXPECT_EQ(r.rc, 2) << r.err;
   EXPECT_NE(r.err.find("--chat"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+// The LITE_LLAMA_* tuning variables: atoi read "abc" as 0 without a word, and
+// LITE_LLAMA_CPU_Q8=0 turned int8 activations on.
+TEST(CliArgs, MalformedTuningVariableIsAnError) {
+  const std::pair<const char*, const char*> bad[] = {
+      {"LITE_LLAMA_DECODE_STAGES=abc", "LITE_LLAMA_DECODE_STAGES must be an integer, got 'abc'"},
+      {"LITE_LLAMA_GEMV_MAX=4x", "LITE_LLAMA_GEMV_MAX must be an integer, got '4x'"},
+      {"LITE_LLAMA_GEMV_MAX=", "LITE_LLAMA_GEMV_MAX must be an integer, got ''"},
+      {"LITE_LLAMA_CPU_Q8=yes", "LITE_LLAMA_CPU_Q8 must be 0 or 1, got 'yes'"},
+      {"LITE_LLAMA_PDL=off", "LITE_LLAMA_PDL must be 0 or 1, got 'off'"}};
+  for (const auto& [env, message] : bad)
+    for (const char* cmd : {"info", "generate -p hi -n 2"}) {
+      const CliRun r = run(cmd, "", env);
+      EXPECT_EQ(r.rc, 2) << env << " " << cmd << ": " << r.err;
+      EXPECT_NE(r.err.find(message), std::string::npos) << env << " " << cmd << ": " << r.err;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << env << " " << cmd << ": " << r.err;
+    }
+  const std::string info = std::string("'") + LL_CLI_PATH + "' info --device cpu -m '" + model() + "'";
+  const auto backend = [&](const char* env) {
+    std::string out;
+    if (FILE* f = popen((std::string(env) + " " + info + " 2>/dev/null").c_str(), "r")) {
+      char buf[4096];
+      for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+      pclose(f);
+    }
+    return out;
+  };
+  EXPECT_EQ(backend("LITE_LLAMA_CPU_Q8=0").find("int8 activations"), std::string::npos);
+  EXPECT_NE(backend("LITE_LLAMA_CPU_Q8=1").find("int8 activations"), std::string::npos);
 }

@@ -1,19 +1,33 @@
 #include "env_tuning.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
+#include <cstring>
 #include <string>
+
+#include "core/error.h"
 
 namespace lite_llama::cli {
 namespace {
 
 const char* env(const char* name) { return std::getenv(name); }
-bool env_is(const char* name, const char* value) {
-  const char* e = env(name);
-  return e && std::string(e) == value;
-}
+// Strict: atoi read "abc" as 0, and a flag set to anything but its off value turned it on
+// (LITE_LLAMA_CPU_Q8=0 chose int8 activations).
 void env_int(const char* name, int& field) {
-  if (const char* e = env(name)) field = std::atoi(e);
+  const char* e = env(name);
+  if (!e) return;
+  const char* end = e + std::strlen(e);
+  int v = 0;
+  const auto [p, ec] = std::from_chars(e, end, v);
+  LL_CHECK(ec == std::errc() && p == end, "{} must be an integer, got '{}'", name, e);
+  field = v;
+}
+void env_flag(const char* name, bool& field) {
+  const char* e = env(name);
+  if (!e) return;
+  LL_CHECK(std::string(e) == "0" || std::string(e) == "1", "{} must be 0 or 1, got '{}'", name, e);
+  field = e[0] == '1';
 }
 
 }  // namespace
@@ -21,25 +35,25 @@ void env_int(const char* name, int& field) {
 void apply_env_tuning(BackendOptions& o) {
   CudaTuning& c = o.cuda;
   env_int("LITE_LLAMA_GEMV_MAX", c.gemv_max_tokens);
-  if (env("LITE_LLAMA_GEMM_TUNE")) c.gemm_tune = !env_is("LITE_LLAMA_GEMM_TUNE", "0");
+  env_flag("LITE_LLAMA_GEMM_TUNE", c.gemm_tune);
   env_int("LITE_LLAMA_DECODE_SPLIT_KEYS", c.decode_split_keys);
   env_int("LITE_LLAMA_DECODE_STAGES", c.decode_stages);
-  if (env("LITE_LLAMA_DECODE_MAX_CARVEOUT")) c.decode_max_carveout = !env_is("LITE_LLAMA_DECODE_MAX_CARVEOUT", "0");
+  env_flag("LITE_LLAMA_DECODE_MAX_CARVEOUT", c.decode_max_carveout);
   c.decode_split_keys = std::max(0, c.decode_split_keys);
   env_int("LITE_LLAMA_GQ_MMA_MAX", c.gq_mma_max_tokens);
   env_int("LITE_LLAMA_FP8_GEMM_MIN", c.fp8_gemm_min_tokens);
-  if (env("LITE_LLAMA_GQ_FP32")) c.gq_fp32 = env_is("LITE_LLAMA_GQ_FP32", "1");
+  env_flag("LITE_LLAMA_GQ_FP32", c.gq_fp32);
   env_int("LITE_LLAMA_GQ_DP4A_MAX", c.gq_dp4a_max_tokens);
-  if (env("LITE_LLAMA_GQ_INT8_ACT")) c.gq_int8_act = env_is("LITE_LLAMA_GQ_INT8_ACT", "1");
+  env_flag("LITE_LLAMA_GQ_INT8_ACT", c.gq_int8_act);
   env_int("LITE_LLAMA_PEER_ALLREDUCE_KIB", c.peer_all_reduce_max_kib);
   c.peer_all_reduce_max_kib = std::max(0, c.peer_all_reduce_max_kib);
   env_int("LITE_LLAMA_SWIGLU_GEMV_MAX_K", c.swiglu_gemv_max_k);
   env_int("LITE_LLAMA_GEMV1_LOOP", c.gemv1_loop_blocks_per_sm);
   c.gemv1_loop_blocks_per_sm = std::max(-1, c.gemv1_loop_blocks_per_sm);
-  if (env("LITE_LLAMA_GEMV1_LOOP_BALANCED")) c.gemv1_loop_balanced = !env_is("LITE_LLAMA_GEMV1_LOOP_BALANCED", "0");
+  env_flag("LITE_LLAMA_GEMV1_LOOP_BALANCED", c.gemv1_loop_balanced);
   env_int("LITE_LLAMA_GEMV1_ORDERED_PREFETCH", c.gemv1_ordered_prefetch);
   c.gemv1_ordered_prefetch = std::clamp(c.gemv1_ordered_prefetch, -1, 1);
-  if (env("LITE_LLAMA_GATE_UP_SWIGLU")) c.gate_up_swiglu = !env_is("LITE_LLAMA_GATE_UP_SWIGLU", "0");
+  env_flag("LITE_LLAMA_GATE_UP_SWIGLU", c.gate_up_swiglu);
   env_int("LITE_LLAMA_QKV_ROPE_GEMV", c.qkv_rope_gemv);
   c.qkv_rope_gemv = std::clamp(c.qkv_rope_gemv, -1, 1);
   env_int("LITE_LLAMA_MOE_GEMV_MAX", c.moe_gemv_max_assign);
@@ -49,27 +63,27 @@ void apply_env_tuning(BackendOptions& o) {
   c.moe_gemv_row_groups = std::max(1, c.moe_gemv_row_groups);
   env_int("LITE_LLAMA_MOE_GEMV_FEW_ROW_GROUPS", c.moe_gemv_few_row_groups);
   c.moe_gemv_few_row_groups = std::max(1, c.moe_gemv_few_row_groups);
-  if (env("LITE_LLAMA_MOE_GEMV_PRELOAD")) c.moe_gemv_preload = env_is("LITE_LLAMA_MOE_GEMV_PRELOAD", "1");
-  if (env("LITE_LLAMA_MOE_GEMV_MMA")) c.moe_gemv_mma = !env_is("LITE_LLAMA_MOE_GEMV_MMA", "0");
-  if (env("LITE_LLAMA_PDL_MOE")) c.pdl_moe = !env_is("LITE_LLAMA_PDL_MOE", "0");
-  if (env("LITE_LLAMA_FP32_RESIDUAL")) c.fp32_residual = !env_is("LITE_LLAMA_FP32_RESIDUAL", "0");
-  if (env("LITE_LLAMA_FP8_GEMM")) c.fp8_gemm = !env_is("LITE_LLAMA_FP8_GEMM", "0");
-  if (env("LITE_LLAMA_PDL")) c.pdl = !env_is("LITE_LLAMA_PDL", "0");
-  if (env("LITE_LLAMA_PDL_GEMV")) c.pdl_gemv = !env_is("LITE_LLAMA_PDL_GEMV", "0");
-  if (env("LITE_LLAMA_PDL_ATTENTION")) c.pdl_attention = !env_is("LITE_LLAMA_PDL_ATTENTION", "0");
-  if (env("LITE_LLAMA_PDL_ALL_REDUCE")) c.pdl_all_reduce = !env_is("LITE_LLAMA_PDL_ALL_REDUCE", "0");
-  if (env("LITE_LLAMA_PEER_LL_BATCH_POLL")) c.peer_ll_batch_poll = !env_is("LITE_LLAMA_PEER_LL_BATCH_POLL", "0");
-  if (env("LITE_LLAMA_PDL_NORM")) c.pdl_norm = !env_is("LITE_LLAMA_PDL_NORM", "0");
-  if (env("LITE_LLAMA_PREFILL_WGMMA")) c.prefill_wgmma = !env_is("LITE_LLAMA_PREFILL_WGMMA", "0");
-  if (env("LITE_LLAMA_PREFILL_WGMMA_SPLIT")) c.prefill_wgmma_split = !env_is("LITE_LLAMA_PREFILL_WGMMA_SPLIT", "0");
+  env_flag("LITE_LLAMA_MOE_GEMV_PRELOAD", c.moe_gemv_preload);
+  env_flag("LITE_LLAMA_MOE_GEMV_MMA", c.moe_gemv_mma);
+  env_flag("LITE_LLAMA_PDL_MOE", c.pdl_moe);
+  env_flag("LITE_LLAMA_FP32_RESIDUAL", c.fp32_residual);
+  env_flag("LITE_LLAMA_FP8_GEMM", c.fp8_gemm);
+  env_flag("LITE_LLAMA_PDL", c.pdl);
+  env_flag("LITE_LLAMA_PDL_GEMV", c.pdl_gemv);
+  env_flag("LITE_LLAMA_PDL_ATTENTION", c.pdl_attention);
+  env_flag("LITE_LLAMA_PDL_ALL_REDUCE", c.pdl_all_reduce);
+  env_flag("LITE_LLAMA_PEER_LL_BATCH_POLL", c.peer_ll_batch_poll);
+  env_flag("LITE_LLAMA_PDL_NORM", c.pdl_norm);
+  env_flag("LITE_LLAMA_PREFILL_WGMMA", c.prefill_wgmma);
+  env_flag("LITE_LLAMA_PREFILL_WGMMA_SPLIT", c.prefill_wgmma_split);
   env_int("LITE_LLAMA_PREFILL_WG3_WAVES", c.prefill_wg3_waves);
-  if (env("LITE_LLAMA_CHECK_FINITE")) c.check_finite = env_is("LITE_LLAMA_CHECK_FINITE", "1");
+  env_flag("LITE_LLAMA_CHECK_FINITE", c.check_finite);
   if (const char* e = env("LITE_LLAMA_DECODE_TIMELINE_OUT")) c.decode_timeline_out = e;
-  if (env("LITE_LLAMA_CPU_Q8")) o.cpu.q8_activations = true;
-  if (env("LITE_LLAMA_CPU_INT16")) o.cpu.int16_activations = env_is("LITE_LLAMA_CPU_INT16", "1");
+  env_flag("LITE_LLAMA_CPU_Q8", o.cpu.q8_activations);
+  env_flag("LITE_LLAMA_CPU_INT16", o.cpu.int16_activations);
   if (const char* e = env("LITE_LLAMA_CPU_ISA")) o.cpu.isa = parse_cpu_isa(e);
-  if (env("LITE_LLAMA_CPU_KV_F16")) o.cpu.kv_f16 = env_is("LITE_LLAMA_CPU_KV_F16", "1");
-  if (env("LITE_LLAMA_CPU_PIN")) o.cpu.pin_threads = env_is("LITE_LLAMA_CPU_PIN", "1");
+  env_flag("LITE_LLAMA_CPU_KV_F16", o.cpu.kv_f16);
+  env_flag("LITE_LLAMA_CPU_PIN", o.cpu.pin_threads);
 }
 
 }  // namespace lite_llama::cli
