@@ -114,3 +114,16 @@ TEST(CliArgs, MalformedTuningVariableIsAnError) {
   EXPECT_EQ(backend("LITE_LLAMA_CPU_Q8=0").find("int8 activations"), std::string::npos);
   EXPECT_NE(backend("LITE_LLAMA_CPU_Q8=1").find("int8 activations"), std::string::npos);
 }
+
+// chat: a CRLF "/exit\r" was sent to the model as a message, and so was a line of spaces. The
+// prompt "> " is written once per line read: a blank line and /exit read, nothing after them.
+TEST(CliArgs, ChatTakesCommandsFromCrlfInputAndSkipsBlankLines) {
+  const fs::path in = fs::temp_directory_path() / ("ll_cli_chat_" + std::to_string(getpid()) + ".txt");
+  std::ofstream(in) << "   \r\n/exit\r\nhello\r\n";
+  const CliRun r = run("chat", "-n 2 < '" + in.string() + "'");
+  fs::remove(in);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  size_t prompts = 0;
+  for (size_t p = r.err.find("> "); p != std::string::npos; p = r.err.find("> ", p + 2)) ++prompts;
+  EXPECT_EQ(prompts, 2u) << r.err;
+}

@@ -34,12 +34,16 @@ void run_chat(ChatArgs& a) {
     std::fprintf(stderr, "> ");
     std::fflush(stderr);
     if (!std::getline(std::cin, line)) break;
-    if (line == "/exit" || line == "/quit") break;
-    if (line == "/reset") {
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF input: "/exit\r" is /exit
+    // Commands and blank lines as typed with stray spaces: "/reset " resets, "   " sends nothing.
+    const size_t b = line.find_first_not_of(" \t"), e = line.find_last_not_of(" \t");
+    const std::string cmd = b == std::string::npos ? std::string() : line.substr(b, e - b + 1);
+    if (cmd == "/exit" || cmd == "/quit") break;
+    if (cmd == "/reset") {
       history.resize(a.system.empty() ? 0 : 1);
       continue;
     }
-    if (line.empty()) continue;
+    if (cmd.empty()) continue;
     history.push_back(message("user", line));
     std::vector<int32_t> ids = engine->tokenize(engine->apply_chat_template(history, true), false, true);
     int64_t id = 0;
