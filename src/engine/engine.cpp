@@ -174,7 +174,7 @@ class EngineImpl final : public Engine {
     std::shared_future<void> warmed;
     if (!p.grammar.empty()) g = grammars_->get(p.grammar, &warmed);  // throws on a bad grammar
     const int64_t id = next_id_++;
-    auto r = std::make_unique<Request>(id, std::move(prompt), p, *files_.tokenizer);
+    auto r = std::make_unique<Request>(id, std::move(prompt), greedy_below_eps(p), *files_.tokenizer);
     if (g) {
       r->grammar = std::move(g);
       r->matcher.emplace(r->grammar->matcher());
@@ -319,6 +319,12 @@ class EngineImpl final : public Engine {
     return o;
   }
 
+  // Below vLLM's _SAMPLING_EPS a temperature is greedy, on every path (the graph's argmax, the
+  // host and device samplers): 1 / t overflows to inf for a subnormal t, and the draw was NaN.
+  static SamplingParams greedy_below_eps(SamplingParams p) {
+    if (p.temperature < 1e-5f) p.temperature = 0.0f;
+    return p;
+  }
   static bool min_tokens_pending(const Request& r) { return r.seq.num_generated() < r.params.min_tokens; }
   // The tokens that end this request: the model's end-of-sequence ids (unless ignore_eos) and its
   // stop_token_ids.

@@ -308,3 +308,13 @@ def test_tensor_parallel_equals_one_rank(llm):
     want = llm.generate(SEED_PROMPTS, greedy(24), use_tqdm=False)
     got = tp.generate(SEED_PROMPTS, greedy(24), use_tqdm=False)
     assert [o.outputs[0].token_ids for o in got] == [o.outputs[0].token_ids for o in want]
+
+
+def test_tiny_temperature_is_greedy(llm):
+    """Below vLLM's 1e-5 a temperature is greedy: at 1e-40, 1 / t overflowed to inf and every draw
+    was the vocabulary's last token."""
+    prompt = "The capital of France is a city called"
+    want = llm.generate(prompt, greedy(6), use_tqdm=False)[0].outputs[0].token_ids
+    for t in (1e-6, 1e-40):
+        got = llm.generate(prompt, SamplingParams(temperature=t, max_tokens=6, seed=3), use_tqdm=False)
+        assert got[0].outputs[0].token_ids == want, t

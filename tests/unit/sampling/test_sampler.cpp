@@ -108,6 +108,18 @@ TEST(Sampler, GreedyIsArgmax) {
   }
 }
 
+TEST(Sampler, TinyTemperatureIsGreedy) {
+  // vLLM samples greedily below _SAMPLING_EPS = 1e-5; a subnormal temperature once made
+  // 1 / t inf and every weight NaN, so the last token (3) came out instead of the argmax (1).
+  const std::vector<float> r = {0.1f, 0.3f, 0.2f, 0.29f};
+  for (float t : {1e-6f, 1e-40f, std::numeric_limits<float>::denorm_min()})
+    for (uint64_t seed = 0; seed < 5; ++seed) {
+      SequenceSampler s(params(t, seed), {});
+      std::vector<float> c = r;
+      EXPECT_EQ(s.sample(c.data(), 4, nullptr, nullptr), 1) << "temperature " << t;
+    }
+}
+
 TEST(Sampler, TemperatureOneFollowsSoftmax) {
   expect_distribution(params(1.0f), base_logits(), {{5, 0.5}, {2, 0.25}, {7, 0.15}, {0, 0.1}},
                       "T=1");
