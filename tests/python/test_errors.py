@@ -305,6 +305,15 @@ def test_reentrant_call_is_refused(llm):
     check_recovers(llm)
 
 
+def assert_exits_cleanly(script, timeout):
+    """Runs `script` in a fresh interpreter: it must print 'main thread exits' and exit 0."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout, env=env,
+                       cwd=ROOT)
+    assert r.returncode == 0 and "main thread exits" in r.stdout, (r.returncode, r.stderr[-2000:])
+
+
 @pytest.mark.parametrize("call", ["generate_stream", "generate"])
 def test_exit_with_a_daemon_thread_generating(call):
     """The interpreter exits while a daemon thread generates: CPython ends such a thread with
@@ -326,11 +335,7 @@ threading.Thread(target=work, daemon=True).start()
 time.sleep(1.0)
 print("main thread exits", flush=True)
 """
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env,
-                       cwd=ROOT)
-    assert r.returncode == 0 and "main thread exits" in r.stdout, (r.returncode, r.stderr[-2000:])
+    assert_exits_cleanly(script, timeout=120)
 
 
 def test_exit_with_a_stream_left_open():
@@ -344,8 +349,4 @@ stream = llm.generate_stream("Once upon a time", SamplingParams(max_tokens=50, i
 next(stream)
 print("main thread exits", flush=True)
 """
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env,
-                       cwd=ROOT)
-    assert r.returncode == 0 and "main thread exits" in r.stdout, (r.returncode, r.stderr[-2000:])
+    assert_exits_cleanly(script, timeout=60)
