@@ -77,17 +77,16 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_specia
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 2);
   if (add_special && add_bos_ && bos_ >= 0) out.push_back(bos_);
-  if (!parse_special) {
-    encode_plain(text, out);
-    return out;
-  }
   // Leftmost-longest scan, like HF's added-vocabulary matcher: the text between two special
-  // tokens is pre-tokenised on its own, so no piece spans a special token.
+  // tokens is pre-tokenised on its own, so no piece spans a special token. Without
+  // parse_special only control tokens stay text: user-defined ones (Qwen3's <think>) still
+  // match, as in llama.cpp and HF.
   size_t seg = 0;
   for (size_t i = special_starts_.find(text, 0); i < text.size(); i = special_starts_.find(text, i)) {
     const int32_t id = match_special(text, i);
-    if (id < 0 || (types_[id] == TokenType::Control && !plain.empty() &&
-                   overlaps_any(plain, i, i + bpe_.token(id).size()))) {
+    if (id < 0 || (types_[id] == TokenType::Control &&
+                   (!parse_special ||
+                    (!plain.empty() && overlaps_any(plain, i, i + bpe_.token(id).size()))))) {
       ++i;
       continue;
     }

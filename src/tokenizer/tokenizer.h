@@ -49,7 +49,8 @@ class Tokenizer {
   // add_special: prepend BOS when the vocabulary asks for it (add_bos); for tokenizer.json the
   // post-processor's template decides, which may also append EOS.
   // parse_special: text like "<|im_start|>" becomes its special token instead of plain text.
-  // (tokenizer.json's non-special added tokens, such as Qwen3's <think>, always match, as in HF.)
+  // (Non-special added tokens, such as Qwen3's <think>, always match, as in HF and llama.cpp:
+  // tokenizer.json's special=false ones, GGUF's user-defined ones.)
   virtual std::vector<int32_t> encode(std::string_view text, bool add_special,
                                       bool parse_special) const = 0;
   // As above, but no control token matches where its text overlaps one of `plain` (sorted,

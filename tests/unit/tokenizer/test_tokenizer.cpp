@@ -138,6 +138,18 @@ TEST(Tokenizer, SpecialTokensParsedOnlyWhenAsked) {
   EXPECT_EQ(plain.front(), v.byte('<'));
 }
 
+// A user-defined token (GGUF token_type 4, what convert_hf_to_gguf.py writes for an added token
+// with special=false, e.g. Qwen3's <think>) matches even without parse_special: llama.cpp's
+// tokenizer_st_partition skips only control/unknown tokens then, and HF's tokenizers gives
+// '<think>hi<|im_end|>' with encode_special_tokens=True as ['<think>', 'hi', '<', '|', ...].
+TEST(Tokenizer, UserDefinedTokensMatchWithoutParseSpecial) {
+  TinyVocab v;
+  auto l = load(v.writer());
+  EXPECT_EQ(l.tok->encode("<user>he</s>", false, false),
+            (std::vector<int32_t>{v.user, v.id("he"), v.byte('<'), v.byte('/'), v.byte('s'),
+                                  v.byte('>')}));
+}
+
 TEST(Tokenizer, DecodeAndSpecialQueries) {
   TinyVocab v;
   auto l = load(v.writer());
