@@ -441,10 +441,15 @@ class SchemaCompiler {
       if (!s["properties"].is_object()) error("'properties' must be an object");
       for (const auto& [k, v] : s["properties"].items()) order.emplace_back(k, &v);
     }
+    const json add = s.value("additionalProperties", json(true));
+    const bool closed = add.is_boolean() && !add.get<bool>();
     for (const auto& r : required) {
       bool found = false;
       for (const auto& [k, v] : order) found = found || k == r;
-      if (!found) error("required property '" + r + "' is not in 'properties'");
+      // An undeclared required name is an additional property that must be there.
+      if (!found && closed)
+        error("required property '" + r + "' is not in 'properties' and 'additionalProperties' is false");
+      if (!found) order.emplace_back(r, &add);
     }
     // Required properties first (in their declared order), then the optional ones.
     for (int pass = 0; pass < 2; ++pass)
@@ -455,8 +460,6 @@ class SchemaCompiler {
         props.push_back({lit(json(k).dump()) + " ws \":\" ws " + value + " ws", pass == 0});
       }
     std::string extra;
-    const json add = s.value("additionalProperties", json(true));
-    const bool closed = add.is_boolean() && !add.get<bool>();
     if (!closed) {
       const std::string value = add.is_boolean() ? "json-value" : visit(add, name + "-extra", depth + 1);
       extra = add_rule(name + "-kv", extra_key(s, names, name, depth) + " ws \":\" ws " + value + " ws");
