@@ -37,9 +37,4 @@ void gemm_f32(const Kernels& k, DType t, const void* w, size_t row_stride, int64
   }
 }
 
-void gemm_f32(DType t, const void* w, size_t row_stride, int64_t rows, const float* x, int64_t T,
-              int64_t K, float* out, int64_t ldo) {
-  gemm_f32(kernels_for(detect_cpu_isa()), t, w, row_stride, rows, x, T, K, out, ldo);
-}
-
 }  // namespace lite_llama::cpu
