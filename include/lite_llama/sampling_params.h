@@ -8,8 +8,12 @@
 
 namespace lite_llama {
 
+// A temperature below this is greedy (vLLM's _SAMPLING_EPS): 1 / t would overflow to inf for a
+// subnormal t, and the draw be NaN.
+constexpr float kGreedyTemperature = 1e-5f;
+
 struct SamplingParams {
-  float temperature = 1.0f;         // 0 = greedy (argmax)
+  float temperature = 1.0f;         // 0 (or below kGreedyTemperature) = greedy (argmax)
   int top_k = 0;                    // 0 = off
   float top_p = 1.0f;               // 1 = off
   float min_p = 0.0f;               // 0 = off

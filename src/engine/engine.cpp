@@ -319,10 +319,9 @@ class EngineImpl final : public Engine {
     return o;
   }
 
-  // Below vLLM's _SAMPLING_EPS a temperature is greedy, on every path (the graph's argmax, the
-  // host and device samplers): 1 / t overflows to inf for a subnormal t, and the draw was NaN.
+  // kGreedyTemperature on every path (the graph's argmax, the host and device samplers).
   static SamplingParams greedy_below_eps(SamplingParams p) {
-    if (p.temperature < 1e-5f) p.temperature = 0.0f;
+    if (p.temperature < kGreedyTemperature) p.temperature = 0.0f;
     return p;
   }
   static bool min_tokens_pending(const Request& r) { return r.seq.num_generated() < r.params.min_tokens; }

@@ -76,9 +76,7 @@ int32_t SequenceSampler::sample(float* logits, int64_t vocab, float* chosen_logp
   apply_penalties(logits, vocab);
 
   int32_t chosen;
-  // Below vLLM's _SAMPLING_EPS a temperature is greedy: 1 / t would overflow to inf for a
-  // subnormal t, and (max - max) * inf is NaN.
-  if (params_.temperature < 1e-5f) {
+  if (params_.temperature < kGreedyTemperature) {
     chosen = argmax(logits, vocab);
   } else {
     const float inv_t = 1.0f / params_.temperature;
