@@ -350,11 +350,13 @@ __device__ __forceinline__ void prefill_empty_partials(float* partial, size_t q_
 // instructions a warp (H200, ncu, D 64 batch 1: 912 a warp with kG 1 at 3.4 cycles each, about
 // the 1.6 us its timeline shows after the wait): kG 4 gives each thread a quarter of the loads and
 // multiply-adds and sums the groups in shared memory (D 64 batch 1 under PDL 2% faster at 16k-32k).
-template <typename T, int D, int kG = 1>
+// kN bounds `used`: the loads are unrolled to kN / kG a thread, predicated, so a merge of few splits
+// (batch 4 and up) with kN 64 paid for 64.
+template <typename T, int D, int kG = 1, int kN = kMaxSplits>
 __device__ __forceinline__ void merge_partials(const float* p, int used, T* __restrict__ out) {
-  static_assert(kG * D >= kMaxSplits && kMaxSplits % kG == 0, "one thread per split, whole groups");
-  constexpr int kPer = kMaxSplits / kG;
-  __shared__ float w[kMaxSplits], red[32], acc[kG][D];
+  static_assert(kG * D >= kN && kN % kG == 0 && kN <= kMaxSplits, "one thread per split, whole groups");
+  constexpr int kPer = kN / kG;
+  __shared__ float w[kN], red[32], acc[kG][D];
   const int i = threadIdx.x, t = kG == 1 ? i : i % D, g = kG == 1 ? 0 : i / D;
   // Every load is issued before any is used: one round trip to L2, not one per split. __ldcg, not
   // the read-only path: under PDL the kernel that writes p runs while this kernel starts, and a
@@ -374,7 +376,7 @@ __device__ __forceinline__ void merge_partials(const float* p, int used, T* __re
   const float M = block_max(m, red);
   const float wt = m != -INFINITY ? exp2f(m - M) : 0.f;
   const float L = block_sum(l * wt, red);
-  if (i < kMaxSplits) w[i] = wt;
+  if (i < kN) w[i] = wt;
   __syncthreads();
   float A = 0.f;
 #pragma unroll
