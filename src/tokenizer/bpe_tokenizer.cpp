@@ -24,6 +24,7 @@ BpeTokenizer::BpeTokenizer(BpeVocab v)
       eot_(v.eot),
       pad_(v.pad),
       add_bos_(v.add_bos),
+      add_eos_(v.add_eos),
       chat_template_(std::move(v.chat_template)) {
   const int32_t n = bpe_.size();
   LL_CHECK(static_cast<int32_t>(types_.size()) == n,
@@ -96,6 +97,7 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_specia
     seg = i;
   }
   if (seg < text.size()) encode_plain(text.substr(seg), out);
+  if (add_special && add_eos_ && eos_ >= 0) out.push_back(eos_);
   return out;
 }
 

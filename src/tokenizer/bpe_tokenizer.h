@@ -27,6 +27,7 @@ struct BpeVocab {
   std::string pre = "default";       // PreTokenizer name
   int32_t bos = -1, eos = -1, eot = -1, pad = -1, unk = -1;
   bool add_bos = false;
+  bool add_eos = false;  // add_special appends EOS too
   std::string chat_template;
 };
 
@@ -70,7 +71,7 @@ class BpeTokenizer final : public Tokenizer {
   StringTrie specials_;      // control and user-defined tokens (values: ids)
   ByteSet special_starts_;  // their first bytes
   int32_t bos_, eos_, eot_, pad_;
-  bool add_bos_;
+  bool add_bos_, add_eos_;
   std::string chat_template_;
   GapCache gaps_;  // long texts between special tokens, already encoded
 };

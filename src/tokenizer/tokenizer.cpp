@@ -133,6 +133,11 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::File& f, const Token
   LL_CHECK(!v.add_bos || v.bos >= 0,
            "{}: tokenizer.ggml.add_bos_token is set but tokenizer.ggml.bos_token_id is missing",
            f.path());
+  // As llama.cpp: add_special also appends EOS when the key asks for it (default off for BPE).
+  v.add_eos = f.get_bool("tokenizer.ggml.add_eos_token", false);
+  LL_CHECK(!v.add_eos || v.eos >= 0,
+           "{}: tokenizer.ggml.add_eos_token is set but tokenizer.ggml.eos_token_id is missing",
+           f.path());
   v.chat_template = f.get_string("tokenizer.chat_template", "");
   return std::make_unique<BpeTokenizer>(std::move(v));
 }

@@ -46,8 +46,9 @@ class Tokenizer {
   // joins stop_ids). Throws lite_llama::Error naming the file and field at fault.
   static std::unique_ptr<Tokenizer> from_hf_dir(const std::string& dir);
 
-  // add_special: prepend BOS when the vocabulary asks for it (add_bos); for tokenizer.json the
-  // post-processor's template decides, which may also append EOS.
+  // add_special: prepend BOS / append EOS when the vocabulary asks for it (GGUF's add_bos_token /
+  // add_eos_token); for tokenizer.json the post-processor's template (or tokenizer_config.json's
+  // add_bos_token / add_eos_token) decides.
   // parse_special: text like "<|im_start|>" becomes its special token instead of plain text.
   // (Non-special added tokens, such as Qwen3's <think>, always match, as in HF and llama.cpp:
   // tokenizer.json's special=false ones, GGUF's user-defined ones.)

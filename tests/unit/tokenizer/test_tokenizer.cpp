@@ -1,5 +1,5 @@
 // Hand-written tokenizer cases on a tiny vocabulary built in memory (no model file needed):
-// BOS handling, special-token parsing on and off, merge order, GGUF metadata errors, the
+// BOS/EOS handling, special-token parsing on and off, merge order, GGUF metadata errors, the
 // streaming detokenizer and the UTF-8 helpers.
 #include <gtest/gtest.h>
 
@@ -118,6 +118,34 @@ TEST(Tokenizer, BosOnlyWhenAskedAndEnabled) {
   auto without = load(v.writer("smollm", false));
   EXPECT_FALSE(without.tok->add_bos());
   EXPECT_EQ(without.tok->encode("he", true, true), std::vector<int32_t>{v.id("he")});
+}
+
+// tokenizer.ggml.add_eos_token: add_special appends EOS after the text, as llama.cpp does.
+TEST(Tokenizer, EosOnlyWhenAskedAndEnabled) {
+  TinyVocab v;
+  auto w = v.writer("smollm", true);
+  w.add("tokenizer.ggml.add_eos_token", GgufValue::boolean(true));
+  auto with = load(w);
+  EXPECT_EQ(with.tok->encode("he", true, true), (std::vector<int32_t>{v.bos, v.id("he"), v.eos}));
+  EXPECT_EQ(with.tok->encode("<|im_start|>he", true, true),
+            (std::vector<int32_t>{v.bos, v.im_start, v.id("he"), v.eos}));
+  EXPECT_EQ(with.tok->encode("he", false, true), std::vector<int32_t>{v.id("he")});
+  EXPECT_EQ(with.tok->encode("", true, true), (std::vector<int32_t>{v.bos, v.eos}));
+  auto off = v.writer("smollm", false);
+  off.add("tokenizer.ggml.add_eos_token", GgufValue::boolean(false));
+  EXPECT_EQ(load(off).tok->encode("he", true, true), std::vector<int32_t>{v.id("he")});
+  // Missing key: no EOS (llama.cpp's default for BPE vocabularies).
+  EXPECT_EQ(load(v.writer("smollm", false)).tok->encode("he", true, true),
+            std::vector<int32_t>{v.id("he")});
+
+  GgufWriter no_eos;
+  no_eos.add("tokenizer.ggml.model", GgufValue::str("gpt2"));
+  no_eos.add("tokenizer.ggml.tokens", GgufValue::strings(v.tokens));
+  no_eos.add("tokenizer.ggml.token_type", GgufValue::array_of(v.types));
+  no_eos.add("tokenizer.ggml.merges", GgufValue::strings(v.merges));
+  no_eos.add("tokenizer.ggml.add_eos_token", GgufValue::boolean(true));
+  const std::string err = load_error(no_eos);
+  EXPECT_NE(err.find("tokenizer.ggml.add_eos_token"), std::string::npos) << err;
 }
 
 TEST(Tokenizer, SpecialTokensParsedOnlyWhenAsked) {
