@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <set>
@@ -11,6 +12,7 @@
 #include "grammar/gbnf_parser.h"
 #include "grammar/json_numbers.h"
 #include "grammar/json_schema_merge.h"
+#include "grammar/json_strings.h"
 #include "grammar/matcher.h"
 #include "grammar/regex_to_gbnf.h"
 
@@ -29,6 +31,8 @@ constexpr int64_t kMaxEnumerated = 256;  // multipleOf with bounds: at most this
 const char* kPrimitives = R"(ws ::= [ \t\n]{0,20}
 json-char ::= [^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})
 json-string ::= "\"" json-char* "\""
+json-codepoint ::= [^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" json-hex-bmp | "u" [dD] [89abAB] [0-9a-fA-F]{2} "\\u" [dD] [c-fC-F] [0-9a-fA-F]{2})
+json-hex-bmp ::= [0-9a-cA-CeEfF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2}
 json-int ::= "-"? ("0" | [1-9] [0-9]{0,15})
 json-number ::= json-int ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,4})?
 json-boolean ::= "true" | "false"
@@ -318,39 +322,24 @@ class SchemaCompiler {
     if (lo > 2000 || hi > 2000) error("'minLength' / 'maxLength' above 2000 are not supported");
     if (lo == 0 && hi < 0) return "json-string";
     (void)name;
-    return "\"\\\"\" json-char{" + std::to_string(lo) + "," + (hi < 0 ? "" : std::to_string(hi)) + "} \"\\\"\"";
+    // Counted in code points, as JSON Schema counts: an escaped surrogate pair is one, and a lone
+    // surrogate escape (no character) is not written.
+    return "\"\\\"\" json-codepoint{" + std::to_string(lo) + "," + (hi < 0 ? "" : std::to_string(hi)) + "} \"\\\"\"";
   }
 
   // A string of a supported format. Lengths are kept only where every string of the format
   // already fits them (a uuid with maxLength 36): cutting the format's grammar to a length is
   // not supported.
   std::string format_schema(const json& s) {
-    struct Format {
-      std::string body;
-      int64_t shortest, longest;  // characters
-    };
-    // RFC 3339: days by month, February 29 in leap years only (every 4th year, centuries every 400th).
-    const std::string date =
-        "([0-9]{4} \"-\" ((\"0\" [13578] | \"1\" [02]) \"-\" (\"0\" [1-9] | [12] [0-9] | \"3\" [01]) | "
-        "(\"0\" [469] | \"11\") \"-\" (\"0\" [1-9] | [12] [0-9] | \"30\") | \"02-\" (\"0\" [1-9] | \"1\" [0-9] | \"2\" [0-8])) | "
-        "([0-9] [0-9] (\"0\" [48] | [2468] [048] | [13579] [26]) | ([02468] [048] | [13579] [26]) \"00\") \"-02-29\")";
-    const std::string hour = "([01] [0-9] | \"2\" [0-3])";
-    const std::string time = hour + " \":\" [0-5] [0-9] \":\" [0-5] [0-9] (\".\" [0-9]{1,6})? (\"Z\" | [+-] " + hour +
-                             " \":\" [0-5] [0-9])";
-    const std::map<std::string, Format> formats = {
-        {"date", {date, 10, 10}},
-        {"time", {time, 9, 21}},
-        {"date-time", {date + " \"T\" " + time, 20, 32}},
-        {"uuid", {"[0-9a-fA-F]{8} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{12}", 36, 36}}};
     const std::string f = s["format"].is_string() ? s["format"].get<std::string>() : "";
-    auto it = formats.find(f);
-    if (it == formats.end()) error("unsupported string format '" + s["format"].dump() + "'");
+    const StringFormat* format = string_format(f);
+    if (!format) error("unsupported string format '" + s["format"].dump() + "'");
     const int64_t lo = count(s, "minLength", 0), hi = count(s, "maxLength", -1);
-    if (lo > it->second.shortest || (hi >= 0 && hi < it->second.longest))
-      error("'format' with 'minLength' / 'maxLength' is not supported (unless every '" + f +
-            "' string fits them: " + std::to_string(it->second.shortest) + " to " +
-            std::to_string(it->second.longest) + " characters)");
-    return "\"\\\"\" " + it->second.body + " \"\\\"\"";
+    if (lo > format->shortest || (hi >= 0 && (format->longest < 0 || hi < format->longest)))
+      error("'format' with 'minLength' / 'maxLength' is not supported (unless every '" + f + "' string fits them: " +
+            std::to_string(format->shortest) +
+            (format->longest < 0 ? " characters or more)" : " to " + std::to_string(format->longest) + " characters)"));
+    return "\"\\\"\" " + format->body + " \"\\\"\"";
   }
 
   std::string integer_schema(const json& s, const std::string& name) {
@@ -521,11 +510,29 @@ class SchemaCompiler {
     const std::string key = "\"\\\"\" " + regex_to_gbnf(pattern, o) + " \"\\\"\"";
     const Grammar g = compile_gbnf("root ::= " + key + "\n" + kPrimitives);
     for (const auto& k : names) {
-      Matcher m(g);
-      if (m.accept_bytes(json(k).dump()) && m.can_end())
-        error("'patternProperties' pattern '" + pattern + "' matches the declared property '" + k + "'");
+      // The regex writes a control character as \u00XX where the JSON dump writes \n: try both.
+      std::string as_regex = "\"";
+      for (const char c : k) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", unsigned(uint8_t(c)) & 0x1F);
+        as_regex += uint8_t(c) < 0x20 ? std::string(buf) : c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
+      }
+      for (const std::string& text : {json(k).dump(), as_regex + "\""}) {
+        Matcher m(g);
+        if (m.accept_bytes(text) && m.can_end())
+          error("'patternProperties' pattern '" + pattern + "' matches the declared property '" + k + "'");
+      }
     }
     return add_rule(name + "-pkv", key + " ws \":\" ws " + visit(value, name + "-pattern", depth + 1) + " ws");
+  }
+
+  // A JSON string that decodes to none of `names`. An extra key spelled with escapes ("\u0061")
+  // would otherwise be a declared name that skips its schema or repeats it: the grammar keeps
+  // every spelling of a declared name out of the additional-properties path.
+  std::string other_key(const std::set<std::string>& names) {
+    return json_key_except_gbnf(names, [this](const std::string& base, const std::string& body) {
+      return add_rule(base, body);
+    });
   }
 
   // The key of an extra property: any string but the declared names, or, for a dict (no declared
@@ -539,34 +546,6 @@ class SchemaCompiler {
     if (key.contains("type") && key["type"] != "string") error("'propertyNames' must describe strings");
     key["type"] = "string";
     return visit(key, name + "-key", depth + 1);
-  }
-
-  // A JSON string that is none of `names` (additional properties never repeat a declared key).
-  std::string other_key(const std::set<std::string>& names) {
-    if (names.empty()) return "json-string";
-    struct Trie {
-      std::map<char, Trie> kids;
-      bool end = false;
-    } root;
-    for (const auto& k : names) {
-      const std::string body = json(k).dump();  // quoted, escaped as the key is written
-      Trie* t = &root;
-      for (size_t i = 1; i + 1 < body.size(); ++i) t = &t->kids[body[i]];
-      t->end = true;
-    }
-    std::function<std::string(const Trie&)> build = [&](const Trie& t) {
-      std::string alts;
-      if (!t.end) alts = "\"\\\"\"";
-      std::vector<CodeRange> taken{{'"', '"'}, {'\\', '\\'}, {0, 0x1F}};
-      for (const auto& [c, kid] : t.kids) {
-        alts += std::string(alts.empty() ? "" : " | ") + lit(std::string(1, c)) + " " + build(kid);
-        taken.push_back({uint8_t(c), uint8_t(c)});
-      }
-      const std::string cls = gbnf_class(normalize_ranges(taken, true));
-      alts += std::string(alts.empty() ? "" : " | ") + "(" + cls + " | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})) json-char* \"\\\"\"";
-      return add_rule("key", alts);
-    };
-    return "\"\\\"\" " + build(root);
   }
 
   std::string array_schema(const json& s, const std::string& name, int depth) {

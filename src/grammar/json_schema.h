@@ -6,7 +6,7 @@
 // the compiler writes them: an object's keys in the grammar's order, no exponent under bounds),
 // anyOf, oneOf (as anyOf), allOf (merged: json_schema_merge.h; siblings apply too), $ref to #,
 // #/$defs/... or #/definitions/... (siblings apply too), string minLength / maxLength / pattern /
-// format (date, time, date-time, uuid; pattern alone, format with lengths only where every
+// format (date, time, date-time, uuid, email; pattern alone, format with lengths only where every
 // string of the format fits them), integer minimum / maximum /
 // exclusive bounds / multipleOf, number bounds that are whole numbers (the number is then
 // written without exponent), and the annotations (title, description, default, examples, ...).

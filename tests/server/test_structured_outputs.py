@@ -344,7 +344,7 @@ def test_logit_bias_forces_and_bans(server):
      "response_format", "uniqueItems"),
     ({"response_format": {"type": "json_schema", "json_schema": {"schema": {}}}}, "response_format", "name"),
     ({"response_format": {"type": "yaml"}}, "response_format", "yaml"),
-    ({"guided_json": {"type": "string", "format": "email"}}, "guided_json", "email"),
+    ({"guided_json": {"type": "string", "format": "hostname"}}, "guided_json", "hostname"),
     ({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "integer",
                                                                                          "const": "abc"}}}},
      "response_format", "admit no value"),
