@@ -109,7 +109,8 @@ class Engine {
   // Renders the model's chat template. extra_json: extra template variables as a JSON object
   // (e.g. {"enable_thinking": false}); empty for none. continue_final: the text ends right after
   // the final message's content, so that generation continues it (vLLM's and transformers'
-  // continue_final_message; throws when the content is empty or not in the rendered text).
+  // continue_final_message; throws, naming it, with add_generation_prompt, when the final message
+  // is not an assistant one, or when its content is empty or not in the rendered text).
   virtual std::string apply_chat_template(const std::vector<ChatMessage>& msgs,
                                           bool add_generation_prompt,
                                           const std::string& extra_json = "",

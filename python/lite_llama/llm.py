@@ -281,7 +281,7 @@ class LLM:
     def _render(self, conv: Sequence[Message], kwargs: Optional[Mapping[str, Any]],
                 add_generation_prompt: bool, continue_final_message: bool = False) -> Item:
         msgs = to_chat_messages(conv)
-        add, cont = chat_flags(msgs, add_generation_prompt, continue_final_message)
+        add, cont = chat_flags(add_generation_prompt, continue_final_message)
         text = self._core.apply_chat_template(msgs, add, template_kwargs_json(kwargs), cont)
         return text, self._core.tokenize(text, False, True)  # the template wrote BOS
 

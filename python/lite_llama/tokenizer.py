@@ -49,18 +49,11 @@ def to_chat_messages(messages: Sequence[Message]) -> List[_core.ChatMessage]:
     return out
 
 
-def chat_flags(msgs: List[_core.ChatMessage], add_generation_prompt: object,
-               continue_final_message: object) -> Tuple[bool, bool]:
-    """add_generation_prompt and continue_final_message, checked (ValueError) as vLLM does."""
-    add = _checks.boolean("add_generation_prompt", add_generation_prompt)
-    cont = _checks.boolean("continue_final_message", continue_final_message)
-    if cont:
-        if add:
-            raise ValueError("continue_final_message and add_generation_prompt exclude each other: "
-                             "pass add_generation_prompt=False")
-        if not msgs or msgs[-1].role != "assistant":
-            raise ValueError("continue_final_message needs an assistant message last")
-    return add, cont
+def chat_flags(add_generation_prompt: object, continue_final_message: object) -> Tuple[bool, bool]:
+    """add_generation_prompt and continue_final_message as booleans (ValueError otherwise); the
+    engine's apply_chat_template checks the pair and the final message, as vLLM does."""
+    return (_checks.boolean("add_generation_prompt", add_generation_prompt),
+            _checks.boolean("continue_final_message", continue_final_message))
 
 
 def template_kwargs_json(kwargs: Optional[Mapping[str, Any]]) -> str:
@@ -118,7 +111,7 @@ class Tokenizer:
         ``add_generation_prompt=False``) ends the text right after the final assistant message's
         content, as HF's and ``LLM.chat``'s."""
         msgs = to_chat_messages(messages)
-        add, cont = chat_flags(msgs, add_generation_prompt, continue_final_message)
+        add, cont = chat_flags(add_generation_prompt, continue_final_message)
         text = self._core.apply_chat_template(msgs, add, template_kwargs_json(kwargs), cont)
         if _checks.boolean("tokenize", tokenize):
             return self._core.tokenize(text, False, True)  # the template wrote BOS where needed

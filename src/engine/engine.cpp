@@ -135,6 +135,12 @@ class EngineImpl final : public Engine {
   std::string apply_chat_template(const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
                                   const std::string& extra_json, bool continue_final) const override {
     LL_CHECK(!files_.chat_template.empty(), "{}: the model has no chat template", files_.path);
+    if (continue_final) {  // as vLLM; the server and the Python module rely on these checks
+      LL_CHECK(!add_generation_prompt,
+               "continue_final_message and add_generation_prompt exclude each other: turn add_generation_prompt off");
+      LL_CHECK(!msgs.empty() && msgs.back().role == "assistant",
+               "continue_final_message needs an assistant message last");
+    }
     std::call_once(template_once_, [&] { template_ = std::make_unique<ChatTemplate>(files_.chat_template); });
     nlohmann::ordered_json extra = nlohmann::ordered_json::object();
     if (!extra_json.empty()) {
@@ -144,7 +150,6 @@ class EngineImpl final : public Engine {
     const std::string text = lite_llama::apply_chat_template(*template_, msgs, add_generation_prompt,
                                                              files_.bos_token, files_.eos_token, extra);
     if (!continue_final) return text;
-    LL_CHECK(!msgs.empty(), "continue_final_message: there is no message to continue");
     return cut_after_final_message(text, msgs.back());
   }
 

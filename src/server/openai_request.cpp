@@ -219,13 +219,9 @@ void parse_messages(const json& body, OpenAIRequest& r) {
   }
   if (std::optional<bool> g = get_bool(body, "add_generation_prompt")) r.add_generation_prompt = *g;
   if (std::optional<bool> c = get_bool(body, "continue_final_message")) r.continue_final_message = *c;
-  if (r.continue_final_message) {  // as vLLM
-    if (get_bool(body, "add_generation_prompt").value_or(false))
-      bad("continue_final_message", "'continue_final_message' and 'add_generation_prompt' exclude each other");
-    if (r.messages.empty() || r.messages.back().role != "assistant")
-      bad("continue_final_message", "'continue_final_message' needs an assistant message last");
-    r.add_generation_prompt = false;
-  }
+  // Without an explicit add_generation_prompt, continue_final_message turns it off; the engine
+  // checks the pair and the final message (a 400 naming continue_final_message, prompt_tokens.cpp).
+  if (r.continue_final_message && !get_bool(body, "add_generation_prompt")) r.add_generation_prompt = false;
 }
 
 void parse_stop(const json& body, SamplingParams& p) {

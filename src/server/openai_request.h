@@ -18,10 +18,12 @@ enum class Endpoint { Completions, Chat };
 // An error the client caused (or the server must refuse), in OpenAI's error-object shape.
 struct ApiError : std::runtime_error {
   int status;
+  // The whole message for the reply: what() is a C string, cut at a NUL byte (as in a model name).
+  std::string message;
   std::string type, param, code;
   ApiError(int status, std::string message, std::string param = "", std::string code = "",
            std::string type = "invalid_request_error")
-      : std::runtime_error(std::move(message)), status(status), type(std::move(type)),
+      : std::runtime_error(message), status(status), message(std::move(message)), type(std::move(type)),
         param(std::move(param)), code(std::move(code)) {}
 };
 

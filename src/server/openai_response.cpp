@@ -211,7 +211,7 @@ json usage_chunk_json(const ResponseMeta& m, const Usage& usage) {
 }
 
 json error_json(const ApiError& e) {
-  json err = {{"message", e.what()}, {"type", e.type}};
+  json err = {{"message", e.message}, {"type", e.type}};
   err["param"] = e.param.empty() ? json(nullptr) : json(e.param);
   err["code"] = e.code.empty() ? json(nullptr) : json(e.code);
   return {{"error", std::move(err)}};

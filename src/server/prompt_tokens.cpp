@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cctype>
+#include <string_view>
 
 #include "core/error.h"
 #include "server/tools.h"
@@ -108,7 +109,9 @@ std::vector<int32_t> prompt_tokens(const Engine& eng, const OpenAIRequest& r,
     }
     return ids;
   } catch (const Error& e) {
-    throw ApiError(400, e.what(), param);
+    // The engine's continue_final_message checks (chat templates) start with its name.
+    const bool cont = chat && r.continue_final_message && std::string_view(e.what()).starts_with("continue_final_message");
+    throw ApiError(400, e.what(), cont ? "continue_final_message" : param);
   }
 }
 

@@ -123,6 +123,15 @@ def test_unknown_model(client):
         client.chat.completions.create(model="gpt-17", messages=CHAT, max_tokens=1)
 
 
+def test_unknown_model_name_with_a_nul_byte(server):
+    # The message ended at the NUL byte ("The model 'abc"): it names the whole name, escaped.
+    r = requests.post(server.url + "/v1/completions", json={"model": "abc\u0000def", "prompt": "x"}, timeout=30)
+    assert r.status_code == 404 and "\\u0000" in r.text, r.text
+    assert "The model 'abc\x00def' does not exist" in r.json()["error"]["message"], r.text
+    r = requests.get(server.url + "/v1/models/abc%00def", timeout=10)
+    assert r.status_code == 404 and r.json()["error"]["message"] == "The model 'abc\x00def' does not exist.", r.text
+
+
 def test_routes_and_methods(server):
     r = requests.get(server.url + "/v2/nothing", timeout=10)
     assert r.status_code == 404 and "error" in r.json()

@@ -220,7 +220,9 @@ def test_continue_final_message(server):
     assert cont["usage"]["prompt_tokens"] == closed["usage"]["prompt_tokens"] - 2, (cont["usage"], closed["usage"])
     for extra, msg in (({"add_generation_prompt": True}, "exclude"), ({"messages": msgs[:1]}, "assistant message last")):
         bad = requests.post(url, json={**body, "continue_final_message": True, **extra}, timeout=60)
-        assert bad.status_code == 400 and msg in bad.json()["error"]["message"], bad.text
+        err = bad.json()["error"]
+        assert bad.status_code == 400 and msg in err["message"] and err["param"] == "continue_final_message", bad.text
+        assert "continue_final_message" in err["message"], bad.text
 
 
 def test_chat_logprobs(client, model):

@@ -35,6 +35,12 @@ std::string read_input_file(const std::string& path, const char* flag);
 // Sets the log level and creates the engine.
 std::unique_ptr<Engine> open_engine(ModelArgs& a);
 
+// Thrown by a subcommand to end the program, after unwinding, with this status (`chat`: 130
+// for Ctrl-C at its prompt).
+struct ExitStatus {
+  int code;
+};
+
 // Registration of the subcommands (each in its own file).
 void register_generate(CLI::App& app);
 void register_chat(CLI::App& app);

@@ -56,6 +56,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "error: %s (see --help)\n", e.what());
     return 2;
+  } catch (const cli::ExitStatus& e) {
+    std::fflush(stdout);
+    return e.code;
   } catch (const Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;

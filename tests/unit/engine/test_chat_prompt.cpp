@@ -4,8 +4,11 @@
 
 #include <filesystem>
 
+#include "common/default_model.h"
+#include "core/error.h"
 #include "engine/chat_prompt.h"
 #include "io/gguf.h"
+#include "lite_llama/engine.h"
 
 using namespace lite_llama;
 
@@ -69,4 +72,32 @@ TEST(ChatPrompt, TokenizedAsTextUnlessAllowed) {
   EXPECT_EQ(tok->decode(safe, false), chatml(msgs));
   const std::vector<ChatMessage> plain = {{"user", "Hello!", ""}};
   EXPECT_EQ(tokenize_chat_prompt(*tok, plain, false, chatml), tok->encode(chatml(plain), false, true));
+}
+
+// continue_final_message's checks live in the engine (the server and the Python module rely on
+// them): not with add_generation_prompt, and an assistant message last. Before, a user message
+// last was "continued" and the generation prompt quietly dropped.
+TEST(ChatPrompt, ContinueFinalMessageChecks) {
+  LL_REQUIRE_DEFAULT_MODEL();
+  EngineOptions o;
+  o.model = lite_llama::testing::default_model_path();
+  o.backend.threads = 2;
+  o.ctx = 256;
+  o.kv_tokens = 512;
+  auto e = Engine::create(o);
+  const std::vector<ChatMessage> chat = {{"user", "Write a haiku.", ""}, {"assistant", "Waves fold", ""}};
+  EXPECT_TRUE(e->apply_chat_template(chat, false, "", true).ends_with("<|im_start|>assistant\nWaves fold"));
+  auto error_of = [&](const std::vector<ChatMessage>& msgs, bool add) {
+    try {
+      e->apply_chat_template(msgs, add, "", true);
+    } catch (const Error& err) {
+      return std::string(err.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error_of(chat, true).find("continue_final_message and add_generation_prompt exclude each other"),
+            std::string::npos) << error_of(chat, true);
+  for (const auto& msgs : {std::vector<ChatMessage>{chat[0]}, std::vector<ChatMessage>{}})
+    EXPECT_EQ(error_of(msgs, false), "continue_final_message needs an assistant message last");
+  EXPECT_NO_THROW(e->apply_chat_template({chat[0]}, true, "", false));  // the checks only with it
 }

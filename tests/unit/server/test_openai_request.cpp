@@ -117,6 +117,15 @@ TEST(OpenAIRequest, ErrorsNameTheParameter) {
   EXPECT_EQ(parse_openai_request(R"({"prompt":"x","best_of":1})", Endpoint::Completions, limits()).n, 1);
 }
 
+// The 404 names the whole model name: what() ends at a NUL byte, the reply's message did too.
+TEST(OpenAIRequest, UnknownModelNameKeepsNulBytes) {
+  const ApiError e = parse_error(R"({"model":"abc\u0000def","prompt":"x"})");
+  EXPECT_EQ(e.status, 404);
+  const std::string msg = error_json(e)["error"]["message"].get<std::string>();
+  EXPECT_NE(msg.find(std::string("'abc\0def'", 9)), std::string::npos) << msg;
+  EXPECT_NE(dump(error_json(e)).find("abc\\u0000def"), std::string::npos);
+}
+
 TEST(OpenAIRequest, MaxTokensFromContext) {
   OpenAIRequest r = parse_openai_request(R"({"prompt":"x"})", Endpoint::Completions, limits());
   resolve_max_tokens(r, 30, limits());
