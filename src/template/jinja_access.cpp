@@ -16,7 +16,7 @@ bool has_method(const Value& obj, const std::string& name) {
       "lower",        "upper",   "title",   "capitalize", "replace", "find",       "rfind",
       "index",        "rindex",  "count",   "join",       "format",  "splitlines", "removeprefix",
       "removesuffix", "isspace", "isdigit", "isalpha",    "isalnum", "islower",    "isupper",
-      "zfill",        "ljust",   "rjust",   "center"};
+      "zfill",        "ljust",   "rjust",   "center",     "partition", "rpartition"};
   static const char* kDict[] = {"get", "keys", "values", "items"};
   static const char* kList[] = {"index", "count"};
   auto in = [&](auto& table) {
@@ -52,6 +52,7 @@ Value get_attr(const Value& obj, const std::string& name) {
     const Value* v = obj.dict->find(name);
     return v ? *v : Value::undefined(name);
   }
+  if (obj.is_group && (name == "grouper" || name == "list")) return (*obj.list)[name == "list"];
   if (has_method(obj, name)) {
     return Value::function(name, [obj, name](CallArgs& a) { return call_method(obj, name, a); });
   }

@@ -34,6 +34,30 @@ bool compare_op(const std::string& op, const Value& l, const Value& r);  // ==, 
 Value unary_op(const std::string& op, const Value& v);                   // not, +, -
 Value binary_op(const std::string& op, const Value& l, const Value& r);  // ~, +, //, %, ** ...
 
+// jinja2's make_attrgetter: "a.b.0" looks up item-first at each step (jinja_filters.cpp).
+Value lookup_path(const Value& v, const Value& attr);
+
+// Filters of jinja_more_filters.cpp.
+Value groupby_filter(const Value& v, CallArgs& a);
+Value batch_filter(const Value& v, CallArgs& a);
+Value slice_filter(const Value& v, CallArgs& a);
+Value truncate_filter(const Value& v, CallArgs& a);
+
+// Python's `str % args` (jinja2's format filter; jinja_format.cpp).
+Value printf_format(const Value& fmt, CallArgs& args);
+
+// int(s, base) / float(s) of a string as Python parses them (jinja_format.cpp); false where
+// Python raises ValueError.
+bool py_parse_int(const std::string& s, int64_t base, int64_t& out);
+bool py_parse_float(const std::string& s, double& out);
+
+// int(x) for floats: truncation; false where x is out of range or not finite.
+inline bool float_to_int(double d, int64_t& out) {
+  if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) return false;
+  out = static_cast<int64_t>(d);
+  return true;
+}
+
 // Globals of transformers' chat template environment.
 void add_globals(Dict& globals);
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "core/error.h"
 #include "template/jinja_builtins.h"
@@ -269,6 +270,7 @@ class Renderer : private Evaluator {
     }
     if (items.empty()) return exec_body(s.else_body, sc, out);
     const int64_t n = static_cast<int64_t>(items.size());
+    auto last_changed = std::make_shared<std::optional<ValueList>>();  // loop.changed()'s memory
     for (int64_t k = 0; k < n; ++k) {
       step();
       Scope it{&sc, {}};
@@ -288,6 +290,13 @@ class Renderer : private Evaluator {
       loop.set("cycle", Value::function("cycle", [k](CallArgs& a) {
                  if (a.pos.empty()) fail("loop.cycle() needs at least one argument");
                  return a.pos[static_cast<size_t>(k) % a.pos.size()];
+               }));
+      loop.set("changed", Value::function("changed", [last_changed](CallArgs& a) {
+                 Value now = Value::make_list(a.pos);
+                 if (*last_changed && equals(Value::make_list(**last_changed), now))
+                   return Value::boolean(false);
+                 *last_changed = a.pos;
+                 return Value::boolean(true);
                }));
       it.vars.set("loop", Value::make_dict(std::move(loop)));
       if (exec_body(s.body, it, out) == Flow::kBreak) break;

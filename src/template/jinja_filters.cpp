@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cctype>
 #include <cstdlib>
 #include <unordered_map>
 
@@ -21,27 +22,6 @@ int64_t int_arg(const CallArgs& a, size_t pos, const char* name, int64_t dflt) {
   Value v = arg_or(a, pos, name, Value::integer(dflt));
   if (!v.is_integral()) fail("argument '{}' must be an integer, not {}", name, type_name(v));
   return v.as_int();
-}
-
-// jinja2's make_attrgetter: "a.b.0" looks up item-first at each step.
-Value lookup_path(const Value& v, const Value& attr) {
-  if (attr.is_integral()) return get_item(v, attr);
-  if (!attr.is_string()) fail("attribute must be a string or an integer");
-  Value cur = v;
-  size_t b = 0;
-  const std::string& path = attr.s;
-  while (true) {
-    size_t e = path.find('.', b);
-    std::string part = path.substr(b, e == std::string::npos ? std::string::npos : e - b);
-    if (int64_t index; decimal_index(part, index))
-      cur = index < 0 ? Value::undefined() : get_item(cur, Value::integer(index));  // < 0: past 64 bits
-    else if (all_cps(part, is_unicode_digit))  // str.isdigit() but not int(): jinja2's int(part) raises
-      fail("invalid literal for int() with base 10: '{}'", part);
-    else
-      cur = get_item(cur, Value::string(part));
-    if (e == std::string::npos) return cur;
-    b = e + 1;
-  }
 }
 
 // Sort/unique keys: strings compare case-insensitively unless case_sensitive.
@@ -159,43 +139,33 @@ Value f_tojson(const Value& v, CallArgs& a) {
   return Value::string(to_json(v, o));
 }
 
-// int(x) for floats: truncation; out-of-range or non-finite values fall back to the default.
-bool float_to_int(double d, int64_t& out) {
-  if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) return false;
-  out = static_cast<int64_t>(d);
-  return true;
-}
-
+// jinja2's int filter: int(value) or int(value, base) for strings, then int(float(value)),
+// then the default.
 Value f_int(const Value& v, CallArgs& a) {
   Value dflt = arg_or(a, 0, "default", Value::integer(0));
   int64_t base = int_arg(a, 1, "base", 10);
   if (v.is_integral()) return Value::integer(v.as_int());
   int64_t i = 0;
-  if (v.kind == Value::Kind::kFloat) return float_to_int(v.f, i) ? Value::integer(i) : dflt;
-  if (v.is_string()) {
-    std::string s = py_strip(v.s, Value::none(), true, true);
-    std::string digits;
-    for (char c : s)
-      if (c != '_') digits += c;
-    char* end = nullptr;
-    errno = 0;
-    long long x = std::strtoll(digits.c_str(), &end, static_cast<int>(base));
-    if (!digits.empty() && *end == '\0' && errno == 0) return Value::integer(x);
-    double d = std::strtod(s.c_str(), &end);
-    if (!s.empty() && *end == '\0' && float_to_int(d, i)) return Value::integer(i);
+  double d = 0;
+  if (v.kind == Value::Kind::kFloat) {
+    d = v.f;
+  } else if (!v.is_string()) {
+    return dflt;
+  } else if (py_parse_int(v.s, base, i)) {
+    return Value::integer(i);
+  } else if (!py_parse_float(v.s, d)) {
+    return dflt;
   }
-  return dflt;
+  if (!std::isfinite(d)) return dflt;  // ValueError, OverflowError
+  if (!float_to_int(d, i)) fail("int: {} is beyond 64 bits (not supported)", format_float(d));
+  return Value::integer(i);
 }
 
 Value f_float(const Value& v, CallArgs& a) {
   Value dflt = arg_or(a, 0, "default", Value::number(0.0));
   if (v.is_number()) return Value::number(v.as_double());
-  if (v.is_string()) {
-    std::string s = py_strip(v.s, Value::none(), true, true);
-    char* end = nullptr;
-    double d = std::strtod(s.c_str(), &end);
-    if (!s.empty() && *end == '\0') return Value::number(d);
-  }
+  double d = 0;
+  if (v.is_string() && py_parse_float(v.s, d)) return Value::number(d);
   return dflt;
 }
 
@@ -467,87 +437,11 @@ Value f_attr(const Value& v, CallArgs& a) {
   return get_attr(v, name);
 }
 
-// A %s/%r field's flags, width and precision, which count characters as Python's do.
-static std::string pad_str(const std::string& s, std::string_view spec) {
-  size_t k = std::min(spec.find_first_not_of("-+ #0"), spec.size());
-  const bool left = spec.substr(0, k).find('-') != std::string_view::npos;
-  size_t width = 0, precision = SIZE_MAX;
-  auto number = [&](size_t& n) {
-    for (n = 0; k < spec.size() && spec[k] >= '0' && spec[k] <= '9'; ++k)
-      if ((n = n * 10 + size_t(spec[k] - '0')) > (size_t{1} << 28)) fail("format: width too big");
-  };
-  number(width);
-  if (k < spec.size() && spec[k] == '.') {
-    ++k;
-    number(precision);
-  }
-  std::u32string c = utf8_decode(s);
-  if (c.size() > precision) c.resize(precision);
-  std::string out = utf8_encode(c);
-  if (c.size() < width) out.insert(left ? out.size() : 0, width - c.size(), ' ');
-  return out;
-}
-
-// printf-style "%s" % args, as jinja2's format filter does.
-Value f_format(const Value& v, CallArgs& a) {
-  std::string f = to_str(v), out;
-  size_t next = 0;
-  for (size_t k = 0; k < f.size(); ++k) {
-    if (f[k] != '%') {
-      out += f[k];
-      continue;
-    }
-    size_t e = k + 1;
-    std::string key;
-    if (e < f.size() && f[e] == '(') {
-      size_t close = f.find(')', e);
-      if (close == std::string::npos) fail("format: incomplete format key");
-      key = f.substr(e + 1, close - e - 1);
-      e = close + 1;
-    }
-    size_t spec_start = e;
-    while (e < f.size() && std::string_view("0123456789.-+ #").find(f[e]) != std::string_view::npos)
-      ++e;
-    if (e >= f.size()) fail("format: incomplete format");
-    char conv = f[e];
-    if (conv == '%') {
-      out += '%';
-      k = e;
-      continue;
-    }
-    const Value* arg =
-        key.empty() ? (next < a.pos.size() ? &a.pos[next++] : nullptr) : find_arg(a, SIZE_MAX, key);
-    if (!arg) fail("format: not enough arguments for format string");
-    std::string spec(1, '%');
-    spec.append(f, spec_start, e - spec_start);
-    char buf[128];
-    if (conv == 's' || conv == 'r') {
-      out += pad_str(conv == 's' ? to_str(*arg) : repr(*arg),
-                     std::string_view(f).substr(spec_start, e - spec_start));
-    } else if (conv == 'd' || conv == 'i') {
-      if (!arg->is_number()) fail("format: %{} needs a number, not {}", conv, type_name(*arg));
-      int64_t n = arg->as_int();
-      if (!arg->is_integral() && !float_to_int(arg->f, n)) fail("format: cannot convert to int");
-      std::snprintf(buf, sizeof buf, (spec + "lld").c_str(), static_cast<long long>(n));
-      out += buf;
-    } else if (conv == 'f' || conv == 'e' || conv == 'g') {
-      if (!arg->is_number()) fail("format: %{} needs a number, not {}", conv, type_name(*arg));
-      std::snprintf(buf, sizeof buf, (spec + conv).c_str(), arg->as_double());
-      out += buf;
-    } else {
-      fail("format: unsupported conversion '%{}'", conv);
-    }
-    k = e;
-  }
-  if (next < a.pos.size() && a.kw.empty())
-    fail("not all arguments converted during string formatting");
-  return Value::string(out);
-}
-
 const std::unordered_map<std::string_view, FilterFn>& filters() {
   static const std::unordered_map<std::string_view, FilterFn> kFilters = {
       {"abs", f_abs},
       {"attr", f_attr},
+      {"batch", batch_filter},
       {"capitalize", f_capitalize},
       {"center", f_center},
       {"count", f_length},
@@ -559,7 +453,8 @@ const std::unordered_map<std::string_view, FilterFn>& filters() {
       {"first", f_first},
       {"float", f_float},
       {"forceescape", f_escape},
-      {"format", f_format},
+      {"format", printf_format},
+      {"groupby", groupby_filter},
       {"indent", f_indent},
       {"int", f_int},
       {"items", f_items},
@@ -580,12 +475,14 @@ const std::unordered_map<std::string_view, FilterFn>& filters() {
       {"safe", f_safe},
       {"select", f_select},
       {"selectattr", f_selectattr},
+      {"slice", slice_filter},
       {"sort", f_sort},
       {"string", f_string},
       {"sum", f_sum},
       {"title", f_title},
       {"tojson", f_tojson},
       {"trim", f_trim},
+      {"truncate", truncate_filter},
       {"unique", f_unique},
       {"upper", f_upper},
       {"wordcount", f_wordcount},
@@ -594,6 +491,26 @@ const std::unordered_map<std::string_view, FilterFn>& filters() {
 }
 
 }  // namespace
+
+Value lookup_path(const Value& v, const Value& attr) {
+  if (attr.is_integral()) return get_item(v, attr);
+  if (!attr.is_string()) fail("attribute must be a string or an integer");
+  Value cur = v;
+  size_t b = 0;
+  const std::string& path = attr.s;
+  while (true) {
+    size_t e = path.find('.', b);
+    std::string part = path.substr(b, e == std::string::npos ? std::string::npos : e - b);
+    if (int64_t index; decimal_index(part, index))
+      cur = index < 0 ? Value::undefined() : get_item(cur, Value::integer(index));  // < 0: past 64 bits
+    else if (all_cps(part, is_unicode_digit))  // str.isdigit() but not int(): jinja2's int(part) raises
+      fail("invalid literal for int() with base 10: '{}'", part);
+    else
+      cur = get_item(cur, Value::string(part));
+    if (e == std::string::npos) return cur;
+    b = e + 1;
+  }
+}
 
 bool has_filter(std::string_view name) { return filters().count(name) != 0; }
 

@@ -365,17 +365,34 @@ static Value call_str_method(const std::string& s, const std::string& m, CallArg
   }
   if (m == "format") return Value::string(py_format(s, a));
   if (m == "splitlines") {
+    // Python's line boundaries: \n \r \r\n \v \f \x1c-\x1e \x85 U+2028 U+2029.
+    const bool keepends = truthy(arg_or(a, 0, "keepends", Value::boolean(false)));
+    std::u32string c = utf8_decode(s);
     ValueList lines;
     size_t b = 0;
-    for (size_t k = 0; k < s.size(); ++k) {
-      if (s[k] == '\n' || s[k] == '\r') {
-        lines.push_back(Value::string(s.substr(b, k - b)));
-        if (s[k] == '\r' && k + 1 < s.size() && s[k + 1] == '\n') ++k;
-        b = k + 1;
-      }
+    for (size_t k = 0; k < c.size(); ++k) {
+      char32_t ch = c[k];
+      if (!(ch == '\n' || ch == '\r' || ch == '\v' || ch == '\f' || (ch >= 0x1c && ch <= 0x1e) ||
+            ch == 0x85 || ch == 0x2028 || ch == 0x2029))
+        continue;
+      size_t end = k;
+      if (ch == '\r' && k + 1 < c.size() && c[k + 1] == '\n') ++k;
+      lines.push_back(Value::string(utf8_encode(c.substr(b, (keepends ? k + 1 : end) - b))));
+      b = k + 1;
     }
-    if (b < s.size()) lines.push_back(Value::string(s.substr(b)));
+    if (b < c.size()) lines.push_back(Value::string(utf8_encode(c.substr(b))));
     return Value::make_list(std::move(lines));
+  }
+  if (m == "partition" || m == "rpartition") {
+    const std::string& sep = str_arg(0, "sep");
+    if (sep.empty()) fail("empty separator");
+    size_t hit = m == "partition" ? s.find(sep) : s.rfind(sep);
+    if (hit == std::string::npos)
+      return Value::make_tuple(m == "partition"
+                                   ? ValueList{Value::string(s), Value::string(""), Value::string("")}
+                                   : ValueList{Value::string(""), Value::string(""), Value::string(s)});
+    return Value::make_tuple({Value::string(s.substr(0, hit)), Value::string(sep),
+                              Value::string(s.substr(hit + sep.size()))});
   }
   if (m == "removeprefix" || m == "removesuffix") {
     const std::string& x = str_arg(0, "affix");
@@ -404,9 +421,13 @@ static Value call_str_method(const std::string& s, const std::string& m, CallArg
     int64_t pad = width - len, left = m == "rjust" || m == "zfill" ? pad
                                       : m == "center"              ? pad / 2 + (pad & width & 1)
                                                                    : 0;
-    std::string out;
+    std::string out, body = s;
+    if (m == "zfill" && !s.empty() && (s[0] == '+' || s[0] == '-')) {  // the sign stays first
+      out = s.substr(0, 1);
+      body = s.substr(1);
+    }
     for (int64_t k = 0; k < left; ++k) out += fill;
-    out += s;
+    out += body;
     for (int64_t k = left; k < pad; ++k) out += fill;
     return Value::string(out);
   }

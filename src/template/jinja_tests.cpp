@@ -29,8 +29,15 @@ bool t_iterable(const Value& v, CallArgs&) {
   return v.is_undefined() || v.is_string() || v.is_list() || v.is_dict();
 }
 bool t_sequence(const Value& v, CallArgs& a) { return t_iterable(v, a); }
-bool t_lower(const Value& v, CallArgs&) { return v.is_string() && py_lower(v.s) == v.s; }
-bool t_upper(const Value& v, CallArgs&) { return v.is_string() && py_upper(v.s) == v.s; }
+// str(value).islower() / isupper(): a cased character is needed ('' and '1' are neither).
+bool t_lower(const Value& v, CallArgs&) {
+  std::string s = to_str(v);
+  return py_lower(s) == s && py_upper(s) != s;
+}
+bool t_upper(const Value& v, CallArgs&) {
+  std::string s = to_str(v);
+  return py_upper(s) == s && py_lower(s) != s;
+}
 bool t_escaped(const Value&, CallArgs&) { return false; }
 const Value& other(const CallArgs& a) {
   if (a.pos.empty()) fail("test needs an argument to compare with");

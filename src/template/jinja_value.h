@@ -40,6 +40,7 @@ struct Value {
   };
   Kind kind = Kind::kUndefined;
   bool is_tuple = false;  // a list that Python would hold as a tuple: only repr() differs
+  bool is_group = false;  // a groupby() item: a (grouper, list) tuple with those attributes
   bool b = false;
   int64_t i = 0;
   double f = 0.0;
