@@ -45,6 +45,7 @@ struct EngineOptions {
 struct TokenLogprobs {
   int32_t token = 0;
   float logprob = 0;
+  int32_t rank = 0;  // 1 + the vocabulary tokens with a strictly higher logprob (vLLM's rank)
   std::vector<std::pair<int32_t, float>> top;  // best alternatives, most likely first
 };
 

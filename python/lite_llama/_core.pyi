@@ -37,6 +37,7 @@ class ChatMessage:
 class TokenLogprobs:
     token: int
     logprob: float
+    rank: int  # 1 + the vocabulary tokens with a strictly higher logprob
     top: List[Tuple[int, float]]
 
 class Completion:

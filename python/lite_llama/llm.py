@@ -348,7 +348,9 @@ class LLM:
     def _logprob_dict(self, t: _core.TokenLogprobs) -> Dict[int, Logprob]:
         decode = self._core.detokenize
         ranks = {tok: r for r, (tok, _) in enumerate(t.top, 1)}
-        d = {t.token: Logprob(t.logprob, ranks.get(t.token), decode([t.token]))}
+        # The chosen token's rank over the whole vocabulary; its place in the list where it is
+        # listed (the two differ only on ties), as vLLM's dict of both keeps the list's.
+        d = {t.token: Logprob(t.logprob, ranks.get(t.token, t.rank), decode([t.token]))}
         for tok, lp in t.top:
             if tok not in d:
                 d[tok] = Logprob(lp, ranks[tok], decode([tok]))

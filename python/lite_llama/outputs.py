@@ -7,8 +7,9 @@ from typing import Dict, List, Optional, Union
 
 @dataclass
 class Logprob:
-    """One token's log-probability; ``rank`` is 1 for the most likely token (None: not among
-    the returned best)."""
+    """One token's log-probability; ``rank`` is 1 for the most likely token. The chosen token
+    always has one, listed among the best or not: 1 + the vocabulary tokens with a strictly
+    higher logprob (as vLLM)."""
 
     logprob: float
     rank: Optional[int] = None

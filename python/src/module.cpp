@@ -130,6 +130,7 @@ void bind_types(py::module_& m) {
   py::class_<TokenLogprobs>(m, "TokenLogprobs")
       .def_readonly("token", &TokenLogprobs::token)
       .def_readonly("logprob", &TokenLogprobs::logprob)
+      .def_readonly("rank", &TokenLogprobs::rank)
       .def_readonly("top", &TokenLogprobs::top);
 
   py::class_<Completion>(m, "Completion")

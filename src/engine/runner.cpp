@@ -23,13 +23,16 @@ bool is_greedy(const SamplingParams& p) {
 
 SampledToken sample_on_host(SequenceSampler& s, float* logits, int64_t vocab) {
   float lp = 0;
+  int32_t rank = 0;
   std::vector<sampling::TokenLogprob> top;
   const bool want_lp = s.params().top_logprobs >= 0;
-  const int32_t tok = s.sample(logits, vocab, want_lp ? &lp : nullptr, want_lp ? &top : nullptr);
+  const int32_t tok = s.sample(logits, vocab, want_lp ? &lp : nullptr, want_lp ? &top : nullptr,
+                               want_lp ? &rank : nullptr);
   if (!want_lp) return {tok, {}};
   TokenLogprobs tl;
   tl.token = tok;
   tl.logprob = lp;
+  tl.rank = rank;
   for (const auto& t : top) tl.top.emplace_back(t.token, t.logprob);
   return {tok, {std::move(tl)}};
 }

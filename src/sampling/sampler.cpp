@@ -14,13 +14,20 @@ int32_t argmax(const float* x, int64_t n) {
 }
 
 void log_softmax_top(const float* x, int64_t n, int k, int32_t chosen, float* chosen_lp,
-                     std::vector<TokenLogprob>* top) {
+                     std::vector<TokenLogprob>* top, int32_t* chosen_rank) {
   float mx = -std::numeric_limits<float>::infinity();
   for (int64_t i = 0; i < n; ++i) mx = std::max(mx, x[i]);
   double sum = 0;
   for (int64_t i = 0; i < n; ++i) sum += std::exp(double(x[i]) - mx);
   const float lse = mx + float(std::log(sum));
-  if (chosen_lp) *chosen_lp = x[chosen] - lse;
+  const float lp = x[chosen] - lse;
+  if (chosen_lp) *chosen_lp = lp;
+  if (chosen_rank) {
+    // Compared as the reported logprobs (x - lse in float), so a tie there is a tie here.
+    int64_t above = 0;
+    for (int64_t i = 0; i < n; ++i) above += (x[i] - lse) > lp;
+    *chosen_rank = int32_t(above + 1);
+  }
   if (top && k > 0) {
     std::vector<std::pair<float, int32_t>> c;
     c.reserve(size_t(n));
@@ -69,7 +76,7 @@ void SequenceSampler::apply_penalties(float* logits, int64_t vocab) const {
 }
 
 int32_t SequenceSampler::sample(float* logits, int64_t vocab, float* chosen_logprob,
-                                std::vector<TokenLogprob>* top) {
+                                std::vector<TokenLogprob>* top, int32_t* chosen_rank) {
   // Logprobs are reported from the model's raw distribution (as vLLM does by default).
   std::vector<float> raw;
   if (params_.top_logprobs >= 0) raw.assign(logits, logits + vocab);
@@ -148,7 +155,7 @@ int32_t SequenceSampler::sample(float* logits, int64_t vocab, float* chosen_logp
     }
   }
   if (params_.top_logprobs >= 0)
-    log_softmax_top(raw.data(), vocab, params_.top_logprobs, chosen, chosen_logprob, top);
+    log_softmax_top(raw.data(), vocab, params_.top_logprobs, chosen, chosen_logprob, top, chosen_rank);
   return chosen;
 }
 

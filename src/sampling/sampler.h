@@ -21,9 +21,10 @@ class SequenceSampler {
   SequenceSampler(const SamplingParams& p, const std::vector<int32_t>& prompt);
 
   // Picks the next token from raw logits[V] (modified in place). If top_logprobs >= 0 the
-  // chosen token's logprob and the best alternatives (from the raw distribution) are returned.
+  // chosen token's logprob, its rank (1 + tokens with a strictly higher logprob, as vLLM) and
+  // the best alternatives (from the raw distribution) are returned.
   int32_t sample(float* logits, int64_t vocab, float* chosen_logprob,
-                 std::vector<TokenLogprob>* top);
+                 std::vector<TokenLogprob>* top, int32_t* chosen_rank = nullptr);
   // Records a generated token (for presence/frequency/repetition penalties).
   void accept(int32_t token);
   const SamplingParams& params() const { return params_; }
@@ -48,8 +49,9 @@ class SequenceSampler {
 
 // Index of the largest value (first on ties), as torch.argmax.
 int32_t argmax(const float* x, int64_t n);
-// log-softmax value of x[i] over x[0..n).
+// log-softmax over x[0..n): x[chosen]'s value, its rank (1 + the count of logprobs strictly
+// greater) and the k best.
 void log_softmax_top(const float* x, int64_t n, int k, int32_t chosen, float* chosen_lp,
-                     std::vector<TokenLogprob>* top);
+                     std::vector<TokenLogprob>* top, int32_t* chosen_rank = nullptr);
 
 }  // namespace lite_llama::sampling

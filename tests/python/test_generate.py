@@ -318,3 +318,31 @@ def test_tiny_temperature_is_greedy(llm):
     for t in (1e-6, 1e-40):
         got = llm.generate(prompt, SamplingParams(temperature=t, max_tokens=6, seed=3), use_tqdm=False)
         assert got[0].outputs[0].token_ids == want, t
+
+
+def test_sampled_token_rank_outside_the_listed_best(llm):
+    """The chosen token always has vLLM's rank (1 + tokens with a higher logprob), also when it
+    is not among the listed best (it was None). Checked against a greedy re-run of each prefix
+    that lists the 20 best."""
+    prompt = "Write one sentence about the sea."
+    ids = llm.get_tokenizer().encode(prompt)
+    sp = SamplingParams(temperature=1.5, seed=11, max_tokens=10, logprobs=1, ignore_eos=True)
+    out = llm.generate(prompt, sp, use_tqdm=False)[0].outputs[0]
+    eps = 1e-3  # a re-run's prefill may round differently from the first run's decode
+    outside = exact = 0
+    for i, (tok, d) in enumerate(zip(out.token_ids, out.logprobs)):
+        rank, lp = d[tok].rank, d[tok].logprob
+        assert isinstance(rank, int) and rank >= 1, (i, d)
+        listed = list(d)[1:]
+        assert rank == 1 if tok in listed else rank > 1, (i, d)
+        outside += tok not in listed
+        ref = llm.generate({"prompt_token_ids": ids + out.token_ids[:i]},
+                           SamplingParams(temperature=0, max_tokens=1, logprobs=20),
+                           use_tqdm=False)[0].outputs[0].logprobs[0]
+        others = [v.logprob for t, v in ref.items() if t != tok]
+        lo = 1 + sum(x > lp + eps for x in others)
+        assert rank >= lo, (i, rank, lo)
+        if tok in ref:  # every token above it is listed: the rank is known exactly
+            assert rank <= 1 + sum(x > lp - eps for x in others), (i, rank)
+            exact += tok not in listed
+    assert outside >= 3 and exact >= 2, (outside, exact)

@@ -387,6 +387,48 @@ TEST(Sampler, LogprobsWithSamplingMatchTheDrawnToken) {
   }
 }
 
+TEST(Sampler, ChosenRankCountsTheWholeVocabulary) {
+  // High temperature over 1000 random logits: most draws fall outside the 2 listed best, and
+  // the rank is still 1 + the tokens whose logprob (full log-softmax, in double) is higher.
+  constexpr int kV = 1000;
+  std::mt19937 gen(7);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::vector<float> raw(kV);
+  for (float& x : raw) x = normal(gen);
+  double mx = *std::max_element(raw.begin(), raw.end()), sum = 0;
+  for (float x : raw) sum += std::exp(double(x) - mx);
+  const double lse = mx + std::log(sum);
+
+  SamplingParams p = params(5.0f, 99);
+  p.top_logprobs = 2;
+  SequenceSampler s(p, {});
+  int outside = 0;
+  for (int i = 0; i < 100; ++i) {
+    std::vector<float> l = raw;
+    float lp = 0;
+    int32_t rank = -1;
+    std::vector<sampling::TokenLogprob> top;
+    const int32_t t = s.sample(l.data(), kV, &lp, &top, &rank);
+    const double want_lp = double(raw[size_t(t)]) - lse;
+    int above = 0;
+    for (int j = 0; j < kV; ++j) above += (double(raw[size_t(j)]) - lse) > want_lp;
+    EXPECT_NEAR(lp, want_lp, 1e-4);
+    EXPECT_EQ(rank, above + 1) << "draw " << i << " token " << t;
+    ASSERT_EQ(top.size(), 2u);
+    outside += (t != top[0].token && t != top[1].token);
+  }
+  EXPECT_GT(outside, 50) << "the draws should mostly fall outside the listed best";
+
+  // Ties count as not higher; -inf (masked) tokens are never higher.
+  const float z[] = {1, 3, 3, 2, kNegInf};
+  const std::pair<int32_t, int32_t> want[] = {{1, 1}, {2, 1}, {3, 3}, {0, 4}, {4, 5}};
+  for (const auto& [chosen, r] : want) {
+    int32_t rank = 0;
+    sampling::log_softmax_top(z, 5, 0, chosen, nullptr, nullptr, &rank);
+    EXPECT_EQ(rank, r) << "token " << chosen;
+  }
+}
+
 namespace {
 
 void expect_rejected(const SamplingParams& p, const std::string& name) {
