@@ -70,11 +70,14 @@ ApiError unavailable(const ServingContext& ctx) {
 }
 
 Generation::Generation(ServingContext& ctx, const OpenAIRequest& r, Streams streams, int64_t n_prompt,
-                       ChatParsing parse)
+                       ChatParsing parse, std::vector<std::string> echo)
     : ctx_(ctx), active_(ctx.active), meta_(make_meta(r.endpoint, ctx.limits.model_name, r.logprobs)),
       streams_(std::move(streams)), finished_(streams_.size(), 0), offsets_(streams_.size(), 0),
-      choices_(streams_.size()), stream_(r.stream), include_usage_(r.include_usage) {
+      choices_(streams_.size()), n_(r.n), echo_(std::move(echo)), stream_(r.stream),
+      include_usage_(r.include_usage) {
   usage_.prompt_tokens = n_prompt;
+  if (!stream_ && !echo_.empty())
+    for (size_t i = 0; i < choices_.size(); ++i) choices_[i].text = echo_[i / size_t(n_)];
   if (parse.on)
     for (size_t i = 0; i < streams_.size(); ++i)
       parsers_.push_back(std::make_unique<ChatOutputParser>(parse.reasoning, parse.in_think, parse.tools,
@@ -102,6 +105,11 @@ std::string Generation::drain() {
     for (size_t i = 0; i < streams_.size(); ++i)
       out += sse_event(chunk_json(meta_, int(i), "", {}, std::nullopt, text_of, nullptr,
                                   include_usage_, /*role_only=*/true));
+  // Echo: each choice's first chunk is its prompt, as vLLM streams it.
+  if (stream_ && !started_ && !echo_.empty())
+    for (size_t i = 0; i < streams_.size(); ++i)
+      out += sse_event(chunk_json(meta_, int(i), echo_[i / size_t(n_)], {}, std::nullopt, text_of, nullptr,
+                                  include_usage_));
   started_ = true;
   bool all = true;
   for (size_t i = 0; i < streams_.size(); ++i) {
@@ -153,7 +161,7 @@ void Generation::take(int i, std::optional<RequestOutput> o, std::string& out) {
   }
   if (o->finished) {
     usage_.completion_tokens += o->completion_tokens;
-    if (i == 0) usage_.cached_tokens = o->cached_tokens;  // the choices share one prompt
+    if (i % n_ == 0) usage_.cached_tokens += o->cached_tokens;  // a prompt's choices share it
   }
   if (!stream_) {
     ChoiceResult& c = choices_[size_t(i)];
@@ -237,28 +245,55 @@ std::unique_ptr<Generation> start_generation(ServingContext& ctx, std::string_vi
   GenerationStamps stamps;
   OpenAIRequest r = parse_openai_request(body, endpoint, ctx.limits);
   stamps.parsed = TimingClock::now();
+  if (endpoint == Endpoint::Completions) {
+    // Each prompt of a batch has its own budget; all are checked before any is submitted, and
+    // its n choices follow one another.
+    std::vector<std::vector<int32_t>> prompts;
+    std::vector<OpenAIRequest> each;
+    std::vector<std::string> echo;
+    int64_t n_prompt = 0;
+    for (size_t k = 0; k < r.prompts.size(); ++k) {
+      prompts.push_back(prompt_tokens(ctx.engine.engine(), r, ctx.limits, ctx.prompt, nullptr, k));
+      each.push_back(r);
+      each.back().prompts.clear();
+      resolve_max_tokens(each.back(), int64_t(prompts.back().size()), ctx.limits);
+      n_prompt += int64_t(prompts.back().size());
+      if (r.echo)
+        echo.push_back(r.prompts[k].is_tokens ? ctx.engine.engine().detokenize(prompts.back()) : r.prompts[k].text);
+    }
+    stamps.prompt = TimingClock::now();
+    Generation::Streams streams;
+    try {
+      for (size_t k = 0; k < prompts.size(); ++k)
+        for (auto& s : submit_all(ctx, each[k], prompts[k])) streams.push_back(std::move(s));
+    } catch (...) {
+      for (auto& s : streams) ctx.engine.cancel(s->id());
+      throw;
+    }
+    auto g = std::make_unique<Generation>(ctx, r, std::move(streams), n_prompt, ChatParsing{}, std::move(echo));
+    g->stamps() = stamps;
+    return g;
+  }
   ChatPromptInfo info;
   const std::vector<int32_t> prompt = prompt_tokens(ctx.engine.engine(), r, ctx.limits, ctx.prompt, &info);
   stamps.prompt = TimingClock::now();
   resolve_max_tokens(r, int64_t(prompt.size()), ctx.limits);
   ChatParsing parse;
-  if (endpoint == Endpoint::Chat) {
-    parse.reasoning = template_thinks(ctx);
-    parse.in_think = info.in_think;
-    parse.tools = r.tool_choice != "none";
-    if (parse.tools) {
-      parse.format = template_tool_format(ctx);
-      parse.tool_names = tool_names(r);
-      tool_choice_grammar(r, parse.format);
-      parse.forced_calls = r.tool_choice != "auto";
-      parse.parallel_calls = r.parallel_tool_calls;
-    }
-    parse.on = parse.reasoning || parse.in_think || parse.tools;
-    // A structured output applies to the answer: the thinking before it stays free (unless the
-    // prompt already closed an empty block, as Qwen3 does with enable_thinking false).
-    if ((parse.reasoning || parse.in_think) && !info.think_done && !r.params.grammar.empty())
-      r.params.grammar = grammar::after_think(r.params.grammar, parse.in_think);
+  parse.reasoning = template_thinks(ctx);
+  parse.in_think = info.in_think;
+  parse.tools = r.tool_choice != "none";
+  if (parse.tools) {
+    parse.format = template_tool_format(ctx);
+    parse.tool_names = tool_names(r);
+    tool_choice_grammar(r, parse.format);
+    parse.forced_calls = r.tool_choice != "auto";
+    parse.parallel_calls = r.parallel_tool_calls;
   }
+  parse.on = parse.reasoning || parse.in_think || parse.tools;
+  // A structured output applies to the answer: the thinking before it stays free (unless the
+  // prompt already closed an empty block, as Qwen3 does with enable_thinking false).
+  if ((parse.reasoning || parse.in_think) && !info.think_done && !r.params.grammar.empty())
+    r.params.grammar = grammar::after_think(r.params.grammar, parse.in_think);
   Generation::Streams streams = submit_all(ctx, r, prompt);
   auto g = std::make_unique<Generation>(ctx, r, std::move(streams), int64_t(prompt.size()), parse);
   g->stamps() = stamps;

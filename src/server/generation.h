@@ -42,9 +42,11 @@ struct ChatParsing {
 class Generation {
  public:
   using Streams = std::vector<std::shared_ptr<RequestStream>>;
+  // streams: r.n choices per prompt, prompt after prompt; n_prompt: the prompts' tokens together;
+  // echo: per prompt, the text that starts its choices (completions' echo; empty: none).
   // parse: chat answers go through a ChatOutputParser(reasoning, in_think, tools) per choice.
   Generation(ServingContext& ctx, const OpenAIRequest& r, Streams streams, int64_t n_prompt,
-             ChatParsing parse = {});
+             ChatParsing parse = {}, std::vector<std::string> echo = {});
   ~Generation();  // cancels what still runs: its client is gone
   Generation(const Generation&) = delete;
   Generation& operator=(const Generation&) = delete;
@@ -83,6 +85,8 @@ class Generation {
   std::vector<int64_t> offsets_;
   std::vector<ChoiceResult> choices_;
   std::vector<std::unique_ptr<ChatOutputParser>> parsers_;  // per choice, when parsing chat
+  int n_ = 1;                                               // choices per prompt
+  std::vector<std::string> echo_;                           // per prompt, when echoing
   std::string grammar_error_;  // a choice's grammar admitted no next token
   std::string error_;
   bool stream_ = false, include_usage_ = false, started_ = false, all_finished_ = false;

@@ -133,27 +133,33 @@ int prompt_token(const json& t, const RequestLimits& lim) {
   return checked_token("prompt", t, lim);
 }
 
+CompletionPrompt one_prompt(const json& p, const RequestLimits& lim) {
+  CompletionPrompt out;
+  if (p.is_string()) {
+    out.text = p.get<std::string>();
+    if (out.text.empty()) bad("prompt", "'prompt' must not be empty");
+    return out;
+  }
+  if (!p.is_array()) wrong_type("prompt", "a string, token ids, or a list of either", p);
+  if (p.empty()) bad("prompt", "'prompt' must not be empty");
+  out.is_tokens = true;
+  for (const json& t : p) out.tokens.push_back(prompt_token(t, lim));
+  return out;
+}
+
+// A string, token ids, or a batch of either (as OpenAI and vLLM take them).
 void parse_prompt(const json& body, OpenAIRequest& r, const RequestLimits& lim) {
   const json* p = field(body, "prompt");
   if (!p) bad("prompt", "'prompt' is required");
-  const json* one = p;
-  if (p->is_array()) {
-    if (p->empty()) bad("prompt", "'prompt' must not be empty");
-    if (!token_ids_meant(*p)) {
-      if (p->size() > 1)
-        bad("prompt", "a list of several prompts is not supported; send one prompt per request");
-      one = &(*p)[0];
-    }
-  }
-  if (one->is_string()) {
-    r.prompt_text = one->get<std::string>();
-    if (r.prompt_text.empty()) bad("prompt", "'prompt' must not be empty");
+  if (p->is_array() && p->empty()) bad("prompt", "'prompt' must not be empty");
+  if (!p->is_array() || token_ids_meant(*p)) {
+    r.prompts.push_back(one_prompt(*p, lim));
     return;
   }
-  if (!one->is_array()) wrong_type("prompt", "a string, a list of one string, or token ids", *one);
-  if (one->empty()) bad("prompt", "'prompt' must not be empty");
-  r.prompt_is_tokens = true;
-  for (const json& t : *one) r.prompt_tokens.push_back(prompt_token(t, lim));
+  if (int64_t(p->size()) * r.n > lim.max_choices)
+    bad("prompt", fmt::format("{} prompts with n = {} are more than the {} choices a request may have",
+                              p->size(), r.n, lim.max_choices));
+  for (const json& one : *p) r.prompts.push_back(one_prompt(one, lim));
 }
 
 std::string message_content(const json& m, const std::string& role) {
@@ -242,7 +248,6 @@ void parse_stop(const json& body, SamplingParams& p) {
 // Parameters this server does not implement are refused rather than silently ignored when
 // they would change the result.
 void refuse_unsupported(const json& body) {
-  if (get_bool(body, "echo").value_or(false)) bad("echo", "'echo' is not supported");
   const int64_t best_of = get_int(body, "best_of").value_or(1);
   if (best_of < 1) bad("best_of", fmt::format("'best_of' must be >= 1, got {}", best_of));
   if (best_of > 1) bad("best_of", "'best_of' is not supported");
@@ -254,13 +259,18 @@ void refuse_unsupported(const json& body) {
 
 void parse_logprobs(const json& body, OpenAIRequest& r) {
   if (r.endpoint == Endpoint::Completions) {
+    r.echo = get_bool(body, "echo").value_or(false);
     if (std::optional<int64_t> k = get_int(body, "logprobs")) {
       if (*k < 0 || *k > 20) bad("logprobs", fmt::format("'logprobs' must be in [0, 20], got {}", *k));
+      // The prompt's own logprobs are not computed.
+      if (r.echo) bad("echo", "'echo' together with 'logprobs' is not supported");
       r.logprobs = true;
       r.params.top_logprobs = int(*k);
     }
     return;
   }
+  // vLLM's chat echo (the last message's text first) is not implemented.
+  if (get_bool(body, "echo").value_or(false)) bad("echo", "'echo' is not supported for chat");
   r.logprobs = get_bool(body, "logprobs").value_or(false);
   const std::optional<int64_t> k = get_int(body, "top_logprobs");
   if (k && (*k < 0 || *k > 20))
@@ -304,6 +314,7 @@ void parse_sampling(const json& body, OpenAIRequest& r, const RequestLimits& lim
           "context_length_exceeded");
     p.max_tokens = int(*m);
     r.max_tokens_given = true;
+    r.max_tokens_key = key;
   } else {
     p.max_tokens = 1;  // provisional: resolve_max_tokens sets it from the prompt length
   }
@@ -387,7 +398,7 @@ void resolve_max_tokens(OpenAIRequest& r, int64_t n_prompt, const RequestLimits&
       bad("min_tokens", fmt::format("'min_tokens' is {}, more than the {} tokens the context leaves after the {}",
                                     r.params.min_tokens, r.params.max_tokens, what));
   } else if (n_prompt + r.params.max_tokens > lim.ctx) {
-    bad("max_tokens",
+    bad(r.max_tokens_key,
         fmt::format("This model's maximum context length is {} tokens, but {} tokens were requested "
                     "({} in the {}, {} for the completion).",
                     lim.ctx, n_prompt + r.params.max_tokens, n_prompt, what, r.params.max_tokens),

@@ -32,16 +32,23 @@ struct RequestLimits {
   int64_t ctx = 0;         // tokens per sequence (prompt + completion)
   int64_t vocab_size = 0;  // valid token ids are [0, vocab_size)
   std::string model_name;  // the only model served
-  int max_n = 16;          // choices per request
+  int max_n = 16;          // choices per prompt (n)
+  int max_choices = 512;   // choices per request: prompts x n
+};
+
+// One prompt of a completions request: text, or token ids when is_tokens.
+struct CompletionPrompt {
+  std::string text;
+  std::vector<int32_t> tokens;
+  bool is_tokens = false;
 };
 
 struct OpenAIRequest {
   Endpoint endpoint = Endpoint::Completions;
   std::string model;
-  // Completions: text, or token ids when prompt_is_tokens.
-  std::string prompt_text;
-  std::vector<int32_t> prompt_tokens;
-  bool prompt_is_tokens = false;
+  // Completions: one prompt or several (a batch: n choices each, indexed prompt * n + j).
+  std::vector<CompletionPrompt> prompts;
+  bool echo = false;  // completions: the prompt's text starts each choice's text
   // Chat: the conversation and extra template variables (a JSON object, or empty).
   std::vector<ChatMessage> messages;
   std::string template_kwargs_json;
@@ -50,6 +57,7 @@ struct OpenAIRequest {
 
   SamplingParams params;  // max_tokens is final only after resolve_max_tokens
   bool max_tokens_given = false;
+  std::string max_tokens_key = "max_tokens";  // or max_completion_tokens: the one sent (errors name it)
   int n = 1;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage

@@ -67,15 +67,16 @@ void add_tools(const Engine& eng, const OpenAIRequest& r, std::vector<ChatMessag
 
 std::vector<int32_t> prompt_tokens(const Engine& eng, const OpenAIRequest& r,
                                    const RequestLimits& limits, const PromptPolicy& policy,
-                                   ChatPromptInfo* info) {
-  if (r.prompt_is_tokens) return r.prompt_tokens;
+                                   ChatPromptInfo* info, size_t which) {
   const bool chat = r.endpoint == Endpoint::Chat;
+  if (!chat && r.prompts.at(which).is_tokens) return r.prompts[which].tokens;
   const char* param = chat ? "messages" : "prompt";
   try {
     if (!chat) {
-      refuse_if_longer_than_context(eng, r.prompt_text, true, limits, param);
+      const std::string& text = r.prompts.at(which).text;
+      refuse_if_longer_than_context(eng, text, true, limits, param);
       // Special tokens written in the prompt act as such, as with HF tokenizers and vLLM.
-      return eng.tokenize(r.prompt_text, /*add_special=*/true, /*parse_special=*/true);
+      return eng.tokenize(text, /*add_special=*/true, /*parse_special=*/true);
     }
     // The contents alone bound the rendered prompt from below. Under ctx * kFirstBytesPerToken
     // bytes the check tokenizes nothing, so they are not even joined.

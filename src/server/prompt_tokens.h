@@ -25,9 +25,10 @@ struct ChatPromptInfo {
   bool in_think = false;    // the prompt ends inside an opened <think> block
   bool think_done = false;  // the prompt ends with a closed </think> (no thinking to come)
 };
+// `which`: the completions prompt of a batch.
 std::vector<int32_t> prompt_tokens(const Engine& eng, const OpenAIRequest& r,
                                    const RequestLimits& limits, const PromptPolicy& policy,
-                                   ChatPromptInfo* info = nullptr);
+                                   ChatPromptInfo* info = nullptr, size_t which = 0);
 
 // Throws the ApiError when a prefix of `text` has at least limits.ctx + a margin tokens.
 // Tokenizes geometrically growing prefixes, so the work is a small multiple of the prefix that

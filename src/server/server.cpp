@@ -152,6 +152,7 @@ class HttpServer final : public HttpHandler {
     // n choices wait as n requests: more than --max-waiting could never be queued, and a 429 would
     // send the client to retry for ever.
     l.max_n = std::min(o.max_n, o.max_waiting);
+    l.max_choices = o.max_waiting;  // a batch of prompts likewise
     return l;
   }
 

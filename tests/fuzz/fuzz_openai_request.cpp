@@ -34,11 +34,15 @@ void exercise(std::string_view body, Endpoint ep, const RequestLimits& lim) {
   check(r.n >= 1 && r.n <= lim.max_n);
   check(r.model == lim.model_name);
   if (ep == Endpoint::Chat) check(!r.messages.empty());
-  if (ep == Endpoint::Completions) check(r.prompt_is_tokens ? !r.prompt_tokens.empty() : !r.prompt_text.empty());
-  for (int32_t t : r.prompt_tokens) check(t >= 0 && t < lim.vocab_size);
-  // The text's byte count stands in for its token count.
-  const int64_t n_prompt = r.prompt_is_tokens ? int64_t(r.prompt_tokens.size())
-                                              : int64_t(r.prompt_text.size() + r.messages.size());
+  if (ep == Endpoint::Completions) check(!r.prompts.empty() && r.prompts.size() * size_t(r.n) <= size_t(lim.max_choices));
+  for (const CompletionPrompt& p : r.prompts) {
+    check(p.is_tokens ? !p.tokens.empty() : !p.text.empty());
+    for (int32_t t : p.tokens) check(t >= 0 && t < lim.vocab_size);
+  }
+  // The text's byte count stands in for its token count (the first prompt's).
+  const CompletionPrompt first = r.prompts.empty() ? CompletionPrompt{} : r.prompts[0];
+  const int64_t n_prompt = first.is_tokens ? int64_t(first.tokens.size())
+                                           : int64_t(first.text.size() + r.messages.size());
   try {
     resolve_max_tokens(r, n_prompt, lim);
   } catch (const ApiError& e) {

@@ -36,8 +36,9 @@ TEST(OpenAIRequest, CompletionFields) {
           "min_p":0.1,"stop":"x","seed":3,"n":2,"logprobs":2,"stream":true,
           "stream_options":{"include_usage":true},"ignore_eos":true,"repetition_penalty":1.2})",
       Endpoint::Completions, limits());
-  EXPECT_EQ(r.prompt_text, "hi");
-  EXPECT_FALSE(r.prompt_is_tokens);
+  ASSERT_EQ(r.prompts.size(), 1u);
+  EXPECT_EQ(r.prompts[0].text, "hi");
+  EXPECT_FALSE(r.prompts[0].is_tokens);
   EXPECT_EQ(r.params.max_tokens, 5);
   EXPECT_TRUE(r.max_tokens_given);
   EXPECT_EQ(r.params.temperature, 0.0f);
@@ -52,13 +53,22 @@ TEST(OpenAIRequest, CompletionFields) {
 
 TEST(OpenAIRequest, PromptShapes) {
   auto tokens = [](const std::string& body) {
-    return parse_openai_request(body, Endpoint::Completions, limits()).prompt_tokens;
+    const OpenAIRequest r = parse_openai_request(body, Endpoint::Completions, limits());
+    EXPECT_EQ(r.prompts.size(), 1u);
+    return r.prompts.at(0).tokens;
   };
   EXPECT_EQ(tokens(R"({"prompt":[1,2,3]})"), (std::vector<int32_t>{1, 2, 3}));
   EXPECT_EQ(tokens(R"({"prompt":[[4,5]]})"), (std::vector<int32_t>{4, 5}));
-  EXPECT_EQ(parse_openai_request(R"({"prompt":["one"]})", Endpoint::Completions, limits()).prompt_text,
+  EXPECT_EQ(parse_openai_request(R"({"prompt":["one"]})", Endpoint::Completions, limits()).prompts.at(0).text,
             "one");
-  EXPECT_EQ(parse_error(R"({"prompt":["a","b"]})").param, "prompt");
+  // A batch: strings or token-id lists, each its own prompt.
+  const OpenAIRequest batch = parse_openai_request(R"({"prompt":["a",[4,5],"b"]})", Endpoint::Completions, limits());
+  ASSERT_EQ(batch.prompts.size(), 3u);
+  EXPECT_EQ(batch.prompts[0].text, "a");
+  EXPECT_EQ(batch.prompts[1].tokens, (std::vector<int32_t>{4, 5}));
+  EXPECT_EQ(batch.prompts[2].text, "b");
+  EXPECT_EQ(parse_error(R"({"prompt":["a",""]})").param, "prompt");
+  EXPECT_EQ(parse_error(R"({"prompt":["a",[]]})").param, "prompt");
   EXPECT_EQ(parse_error(R"({"prompt":[1000]})").param, "prompt");
   EXPECT_EQ(tokens(R"({"prompt":[1.0,2]})"), (std::vector<int32_t>{1, 2}));
   // Numbers or booleans in the list make it token ids, not a list of prompts.
@@ -111,7 +121,8 @@ TEST(OpenAIRequest, ErrorsNameTheParameter) {
   EXPECT_EQ(parse_error(R"({"prompt":"x","max_tokens":1.5})").param, "max_tokens");
   EXPECT_EQ(parse_error(R"({"prompt":"x","n":17})").param, "n");
   EXPECT_EQ(parse_error(R"({"prompt":"x","stop":[""]})").param, "stop");
-  EXPECT_EQ(parse_error(R"({"prompt":"x","echo":true})").param, "echo");
+  EXPECT_TRUE(parse_openai_request(R"({"prompt":"x","echo":true})", Endpoint::Completions, limits()).echo);
+  EXPECT_EQ(parse_error(R"({"prompt":"x","echo":true,"logprobs":1})").param, "echo");
   for (const char* best_of : {"0", "-1", "1.5", "2", "true"})
     EXPECT_EQ(parse_error(std::string(R"({"prompt":"x","best_of":)") + best_of + "}").param, "best_of") << best_of;
   EXPECT_EQ(parse_openai_request(R"({"prompt":"x","best_of":1})", Endpoint::Completions, limits()).n, 1);
