@@ -360,6 +360,8 @@ class LLM:
         if c.finish_reason != "stop" or not c.token_ids:
             return None
         last = c.token_ids[-1]
+        if last == self._tokenizer.eos_token_id and not p.ignore_eos:
+            return None  # vLLM checks EOS first, and searches no stop string in its text
         if p.stop_token_ids and last in p.stop_token_ids:
             return last
         full = self._core.detokenize(c.token_ids)

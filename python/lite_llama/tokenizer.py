@@ -68,8 +68,9 @@ def template_kwargs_json(kwargs: Optional[Mapping[str, Any]]) -> str:
 
 
 class Tokenizer:
-    """The model's tokenizer (``LLM.get_tokenizer()``): ``encode``, ``decode`` and
-    ``apply_chat_template`` shaped like Hugging Face's."""
+    """The model's tokenizer (``LLM.get_tokenizer()``): ``encode``, ``decode``,
+    ``convert_ids_to_tokens``, ``convert_tokens_to_ids`` and ``apply_chat_template`` shaped like
+    Hugging Face's."""
 
     def __init__(self, core: _core.Engine) -> None:
         self._core = core
@@ -80,6 +81,44 @@ class Tokenizer:
         self.pad_token_id: Optional[int] = special.get("pad")
         self.vocab_size: int = info["vocab_size"]
         self._special: Dict[int, bool] = {}
+        self._ids: Optional[Dict[str, int]] = None  # token string -> id, built on first use
+
+    @property
+    def bos_token(self) -> Optional[str]:
+        return None if self.bos_token_id is None else self._core.token_text(self.bos_token_id)
+
+    @property
+    def eos_token(self) -> Optional[str]:
+        return None if self.eos_token_id is None else self._core.token_text(self.eos_token_id)
+
+    @property
+    def pad_token(self) -> Optional[str]:
+        return None if self.pad_token_id is None else self._core.token_text(self.pad_token_id)
+
+    def convert_ids_to_tokens(self, ids: Union[int, Sequence[int]],
+                              skip_special_tokens: bool = False) -> Union[str, List[str]]:
+        """The vocabulary's strings of ``ids`` (byte-level pieces such as ``"Ġworld"``), as HF's."""
+        if isinstance(ids, numbers.Integral) and not isinstance(ids, bool):
+            return self._core.token_text(_checks.token_id("ids", ids, self.vocab_size))
+        ids = _checks.token_ids("ids", ids, self.vocab_size)
+        if _checks.boolean("skip_special_tokens", skip_special_tokens):
+            ids = [t for t in ids if not self._is_special(t)]
+        return [self._core.token_text(t) for t in ids]
+
+    def convert_tokens_to_ids(self, tokens: Union[str, Sequence[str]]) -> Union[Optional[int], List[Optional[int]]]:
+        """The ids of vocabulary strings, as HF's; None for a string not in the vocabulary
+        (HF gives the unknown token's id, where the tokenizer has one)."""
+        if self._ids is None:
+            ids: Dict[str, int] = {}
+            for t in range(self.vocab_size):
+                try:
+                    ids.setdefault(self._core.token_text(t), t)
+                except ValueError:  # embedding rows past the tokenizer's vocabulary
+                    break
+            self._ids = ids
+        if isinstance(tokens, str):
+            return self._ids.get(tokens)
+        return [self._ids.get(t) for t in _checks.texts("tokens", tokens)]
 
     def encode(self, text: str, add_special_tokens: bool = True) -> List[int]:
         """Token ids of ``text``; special tokens written in the text (``<|im_start|>``) are

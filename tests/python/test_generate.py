@@ -346,3 +346,18 @@ def test_sampled_token_rank_outside_the_listed_best(llm):
             assert rank <= 1 + sum(x > lp - eps for x in others), (i, rank)
             exact += tok not in listed
     assert outside >= 3 and exact >= 2, (outside, exact)
+
+
+def test_stop_reason_of_eos(llm):
+    """vLLM checks the EOS token before stop token ids and drops it from the text it searches for
+    stop strings: a completion that EOS ended has stop_reason None, even where that id is also a
+    stop token id or its text a stop string. With ignore_eos the stop token id is the reason."""
+    chat = [{"role": "user", "content": "Say hi"}]
+    eos = llm.get_tokenizer().eos_token_id
+    for kw in ({}, {"stop_token_ids": [eos]}, {"stop": ["<|im_end|>"], "skip_special_tokens": False}):
+        out = llm.chat(chat, SamplingParams(temperature=0, max_tokens=60, **kw), use_tqdm=False)[0].outputs[0]
+        assert out.token_ids[-1] == eos and out.finish_reason == "stop", kw
+        assert out.stop_reason is None, kw
+    out = llm.chat(chat, SamplingParams(temperature=0, max_tokens=60, ignore_eos=True, stop_token_ids=[eos]),
+                   use_tqdm=False)[0].outputs[0]
+    assert out.token_ids[-1] == eos and out.finish_reason == "stop" and out.stop_reason == eos

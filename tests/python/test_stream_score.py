@@ -88,3 +88,25 @@ def test_gil_is_released_while_generating(llm):
     # A thread that needs the GIL kept running (with the GIL held it would make none): at least
     # a twentieth of the ticks it could make, so that a busy machine does not fail it.
     assert ticks > elapsed * 1000 / 20, (ticks, elapsed)
+
+
+def test_tokenizer_tokens_equal_hf(llm):
+    """convert_ids_to_tokens / convert_tokens_to_ids and the special tokens' strings, as HF's
+    tokenizer of the default model (SmolLM2: the fixture's tokenizer.json and its config)."""
+    import json
+
+    from tokenizers import Tokenizer
+    src = ROOT / "tests" / "fixtures" / "hf_tokenizers" / "smollm2"
+    hf = Tokenizer.from_file(str(src / "tokenizer.json"))
+    config = json.loads((src / "tokenizer_config.json").read_text())
+    tok = llm.get_tokenizer()
+    ids = hf.encode("<|im_start|>user\nHéllo 🦙  world<|im_end|>").ids
+    pieces = [hf.id_to_token(i) for i in ids]
+    assert tok.convert_ids_to_tokens(ids) == pieces
+    assert tok.convert_ids_to_tokens(ids[1]) == pieces[1]
+    assert tok.convert_ids_to_tokens(ids, skip_special_tokens=True) == pieces[1:-1]
+    assert tok.convert_tokens_to_ids(pieces) == ids
+    assert tok.convert_tokens_to_ids("<|im_end|>") == hf.token_to_id("<|im_end|>")
+    for name in ("bos", "eos", "pad"):
+        assert getattr(tok, name + "_token") == config[name + "_token"]
+        assert getattr(tok, name + "_token_id") == hf.token_to_id(config[name + "_token"])
