@@ -52,6 +52,10 @@ Value get_attr(const Value& obj, const std::string& name) {
     const Value* v = obj.dict->find(name);
     return v ? *v : Value::undefined(name);
   }
+  if (obj.kind == Value::Kind::kFunction && obj.dict) {  // a macro's attributes
+    const Value* v = obj.dict->find(name);
+    return v ? *v : Value::undefined(name);
+  }
   if (obj.is_group && (name == "grouper" || name == "list")) return (*obj.list)[name == "list"];
   if (has_method(obj, name)) {
     return Value::function(name, [obj, name](CallArgs& a) { return call_method(obj, name, a); });

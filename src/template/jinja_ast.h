@@ -60,6 +60,7 @@ struct Stmt {
     kFilterBlock,  // {% filter f %}body{% endfilter %}
     kWith,         // {% with params %}body{% endwith %}: a new scope
     kPlain,        // a body rendered in the current scope ({% generation %})
+    kCallBlock,    // {% call(params) expr %}body{% endcall %}: body is the caller macro
   };
   Kind kind = Kind::kText;
   int line = 0;
@@ -75,6 +76,12 @@ struct Stmt {
   std::vector<ExprPtr> filters;
   Body body;
   Body else_body;
+  bool recursive = false;  // `for ... recursive`: loop(items) renders the body one level deeper
+  // Macros and call blocks: which of jinja2's implicit parameters the body reads (caller,
+  // varargs, kwargs); a macro without them refuses extra arguments.
+  bool uses_caller = false;
+  bool uses_varargs = false;
+  bool uses_kwargs = false;
 };
 
 // Parses a template; throws lite_llama::Error naming line, column and construct on syntax the

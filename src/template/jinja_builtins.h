@@ -46,6 +46,9 @@ Value truncate_filter(const Value& v, CallArgs& a);
 // Python's `str % args` (jinja2's format filter; jinja_format.cpp).
 Value printf_format(const Value& fmt, CallArgs& args);
 
+// Python's str.format with format specs (jinja_str_format.cpp).
+std::string py_str_format(const std::string& fmt, const CallArgs& args);
+
 // int(s, base) / float(s) of a string as Python parses them (jinja_format.cpp); false where
 // Python raises ValueError.
 bool py_parse_int(const std::string& s, int64_t base, int64_t& out);

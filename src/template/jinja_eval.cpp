@@ -101,9 +101,7 @@ class Evaluator {
         Value fn = eval(*e.a, sc);
         CallArgs args = eval_args(e, sc);
         line_ = e.line;
-        if (fn.is_undefined()) undefined_error(fn);
-        if (fn.kind != Value::Kind::kFunction) fail("'{}' object is not callable", type_name(fn));
-        return (*fn.fn)(args);
+        return call(fn, args);
       }
       case Expr::Kind::kFilter: {
         Value input = eval(*e.a, sc);
@@ -139,6 +137,13 @@ class Evaluator {
         return e.c ? eval(*e.c, sc) : Value::undefined();
     }
     return Value::undefined();
+  }
+
+  // Functions, and objects that are also callable (a for loop's `loop`).
+  static Value call(const Value& fn, CallArgs& args) {
+    if (fn.is_undefined()) undefined_error(fn);
+    if (!fn.fn) fail("'{}' object is not callable", type_name(fn));
+    return (*fn.fn)(args);
   }
 
   Value eval_binary(const Expr& e, Scope& sc) {
@@ -253,12 +258,29 @@ class Renderer : private Evaluator {
       }
       case Stmt::Kind::kPlain:
         return exec_body(s.body, sc, out);
+      case Stmt::Kind::kCallBlock: {
+        // m(args, caller=<the block's body as a macro>), as jinja2 compiles it.
+        Value caller = make_macro(s, sc);
+        Value fn = eval(*s.expr->a, sc);
+        CallArgs args = eval_args(*s.expr, sc);
+        args.kw.emplace_back("caller", std::move(caller));
+        line_ = s.line;
+        Value v = call(fn, args);
+        out += v.is_string() ? v.s : to_str(v);
+        return Flow::kNormal;
+      }
     }
     return Flow::kNormal;
   }
 
   Flow exec_for(const Stmt& s, Scope& sc, std::string& out) {
-    std::vector<Value> items = iterate(eval(*s.expr, sc));
+    return run_loop(s, sc, iterate(eval(*s.expr, sc)), 1, out);
+  }
+
+  // One level of a for loop; a recursive loop's loop(items) runs the next level in the scope
+  // the for statement ran in, as jinja2's loop function does (else block included).
+  Flow run_loop(const Stmt& s, Scope& sc, std::vector<Value> items, int64_t depth,
+                std::string& out) {
     if (s.cond) {  // `for x in xs if cond`: loop.index and loop.length count only kept items
       std::vector<Value> kept;
       for (auto& item : items) {
@@ -271,6 +293,26 @@ class Renderer : private Evaluator {
     if (items.empty()) return exec_body(s.else_body, sc, out);
     const int64_t n = static_cast<int64_t>(items.size());
     auto last_changed = std::make_shared<std::optional<ValueList>>();  // loop.changed()'s memory
+    // loop(items) holds a reference to `sc`: refuse calls once this level has returned (a
+    // loop object stored in a namespace and called later).
+    auto alive = std::make_shared<bool>(true);
+    struct Expire {
+      std::shared_ptr<bool> flag;
+      ~Expire() { *flag = false; }
+    } expire{alive};
+    auto recurse = std::make_shared<NativeFn>([this, &s, &sc, depth, alive](CallArgs& a) {
+      if (!s.recursive)
+        fail("the loop must have the 'recursive' marker to be called recursively");
+      if (!*alive) fail("loop() called after its loop has ended");
+      if (a.pos.size() != 1 || !a.kw.empty()) fail("loop() takes exactly one argument");
+      if (++macro_depth_ > kMaxMacroDepth) fail("maximum recursion depth exceeded in a recursive loop");
+      int saved_line = line_;
+      std::string inner;
+      run_loop(s, sc, iterate(a.pos[0]), depth + 1, inner);
+      line_ = saved_line;
+      --macro_depth_;
+      return Value::string(std::move(inner));
+    });
     for (int64_t k = 0; k < n; ++k) {
       step();
       Scope it{&sc, {}};
@@ -283,8 +325,8 @@ class Renderer : private Evaluator {
       loop.set("first", Value::boolean(k == 0));
       loop.set("last", Value::boolean(k == n - 1));
       loop.set("length", Value::integer(n));
-      loop.set("depth", Value::integer(1));
-      loop.set("depth0", Value::integer(0));
+      loop.set("depth", Value::integer(depth));
+      loop.set("depth0", Value::integer(depth - 1));
       loop.set("previtem", k > 0 ? items[k - 1] : Value::undefined("previtem"));
       loop.set("nextitem", k + 1 < n ? items[k + 1] : Value::undefined("nextitem"));
       loop.set("cycle", Value::function("cycle", [k](CallArgs& a) {
@@ -298,7 +340,9 @@ class Renderer : private Evaluator {
                  *last_changed = a.pos;
                  return Value::boolean(true);
                }));
-      it.vars.set("loop", Value::make_dict(std::move(loop)));
+      Value loop_value = Value::make_dict(std::move(loop));
+      loop_value.fn = recurse;
+      it.vars.set("loop", std::move(loop_value));
       if (exec_body(s.body, it, out) == Flow::kBreak) break;
     }
     return Flow::kNormal;
@@ -327,25 +371,9 @@ class Renderer : private Evaluator {
     for (const Scope* sc = &defining; sc && sc != root_; sc = sc->parent)
       for (const auto& [k, v] : sc->vars.items)
         if (!closure->vars.find(k)) closure->vars.items.emplace_back(k, v);
-    return Value::function(s.text, [this, macro, closure](CallArgs& a) {
-      if (a.pos.size() > macro->params.size())
-        fail("macro '{}' takes not more than {} argument(s)", macro->text, macro->params.size());
+    Value fn = Value::function(s.text, [this, macro, closure](CallArgs& a) {
       Scope sc{closure.get(), {}};
-      for (size_t k = 0; k < macro->params.size(); ++k) {
-        const auto& [name, dflt] = macro->params[k];
-        if (k < a.pos.size()) {
-          sc.vars.set(name, a.pos[k]);
-        } else if (const Value* kw = find_arg(a, SIZE_MAX, name)) {
-          sc.vars.set(name, *kw);
-        } else {
-          sc.vars.set(name, dflt ? eval(*dflt, sc) : Value::undefined(name));
-        }
-      }
-      for (const auto& [name, v] : a.kw) {
-        bool known = false;
-        for (const auto& p : macro->params) known = known || p.first == name;
-        if (!known) fail("macro '{}' has no parameter named '{}'", macro->text, name);
-      }
+      bind_macro_args(*macro, a, sc);
       // jinja2 stops runaway recursion with Python's RecursionError; without a limit a template
       // that calls itself forever would overflow the C++ stack.
       if (++macro_depth_ > kMaxMacroDepth)
@@ -357,6 +385,64 @@ class Renderer : private Evaluator {
       --macro_depth_;
       return Value::string(std::move(out));
     });
+    // jinja2's Macro attributes: m.name, m.arguments, m.catch_kwargs ...
+    Dict attrs;
+    ValueList names;
+    for (const auto& p : s.params) names.push_back(Value::string(p.first));
+    attrs.set("name", Value::string(s.text));
+    attrs.set("arguments", Value::make_tuple(std::move(names)));
+    attrs.set("catch_kwargs", Value::boolean(s.uses_kwargs));
+    attrs.set("catch_varargs", Value::boolean(s.uses_varargs));
+    attrs.set("caller", Value::boolean(s.uses_caller));
+    fn.dict = std::make_shared<Dict>(std::move(attrs));
+    return fn;
+  }
+
+  // jinja2's Macro.__call__: positional, then keyword, then defaults; `caller`, `varargs` and
+  // `kwargs` only for a body that reads them, and extra arguments fail otherwise.
+  void bind_macro_args(const Stmt& macro, CallArgs& a, Scope& sc) {
+    const auto& params = macro.params;
+    std::vector<std::pair<std::string, Value>> kw = a.kw;
+    auto take_kw = [&kw](const std::string& name) -> std::optional<Value> {
+      for (size_t k = 0; k < kw.size(); ++k)
+        if (kw[k].first == name) {
+          Value v = std::move(kw[k].second);
+          kw.erase(kw.begin() + static_cast<std::ptrdiff_t>(k));
+          return v;
+        }
+      return std::nullopt;
+    };
+    std::vector<std::optional<Value>> given(params.size());
+    for (size_t k = 0; k < params.size(); ++k)
+      given[k] = k < a.pos.size() ? std::optional<Value>(a.pos[k]) : take_kw(params[k].first);
+    if (macro.uses_caller) {
+      std::optional<Value> caller = take_kw("caller");
+      sc.vars.set("caller", caller ? *caller : Value::undefined("caller"));
+    }
+    if (macro.uses_kwargs) {
+      Dict rest;
+      for (auto& [k, v] : kw) rest.set(k, std::move(v));
+      sc.vars.set("kwargs", Value::make_dict(std::move(rest)));
+    } else if (!kw.empty()) {
+      bool has_caller = false;
+      for (const auto& [k, v] : kw) has_caller = has_caller || k == "caller";
+      if (has_caller)
+        fail("macro '{}' was invoked with two values for the special caller argument (it does "
+             "not use caller())", macro.text);
+      fail("macro '{}' takes no keyword argument '{}'", macro.text, kw[0].first);
+    }
+    if (macro.uses_varargs) {
+      ValueList rest;
+      for (size_t k = params.size(); k < a.pos.size(); ++k) rest.push_back(a.pos[k]);
+      sc.vars.set("varargs", Value::make_tuple(std::move(rest)));
+    } else if (a.pos.size() > params.size()) {
+      fail("macro '{}' takes not more than {} argument(s)", macro.text, params.size());
+    }
+    // Defaults are evaluated in order, each seeing the parameters before it.
+    for (size_t k = 0; k < params.size(); ++k) {
+      const auto& [name, dflt] = params[k];
+      sc.vars.set(name, given[k] ? *given[k] : dflt ? eval(*dflt, sc) : Value::undefined(name));
+    }
   }
 
   void step() {

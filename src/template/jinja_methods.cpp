@@ -248,53 +248,6 @@ static bool affix_match(const StrRange& r, const Value& affix, bool prefix) {
   return one(affix);
 }
 
-// str.format with automatic/positional/keyword fields and no format specs.
-static std::string py_format(const std::string& fmt_s, const CallArgs& a) {
-  std::string out;
-  size_t auto_idx = 0;
-  enum { kNone, kAuto, kManual } numbering = kNone;  // Python refuses to mix '{}' and '{0}'
-  auto number = [&](bool manual) {
-    if (numbering == (manual ? kAuto : kManual))
-      fail("str.format: cannot switch from {}", manual ? "automatic field numbering to manual field specification"
-                                                       : "manual field specification to automatic field numbering");
-    numbering = manual ? kManual : kAuto;
-  };
-  for (size_t k = 0; k < fmt_s.size(); ++k) {
-    char c = fmt_s[k];
-    if (c == '}' && k + 1 < fmt_s.size() && fmt_s[k + 1] == '}') {
-      out += '}';
-      ++k;
-    } else if (c == '}') {
-      fail("str.format: single '}}' encountered in format string");
-    } else if (c == '{' && k + 1 < fmt_s.size() && fmt_s[k + 1] == '{') {
-      out += '{';
-      ++k;
-    } else if (c == '{') {
-      size_t e = fmt_s.find('}', k);
-      if (e == std::string::npos) fail("str.format: single '{{' encountered in format string");
-      std::string field = fmt_s.substr(k + 1, e - k - 1);
-      if (field.find_first_of(":!") != std::string::npos)
-        fail("str.format: format specs are not supported");
-      const Value* v = nullptr;
-      if (field.empty()) {
-        number(false);
-        v = auto_idx < a.pos.size() ? &a.pos[auto_idx++] : nullptr;
-      } else if (int64_t idx; decimal_index(field, idx)) {
-        number(true);
-        v = idx >= 0 && size_t(idx) < a.pos.size() ? &a.pos[size_t(idx)] : nullptr;
-      } else {
-        v = find_arg(a, SIZE_MAX, field);
-      }
-      if (!v) fail("str.format: no argument for field '{{{}}}'", field);
-      out += to_str(*v);
-      k = e;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 bool all_cps(std::string_view s, bool (*pred)(char32_t)) {
   std::u32string c = utf8_decode(s);
   if (c.empty()) return false;
@@ -363,7 +316,7 @@ static Value call_str_method(const std::string& s, const std::string& m, CallArg
     }
     return Value::string(out);
   }
-  if (m == "format") return Value::string(py_format(s, a));
+  if (m == "format") return Value::string(py_str_format(s, a));
   if (m == "splitlines") {
     // Python's line boundaries: \n \r \r\n \v \f \x1c-\x1e \x85 U+2028 U+2029.
     const bool keepends = truthy(arg_or(a, 0, "keepends", Value::boolean(false)));

@@ -63,6 +63,7 @@ StmtPtr Parser::parse_statement() {
   if (n == "for") return parse_for(tok);
   if (n == "set") return parse_set(tok);
   if (n == "macro") return parse_macro(tok);
+  if (n == "call") return parse_call_block(tok);
   if (n == "break" || n == "continue") {
     if (loop_depth_ == 0) error(tok, "'" + n + "' outside of a for loop");
     auto s = make_stmt(n == "break" ? Stmt::Kind::kBreak : Stmt::Kind::kContinue, tok);
@@ -86,8 +87,7 @@ StmtPtr Parser::parse_statement() {
     return s;
   }
   static const std::unordered_set<std::string> kUnsupported = {
-      "extends", "block",      "include", "import", "from",
-      "call",    "autoescape", "do",      "trans",  "pluralize"};
+      "extends", "block", "include", "import", "from", "autoescape", "do", "trans", "pluralize"};
   if (kUnsupported.count(n)) error(tok, "unsupported tag '" + n + "'");
   if (n.rfind("end", 0) == 0 || n == "else" || n == "elif")
     error(tok, "unexpected '" + n + "' tag with no open block it could close");
@@ -124,7 +124,10 @@ StmtPtr Parser::parse_for(const Token& open) {
     ++p_;
     s->cond = parse_expression(true);
   }
-  if (is_name("recursive")) error(cur(), "unsupported construct 'recursive' for loop");
+  if (is_name("recursive")) {
+    s->recursive = true;
+    ++p_;
+  }
   expect(TokType::kBlockEnd, "'%}'");
   std::string end;
   ++loop_depth_;
@@ -193,9 +196,30 @@ StmtPtr Parser::parse_macro(const Token& open) {
   if (cur().type != TokType::kName) error(cur(), "expected a macro name");
   s->text = cur().text;
   ++p_;
+  if (!is_op("(")) error(cur(), "expected '('" + describe(cur()));
+  parse_signature(*s);
+  parse_macro_body(open, *s, "macro");
+  if (cur().type == TokType::kName) ++p_;  // jinja2 allows {% endmacro name %}
+  expect(TokType::kBlockEnd, "'%}'");
+  return s;
+}
+
+// {% call m(args) %} passes its body to m as `caller`; {% call(x) m() %} gives caller params.
+StmtPtr Parser::parse_call_block(const Token& open) {
+  auto s = make_stmt(Stmt::Kind::kCallBlock, open);
+  s->text = "caller";
+  if (is_op("(")) parse_signature(*s);
+  s->expr = parse_expression(true);
+  if (s->expr->kind != Expr::Kind::kCall) error(open, "expected a call after 'call'");
+  parse_macro_body(open, *s, "call");
+  expect(TokType::kBlockEnd, "'%}'");
+  return s;
+}
+
+void Parser::parse_signature(Stmt& s) {
   expect_op("(");
   while (!is_op(")")) {
-    if (!s->params.empty()) expect_op(",");
+    if (!s.params.empty()) expect_op(",");
     if (cur().type != TokType::kName) error(cur(), "expected a macro parameter name");
     std::string name = cur().text;
     ++p_;
@@ -203,19 +227,88 @@ StmtPtr Parser::parse_macro(const Token& open) {
     if (is_op("=")) {
       ++p_;
       def = parse_expression(true);
+    } else if (!s.params.empty() && s.params.back().second) {
+      error(cur(), "non-default argument follows default argument");
     }
-    s->params.emplace_back(std::move(name), std::move(def));
+    s.params.emplace_back(std::move(name), std::move(def));
   }
   ++p_;
+}
+
+namespace {
+
+// jinja2's find_undeclared(body, ("caller", "kwargs", "varargs")): which of the names the body
+// reads before any assignment to them (an assignment makes the name an ordinary variable).
+struct SpecialNames {
+  bool open[3] = {true, true, true};  // still looked for
+  bool found[3] = {false, false, false};
+  static int slot(const std::string& n) {
+    return n == "caller" ? 0 : n == "varargs" ? 1 : n == "kwargs" ? 2 : -1;
+  }
+  void load(const std::string& n) {
+    int k = slot(n);
+    if (k >= 0 && open[k]) found[k] = true;
+  }
+  void store(const std::string& n) {
+    int k = slot(n);
+    if (k >= 0 && !found[k]) open[k] = false;
+  }
+  void expr(const Expr* e) {
+    if (!e) return;
+    if (e->kind == Expr::Kind::kName) load(e->name);
+    expr(e->a.get());
+    expr(e->b.get());
+    expr(e->c.get());
+    for (const auto& x : e->args) expr(x.get());
+    for (const auto& kv : e->kwargs) expr(kv.second.get());
+  }
+  void body(const Body& b) {
+    for (const auto& s : b) stmt(*s);
+  }
+  void stmt(const Stmt& s) {
+    for (const auto& t : s.targets) store(t);
+    if (s.kind == Stmt::Kind::kSet && !s.attr.empty()) load(s.text);
+    if (s.kind == Stmt::Kind::kSetBlock) store(s.text);
+    for (const auto& [name, e] : s.params) {
+      if (s.kind == Stmt::Kind::kMacro || s.kind == Stmt::Kind::kCallBlock) store(name);
+      expr(e.get());
+    }
+    if (s.kind == Stmt::Kind::kWith)
+      for (const auto& p : s.params) store(p.first);
+    expr(s.expr.get());
+    expr(s.cond.get());
+    for (const auto& [cond, b] : s.branches) {
+      expr(cond.get());
+      body(b);
+    }
+    for (const auto& f : s.filters) expr(f.get());
+    body(s.body);
+    body(s.else_body);
+  }
+};
+
+}  // namespace
+
+void Parser::parse_macro_body(const Token& open, Stmt& s, const char* tag) {
   expect(TokType::kBlockEnd, "'%}'");
   std::string end;
   int saved = loop_depth_;
   loop_depth_ = 0;
-  s->body = body_until(open, "macro", {"endmacro"}, &end);
+  s.body = body_until(open, tag, {std::string("end") + tag}, &end);
   loop_depth_ = saved;
-  if (cur().type == TokType::kName) ++p_;  // jinja2 allows {% endmacro name %}
-  expect(TokType::kBlockEnd, "'%}'");
-  return s;
+  SpecialNames names;
+  names.body(s.body);
+  s.uses_caller = names.found[0];
+  s.uses_varargs = names.found[1];
+  s.uses_kwargs = names.found[2];
+  for (size_t k = 0; k < s.params.size(); ++k) {
+    const auto& [name, dflt] = s.params[k];
+    if (name == "caller" && s.uses_caller && !dflt)
+      error(open, "the special 'caller' parameter of a macro must be omitted or given a default");
+    if (name == "caller") s.uses_caller = false;  // an ordinary parameter then
+    if (name == "varargs") s.uses_varargs = false;  // an ordinary parameter then
+    if (name == "kwargs") s.uses_kwargs = false;
+  }
 }
 
 StmtPtr Parser::parse_filter_block(const Token& open) {

@@ -35,6 +35,11 @@ class Parser {
   std::vector<std::string> parse_targets();
   StmtPtr parse_set(const Token& open);
   StmtPtr parse_macro(const Token& open);
+  StmtPtr parse_call_block(const Token& open);
+  // `(a, b=1)` of a macro or call block.
+  void parse_signature(Stmt& s);
+  // The body up to `end<tag>`, and which of caller/varargs/kwargs it reads.
+  void parse_macro_body(const Token& open, Stmt& s, const char* tag);
   StmtPtr parse_filter_block(const Token& open);
   StmtPtr parse_with(const Token& open);
 

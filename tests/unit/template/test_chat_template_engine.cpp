@@ -99,8 +99,7 @@ TEST(ChatTemplateEngine, UnsupportedTagNamesConstructAndPosition) {
   EXPECT_NE(parse_error("{% frobnicate %}").find("frobnicate"), std::string::npos);
   EXPECT_NE(parse_error("{{ x | no_such_filter }}").find("no_such_filter"), std::string::npos);
   EXPECT_NE(parse_error("{{ x is no_such_test }}").find("no_such_test"), std::string::npos);
-  EXPECT_NE(parse_error("{% for x in y recursive %}{% endfor %}").find("recursive"),
-            std::string::npos);
+  EXPECT_NE(parse_error("{% call x | upper %}{% endcall %}").find("expected a call"), std::string::npos);
 }
 
 TEST(ChatTemplateEngine, UnclosedBlocksAndTagsFail) {
@@ -190,9 +189,63 @@ TEST(ChatTemplateEngine, MacrosAndCalls) {
   EXPECT_NE(render_error("{% macro f(a) %}{% endmacro %}{{ f(1, 2) }}").find("not more than 1"),
             std::string::npos);
   EXPECT_NE(
-      render_error("{% macro f(a) %}{% endmacro %}{{ f(z=1) }}").find("no parameter named 'z'"),
+      render_error("{% macro f(a) %}{% endmacro %}{{ f(z=1) }}").find("no keyword argument 'z'"),
       std::string::npos);
   EXPECT_NE(render_error("{{ 'abc'() }}").find("not callable"), std::string::npos);
+}
+
+// Where jinja2 raises on recursive loops, call blocks and macro arguments, the engine fails too.
+TEST(ChatTemplateEngine, LoopsCallBlocksAndMacroArgumentsFail) {
+  EXPECT_NE(render_error("{% for x in [1] %}{{ loop([2]) }}{% endfor %}").find("'recursive' marker"),
+            std::string::npos);
+  EXPECT_NE(render_error("{% for x in [1] recursive %}{{ loop() }}{% endfor %}").find("exactly one"),
+            std::string::npos);
+  EXPECT_NE(render_error("{% for x in [1] recursive %}{{ loop([1]) }}{% endfor %}").find("recursion"),
+            std::string::npos);
+  EXPECT_NE(render_error("{% macro m() %}x{% endmacro %}{% call m() %}y{% endcall %}")
+                .find("two values for the special caller argument"),
+            std::string::npos);
+  EXPECT_NE(render_error("{% macro m() %}{{ caller() }}{% endmacro %}{{ m() }}").find("'caller' is undefined"),
+            std::string::npos);
+  EXPECT_NE(render_error("{% macro m(a) %}{% endmacro %}{{ m(1, a=2) }}").find("no keyword argument 'a'"),
+            std::string::npos);
+  EXPECT_NE(render_error("{% macro m() %}{{ caller(1) }}{% endmacro %}{% call m() %}{% endcall %}")
+                .find("macro 'caller' takes not more than 0"),
+            std::string::npos);
+  EXPECT_NE(parse_error("{% macro m(caller) %}{{ caller() }}{% endmacro %}").find("special 'caller'"),
+            std::string::npos);
+  EXPECT_NE(parse_error("{% macro m(a=1, b) %}{% endmacro %}").find("non-default argument"),
+            std::string::npos);
+  EXPECT_NE(parse_error("{% call m() %}x").find("unclosed 'call'"), std::string::npos);
+  // A loop object kept past its loop cannot run it again.
+  EXPECT_NE(render_error("{% set ns = namespace() %}{% for x in [1] recursive %}{% set ns.l = loop %}"
+                         "{% endfor %}{{ ns.l([2]) }}")
+                .find("after its loop has ended"),
+            std::string::npos);
+}
+
+TEST(ChatTemplateEngine, FormatSpecErrorsAsPython) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"{{ '{:d}'.format('a') }}", "Unknown format code 'd' for object of type 'str'"},
+      {"{{ '{:.2f}'.format('a') }}", "Unknown format code 'f' for object of type 'str'"},
+      {"{{ '{:d}'.format(1.5) }}", "Unknown format code 'd' for object of type 'float'"},
+      {"{{ '{:s}'.format(1) }}", "Unknown format code 's' for object of type 'int'"},
+      {"{{ '{:.2d}'.format(1) }}", "Precision not allowed in integer format specifier"},
+      {"{{ '{:+s}'.format('a') }}", "Sign not allowed in string format specifier"},
+      {"{{ '{:,x}'.format(1) }}", "Cannot specify ',' with 'x'."},
+      {"{{ '{:>5}'.format(none) }}", "unsupported format string passed to NoneType.__format__"},
+      {"{{ '{:>5}'.format([1]) }}", "unsupported format string passed to list.__format__"},
+      {"{{ '{!q}'.format(1) }}", "Unknown conversion specifier q"},
+      {"{{ '{:5'.format(1) }}", "unmatched '{' in format spec"},
+      {"{{ '{0'.format(1) }}", "expected '}' before end of string"},
+      {"{{ '{x}'.format(1) }}", "no argument for field '{x}'"},
+      {"{{ '{1}'.format(1) }}", "no argument for field '{1}'"},
+      {"{{ '{:.}'.format(1.5) }}", "Format specifier missing precision"},
+      {"{{ '{:,_}'.format(1) }}", "Cannot specify both ',' and '_'."},
+      {"{{ '{:99999999999}'.format(1) }}", "too big"},
+  };
+  for (const auto& [tpl, msg] : cases) EXPECT_NE(render_error(tpl).find(msg), std::string::npos) << tpl << " -> " << render_error(tpl);
+  EXPECT_EQ(render("{{ '{:>{w}.{p}f}|'.format(3.14159, w=8, p=2) }}"), "    3.14|");
 }
 
 TEST(ChatTemplateEngine, StrftimeNowFormatsLocalTime) {
