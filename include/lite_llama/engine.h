@@ -55,6 +55,9 @@ struct RequestOutput {
   std::vector<int32_t> tokens;          // new tokens this step
   std::string text;                     // new complete UTF-8 text (stop strings held back)
   std::vector<TokenLogprobs> logprobs;  // one per new token when requested
+  // SamplingParams::prompt_logprobs: one per prompt token after the first (what position i - 1
+  // gave token i), on the request's first output only.
+  std::vector<TokenLogprobs> prompt_logprobs;
   bool finished = false;
   FinishReason finish_reason = FinishReason::None;
   int prompt_tokens = 0;
@@ -83,6 +86,9 @@ struct ModelInfo {
 struct ScoreResult {
   std::vector<float> logprobs;  // log p(tokens[i + 1] | tokens[0..i]), n - 1 values
   std::vector<int32_t> argmax;  // the model's top-1 next token at each position, n - 1 values
+  // With top_logprobs >= 0: per position, tokens[i + 1] with its logprob and rank (as generation
+  // reports them) and the top_logprobs best; else empty.
+  std::vector<TokenLogprobs> tokens;
 };
 // Receives the full logits row of (sequence, position) while scoring.
 using LogitsSink = std::function<void(int seq, int pos, const float* logits, int64_t vocab)>;
@@ -138,9 +144,11 @@ class Engine {
 
   // Runs each sequence teacher-forced: its first n - decode_tail tokens through chunked
   // prefill, the last decode_tail through batched decode steps (both attention paths). Only
-  // when no request is in flight. Used for perplexity and accuracy checks.
+  // when no request is in flight (requests' prompt_logprobs are scored between steps instead).
+  // Used for perplexity and accuracy checks. top_logprobs >= 0 fills ScoreResult::tokens.
   virtual std::vector<ScoreResult> score(const std::vector<std::vector<int32_t>>& seqs,
-                                         int decode_tail, const LogitsSink& sink = {}) = 0;
+                                         int decode_tail, const LogitsSink& sink = {},
+                                         int top_logprobs = -1) = 0;
 
   // Device time per op family while on (CUDA; graphs are bypassed so each op is timed).
   struct ProfileRow {

@@ -31,6 +31,9 @@ struct SamplingParams {
   std::vector<int32_t> stop_token_ids;
   bool ignore_eos = false;
   int top_logprobs = -1;            // -1: no logprobs; 0..20: chosen token + that many best
+  // -1: none; 0..20: each prompt token's logprob and rank plus that many best at its position
+  // (vLLM's prompt_logprobs), from a teacher-forced scoring of the prompt before it runs.
+  int prompt_logprobs = -1;
   // Constrained decoding: a GBNF grammar (llama.cpp syntax, start rule "root") every output
   // must follow; "" = unconstrained. JSON Schema / regex / choices are compiled to GBNF by the
   // caller (src/grammar). The stop tokens are allowed only where the grammar may end.

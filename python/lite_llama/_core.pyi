@@ -18,6 +18,7 @@ class SamplingParams:
     stop_token_ids: List[int]
     ignore_eos: bool
     top_logprobs: int
+    prompt_logprobs: int
     grammar: str
     logit_bias: List[Tuple[int, float]]
     def __init__(self) -> None: ...
@@ -44,6 +45,7 @@ class Completion:
     token_ids: List[int]
     text: str
     logprobs: List[TokenLogprobs]
+    prompt_logprobs: List[TokenLogprobs]
     finish_reason: str
     prompt_tokens: int
     cached_tokens: int
@@ -53,6 +55,7 @@ class StepOutput:
     tokens: List[int]
     text: str
     logprobs: List[TokenLogprobs]
+    prompt_logprobs: List[TokenLogprobs]
     finished: bool
     finish_reason: str
     cached_tokens: int

@@ -10,7 +10,7 @@ from collections import Counter
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 from . import _checks, _core
-from .outputs import CompletionOutput, Logprob, RequestOutput, ScoreOutput
+from .outputs import CompletionOutput, Logprob, PromptLogprobs, RequestOutput, ScoreOutput
 from .sampling_params import SamplingParams
 from .tokenizer import Message, Tokenizer, chat_flags, template_kwargs_json, to_chat_messages
 
@@ -312,7 +312,10 @@ class LLM:
             seed = self._request_seed(p)
             for j in range(p.n):  # choice j uses seed + j, as the server does
                 flat_ids.append(ids)
-                flat_params.append(p._to_core(None if seed is None else seed + j, self._tokenizer.vocab_size))
+                core = p._to_core(None if seed is None else seed + j, self._tokenizer.vocab_size)
+                if j > 0:
+                    core.prompt_logprobs = -1  # the prompt is scored once, with choice 0
+                flat_params.append(core)
                 owner.append(i)
         if not flat_ids:
             return []
@@ -329,6 +332,7 @@ class LLM:
             choices = [self._completion(j, done[k + j], p) for j in range(p.n)]
             outs.append(RequestOutput(request_id=str(self._next_request), prompt=text,
                                       prompt_token_ids=ids, outputs=choices,
+                                      prompt_logprobs=self._prompt_logprobs(done[k], p),
                                       num_cached_tokens=done[k].cached_tokens))
             self._next_request += 1
             k += p.n
@@ -344,6 +348,12 @@ class LLM:
                                 cumulative_logprob=cumulative, logprobs=logprobs,
                                 finish_reason=c.finish_reason,
                                 stop_reason=self._stop_reason(c, p))
+
+    def _prompt_logprobs(self, c: _core.Completion, p: SamplingParams) -> Optional[PromptLogprobs]:
+        if p.prompt_logprobs is None:
+            return None
+        # The first prompt token has nothing before it to be predicted from (vLLM's None).
+        return [None] + [self._logprob_dict(t) for t in c.prompt_logprobs]
 
     def _logprob_dict(self, t: _core.TokenLogprobs) -> Dict[int, Logprob]:
         decode = self._core.detokenize

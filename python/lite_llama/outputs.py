@@ -18,6 +18,9 @@ class Logprob:
 
 # Per generated token: token id -> Logprob, the chosen token first, then the best alternatives.
 SampleLogprobs = List[Dict[int, Logprob]]
+# Per prompt token: None for the first, then token id -> Logprob: the prompt token and the best
+# alternatives at its position.
+PromptLogprobs = List[Optional[Dict[int, Logprob]]]
 
 
 @dataclass
@@ -45,7 +48,7 @@ class RequestOutput:
     prompt_token_ids: List[int]
     outputs: List[CompletionOutput]
     finished: bool = True
-    prompt_logprobs: None = None
+    prompt_logprobs: Optional[PromptLogprobs] = None
     num_cached_tokens: int = 0
 
 

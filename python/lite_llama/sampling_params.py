@@ -27,6 +27,8 @@ class SamplingParams:
         stop_token_ids: token ids that end generation (kept in ``token_ids``).
         ignore_eos: keep generating past end-of-sequence tokens.
         logprobs: None = none; k = the chosen token's logprob plus the k best (k <= 20).
+        prompt_logprobs: None = none; k = per prompt token (None for the first) its logprob and
+          rank plus the k best at its position (k <= 20), in ``RequestOutput.prompt_logprobs``.
         presence_penalty, frequency_penalty: OpenAI style, over generated tokens, in [-2, 2].
         repetition_penalty: HF style, over prompt and generated tokens, 1 = off.
         logit_bias: token id -> bias added to its logit, in [-100, 100].
@@ -55,6 +57,7 @@ class SamplingParams:
     stop_token_ids: Optional[List[int]] = None
     ignore_eos: bool = False
     logprobs: Optional[int] = None
+    prompt_logprobs: Optional[int] = None
     presence_penalty: float = 0.0
     frequency_penalty: float = 0.0
     repetition_penalty: float = 1.0
@@ -109,6 +112,8 @@ class SamplingParams:
         p.skip_special_tokens = _checks.boolean("skip_special_tokens", self.skip_special_tokens)
         if self.logprobs is not None:
             p.top_logprobs = _checks.integer("logprobs", self.logprobs, 0, 20, whole_floats=True)
+        if self.prompt_logprobs is not None:
+            p.prompt_logprobs = _checks.integer("prompt_logprobs", self.prompt_logprobs, 0, 20, whole_floats=True)
         if self.logit_bias is not None:
             p.logit_bias = _checks.bias_map("logit_bias", self.logit_bias)
         p.grammar = self._grammar()

@@ -163,6 +163,7 @@ void CoreEngine::run_batch(std::vector<Completion>& out,
       c.token_ids.insert(c.token_ids.end(), o.tokens.begin(), o.tokens.end());
       c.text += o.text;
       for (TokenLogprobs& lp : o.logprobs) c.logprobs.push_back(std::move(lp));
+      if (!o.prompt_logprobs.empty()) c.prompt_logprobs = std::move(o.prompt_logprobs);
       generated += int64_t(o.tokens.size());
       if (o.finished) {
         c.finish_reason = finish_reason_name(o.finish_reason);

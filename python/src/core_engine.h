@@ -28,6 +28,7 @@ struct Completion {
   std::vector<int32_t> token_ids;
   std::string text;
   std::vector<TokenLogprobs> logprobs;
+  std::vector<TokenLogprobs> prompt_logprobs;  // one per prompt token after the first, when asked
   std::string finish_reason;
   int prompt_tokens = 0;
   int cached_tokens = 0;

@@ -115,6 +115,7 @@ void bind_types(py::module_& m) {
       .def_readwrite("stop_token_ids", &SamplingParams::stop_token_ids)
       .def_readwrite("ignore_eos", &SamplingParams::ignore_eos)
       .def_readwrite("top_logprobs", &SamplingParams::top_logprobs)
+      .def_readwrite("prompt_logprobs", &SamplingParams::prompt_logprobs)
       .def_readwrite("grammar", &SamplingParams::grammar)
       .def_readwrite("logit_bias", &SamplingParams::logit_bias)
       .def("validate", [](const SamplingParams& p) { parse_arg([&] { p.validate(); }); },
@@ -137,6 +138,7 @@ void bind_types(py::module_& m) {
       .def_readonly("token_ids", &Completion::token_ids)
       .def_property_readonly("text", [](const Completion& c) { return utf8(c.text); })
       .def_readonly("logprobs", &Completion::logprobs)
+      .def_readonly("prompt_logprobs", &Completion::prompt_logprobs)
       .def_readonly("finish_reason", &Completion::finish_reason)
       .def_readonly("prompt_tokens", &Completion::prompt_tokens)
       .def_readonly("cached_tokens", &Completion::cached_tokens);
@@ -146,6 +148,7 @@ void bind_types(py::module_& m) {
       .def_readonly("tokens", &RequestOutput::tokens)
       .def_property_readonly("text", [](const RequestOutput& o) { return utf8(o.text); })
       .def_readonly("logprobs", &RequestOutput::logprobs)
+      .def_readonly("prompt_logprobs", &RequestOutput::prompt_logprobs)
       .def_readonly("finished", &RequestOutput::finished)
       .def_property_readonly("finish_reason",
                              [](const RequestOutput& o) { return finish_reason_name(o.finish_reason); })

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
 
 #include "backends/factory.h"
 #include "core/error.h"
@@ -51,6 +52,7 @@ struct Request {
   std::shared_ptr<const grammar::CompiledGrammar> grammar;  // null: unconstrained
   std::optional<grammar::Matcher> matcher;                  // the output so far, in the grammar
   std::shared_future<void> warmed;  // the grammar's mask-cache warm-up is over (GrammarCache)
+  std::vector<TokenLogprobs> prompt_lps;  // params.prompt_logprobs: scored, not yet sent
 };
 
 class EngineImpl final : public Engine {
@@ -185,14 +187,11 @@ class EngineImpl final : public Engine {
       r->matcher.emplace(r->grammar->matcher());
       r->warmed = std::move(warmed);
     }
-    // add_request runs on the thread that steps (AsyncEngine::loop, the CLI's loops), so a new
-    // grammar is not warmed here: that would stall every running request's decode for the
-    // warm-up. The request waits outside the scheduler until its grammar's warm-up is over
-    // (admit_warmed), and its first token pays the warm-up instead of everyone's decode steps.
-    if (is_warming(*r))
-      warming_.push_back(r.get());
+    // Prompt logprobs are scored at the next step (score_prompts), before the request is queued.
+    if (r->params.prompt_logprobs >= 0)
+      scoring_.push_back(r.get());
     else
-      sched_->add(&r->seq);
+      admit(r.get());
     requests_.emplace(id, std::move(r));
     return id;
   }
@@ -214,9 +213,16 @@ class EngineImpl final : public Engine {
   }
 
   std::vector<ScoreResult> score(const std::vector<std::vector<int32_t>>& seqs, int decode_tail,
-                                 const LogitsSink& sink) override {
+                                 const LogitsSink& sink, int top_logprobs) override {
     LL_CHECK(requests_.empty(), "score() needs an idle engine");
     if (cache_) cache_->reset();  // scoring takes slots from the pool directly
+    return score_now(seqs, decode_tail, sink, top_logprobs);
+  }
+  // Scores on the calling (stepping) thread with request rows and KV slots of its own, given back
+  // before it returns: the running requests' rows, slots and tables stay untouched.
+  std::vector<ScoreResult> score_now(const std::vector<std::vector<int32_t>>& seqs, int decode_tail,
+                                     const LogitsSink& sink, int top_logprobs) {
+    LL_CHECK(top_logprobs >= -1 && top_logprobs <= 20, "top_logprobs must be in [0, 20], got {}", top_logprobs);
     const int limit = runner_->sample_limit();
     for (const auto& s : seqs) {
       LL_CHECK(int(s.size()) <= model().ctx, "a sequence of {} tokens is longer than the context {}",
@@ -226,13 +232,13 @@ class EngineImpl final : public Engine {
     Decoder& d = *model().decoder;
     ScoreContext c{d, [this](const ForwardBatch& b) { return runner_->forward_all(b); }, *pool_, *rows_,
                    d.max_tokens(), model().max_seqs, limit};
-    return score_sequences(c, seqs, decode_tail, sink);
+    return score_sequences(c, seqs, decode_tail, sink, top_logprobs);
   }
   const ModelInfo& info() const override { return info_; }
   EngineStats stats() const override {
     EngineStats s;
     s.running = sched_->num_running();
-    s.waiting = sched_->num_waiting() + int(warming_.size());
+    s.waiting = sched_->num_waiting() + int(warming_.size()) + int(scoring_.size());
     s.kv_slots_total = pool_->num_slots();
     // Slots only the prefix cache holds are free to evict: not in use by any request.
     s.kv_slots_used = pool_->num_used() - (cache_ ? cache_->num_unheld() : 0);
@@ -254,14 +260,18 @@ class EngineImpl final : public Engine {
       RequestOutput o = base_output(*it->second);
       o.finished = true;
       o.finish_reason = FinishReason::Cancelled;
+      o.prompt_logprobs = std::move(it->second->prompt_lps);
       if (auto w = std::find(warming_.begin(), warming_.end(), it->second.get()); w != warming_.end())
         warming_.erase(w);  // never reached the scheduler
+      else if (auto c = std::find(scoring_.begin(), scoring_.end(), it->second.get()); c != scoring_.end())
+        scoring_.erase(c);
       else
         sched_->finish(&it->second->seq);
       requests_.erase(it);
       outs.push_back(std::move(o));
     }
     cancelled_.clear();
+    score_prompts();
     admit_warmed();
     if (!warming_.empty() && sched_->num_running() == 0 && sched_->num_waiting() == 0) {
       // Nothing else to step: wait for a warm-up here instead of returning at once (a caller
@@ -298,6 +308,7 @@ class EngineImpl final : public Engine {
       outs.push_back(dead ? fail_request(r, "grammar: no token can continue the output")
                    : !grammar_ok_[row - 1] ? fail_request(r, grammar_refusal(r, t.token))
                                            : accept_token(r, t.token, std::move(t.logprobs)));
+      if (!r.prompt_lps.empty()) outs.back().prompt_logprobs = std::exchange(r.prompt_lps, {});
       if (outs.back().finished) {
         sched_->finish(&r.seq);
         requests_.erase(it.seq->id);
@@ -403,6 +414,37 @@ class EngineImpl final : public Engine {
 
   static bool is_warming(const Request& r) {
     return r.warmed.valid() && r.warmed.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
+  }
+
+  // add_request runs on the thread that steps (AsyncEngine::loop, the CLI's loops), so a new
+  // grammar is not warmed there: that would stall every running request's decode for the
+  // warm-up. The request waits outside the scheduler until its grammar's warm-up is over
+  // (admit_warmed), and its first token pays the warm-up instead of everyone's decode steps.
+  void admit(Request* r) {
+    if (is_warming(*r))
+      warming_.push_back(r);
+    else
+      sched_->add(&r->seq);
+  }
+
+  // Prompt logprobs: the prompt scored teacher-forced (score_sequences) here, between steps, on a
+  // free request row and free KV slots (the prefix cache's unheld slots evicted for them), then
+  // the request is admitted. Scoring while requests run is safe only on this thread, and only
+  // with resources no request holds; a prompt that does not fit now waits, in arrival order.
+  void score_prompts() {
+    size_t done = 0;
+    for (; done < scoring_.size(); ++done) {
+      Request* r = scoring_[done];
+      const int n = r->seq.num_prompt;
+      if (n >= 2) {
+        if (rows_->num_free() == 0) break;
+        if (pool_->num_free() < n && cache_) cache_->evict(n - pool_->num_free());
+        if (pool_->num_free() < n) break;
+        r->prompt_lps = std::move(score_now({r->seq.tokens}, 0, {}, r->params.prompt_logprobs)[0].tokens);
+      }
+      admit(r);
+    }
+    scoring_.erase(scoring_.begin(), scoring_.begin() + std::ptrdiff_t(done));
   }
 
   // Hands the requests whose grammar's warm-up is over to the scheduler, in arrival order.
@@ -514,6 +556,7 @@ class EngineImpl final : public Engine {
   std::vector<Request*> rows_req_;                      // the same rows' requests
   std::unique_ptr<GrammarCache> grammars_;
   std::vector<Request*> warming_;  // requests whose grammar is being warmed, not yet scheduled
+  std::vector<Request*> scoring_;  // requests whose prompt_logprobs are not scored yet
   double fill_us_ = 0;             // this step's mask fill (the -v step log)
   StepConstraints constraints_;
   std::vector<uint8_t> dead_rows_;  // rows whose grammar allowed no token this step

@@ -4,12 +4,13 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "sampling/sampler.h"
 
 namespace lite_llama {
 namespace {
 
 // Records position `pos` of sequence `s` from one logits row.
-void take_row(const float* l, int64_t V, int limit, int s, int pos,
+void take_row(const float* l, int64_t V, int limit, int top_k, int s, int pos,
               const std::vector<std::vector<int32_t>>& seqs, std::vector<ScoreResult>& out,
               const LogitsSink& sink) {
   const auto& toks = seqs[size_t(s)];
@@ -24,18 +25,26 @@ void take_row(const float* l, int64_t V, int limit, int s, int pos,
   const int32_t next = toks[size_t(pos) + 1];
   out[size_t(s)].logprobs[size_t(pos)] = float(double(l[next]) - mx - std::log(sum));
   out[size_t(s)].argmax[size_t(pos)] = best;
+  if (top_k < 0) return;
+  // As generation reports them (prompt logprobs): the sampler's log-softmax, rank and top-k.
+  TokenLogprobs& t = out[size_t(s)].tokens[size_t(pos)];
+  std::vector<sampling::TokenLogprob> top;
+  t.token = next;
+  sampling::log_softmax_top(l, limit, top_k, next, &t.logprob, &top, &t.rank);
+  for (const auto& e : top) t.top.emplace_back(e.token, e.logprob);
 }
 
 }  // namespace
 
 std::vector<ScoreResult> score_sequences(ScoreContext& c, const std::vector<std::vector<int32_t>>& seqs,
-                                         int decode_tail, const LogitsSink& sink) {
+                                         int decode_tail, const LogitsSink& sink, int top_k) {
   LL_CHECK(decode_tail >= 0, "decode_tail must be >= 0");
   std::vector<ScoreResult> out(seqs.size());
   for (size_t i = 0; i < seqs.size(); ++i) {
     LL_CHECK(seqs[i].size() >= 2, "sequence {} needs at least 2 tokens to score", i);
     out[i].logprobs.assign(seqs[i].size() - 1, 0.f);
     out[i].argmax.assign(seqs[i].size() - 1, 0);
+    if (top_k >= 0) out[i].tokens.resize(seqs[i].size() - 1);
   }
   const ModelConfig& cfg = c.decoder.config();
   const int64_t V = cfg.vocab_size;
@@ -67,7 +76,7 @@ std::vector<ScoreResult> score_sequences(ScoreContext& c, const std::vector<std:
       Tensor logits = c.forward(b);
       c.decoder.backend().copy_to_host(host.data(), logits.data, size_t(where.size()) * size_t(V) * 4);
       for (size_t r = 0; r < where.size(); ++r)
-        take_row(host.data() + r * size_t(V), V, c.vocab_limit, where[r].first, where[r].second, seqs,
+        take_row(host.data() + r * size_t(V), V, c.vocab_limit, top_k, where[r].first, where[r].second, seqs,
                  out, sink);
     };
     // Phase 1: chunked prefill, one sequence at a time, every position's logits.

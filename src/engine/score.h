@@ -20,6 +20,6 @@ struct ScoreContext {
 };
 
 std::vector<ScoreResult> score_sequences(ScoreContext& c, const std::vector<std::vector<int32_t>>& seqs,
-                                         int decode_tail, const LogitsSink& sink);
+                                         int decode_tail, const LogitsSink& sink, int top_k = -1);
 
 }  // namespace lite_llama

@@ -23,6 +23,8 @@ void SamplingParams::validate() const {
            max_tokens, min_tokens);
   LL_CHECK(top_logprobs >= -1 && top_logprobs <= 20, "top_logprobs must be in [0, 20], got {}",
            top_logprobs);
+  LL_CHECK(prompt_logprobs >= -1 && prompt_logprobs <= 20, "prompt_logprobs must be in [0, 20], got {}",
+           prompt_logprobs);
   for (const std::string& s : stop) LL_CHECK(!s.empty(), "stop strings must not be empty");
   LL_CHECK(stop.size() <= 16, "at most 16 stop strings, got {}", stop.size());
   LL_CHECK(logit_bias.size() <= 1024, "at most 1024 logit_bias entries, got {}", logit_bias.size());

@@ -1,5 +1,7 @@
 #include "server/generation.h"
 
+#include <limits>
+
 #include "core/error.h"
 #include "grammar/compose.h"
 #include "server/sse.h"
@@ -70,10 +72,11 @@ ApiError unavailable(const ServingContext& ctx) {
 }
 
 Generation::Generation(ServingContext& ctx, const OpenAIRequest& r, Streams streams, int64_t n_prompt,
-                       ChatParsing parse, std::vector<std::string> echo)
+                       ChatParsing parse, std::vector<std::string> echo, std::vector<int32_t> echo_first)
     : ctx_(ctx), active_(ctx.active), meta_(make_meta(r.endpoint, ctx.limits.model_name, r.logprobs)),
       streams_(std::move(streams)), finished_(streams_.size(), 0), offsets_(streams_.size(), 0),
-      choices_(streams_.size()), n_(r.n), echo_(std::move(echo)), stream_(r.stream),
+      choices_(streams_.size()), n_(r.n), echo_(std::move(echo)), echo_first_(std::move(echo_first)),
+      echo_logprobs_(!echo_.empty() && r.logprobs), echo_taken_(streams_.size(), 0), stream_(r.stream),
       include_usage_(r.include_usage) {
   usage_.prompt_tokens = n_prompt;
   if (!stream_ && !echo_.empty())
@@ -105,8 +108,9 @@ std::string Generation::drain() {
     for (size_t i = 0; i < streams_.size(); ++i)
       out += sse_event(chunk_json(meta_, int(i), "", {}, std::nullopt, text_of, nullptr,
                                   include_usage_, /*role_only=*/true));
-  // Echo: each choice's first chunk is its prompt, as vLLM streams it.
-  if (stream_ && !started_ && !echo_.empty())
+  // Echo: each choice's first chunk is its prompt, as vLLM streams it (with logprobs, once the
+  // prompt's logprobs come with the choice's first output: take()).
+  if (stream_ && !started_ && !echo_.empty() && !echo_logprobs_)
     for (size_t i = 0; i < streams_.size(); ++i)
       out += sse_event(chunk_json(meta_, int(i), echo_[i / size_t(n_)], {}, std::nullopt, text_of, nullptr,
                                   include_usage_));
@@ -163,13 +167,19 @@ void Generation::take(int i, std::optional<RequestOutput> o, std::string& out) {
     usage_.completion_tokens += o->completion_tokens;
     if (i % n_ == 0) usage_.cached_tokens += o->cached_tokens;  // a prompt's choices share it
   }
+  const bool echo_now = echo_logprobs_ && !echo_taken_[size_t(i)];
+  echo_taken_[size_t(i)] = 1;
   if (!stream_) {
     ChoiceResult& c = choices_[size_t(i)];
+    if (echo_now) c.logprobs = echo_logprobs(i, *o);  // the first output: nothing before it
     c.text += o->text;
     for (TokenLogprobs& l : o->logprobs) c.logprobs.push_back(std::move(l));
     if (o->finished) c.finish = o->finish_reason;
     return;
   }
+  if (echo_now)
+    out += sse_event(chunk_json(meta_, i, echo_[size_t(i / n_)], echo_logprobs(i, *o), std::nullopt, text_of,
+                                &offsets_[size_t(i)], include_usage_));
   // A step that produced tokens sends a chunk even when their text is held back (part of a
   // UTF-8 character or of a stop string) or empty (dummy tokenizer): clients time tokens by
   // chunks.
@@ -204,6 +214,15 @@ void Generation::take(int i, std::optional<RequestOutput> o, std::string& out) {
   }
   out += sse_event(chunk_json(meta_, i, o->text, o->logprobs, fin, text_of, &offsets_[size_t(i)],
                               include_usage_));
+}
+
+std::vector<TokenLogprobs> Generation::echo_logprobs(int i, RequestOutput& o) const {
+  // A NaN logprob is rendered as OpenAI's null entry (completion_logprobs).
+  std::vector<TokenLogprobs> lps(1);
+  lps[0].token = echo_first_[size_t(i / n_)];
+  lps[0].logprob = std::numeric_limits<float>::quiet_NaN();
+  for (const TokenLogprobs& l : o.prompt_logprobs) lps.push_back(l);  // shared by the n choices' echo
+  return lps;
 }
 
 void Generation::finish_blocking() {
@@ -251,6 +270,7 @@ std::unique_ptr<Generation> start_generation(ServingContext& ctx, std::string_vi
     std::vector<std::vector<int32_t>> prompts;
     std::vector<OpenAIRequest> each;
     std::vector<std::string> echo;
+    std::vector<int32_t> echo_first;
     int64_t n_prompt = 0;
     for (size_t k = 0; k < r.prompts.size(); ++k) {
       prompts.push_back(prompt_tokens(ctx.engine.engine(), r, ctx.limits, ctx.prompt, nullptr, k));
@@ -258,6 +278,7 @@ std::unique_ptr<Generation> start_generation(ServingContext& ctx, std::string_vi
       each.back().prompts.clear();
       resolve_max_tokens(each.back(), int64_t(prompts.back().size()), ctx.limits);
       n_prompt += int64_t(prompts.back().size());
+      if (r.echo) echo_first.push_back(prompts.back()[0]);
       if (r.echo)
         echo.push_back(r.prompts[k].is_tokens ? ctx.engine.engine().detokenize(prompts.back()) : r.prompts[k].text);
     }
@@ -270,7 +291,8 @@ std::unique_ptr<Generation> start_generation(ServingContext& ctx, std::string_vi
       for (auto& s : streams) ctx.engine.cancel(s->id());
       throw;
     }
-    auto g = std::make_unique<Generation>(ctx, r, std::move(streams), n_prompt, ChatParsing{}, std::move(echo));
+    auto g = std::make_unique<Generation>(ctx, r, std::move(streams), n_prompt, ChatParsing{}, std::move(echo),
+                                          std::move(echo_first));
     g->stamps() = stamps;
     return g;
   }

@@ -43,10 +43,12 @@ class Generation {
  public:
   using Streams = std::vector<std::shared_ptr<RequestStream>>;
   // streams: r.n choices per prompt, prompt after prompt; n_prompt: the prompts' tokens together;
-  // echo: per prompt, the text that starts its choices (completions' echo; empty: none).
+  // echo: per prompt, the text that starts its choices (completions' echo; empty: none);
+  // echo_first: per prompt, its first token (with logprobs, the echo's first entry).
   // parse: chat answers go through a ChatOutputParser(reasoning, in_think, tools) per choice.
   Generation(ServingContext& ctx, const OpenAIRequest& r, Streams streams, int64_t n_prompt,
-             ChatParsing parse = {}, std::vector<std::string> echo = {});
+             ChatParsing parse = {}, std::vector<std::string> echo = {},
+             std::vector<int32_t> echo_first = {});
   ~Generation();  // cancels what still runs: its client is gone
   Generation(const Generation&) = delete;
   Generation& operator=(const Generation&) = delete;
@@ -72,6 +74,8 @@ class Generation {
  private:
   void take(int i, std::optional<RequestOutput> o, std::string& out);
   void finish_blocking();
+  // Choice i's prompt entries of logprobs (echo): the first token with none, then the prompt's.
+  std::vector<TokenLogprobs> echo_logprobs(int i, RequestOutput& o) const;
 
   ServingContext& ctx_;
   struct Active {
@@ -87,6 +91,9 @@ class Generation {
   std::vector<std::unique_ptr<ChatOutputParser>> parsers_;  // per choice, when parsing chat
   int n_ = 1;                                               // choices per prompt
   std::vector<std::string> echo_;                           // per prompt, when echoing
+  std::vector<int32_t> echo_first_;                         // per prompt, when echoing
+  bool echo_logprobs_ = false;                              // echo with logprobs
+  std::vector<char> echo_taken_;  // per choice: its prompt logprobs arrived (first output)
   std::string grammar_error_;  // a choice's grammar admitted no next token
   std::string error_;
   bool stream_ = false, include_usage_ = false, started_ = false, all_finished_ = false;

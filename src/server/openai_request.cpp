@@ -262,10 +262,10 @@ void parse_logprobs(const json& body, OpenAIRequest& r) {
     r.echo = get_bool(body, "echo").value_or(false);
     if (std::optional<int64_t> k = get_int(body, "logprobs")) {
       if (*k < 0 || *k > 20) bad("logprobs", fmt::format("'logprobs' must be in [0, 20], got {}", *k));
-      // The prompt's own logprobs are not computed.
-      if (r.echo) bad("echo", "'echo' together with 'logprobs' is not supported");
       r.logprobs = true;
       r.params.top_logprobs = int(*k);
+      // Echo lists the prompt's tokens first, their logprobs from a scoring of the prompt.
+      if (r.echo) r.params.prompt_logprobs = int(*k);
     }
     return;
   }

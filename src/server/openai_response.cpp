@@ -68,11 +68,16 @@ json completion_logprobs(const std::vector<TokenLogprobs>& lps, const TokenText&
   for (const TokenLogprobs& l : lps) {
     const std::string t = text_of(l.token);
     tokens.push_back(logprob_text(t));
-    token_lps.push_back(finite_logprob(l.logprob));
-    json top = json::object();
-    for (const auto& [id, lp] : l.top) top[logprob_text(text_of(id))] = finite_logprob(lp);
-    top[logprob_text(t)] = finite_logprob(l.logprob);
-    tops.push_back(std::move(top));
+    if (std::isnan(l.logprob)) {  // an echoed prompt's first token: nothing predicted it
+      token_lps.push_back(nullptr);
+      tops.push_back(nullptr);
+    } else {
+      token_lps.push_back(finite_logprob(l.logprob));
+      json top = json::object();
+      for (const auto& [id, lp] : l.top) top[logprob_text(text_of(id))] = finite_logprob(lp);
+      top[logprob_text(t)] = finite_logprob(l.logprob);
+      tops.push_back(std::move(top));
+    }
     offsets.push_back(*offset - (!t.empty() && continuation(uint8_t(t[0])) && *offset > 0 ? 1 : 0));
     for (unsigned char c : t) *offset += continuation(c) ? 0 : 1;
   }

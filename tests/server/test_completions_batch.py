@@ -60,11 +60,6 @@ def test_echo_prepends_the_prompt(client, model):
     assert all(c.text.startswith("Hello world") for c in ids.choices[:2])
 
 
-def test_echo_with_logprobs_is_refused(server):
-    r = requests.post(server.url + "/v1/completions", json={"prompt": "x", "echo": True, "logprobs": 1}, timeout=60)
-    assert r.status_code == 400 and r.json()["error"]["param"] == "echo", r.text
-
-
 def test_context_error_names_max_completion_tokens(server):
     # The parameter the client sent, not its older alias.
     body = {"messages": [{"role": "user", "content": "Hello there"}], "max_completion_tokens": CTX - 5}

@@ -44,7 +44,6 @@ BAD = [
     ("completions", {"prompt": "x", "stop": ["s"] * 20}, "stop"),
     ("completions", {"prompt": "x", "logprobs": 50}, "logprobs"),
     ("completions", {"prompt": "x", "stream": "yes"}, "stream"),
-    ("completions", {"prompt": "x", "echo": True, "logprobs": 1}, "echo"),
     ("completions", {"prompt": ["x", 5]}, "prompt"),
     ("completions", {"prompt": "x", "best_of": 0}, "best_of"),
     ("completions", {"prompt": "x", "best_of": -1}, "best_of"),

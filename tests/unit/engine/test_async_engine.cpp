@@ -56,8 +56,8 @@ class FailingEngine final : public Engine {
   void cancel(int64_t id) override { e_->cancel(id); }
   bool has_unfinished() const override { return e_->has_unfinished(); }
   std::vector<ScoreResult> score(const std::vector<std::vector<int32_t>>& s, int d,
-                                 const LogitsSink& k) override {
-    return e_->score(s, d, k);
+                                 const LogitsSink& k, int top) override {
+    return e_->score(s, d, k, top);
   }
   void set_profiling(bool on) override { e_->set_profiling(on); }
   std::vector<ProfileRow> profile_report() override { return e_->profile_report(); }

@@ -122,7 +122,12 @@ TEST(OpenAIRequest, ErrorsNameTheParameter) {
   EXPECT_EQ(parse_error(R"({"prompt":"x","n":17})").param, "n");
   EXPECT_EQ(parse_error(R"({"prompt":"x","stop":[""]})").param, "stop");
   EXPECT_TRUE(parse_openai_request(R"({"prompt":"x","echo":true})", Endpoint::Completions, limits()).echo);
-  EXPECT_EQ(parse_error(R"({"prompt":"x","echo":true,"logprobs":1})").param, "echo");
+  {  // echo with logprobs: the prompt's logprobs are asked of the engine with the same k
+    const OpenAIRequest r = parse_openai_request(R"({"prompt":"x","echo":true,"logprobs":3})", Endpoint::Completions, limits());
+    EXPECT_TRUE(r.echo && r.logprobs);
+    EXPECT_EQ(r.params.prompt_logprobs, 3);
+    EXPECT_EQ(parse_openai_request(R"({"prompt":"x","logprobs":3})", Endpoint::Completions, limits()).params.prompt_logprobs, -1);
+  }
   for (const char* best_of : {"0", "-1", "1.5", "2", "true"})
     EXPECT_EQ(parse_error(std::string(R"({"prompt":"x","best_of":)") + best_of + "}").param, "best_of") << best_of;
   EXPECT_EQ(parse_openai_request(R"({"prompt":"x","best_of":1})", Endpoint::Completions, limits()).n, 1);

@@ -1,0 +1,113 @@
+// SamplingParams::prompt_logprobs: the prompt is scored between steps on the stepping thread, on
+// a request row and KV slots no running request holds. Here every row is taken by running
+// requests when it arrives: it waits for a free row, its prompt logprobs equal an idle engine's
+// score(), and the running requests' outputs are those of a run without it.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "common/test_text.h"
+#include "core/error.h"
+#include "lite_llama/engine.h"
+
+using namespace lite_llama;
+
+namespace {
+
+constexpr const char* kConfig = R"({
+  "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64,
+  "intermediate_size": 128, "num_attention_heads": 2, "num_key_value_heads": 1,
+  "num_hidden_layers": 1, "vocab_size": 256, "max_position_embeddings": 256,
+  "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "tie_word_embeddings": true
+})";
+
+std::unique_ptr<Engine> dummy_engine(const lite_llama::testing::TempDir& dir) {
+  dir.write("config.json", kConfig);
+  EngineOptions o;
+  o.model = dir.str() + "/config.json";
+  o.load_format = "dummy";
+  o.backend.threads = 2;
+  o.ctx = 128;
+  o.max_num_seqs = 2;
+  return Engine::create(o);
+}
+
+SamplingParams greedy(int max_tokens) {
+  SamplingParams p;
+  p.temperature = 0;
+  p.max_tokens = max_tokens;
+  p.ignore_eos = true;
+  return p;
+}
+
+// Every request's tokens and its first output's prompt logprobs, stepping until idle.
+struct Outputs {
+  std::map<int64_t, std::vector<int32_t>> tokens;
+  std::map<int64_t, std::vector<TokenLogprobs>> prompt;
+};
+void step_all(Engine& e, Outputs& run) {
+  for (int steps = 0; e.has_unfinished() && steps < 200; ++steps)
+    for (RequestOutput& o : e.step()) {
+      auto& t = run.tokens[o.id];
+      if (t.empty() && !o.tokens.empty()) run.prompt[o.id] = o.prompt_logprobs;
+      else EXPECT_TRUE(o.prompt_logprobs.empty()) << "only the first output carries them";
+      t.insert(t.end(), o.tokens.begin(), o.tokens.end());
+    }
+  ASSERT_FALSE(e.has_unfinished());
+}
+
+}  // namespace
+
+TEST(PromptLogprobs, ScoredBetweenStepsWhileEveryRowRuns) {
+  lite_llama::testing::TempDir dir;
+  auto e = dummy_engine(dir);
+  const std::vector<int32_t> a = {1, 2, 3, 4}, b = {9, 8, 7}, p = {5, 17, 33, 2, 60, 11, 40};
+
+  Outputs alone;  // the two running requests without the scoring one
+  const int64_t a0 = e->add_request(a, greedy(12)), b0 = e->add_request(b, greedy(12));
+  step_all(*e, alone);
+
+  Outputs mixed;
+  const int64_t a1 = e->add_request(a, greedy(12)), b1 = e->add_request(b, greedy(12));
+  for (int i = 0; i < 3; ++i)
+    for (RequestOutput& o : e->step()) mixed.tokens[o.id].insert(mixed.tokens[o.id].end(), o.tokens.begin(), o.tokens.end());
+  SamplingParams sp = greedy(3);
+  sp.prompt_logprobs = 4;
+  const int64_t c = e->add_request(p, sp);
+  for (RequestOutput& o : e->step()) mixed.tokens[o.id].insert(mixed.tokens[o.id].end(), o.tokens.begin(), o.tokens.end());
+  EXPECT_EQ(e->stats().waiting, 1);  // both rows are taken: it still waits to be scored
+  EXPECT_EQ(e->stats().running, 2);
+  step_all(*e, mixed);
+  EXPECT_EQ(mixed.tokens[a1], alone.tokens[a0]);
+  EXPECT_EQ(mixed.tokens[b1], alone.tokens[b0]);
+  EXPECT_EQ(mixed.tokens[c].size(), 3u);
+
+  const std::vector<TokenLogprobs>& got = mixed.prompt[c];
+  const ScoreResult ref = e->score({p}, 0, {}, 4)[0];
+  ASSERT_EQ(got.size(), p.size() - 1);
+  ASSERT_EQ(ref.tokens.size(), p.size() - 1);
+  for (size_t i = 0; i < got.size(); ++i) {
+    const TokenLogprobs& g = got[i];
+    EXPECT_EQ(g.token, p[i + 1]);
+    EXPECT_NEAR(g.logprob, ref.logprobs[i], 1e-4) << i;
+    EXPECT_EQ(g.rank, ref.tokens[i].rank) << i;
+    ASSERT_EQ(g.top.size(), 4u);
+    EXPECT_EQ(g.top[0].first, ref.argmax[i]) << i;
+    for (size_t j = 0; j < g.top.size(); ++j) {
+      EXPECT_EQ(g.top[j].first, ref.tokens[i].top[j].first) << i;
+      if (j > 0) EXPECT_GE(g.top[j - 1].second, g.top[j].second) << i;
+      if (g.top[j].first == g.token) EXPECT_EQ(g.rank, int(j) + 1) << i;
+    }
+    EXPECT_EQ(g.rank == 1, g.token == ref.argmax[i]) << i;
+    if (g.rank > 4) EXPECT_LE(g.logprob, g.top.back().second) << i;
+  }
+  EXPECT_EQ(e->stats().kv_slots_used, 0);
+}
+
+TEST(PromptLogprobs, OutOfRangeIsRefused) {
+  SamplingParams p;
+  p.prompt_logprobs = 21;
+  EXPECT_THROW(p.validate(), Error);
+  p.prompt_logprobs = 20;
+  EXPECT_NO_THROW(p.validate());
+}
