@@ -21,13 +21,13 @@ bool is_greedy(const SamplingParams& p) {
          p.presence_penalty == 0.0f && p.frequency_penalty == 0.0f;
 }
 
-SampledToken sample_on_host(SequenceSampler& s, float* logits, int64_t vocab) {
+SampledToken sample_on_host(SequenceSampler& s, float* logits, int64_t vocab, const float* raw = nullptr) {
   float lp = 0;
   int32_t rank = 0;
   std::vector<sampling::TokenLogprob> top;
   const bool want_lp = s.params().top_logprobs >= 0;
   const int32_t tok = s.sample(logits, vocab, want_lp ? &lp : nullptr, want_lp ? &top : nullptr,
-                               want_lp ? &rank : nullptr);
+                               want_lp ? &rank : nullptr, raw);
   if (!want_lp) return {tok, {}};
   TokenLogprobs tl;
   tl.token = tok;
@@ -38,13 +38,16 @@ SampledToken sample_on_host(SequenceSampler& s, float* logits, int64_t vocab) {
 }
 
 // Host-side masking and biases of one row (the device does it in Backend::constrain_logits).
-void constrain_on_host(float* l, int64_t limit, int row, const StepConstraints& c) {
+// raw: where given, the row after the grammar's mask and before the biases, which the logprobs
+// come from (vLLM: grammar-masked logits, logit_bias and min_tokens applied after its logprobs).
+void constrain_on_host(float* l, int64_t limit, int row, const StepConstraints& c, std::vector<float>* raw) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   if (c.words > 0) {
     const uint32_t* m = c.masks.data() + size_t(row) * size_t(c.words);
     for (int64_t t = 0; t < limit; ++t)
       if (!((m[t / 32] >> (t % 32)) & 1u)) l[t] = kNegInf;
   }
+  if (raw) raw->assign(l, l + limit);
   for (const ops::LogitBias& b : c.bias)
     if (b.row == row && b.token < limit) l[b.token] += b.bias;
 }
@@ -204,8 +207,11 @@ StepResult Runner::select(const StepPlan& plan, const std::vector<SequenceSample
     float* l = lg + int64_t(r) * vocab_;
     // Embedding rows past the tokenizer's vocabulary are padding: never sample them.
     std::fill(l + sample_limit_, l + vocab_, -std::numeric_limits<float>::infinity());
-    if (constraints && !constrained_on_device_) constrain_on_host(l, sample_limit_, int(r), *constraints);
-    res.rows[r] = sample_on_host(*samplers[r], l, sample_limit_);
+    const bool raw = constraints && !constrained_on_device_ && !constraints->bias.empty() &&
+                     samplers[r]->params().top_logprobs >= 0;
+    if (constraints && !constrained_on_device_)
+      constrain_on_host(l, sample_limit_, int(r), *constraints, raw ? &raw_row_ : nullptr);
+    res.rows[r] = sample_on_host(*samplers[r], l, sample_limit_, raw ? raw_row_.data() : nullptr);
   }
   return res;
 }

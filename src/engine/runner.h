@@ -105,6 +105,7 @@ class Runner {
   bool profiling_ = false;
   bool constrained_on_device_ = false;
   std::vector<float> host_logits_;
+  std::vector<float> raw_row_;  // a row before its logit biases, for its logprobs
   std::vector<int32_t> host_tokens_;
   Buffer device_tokens_;
 };

@@ -76,10 +76,11 @@ void SequenceSampler::apply_penalties(float* logits, int64_t vocab) const {
 }
 
 int32_t SequenceSampler::sample(float* logits, int64_t vocab, float* chosen_logprob,
-                                std::vector<TokenLogprob>* top, int32_t* chosen_rank) {
+                                std::vector<TokenLogprob>* top, int32_t* chosen_rank,
+                                const float* raw_logits) {
   // Logprobs are reported from the model's raw distribution (as vLLM does by default).
   std::vector<float> raw;
-  if (params_.top_logprobs >= 0) raw.assign(logits, logits + vocab);
+  if (params_.top_logprobs >= 0) raw.assign(raw_logits ? raw_logits : logits, (raw_logits ? raw_logits : logits) + vocab);
   apply_penalties(logits, vocab);
 
   int32_t chosen;

@@ -23,8 +23,11 @@ class SequenceSampler {
   // Picks the next token from raw logits[V] (modified in place). If top_logprobs >= 0 the
   // chosen token's logprob, its rank (1 + tokens with a strictly higher logprob, as vLLM) and
   // the best alternatives (from the raw distribution) are returned.
+  // raw_logits: the distribution the logprobs come from where it is not `logits` (logit_bias is
+  // in logits only: vLLM reports logprobs before its logits processors).
   int32_t sample(float* logits, int64_t vocab, float* chosen_logprob,
-                 std::vector<TokenLogprob>* top, int32_t* chosen_rank = nullptr);
+                 std::vector<TokenLogprob>* top, int32_t* chosen_rank = nullptr,
+                 const float* raw_logits = nullptr);
   // Records a generated token (for presence/frequency/repetition penalties).
   void accept(int32_t token);
   const SamplingParams& params() const { return params_; }

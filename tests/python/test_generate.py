@@ -361,3 +361,20 @@ def test_stop_reason_of_eos(llm):
     out = llm.chat(chat, SamplingParams(temperature=0, max_tokens=60, ignore_eos=True, stop_token_ids=[eos]),
                    use_tqdm=False)[0].outputs[0]
     assert out.token_ids[-1] == eos and out.finish_reason == "stop" and out.stop_reason == eos
+
+
+def test_logprobs_come_before_logit_bias(llm):
+    """vLLM reports logprobs before its logits processors: a logit_bias changes which token is
+    picked, not the logprobs reported for it (they were of the biased distribution)."""
+    prompt = "The capital of France is"
+    plain = llm.generate(prompt, SamplingParams(temperature=0, max_tokens=1, logprobs=5),
+                         use_tqdm=False)[0].outputs[0]
+    top = plain.logprobs[0]
+    second = sorted(top, key=lambda t: -top[t].logprob)[1]  # the runner-up, forced by a bias
+    biased = llm.generate(prompt, SamplingParams(temperature=0, max_tokens=1, logprobs=5,
+                                                 logit_bias={second: 50.0}), use_tqdm=False)[0].outputs[0]
+    assert biased.token_ids == [second]
+    got = biased.logprobs[0]
+    for t, lp in top.items():
+        assert abs(got[t].logprob - lp.logprob) < 1e-4, (t, got[t], lp)
+        assert got[t].rank == lp.rank, (t, got[t], lp)
