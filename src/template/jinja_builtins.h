@@ -48,6 +48,8 @@ Value printf_format(const Value& fmt, CallArgs& args);
 
 // Python's str.format with format specs (jinja_str_format.cpp).
 std::string py_str_format(const std::string& fmt, const CallArgs& args);
+// |n| in `base` (2 to 16), lower-case digits unless `upper` (jinja_format.cpp): both formats' digits.
+std::string int_digits(int64_t n, unsigned base, bool upper);
 
 // int(s, base) / float(s) of a string as Python parses them (jinja_format.cpp); false where
 // Python raises ValueError.

@@ -56,13 +56,7 @@ std::string pad_str(const std::string& s, const Spec& sp) {
 
 std::string format_int(int64_t n, char conv, const Spec& sp) {
   const unsigned base = conv == 'x' || conv == 'X' ? 16 : conv == 'o' ? 8 : 10;
-  const char* digit_chars = conv == 'X' ? "0123456789ABCDEF" : "0123456789abcdef";
-  uint64_t mag = n < 0 ? 0 - static_cast<uint64_t>(n) : static_cast<uint64_t>(n);
-  std::string digits;
-  do {
-    digits.insert(digits.begin(), digit_chars[mag % base]);
-    mag /= base;
-  } while (mag);
+  std::string digits = int_digits(n, base, conv == 'X');
   if (sp.precision != SIZE_MAX && digits.size() < sp.precision)
     digits.insert(0, sp.precision - digits.size(), '0');
   std::string prefix = n < 0 ? "-" : sp.plus ? "+" : sp.space ? " " : "";
@@ -144,6 +138,17 @@ static bool py_digits(std::u32string_view s, std::string& out) {
 
 // int(s, base) as Python parses it: sign, base prefixes, underscores. 1: parsed; 0: invalid
 // (ValueError); beyond 64 bits fails, as the engine's other integer overflows do.
+std::string int_digits(int64_t n, unsigned base, bool upper) {
+  const char* digit_chars = upper ? "0123456789ABCDEF" : "0123456789abcdef";
+  uint64_t mag = n < 0 ? 0 - static_cast<uint64_t>(n) : static_cast<uint64_t>(n);
+  std::string digits;
+  do {
+    digits.insert(digits.begin(), digit_chars[mag % base]);
+    mag /= base;
+  } while (mag);
+  return digits;
+}
+
 bool py_parse_int(const std::string& text, int64_t base, int64_t& out) {
   const unsigned __int128 kInt64Limit = static_cast<unsigned __int128>(1) << 63;
   if (base != 0 && (base < 2 || base > 36)) return false;  // ValueError

@@ -182,13 +182,7 @@ std::string format_int_spec(int64_t n, const FormatSpec& f) {
     return pad("", ch, f);
   }
   const unsigned base = t == 'b' ? 2 : t == 'o' ? 8 : (t == 'x' || t == 'X') ? 16 : 10;
-  const char* digit_chars = t == 'X' ? "0123456789ABCDEF" : "0123456789abcdef";
-  uint64_t mag = n < 0 ? 0 - static_cast<uint64_t>(n) : static_cast<uint64_t>(n);
-  std::string digits;
-  do {
-    digits.insert(digits.begin(), digit_chars[mag % base]);
-    mag /= base;
-  } while (mag);
+  const std::string digits = int_digits(n, base, t == 'X');
   std::string lead = sign_of(n < 0, f);
   if (f.alt && base != 10) lead += base == 2 ? "0b" : base == 8 ? "0o" : t == 'X' ? "0X" : "0x";
   return finish_number(lead, digits, "", base == 10 ? 3 : 4, f);
