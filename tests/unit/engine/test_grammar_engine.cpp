@@ -6,6 +6,7 @@
 
 #include <map>
 
+#include "common/dummy_engine.h"
 #include "common/test_text.h"
 #include "core/error.h"
 #include "lite_llama/engine.h"
@@ -14,21 +15,9 @@ using namespace lite_llama;
 
 namespace {
 
-constexpr const char* kConfig = R"({
-  "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64,
-  "intermediate_size": 128, "num_attention_heads": 2, "num_key_value_heads": 1,
-  "num_hidden_layers": 1, "vocab_size": 256, "max_position_embeddings": 256,
-  "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "tie_word_embeddings": true
-})";
-
 std::unique_ptr<Engine> dummy_engine(const lite_llama::testing::TempDir& dir, double warm_ms = 2000) {
-  dir.write("config.json", kConfig);
-  EngineOptions o;
+  EngineOptions o = lite_llama::testing::tiny_dummy_options(dir);
   o.grammar_warm_ms = warm_ms;
-  o.model = dir.str() + "/config.json";
-  o.load_format = "dummy";
-  o.backend.threads = 2;
-  o.ctx = 128;
   o.max_num_seqs = 4;
   return Engine::create(o);
 }
