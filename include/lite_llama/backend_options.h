@@ -116,6 +116,10 @@ struct CudaTuning {
   // With it, batch-1 calls are 1.3-6.4% faster; model steps are unchanged
   // (docs/benchmarks/long-context.md).
   bool decode_max_carveout = true;
+  // Decode attention splits whose keys lie in a sequence's contiguous run of KV slots (what a
+  // fresh pool hands a prompt) compute the K/V addresses instead of reading the slot table: one
+  // dependent trip less before the first K/V byte (docs/benchmarks/long-context.md).
+  bool decode_kv_runs = true;
   // With pdl: the RMSNorms and the RoPE + KV write are launched while the projection before them
   // finishes, and wait for it inside.
   bool pdl_norm = true;

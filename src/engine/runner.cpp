@@ -137,8 +137,9 @@ bool Runner::build_batch(const StepPlan& plan) {
     if (it.table_start < s->num_computed)  // a prefix taken from the prefix cache
       table_writes_.push_back({s->req_row, it.table_start, s->slots.data() + it.table_start,
                                s->num_computed - it.table_start});
-    batch_.add_sequence(s->req_row, s->tokens.data() + s->num_computed, it.num_tokens,
-                        s->num_computed, s->slots.data() + s->num_computed, it.sample);
+    const int kv_len = s->num_computed + it.num_tokens;
+    batch_.add_sequence(s->req_row, s->tokens.data() + s->num_computed, it.num_tokens, s->num_computed,
+                        s->slots.data() + s->num_computed, it.sample, s->slots[0], s->leading_run(kv_len));
     decode_only = decode_only && it.num_tokens == 1 && it.sample;
   }
   return decode_only;
@@ -158,7 +159,8 @@ Tensor Runner::forward(bool decode_only, bool greedy) {
   while (batch_.num_seqs() < graph_sizes_[size_t(bucket)]) {
     const int last = batch_.num_seqs() - 1;
     const int32_t tok = batch_.t_token_ids.back(), slot = batch_.t_slots.back();
-    batch_.add_sequence(batch_.b_req_idx[size_t(last)], &tok, 1, batch_.t_positions.back(), &slot, true);
+    batch_.add_sequence(batch_.b_req_idx[size_t(last)], &tok, 1, batch_.t_positions.back(), &slot, true,
+                        batch_.b_kv_runs[2 * size_t(last)], batch_.b_kv_runs[2 * size_t(last) + 1]);
   }
   ranks_.run([&](int r) {
     Decoder& d = *decoders_[size_t(r)];

@@ -30,7 +30,7 @@ void Scheduler::release(Sequence* s) {
   if (cache_ && s->num_computed > 0)
     cache_->insert(s->tokens.data(), s->slots.data(), int32_t(s->num_computed));
   pool_.release(s->slots.data(), int32_t(s->slots.size()));
-  s->slots.clear();
+  s->clear_slots();
   if (s->req_row >= 0) rows_.release(s->req_row);
   s->req_row = -1;
 }
@@ -68,7 +68,7 @@ bool Scheduler::admit(Sequence* s) {
   }
   if (pool_.num_free() < need) {
     pool_.release(s->slots.data(), int32_t(s->slots.size()));
-    s->slots.clear();
+    s->clear_slots();
     return false;
   }
   s->req_row = rows_.alloc();

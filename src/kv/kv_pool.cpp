@@ -24,8 +24,10 @@ bool KvPool::alloc(int32_t n, std::vector<int32_t>& out) {
   return true;
 }
 
+// Freed slots go on the stack last to first, so that the next allocation takes a released run in
+// its order again: ascending slots stay one contiguous run (KvPool::alloc, Sequence::leading_run).
 void KvPool::release(const int32_t* slots, int32_t n) {
-  for (int32_t i = 0; i < n; ++i) {
+  for (int32_t i = n - 1; i >= 0; --i) {
     int32_t s = slots[i];
     LL_CHECK(s >= 0 && s < num_slots() && refs_[size_t(s)] > 0, "KV pool: releasing free slot {}", s);
     if (--refs_[size_t(s)] == 0) free_.push_back(s);
@@ -52,7 +54,7 @@ void KvPool::cache_retain(const int32_t* slots, int32_t n) {
 }
 
 void KvPool::cache_release(const int32_t* slots, int32_t n) {
-  for (int32_t i = 0; i < n; ++i) {
+  for (int32_t i = n - 1; i >= 0; --i) {  // last to first, as release()
     const int32_t s = slots[i];
     LL_CHECK(s >= 0 && s < num_slots() && cached_[size_t(s)], "KV pool: slot {} is not cached", s);
     cached_[size_t(s)] = 0;

@@ -74,6 +74,8 @@ Decoder::Decoder(const ModelConfig& cfg, Weights weights, ops::Backend& backend,
   m_ids_ = take_i(T), m_pos_ = take_i(T), m_slots_ = take_i(T), m_treq_ = take_i(T);
   m_qstart_ = take_i(B), m_qlen_ = take_i(B), m_seqlen_ = take_i(B), m_breq_ = take_i(B);
   m_rows_ = take_i(B);
+  m += m & 1;  // 8-byte aligned: the decode kernel loads a run as one int2
+  m_kvrun_ = take_i(2 * B);
   meta_ = be_.alloc(m * sizeof(int32_t));
   meta_host_.assign(m, 0);
   table_meta_ = be_.alloc(3 * T * sizeof(int32_t));
@@ -158,6 +160,9 @@ StepShape Decoder::stage(const ForwardBatch& b) {
              "request row {} out of range", b.t_req_idx[size_t(t)]);
   }
   for (int i = 0; i < s.num_seqs; ++i) {
+    const int32_t run_slot = b.b_kv_runs[2 * size_t(i)], run_len = b.b_kv_runs[2 * size_t(i) + 1];
+    LL_CHECK(run_len >= 0 && run_len <= b.b_seq_len[size_t(i)] && (run_len == 0 || (run_slot >= 0 && run_slot <= slots - run_len)),
+             "KV run of {} slots from {} out of range", run_len, run_slot);
     s.max_q_len = std::max(s.max_q_len, b.b_q_len[size_t(i)]);
     s.max_seq_len = std::max(s.max_seq_len, b.b_seq_len[size_t(i)]);
     if (i >= s.num_decode_seqs) s.max_prefill_seq_len = std::max(s.max_prefill_seq_len, b.b_seq_len[size_t(i)]);
@@ -169,6 +174,7 @@ StepShape Decoder::stage(const ForwardBatch& b) {
   put(m_ids_, b.t_token_ids), put(m_pos_, b.t_positions), put(m_slots_, b.t_slots);
   put(m_treq_, b.t_req_idx), put(m_qstart_, b.b_q_start), put(m_qlen_, b.b_q_len);
   put(m_seqlen_, b.b_seq_len), put(m_breq_, b.b_req_idx), put(m_rows_, b.logit_rows);
+  put(m_kvrun_, b.b_kv_runs);
   if (shard_.active()) {
     // The embedding shard's rows: another rank's token reads the zero row at vocab_rows_.
     const int64_t v0 = int64_t(shard_.rank) * vocab_rows_;
@@ -250,6 +256,7 @@ Tensor Decoder::run(const StepShape& s) {
   am.b_req_idx = md + m_breq_;
   am.req_to_slot = kv_->req_to_slot();
   am.req_stride = kv_->req_stride();
+  am.b_kv_runs = md + m_kvrun_;
   am.workspace = attn_ws_.data();
 
   Tensor x = resid(off_x_, T, H), h = act(off_h_, T, H);

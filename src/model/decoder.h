@@ -98,7 +98,7 @@ class Decoder {
   // and the projections added to it ([max_tokens, H]), the logit rows' copies ([max_seqs, H]).
   size_t off_x_, off_o_, off_down_, off_xl_, off_dl_;
   // Offsets (int32 elements) of the metadata arrays inside meta_.
-  size_t m_ids_, m_pos_, m_slots_, m_treq_, m_qstart_, m_qlen_, m_seqlen_, m_breq_, m_rows_;
+  size_t m_ids_, m_pos_, m_slots_, m_treq_, m_qstart_, m_qlen_, m_seqlen_, m_breq_, m_rows_, m_kvrun_;
 };
 
 }  // namespace lite_llama

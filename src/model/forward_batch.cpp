@@ -1,16 +1,21 @@
 #include "model/forward_batch.h"
 
+#include <algorithm>
+
 namespace lite_llama {
 
 void ForwardBatch::clear() {
   for (auto* v : {&t_token_ids, &t_positions, &t_slots, &t_req_idx, &b_q_start, &b_q_len,
-                  &b_seq_len, &b_req_idx, &logit_rows})
+                  &b_seq_len, &b_req_idx, &b_kv_runs, &logit_rows})
     v->clear();
   num_decode_seqs = 0;
 }
 
 void ForwardBatch::add_sequence(int req_idx, const int32_t* tokens, int n, int start_pos,
-                                const int32_t* slots, bool want_logits) {
+                                const int32_t* slots, bool want_logits, int32_t run_slot, int32_t run_len) {
+  run_len = std::clamp(run_len, 0, start_pos + n);
+  b_kv_runs.push_back(run_len > 0 ? run_slot : 0);
+  b_kv_runs.push_back(run_len);
   b_q_start.push_back(num_tokens());
   b_q_len.push_back(n);
   b_seq_len.push_back(start_pos + n);

@@ -74,6 +74,9 @@ struct AttnMeta {
   const int32_t* b_req_idx = nullptr;  // [B]
   const int32_t* req_to_slot = nullptr;  // [max_reqs, req_stride]
   int req_stride = 0;
+  // [B][2] or null: (s, n) where the sequence's keys i < n are at slots s + i (req_to_slot says
+  // the same); n 0 where it has no such run. A backend may use it to skip the table for them.
+  const int32_t* b_kv_runs = nullptr;
   void* workspace = nullptr;  // attention_workspace_bytes() of scratch
 };
 

@@ -110,6 +110,38 @@ inline AttnProblem make_attn_problem(std::mt19937& rng, const std::vector<SeqSpe
   return P;
 }
 
+// Gives sequence b's keys [0, runs[b]) the contiguous slots base_b + i (the runs packed from slot
+// 0), swapping slot numbers, with their K/V rows, with the keys that held them: every key keeps
+// its values. Returns the problem's b_kv_runs ([B][2]: base, length).
+inline std::vector<int32_t> make_kv_runs(AttnProblem& P, const std::vector<int>& runs) {
+  std::vector<int64_t> where(size_t(P.num_slots), -1);  // slot -> its entry of req_to_slot
+  for (size_t i = 0; i < P.req_to_slot.size(); ++i)
+    if (P.req_to_slot[i] >= 0) where[size_t(P.req_to_slot[i])] = int64_t(i);
+  const size_t row = size_t(P.kvrow());
+  std::vector<int32_t> out;
+  int32_t next = 0;
+  for (size_t b = 0; b < P.seqs.size(); ++b) {
+    const int32_t base = next, r = runs[b];
+    next += r;
+    for (int32_t j = 0; j < r; ++j) {
+      const int64_t e = int64_t(P.b_req_idx[b]) * P.stride + j;
+      const int32_t c = P.req_to_slot[size_t(e)], t = base + j;
+      if (c == t) continue;
+      const int64_t other = where[size_t(t)];
+      P.req_to_slot[size_t(e)] = t;
+      if (other >= 0) P.req_to_slot[size_t(other)] = c;
+      where[size_t(t)] = e, where[size_t(c)] = other;
+      std::swap_ranges(P.k.begin() + long(size_t(c) * row), P.k.begin() + long(size_t(c + 1) * row),
+                       P.k.begin() + long(size_t(t) * row));
+      std::swap_ranges(P.v.begin() + long(size_t(c) * row), P.v.begin() + long(size_t(c + 1) * row),
+                       P.v.begin() + long(size_t(t) * row));
+    }
+    out.push_back(r > 0 ? base : 0);
+    out.push_back(r);
+  }
+  return out;
+}
+
 // The CPU backend's result [T, hq, d].
 inline std::vector<float> cpu_attention(ops::Backend& cpu, AttnProblem& P) {
   ops::AttnMeta m;
@@ -135,7 +167,7 @@ inline std::vector<float> cpu_attention(ops::Backend& cpu, AttnProblem& P) {
 // The problem's buffers on the device; the metadata can be re-uploaded (CUDA graph replays).
 struct GpuAttn {
   DevTensor k, v, q, out;
-  DevInts q_start, q_len, seq_len, req_idx, req_to_slot;
+  DevInts q_start, q_len, seq_len, req_idx, req_to_slot, kv_runs;
   Buffer workspace;
   ops::AttnMeta meta;
 
@@ -164,6 +196,14 @@ struct GpuAttn {
     meta.req_to_slot = req_to_slot.ptr();
     meta.req_stride = P.stride;
     meta.workspace = workspace.data();
+  }
+  // The sequences' contiguous runs (make_kv_runs), and the slot table the device reads instead of
+  // the problem's (the CPU reference keeps that one).
+  void set_runs(ops::Backend& gpu, const std::vector<int32_t>& runs, const std::vector<int32_t>& table) {
+    kv_runs = dev_ints(gpu, runs);
+    req_to_slot = dev_ints(gpu, table);
+    meta.b_kv_runs = kv_runs.ptr();
+    meta.req_to_slot = req_to_slot.ptr();
   }
   // Enqueues the op (no poisoning, no sync): what a captured graph records.
   void enqueue(ops::Backend& gpu, const AttnProblem& P) {

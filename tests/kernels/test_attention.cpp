@@ -2,6 +2,7 @@
 // against the CPU backend, over packed batches with scattered slots: decode only, prefill only
 // (with and without a prefix already in the pool: chunked prefill), and mixed batches.
 #include <array>
+#include <cstring>
 
 #include "backends/cuda/launchers.h"
 #include "kernels/attention_harness.h"
@@ -155,6 +156,46 @@ TEST_P(CudaAttention, DecodeWithSplitKeysFloor) {
     });
     if (HasFatalFailure()) return;
   }
+}
+
+TEST_P(CudaAttention, DecodeReadsContiguousRunsWithoutTheTable) {
+  // Sequences whose first keys are at contiguous slots (ops::AttnMeta::b_kv_runs): the splits
+  // inside a run compute the K/V addresses. The device's slot table is wrong (another slot) for
+  // the first keys of every run, up to a quarter of the sequence before its end (more than any
+  // split: one sequence of 2 KV heads takes >= 8 splits), so a split that read the table there
+  // fails; one that used the run past its end reads other keys' K/V and fails too. Outputs must
+  // equal, bit for bit, those from the true table without runs.
+  std::mt19937 rng(408);
+  static constexpr int kTwoKvHeads[][2] = {{16, 2}, {4, 2}};
+  const std::vector<std::pair<std::vector<int>, std::vector<int>>> cases = {
+      {{3000}, {3000}},                   // the whole sequence, the new key's split too
+      {{5000, 700, 4100}, {2000, 0, 4100}},  // a run ending inside the sequence; none
+      {{3001}, {10}},                     // a run shorter than a split: the table everywhere
+  };
+  for (int d : {64, 128})
+    for (const auto& h : kTwoKvHeads)
+      for (const auto& [lens, runs] : cases) {
+        SCOPED_TRACE(::testing::Message() << "D " << d << " Hq " << h[0] << " Hkv " << h[1] << " seqs " << lens.size());
+        std::vector<SeqSpec> seqs;
+        for (int n : lens) seqs.push_back({1, n});
+        AttnProblem P = make_attn_problem(rng, seqs, int(seqs.size()), h[0], h[1], d, act);
+        const std::vector<int32_t> kv_runs = make_kv_runs(P, runs);
+        const std::vector<float> want = cpu_attention(*cpu, P);
+        GpuAttn g;
+        g.upload(*gpu, P, act);
+        const std::vector<float> plain = g.run(*gpu, P);
+        ASSERT_TRUE(check_attn(plain, want, P, act, AttnFill::Random));
+        std::vector<int32_t> table = P.req_to_slot;
+        for (size_t b = 0; b < seqs.size(); ++b)
+          for (int j = 0; j < runs[b] - lens[b] / 4; ++j) {
+            int32_t& e = table[size_t(P.b_req_idx[b]) * size_t(P.stride) + size_t(j)];
+            e = (e + 1) % P.num_slots;
+          }
+        g.set_runs(*gpu, kv_runs, table);
+        const std::vector<float> got = g.run(*gpu, P);
+        ASSERT_TRUE(check_attn(got, want, P, act, AttnFill::Random));
+        ASSERT_EQ(0, std::memcmp(got.data(), plain.data(), got.size() * sizeof(float)));
+      }
 }
 
 TEST_P(CudaAttention, PrefillChunksWithPrefixes) {

@@ -39,6 +39,7 @@ void apply_env_tuning(BackendOptions& o) {
   env_int("LITE_LLAMA_DECODE_SPLIT_KEYS", c.decode_split_keys);
   env_int("LITE_LLAMA_DECODE_STAGES", c.decode_stages);
   env_flag("LITE_LLAMA_DECODE_MAX_CARVEOUT", c.decode_max_carveout);
+  env_flag("LITE_LLAMA_DECODE_KV_RUNS", c.decode_kv_runs);
   c.decode_split_keys = std::max(0, c.decode_split_keys);
   env_int("LITE_LLAMA_GQ_MMA_MAX", c.gq_mma_max_tokens);
   env_int("LITE_LLAMA_FP8_GEMM_MIN", c.fp8_gemm_min_tokens);

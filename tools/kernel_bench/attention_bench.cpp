@@ -8,6 +8,8 @@
 //   attention-bench --chunk D TOKENS PREFIX [SPLITS [WGMMA_SPLITS [COLD]]]   (a short chunk after a cached prefix)
 //   attention-bench --timeline D BATCH CONTEXT PDL [SPLITS] [STAGES]   (builds with
 //     -DLITE_LLAMA_DECODE_TIMELINE=ON: each decode block's phases; tools/kernel_bench/decode_timeline.py)
+// Decode reads its contiguous slots as runs (CudaTuning::decode_kv_runs), as the engine does;
+// LITE_LLAMA_DECODE_KV_RUNS=0 reads every slot id from the table instead.
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -38,38 +40,43 @@ double time_ms(const std::function<void()>& fn, int reps) {
   return median_ms(nullptr, reps, fn);
 }
 
-// Sequences of `ctx` keys in a pool of contiguous slots, one request row each.
+// Whether decode calls pass their sequences' contiguous slots as runs (AttnArgs::b_kv_runs).
+bool g_kv_runs = lite_llama::CudaTuning{}.decode_kv_runs;
+
+// Sequences of `ctx` keys in a pool of contiguous slots, one request row each. K and V lie in one
+// block, V after K, as the engine's KV cache lays out a layer (model/kv_cache.cpp): at `kv` if
+// given (decode_pools' layers), else in a block of the pool's own.
 struct Pool {
-  void *q = nullptr, *k = nullptr, *v = nullptr, *out = nullptr;
-  int32_t *q_start, *q_len, *seq_len, *req_idx, *table;
+  void *q = nullptr, *k = nullptr, *v = nullptr, *out = nullptr, *own_kv = nullptr;
+  int32_t *q_start, *q_len, *seq_len, *req_idx, *table, *runs;
   float* partial = nullptr;
   AttnArgs args{};
   // Each sequence: q_len_each new queries at the end of ctx keys.
-  Pool(int B, int q_len_each, int ctx, int Hq, int Hkv, int D, int sms) {
-    const size_t T = size_t(B) * q_len_each, slots = size_t(B) * ctx;
+  Pool(int B, int q_len_each, int ctx, int Hq, int Hkv, int D, int sms, void* kv = nullptr) {
+    const size_t T = size_t(B) * q_len_each, slots = size_t(B) * ctx, bytes = slots * Hkv * D * 2;
     q = dev_alloc(T * Hq * D * 2);
     out = dev_alloc(T * Hq * D * 2);
-    k = dev_alloc(slots * Hkv * D * 2);
-    v = dev_alloc(slots * Hkv * D * 2);
+    if (!kv) own_kv = kv = dev_alloc(2 * bytes);
+    k = kv, v = static_cast<char*>(kv) + bytes;
     CK(random_fill(Act::BF16, q, T * Hq * D, 1, 1.f, nullptr));
     CK(random_fill(Act::BF16, k, slots * Hkv * D, 2, 1.f, nullptr));
     CK(random_fill(Act::BF16, v, slots * Hkv * D, 3, 1.f, nullptr));
-    std::vector<int32_t> qs(B), ql(B, q_len_each), sl(B, ctx), ri(B), tab(slots);
-    for (int b = 0; b < B; ++b) qs[b] = b * q_len_each, ri[b] = b;
+    std::vector<int32_t> qs(B), ql(B, q_len_each), sl(B, ctx), ri(B), tab(slots), run(2 * B);
+    for (int b = 0; b < B; ++b) qs[b] = b * q_len_each, ri[b] = b, run[2 * b] = b * ctx, run[2 * b + 1] = ctx;
     for (size_t i = 0; i < slots; ++i) tab[i] = int32_t(i);
     auto up = [](const std::vector<int32_t>& h) {
       auto* d = static_cast<int32_t*>(dev_alloc(h.size() * 4));
       CK(cudaMemcpy(d, h.data(), h.size() * 4, cudaMemcpyHostToDevice));
       return d;
     };
-    q_start = up(qs), q_len = up(ql), seq_len = up(sl), req_idx = up(ri), table = up(tab);
+    q_start = up(qs), q_len = up(ql), seq_len = up(sl), req_idx = up(ri), table = up(tab), runs = up(run);
     partial = static_cast<float*>(dev_alloc(decode_workspace_bytes(B, Hq, D, sms)));
     args = AttnArgs{q, k, v, out, q_start, q_len, seq_len, req_idx, table, ctx, B, q_len_each, ctx,
-                    Hq, Hkv, D, 1.f / std::sqrt(float(D))};
+                    Hq, Hkv, D, 1.f / std::sqrt(float(D)), g_kv_runs ? runs : nullptr};
   }
   ~Pool() {
-    for (void* p : {q, k, v, out, static_cast<void*>(q_start), static_cast<void*>(q_len),
-                    static_cast<void*>(seq_len), static_cast<void*>(req_idx), static_cast<void*>(table),
+    for (void* p : {q, own_kv, out, static_cast<void*>(q_start), static_cast<void*>(q_len),
+                    static_cast<void*>(seq_len), static_cast<void*>(req_idx), static_cast<void*>(table), static_cast<void*>(runs),
                     static_cast<void*>(partial)})
       cudaFree(p);
   }
@@ -132,16 +139,35 @@ void chunk_case(int D, int L, int P, int splits, int sms, int reps, double copy_
 // a call's merge, and the next call's first K/V loads, start while the kernel before them ends.
 // The pools decode calls cycle through: enough (>= 256 MiB of K/V, at most 32) that no call's K/V
 // is still in L2 from the call before.
-std::vector<std::unique_ptr<Pool>> decode_pools(int D, int B, int ctx, int Hq, int Hkv, int sms) {
-  const int n = int(std::clamp(std::ceil(double(256 << 20) / kv_bytes(D, B, ctx, Hkv)), 1.0, 32.0));
+// Their K/V lie in one block, pool after pool, as the engine's layers do, allocated at start for
+// every cell as the engine allocates its KV cache once. With a block allocated (and freed) per
+// cell, after the copy, GEMM and prefill buffers came and went, some cells read 5-10% slower
+// (H200: D 128 batch 1 at 16k / 32k 21.0 / 38.0 us against 19.6 / 35.1; D 64 batch 4 at 8k 21.3
+// against 19.9), and those in a process of their own (--decode) as fast as with the block.
+void* g_kv_arena = nullptr;
+constexpr size_t kKvArenaBytes = size_t(17) << 29;  // 8.5 GiB: the largest cell (D 128, batch 64, 32k) takes 8
+struct DecodePools {
+  void* kv = nullptr;
   std::vector<std::unique_ptr<Pool>> pools;
-  for (int i = 0; i < n; ++i) pools.push_back(std::make_unique<Pool>(B, 1, ctx, Hq, Hkv, D, sms));
-  return pools;
+  ~DecodePools() {
+    pools.clear();
+    if (kv != g_kv_arena) cudaFree(kv);
+  }
+};
+std::unique_ptr<DecodePools> decode_pools(int D, int B, int ctx, int Hq, int Hkv, int sms) {
+  const int n = int(std::clamp(std::ceil(double(256 << 20) / kv_bytes(D, B, ctx, Hkv)), 1.0, 32.0));
+  auto d = std::make_unique<DecodePools>();
+  const size_t layer = size_t(kv_bytes(D, B, ctx, Hkv));
+  d->kv = g_kv_arena && size_t(n) * layer <= kKvArenaBytes ? g_kv_arena : dev_alloc(size_t(n) * layer);
+  for (int i = 0; i < n; ++i)
+    d->pools.push_back(std::make_unique<Pool>(B, 1, ctx, Hq, Hkv, D, sms, static_cast<char*>(d->kv) + size_t(i) * layer));
+  return d;
 }
 
 double decode_us(int D, int B, int ctx, int Hq, int Hkv, int splits, int sms, int reps, int stages = 4,
                  bool pdl = false, bool max_carveout = true) {
-  const std::vector<std::unique_ptr<Pool>> pools = decode_pools(D, B, ctx, Hq, Hkv, sms);
+  const std::unique_ptr<DecodePools> d = decode_pools(D, B, ctx, Hq, Hkv, sms);
+  const std::vector<std::unique_ptr<Pool>>& pools = d->pools;
   const int n = int(pools.size());
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -180,7 +206,8 @@ double copy_us(double bytes, int reps) {
 // One replay of a graph of decode calls (as decode_us builds it) with the kernels' timeline on:
 // the records as decode_timeline_dump writes them (tools/kernel_bench/decode_timeline.py reads them).
 void decode_timeline(int D, int B, int ctx, bool pdl, int splits, int stages, int sms) {
-  const std::vector<std::unique_ptr<Pool>> pools = decode_pools(D, B, ctx, 32, 8, sms);
+  const std::unique_ptr<DecodePools> d = decode_pools(D, B, ctx, 32, 8, sms);
+  const std::vector<std::unique_ptr<Pool>>& pools = d->pools;
   const int n = int(pools.size());
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -213,6 +240,8 @@ void decode_timeline(int D, int B, int ctx, bool pdl, int splits, int stages, in
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (const char* e = std::getenv("LITE_LLAMA_DECODE_KV_RUNS")) g_kv_runs = std::strcmp(e, "0") != 0;
+  if (cudaMalloc(&g_kv_arena, kKvArenaBytes) != cudaSuccess) g_kv_arena = nullptr, cudaGetLastError();  // small GPUs: per cell
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   cudaDeviceProp prop{};
   CK(cudaGetDeviceProperties(&prop, 0));

@@ -196,7 +196,8 @@ class CudaBackend final : public ops::Backend {
                  int num_kv_heads, int head_dim, float scale, Tensor out) override {
     linear_.forget_xq();
     AttnArgs a{q.data, kv.k.data, kv.v.data, out.data, m.b_q_start, m.b_q_len, m.b_seq_len, m.b_req_idx,
-               m.req_to_slot, m.req_stride, 0, 0, m.max_seq_len, num_heads, num_kv_heads, head_dim, scale};
+               m.req_to_slot, m.req_stride, 0, 0, m.max_seq_len, num_heads, num_kv_heads, head_dim, scale,
+               tuning_.decode_kv_runs ? m.b_kv_runs : nullptr};
     const int nd = m.num_decode_seqs;
     if (nd > 0) {
       ProfileScope ps(prof_, "attention decode", stream());
@@ -212,6 +213,7 @@ class CudaBackend final : public ops::Backend {
       a.b_q_len = m.b_q_len + nd;
       a.b_seq_len = m.b_seq_len + nd;
       a.b_req_idx = m.b_req_idx + nd;
+      if (a.b_kv_runs) a.b_kv_runs += 2 * nd;
       a.num_seqs = m.num_seqs - nd;
       a.max_q_len = m.max_q_len;
       if (m.max_prefill_seq_len > 0) a.max_seq_len = std::min(a.max_seq_len, m.max_prefill_seq_len);

@@ -255,6 +255,9 @@ struct AttnArgs {
   int max_seq_len;
   int Hq, Hkv, D;
   float scale;
+  // [num_seqs][2] or null: (s, n) with key i < n of the sequence at slot s + i (ops::AttnMeta::
+  // b_kv_runs). Decode splits inside such a run compute their K/V addresses, with no slot-id trip.
+  const int32_t* b_kv_runs = nullptr;
 };
 // Causal attention of packed variable-length queries (prefill chunks), tensor cores (mma.sync).
 // splits > 1 cuts each query tile's keys over that many blocks and merges them: `partial` holds

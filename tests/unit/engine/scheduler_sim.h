@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <stdexcept>
 #include <vector>
 
 #include "engine/scheduler.h"
@@ -101,8 +102,11 @@ class Sim {
     StepPlan plan = sched_.schedule();
     check_plan(plan, before);
     check_state("after schedule");
-    if (::testing::Test::HasFatalFailure()) return plan;
+    // A failed check leaves the sim where it was: a caller looping until a sequence finishes
+    // would spin forever, so the test stops here (gtest reports the exception as a failure).
+    if (::testing::Test::HasFatalFailure()) throw std::runtime_error("scheduler sim: stopped at a failed check");
     forward(plan);
+    if (::testing::Test::HasFatalFailure()) throw std::runtime_error("scheduler sim: stopped at a failed check");
     sched_.commit(plan);
     for (const ScheduledSeq& it : plan.items) {
       Sequence* s = it.seq;
@@ -269,6 +273,11 @@ class Sim {
       std::vector<int32_t>& row = table_[size_t(s->req_row)];
       const int end = s->num_computed + it.num_tokens;
       for (int p = it.table_start; p < end; ++p) row[size_t(p)] = s->slots[size_t(p)];
+      // The run the runner passes to attention: keys [0, run) at slots row[0] + i, the longest such.
+      int run = 0;
+      while (run < end && row[size_t(run)] == row[0] + run) ++run;
+      ASSERT_EQ(s->leading_run(end), run) << "seq " << s->id << " leading run of " << end << " keys";
+      (run == end ? full_runs_ : run > 1 ? partial_runs_ : short_runs_) += 1;
       uint64_t h = 0;
       for (int p = 0; p < end; ++p) {
         h = hash_step(h, s->tokens[size_t(p)]);
@@ -288,6 +297,11 @@ class Sim {
     }
   }
 
+ public:
+  // Steps' sequences whose keys were one contiguous run, began with one, or did not (forward()).
+  int64_t full_runs_ = 0, partial_runs_ = 0, short_runs_ = 0;
+
+ private:
   SchedulerConfig cfg_;
   kv::KvPool pool_;
   kv::ReqRows rows_;

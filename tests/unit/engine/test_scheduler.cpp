@@ -20,7 +20,7 @@ using lite_llama::test::expect_drained;
 using lite_llama::test::random_shape;
 
 TEST(Scheduler, RandomWorkloadsKeepInvariantsAndFinish) {
-  int64_t total_preemptions = 0, total_cancels = 0;
+  int64_t total_preemptions = 0, total_cancels = 0, runs[3] = {0, 0, 0};
   for (uint64_t seed = 0; seed < 300; ++seed) {
     SCOPED_TRACE(::testing::Message() << "seed " << seed);
     std::mt19937_64 rng(seed);
@@ -47,10 +47,13 @@ TEST(Scheduler, RandomWorkloadsKeepInvariantsAndFinish) {
     expect_drained(sim, 0, rows);
     EXPECT_TRUE(sim.sched().schedule().empty());
     total_preemptions += sim.sched().num_preemptions();
+    runs[0] += sim.full_runs_, runs[1] += sim.partial_runs_, runs[2] += sim.short_runs_;
   }
-  // The workloads must actually exercise preemption and cancellation.
+  // The workloads must actually exercise preemption and cancellation, and sequences whose KV
+  // slots are one run, begin with one, or do not (Sequence::leading_run, checked every step).
   EXPECT_GT(total_preemptions, 100);
   EXPECT_GT(total_cancels, 50);
+  for (int64_t n : runs) EXPECT_GT(n, 1000);
 }
 
 TEST(Scheduler, PromptNeedingTheWholePool) {

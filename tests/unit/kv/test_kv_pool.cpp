@@ -57,9 +57,29 @@ TEST(KvPool, ReleaseReturnsSlotsMostRecentFirst) {
   EXPECT_EQ(p.num_free(), 2);
   EXPECT_EQ(p.refcount(4), 0);
   EXPECT_EQ(p.refcount(1), 0);
+  const int32_t five = 5;
+  p.release(&five, 1);
   std::vector<int32_t> b;
-  ASSERT_TRUE(p.alloc(2, b));
-  EXPECT_EQ(b, (std::vector<int32_t>{1, 4}));  // stack: last released first
+  ASSERT_TRUE(p.alloc(3, b));
+  EXPECT_EQ(b, (std::vector<int32_t>{5, 4, 1}));  // the last release first, each in its own order
+}
+
+// A request's run of slots, released and taken again, is one ascending run again (the decode
+// attention reads such a run without the slot table: Sequence::leading_run).
+TEST(KvPool, ReleasedRunComesBackInOrder) {
+  KvPool p(10);
+  std::vector<int32_t> a, b, c;
+  ASSERT_TRUE(p.alloc(3, a));  // 0 1 2
+  ASSERT_TRUE(p.alloc(5, b));  // 3..7
+  p.release(b.data(), 5);
+  ASSERT_TRUE(p.alloc(5, c));
+  EXPECT_EQ(c, (std::vector<int32_t>{3, 4, 5, 6, 7}));
+  std::vector<int32_t> d;
+  p.cache_retain(c.data(), 5);  // the prefix cache's reference, dropped last
+  p.release(c.data(), 5);
+  p.cache_release(c.data(), 5);
+  ASSERT_TRUE(p.alloc(5, d));
+  EXPECT_EQ(d, (std::vector<int32_t>{3, 4, 5, 6, 7}));
 }
 
 TEST(KvPool, RetainKeepsSharedSlotsUntilLastRelease) {

@@ -73,7 +73,8 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, int splits
   // pdl_wait(), one more round trip each before the slot ids and the queries (H100, D 64, batch 1,
   // 8k keys, PDL: 11.6 -> 10.9 us a call).
   const int seq_len = a.b_seq_len[b], req = a.b_req_idx[b], q_start = a.b_q_start[b];
-  asm volatile("" ::"r"(req), "r"(q_start));
+  const int2 run = a.b_kv_runs ? reinterpret_cast<const int2*>(a.b_kv_runs)[b] : make_int2(0, 0);
+  asm volatile("" ::"r"(req), "r"(q_start), "r"(run.x), "r"(run.y));
   const int per = keys_per_split(seq_len, splits, min_keys);
   const int beg = split * per, end = min(seq_len, beg + per);
   if (beg >= seq_len) return;  // an unused split: the merge reads only the used ones
@@ -88,6 +89,10 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(AttnArgs a, int splits
             kvh,
             n,
             (n + kBN - 1) / kBN};
+  // A split inside the sequence's contiguous run computes its rows' addresses: the metadata trip,
+  // then the K/V, with no slot-id trip between (H200, attention-bench under PDL: D 64 batch 1 at
+  // 8k / 16k / 32k 8.9 / 12.4 / 20.0 -> 8.3 / 12.0 / 19.6 us, D 128 at 8k 13.0 -> 12.6).
+  if (end <= run.y) pipe.base = run.x + beg;
 
   // With PDL this block may run beside the RoPE + KV write kernel before it: keys older than the
   // new token (slot table, pool rows of earlier steps) are final, so the ring starts on them; the
@@ -252,12 +257,15 @@ cudaError_t launch(const AttnArgs& a, int splits, int min_keys, float* partial, 
   else
     e = run_decode<T, D, 3>(grid, a, splits, min_keys, hchunks, partial, s, pdl, max_carveout);
   if (e != cudaSuccess || splits == 1) return e;
-  // Many splits (small batches, one wave): four thread groups a row, so that the merge's chain of
-  // instructions is a quarter as long; few (large batches): one, as many threads as dimensions, and
-  // loads unrolled only to the grid's split count (H200: D 64 batch 4 at 8k 21.2 -> 20.8 us under
-  // PDL, Llama-3.2-1B batch 4 at 8k step 1.370 -> 1.355 ms).
-  if (splits > 16) return run_merge<T, D, 4, kMaxSplits>(a, splits, min_keys, partial, s, pdl, max_carveout);
-  if (splits > 4) return run_merge<T, D, 1, 16>(a, splits, min_keys, partial, s, pdl, max_carveout);
+  // More than 4 splits (batches of 1-4, one wave): four thread groups a row, so that the merge's
+  // chain of instructions is a quarter as long; at most 4 (larger batches): one, as many threads as
+  // dimensions. Loads are unrolled only to a bound of the grid's split count: 64, 36 or 16, and 4
+  // (H200, attention-bench under PDL: the groups at 5-16 splits and the bound 36, D 64 batch 4 at 8k
+  // 20.0 -> 19.8 us, D 128 batch 1 at 8k / 16k 12.1 / 19.6 -> 11.8 / 19.3; the bounds 16 and 4
+  // before them, D 64 batch 4 at 8k 21.2 -> 20.8).
+  if (splits > 36) return run_merge<T, D, 4, kMaxSplits>(a, splits, min_keys, partial, s, pdl, max_carveout);
+  if (splits > 16) return run_merge<T, D, 4, 36>(a, splits, min_keys, partial, s, pdl, max_carveout);
+  if (splits > 4) return run_merge<T, D, 4, 16>(a, splits, min_keys, partial, s, pdl, max_carveout);
   return run_merge<T, D, 1, 4>(a, splits, min_keys, partial, s, pdl, max_carveout);
 }
 

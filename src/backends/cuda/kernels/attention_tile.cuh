@@ -54,6 +54,20 @@ __device__ __forceinline__ void load_kv(T* Ks, T* Vs, const int32_t* slot_ids, c
   }
 }
 
+// load_kv for keys at slots base + k0 + r: no slot ids, so no dependent trip before the K/V.
+template <typename T, int D, bool kSwz>
+__device__ __forceinline__ void load_kv_run(T* Ks, T* Vs, int base, const T* k_pool,
+                                               const T* v_pool, int Hkv, int kvh, int k0, int key_end) {
+  constexpr int kChunks = D / 8;
+  for (int i = threadIdx.x; i < kBN * kChunks; i += kThreads) {
+    const int r = i / kChunks, c = i % kChunks;
+    const bool ok = k0 + r < key_end;
+    const size_t off = ok ? (size_t(base + k0 + r) * Hkv + kvh) * D + c * 8 : 0;
+    cp_async16(Ks + kv_at<D, kSwz>(r, c), k_pool + off, ok);
+    cp_async16(Vs + kv_at<D, kSwz>(r, c), v_pool + off, ok);
+  }
+}
+
 // Query fragments of rows [row0, row0 + 16 MT) of a Q tile in shared memory.
 template <typename T, int D, int MT>
 __device__ __forceinline__ void load_q_frags(uint32_t (&q)[MT][D / 16][4], const T* Qs, int row0) {
@@ -80,6 +94,7 @@ struct KvPipe {
   const T* k_pool;
   const T* v_pool;
   int Hkv, kvh, n, ntiles;
+  int base = -1;  // >= 0: key i is at slot base + i (a contiguous run), no slot ids loaded
 
   static constexpr int kTile = kBN * (kSwz ? D : ld<D>());  // elements of one K or V tile (kv_at)
   static constexpr size_t kv_bytes() { return size_t(S) * 2 * kTile * sizeof(T); }  // ids follow
@@ -90,6 +105,10 @@ struct KvPipe {
   // Slot ids of tiles 0..S-2 (in the caller's open commit group, with whatever it loads), then K/V
   // of tiles 0..first-1; start_rest(first) issues the others of 0..S-2.
   __device__ __forceinline__ void start(int first = S - 1) {
+    if (base >= 0) {
+      issue_tiles(0, first);
+      return;
+    }
     for (int i = 0; i < S - 1 && i < ntiles; ++i) load_slots(ids + i * kBN, slots, i * kBN, n);
     cp_async_commit();
     cp_async_wait<0>();
@@ -108,10 +127,13 @@ struct KvPipe {
   __device__ __forceinline__ void issue(int i) {
     if (i < ntiles) {
       T* k = kv + size_t(2 * (i % S)) * kTile;
-      load_kv<T, D, kSwz>(k, k + kTile, ids + (i % S) * kBN, k_pool, v_pool, Hkv, kvh, i * kBN, n);
+      if (base >= 0)
+        load_kv_run<T, D, kSwz>(k, k + kTile, base, k_pool, v_pool, Hkv, kvh, i * kBN, n);
+      else
+        load_kv<T, D, kSwz>(k, k + kTile, ids + (i % S) * kBN, k_pool, v_pool, Hkv, kvh, i * kBN, n);
     }
     const int next = i + S - 1;
-    if (next < ntiles) load_slots(ids + (next % S) * kBN, slots, next * kBN, n);
+    if (base < 0 && next < ntiles) load_slots(ids + (next % S) * kBN, slots, next * kBN, n);
   }
   // Tile j landed and every warp is done with tile j - 1 (whose buffers tile j + S - 1 takes).
   __device__ __forceinline__ void wait(int j) {
