@@ -76,8 +76,8 @@ Generation::Generation(ServingContext& ctx, const OpenAIRequest& r, Streams stre
     : ctx_(ctx), active_(ctx.active), meta_(make_meta(r.endpoint, ctx.limits.model_name, r.logprobs)),
       streams_(std::move(streams)), finished_(streams_.size(), 0), offsets_(streams_.size(), 0),
       choices_(streams_.size()), n_(r.n), echo_(std::move(echo)), echo_first_(std::move(echo_first)),
-      echo_logprobs_(!echo_.empty() && r.logprobs), echo_taken_(streams_.size(), 0), stream_(r.stream),
-      include_usage_(r.include_usage) {
+      echo_logprobs_(!echo_.empty() && r.logprobs), echo_only_(r.echo_only), echo_taken_(streams_.size(), 0),
+      stream_(r.stream), include_usage_(r.include_usage) {
   usage_.prompt_tokens = n_prompt;
   if (!stream_ && !echo_.empty())
     for (size_t i = 0; i < choices_.size(); ++i) choices_[i].text = echo_[i / size_t(n_)];
@@ -151,6 +151,14 @@ void Generation::take(int i, std::optional<RequestOutput> o, std::string& out) {
                                                                 "server_error")));
     return;
   }
+  if (echo_only_) {
+    // The engine cannot stop before a first token; the client asked for none: it never was.
+    o->text.clear();
+    o->tokens.clear();
+    o->logprobs.clear();
+    o->completion_tokens = 0;
+    if (o->finish_reason == FinishReason::Stop) o->finish_reason = FinishReason::Length;
+  }
   tokens_so_far_ += int64_t(o->tokens.size());
   if (o->finished && o->finish_reason == FinishReason::Error) {
     // The grammar left no token to continue with: the client's constraint cannot be met.
@@ -177,9 +185,14 @@ void Generation::take(int i, std::optional<RequestOutput> o, std::string& out) {
     if (o->finished) c.finish = o->finish_reason;
     return;
   }
-  if (echo_now)
-    out += sse_event(chunk_json(meta_, i, echo_[size_t(i / n_)], echo_logprobs(i, *o), std::nullopt, text_of,
+  if (echo_now) {
+    // Echo only: the prompt's chunk is the last one, as vLLM's.
+    std::optional<FinishReason> done;
+    if (echo_only_ && o->finished) done = o->finish_reason;
+    out += sse_event(chunk_json(meta_, i, echo_[size_t(i / n_)], echo_logprobs(i, *o), done, text_of,
                                 &offsets_[size_t(i)], include_usage_));
+    if (done) return;
+  }
   // A step that produced tokens sends a chunk even when their text is held back (part of a
   // UTF-8 character or of a stop string) or empty (dummy tokenizer): clients time tokens by
   // chunks.

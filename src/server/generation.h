@@ -93,6 +93,7 @@ class Generation {
   std::vector<std::string> echo_;                           // per prompt, when echoing
   std::vector<int32_t> echo_first_;                         // per prompt, when echoing
   bool echo_logprobs_ = false;                              // echo with logprobs
+  bool echo_only_ = false;  // max_tokens 0 with echo: the engine's one token is not shown
   std::vector<char> echo_taken_;  // per choice: its prompt logprobs arrived (first output)
   std::string grammar_error_;  // a choice's grammar admitted no next token
   std::string error_;

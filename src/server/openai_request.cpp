@@ -1,5 +1,6 @@
 #include "server/openai_request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -307,8 +308,17 @@ void parse_sampling(const json& body, OpenAIRequest& r, const RequestLimits& lim
     m = c;
     key = "max_completion_tokens";
   }
-  if (m) {
-    if (*m < 1) bad(key, fmt::format("{} must be >= 1, got {}", key, *m));
+  const bool completions = r.endpoint == Endpoint::Completions;
+  if (m && *m == 0 && completions && get_bool(body, "echo").value_or(false)) {
+    // OpenAI's and vLLM's: the prompt echoed with no new token (lm-eval scores prompts so).
+    r.echo_only = true;
+    r.max_tokens_given = true;
+    r.max_tokens_key = key;
+    p.max_tokens = 1;
+  } else if (m) {
+    if (*m < 1)
+      bad(key, fmt::format("{} must be >= 1{}, got {}", key, completions ? " (0 only with 'echo': true)" : "",
+                           *m));
     if (*m > lim.ctx)
       bad(key, fmt::format("{} is {}, more than the model's context of {} tokens", key, *m, lim.ctx),
           "context_length_exceeded");
@@ -316,13 +326,14 @@ void parse_sampling(const json& body, OpenAIRequest& r, const RequestLimits& lim
     r.max_tokens_given = true;
     r.max_tokens_key = key;
   } else {
-    p.max_tokens = 1;  // provisional: resolve_max_tokens sets it from the prompt length
+    // Provisional: resolve_max_tokens sets it from the prompt length.
+    p.max_tokens = completions ? kCompletionsDefaultMaxTokens : 1;
   }
   // vLLM's min_tokens: no stop before that many tokens. Checked against max_tokens here and, when
   // max_tokens is left to the context, in resolve_max_tokens.
   int min_tokens = 0;
   if (auto v = get_int(body, "min_tokens")) {
-    const int64_t most = r.max_tokens_given ? p.max_tokens : lim.ctx;
+    const int64_t most = r.echo_only ? 0 : (r.max_tokens_given || completions) ? p.max_tokens : lim.ctx;
     if (*v < 0 || *v > most) bad("min_tokens", fmt::format("'min_tokens' must be in [0, {}], got {}", most, *v));
     min_tokens = int(*v);
   }
@@ -377,6 +388,7 @@ OpenAIRequest parse_openai_request(std::string_view body, Endpoint endpoint,
   parse_structured_output(body, j, r, lim);
   parse_tools(body, j, r);
   parse_sampling(j, r, lim);
+  if (r.echo_only) r.params.grammar.clear();  // nothing the client sees is generated
   if (endpoint == Endpoint::Completions)
     parse_prompt(j, r, lim);
   else
@@ -393,7 +405,10 @@ void resolve_max_tokens(OpenAIRequest& r, int64_t n_prompt, const RequestLimits&
                     lim.ctx, what, n_prompt),
         "context_length_exceeded");
   if (!r.max_tokens_given) {
-    r.params.max_tokens = int(lim.ctx - n_prompt);
+    const int64_t room = lim.ctx - n_prompt;
+    // As vLLM: the completions default is cut to what the context leaves, not refused.
+    const bool completions = r.endpoint == Endpoint::Completions;
+    r.params.max_tokens = int(completions ? std::min<int64_t>(kCompletionsDefaultMaxTokens, room) : room);
     if (r.params.min_tokens > r.params.max_tokens)
       bad("min_tokens", fmt::format("'min_tokens' is {}, more than the {} tokens the context leaves after the {}",
                                     r.params.min_tokens, r.params.max_tokens, what));

@@ -49,6 +49,9 @@ struct OpenAIRequest {
   // Completions: one prompt or several (a batch: n choices each, indexed prompt * n + j).
   std::vector<CompletionPrompt> prompts;
   bool echo = false;  // completions: the prompt's text starts each choice's text
+  // Completions' max_tokens 0 with echo (OpenAI's way to score a prompt): the response is the
+  // prompt alone; params.max_tokens is 1 (the engine generates at least one), dropped by the server.
+  bool echo_only = false;
   // Chat: the conversation and extra template variables (a JSON object, or empty).
   std::vector<ChatMessage> messages;
   std::string template_kwargs_json;
@@ -73,8 +76,12 @@ struct OpenAIRequest {
 OpenAIRequest parse_openai_request(std::string_view body, Endpoint endpoint,
                                    const RequestLimits& limits);
 
+// Without max_tokens, as OpenAI and vLLM: completions generate at most this many tokens, chat
+// to the end of the context.
+constexpr int kCompletionsDefaultMaxTokens = 16;
+
 // Once the prompt is tokenized: refuses prompts that leave no room in the context and
-// max_tokens beyond it; without max_tokens, generation may run to the end of the context.
+// max_tokens beyond it; sets the default max_tokens (at most what the context leaves).
 void resolve_max_tokens(OpenAIRequest& req, int64_t prompt_tokens, const RequestLimits& limits);
 
 }  // namespace lite_llama::server

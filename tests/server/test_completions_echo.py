@@ -2,7 +2,7 @@
 (the first with null token_logprobs and top_logprobs), then the generated ones; text_offset counts
 from the start of the echoed text. Each prompt entry is checked against a plain request for the
 same prefix: its top alternatives, and the prompt token's logprob where that request's 20 best
-list it."""
+list it. max_tokens 0 with echo returns the prompt's entries alone."""
 import json
 import subprocess
 
@@ -41,7 +41,13 @@ def test_echo_with_logprobs_lists_the_prompt_first(client, model):
     # The generated part is the plain request's.
     assert lp.tokens[n:] == gen.tokens
     assert lp.token_logprobs[n:] == pytest.approx(gen.token_logprobs, abs=EPS)
-    listed = 0
+    check_prompt_entries(client, model, ids, lp)
+
+
+def check_prompt_entries(client, model, ids, lp):
+    """The prompt's entries 1..n-1 of lp against a plain request for each prefix (logprobs=20):
+    the same K best, and the prompt token's logprob where those 20 list it."""
+    listed, n = 0, len(ids)
     for i in range(1, n):
         top = lp.top_logprobs[i]
         assert lp.tokens[i] in top and len(top) in (K, K + 1), (i, top)
@@ -91,3 +97,62 @@ def test_echo_with_logprobs_one_token_prompt(server):
     lp = r.json()["choices"][0]["logprobs"]
     assert lp["tokens"][0] == "The" and lp["token_logprobs"][0] is None and lp["top_logprobs"][0] is None
     assert len(lp["tokens"]) == 3 and lp["text_offset"][:2] == [0, 3]
+
+
+# max_tokens 0 with echo, as OpenAI and vLLM (and lm-evaluation-harness's loglikelihood requests):
+# the prompt alone, finish_reason "length", no completion tokens.
+def test_echo_without_generation_scores_the_prompt(client, model):
+    ids = prompt_ids(PROMPT)
+    n = len(ids)
+    r = client.completions.create(model=model, prompt=PROMPT, echo=True, max_tokens=0, logprobs=K, temperature=0)
+    c, lp = r.choices[0], r.choices[0].logprobs
+    assert c.text == PROMPT and c.finish_reason == "length"
+    assert (r.usage.prompt_tokens, r.usage.completion_tokens, r.usage.total_tokens) == (n, 0, n)
+    assert len(lp.tokens) == len(lp.token_logprobs) == len(lp.top_logprobs) == len(lp.text_offset) == n
+    assert lp.token_logprobs[0] is None and lp.top_logprobs[0] is None
+    # The same entries as an echo that generates.
+    more = client.completions.create(model=model, prompt=PROMPT, echo=True, max_tokens=1, logprobs=K,
+                                     temperature=0).choices[0].logprobs
+    assert lp.tokens == more.tokens[:n] and lp.text_offset == more.text_offset[:n]
+    assert lp.token_logprobs[1:] == pytest.approx(more.token_logprobs[1:n], abs=EPS)
+    check_prompt_entries(client, model, ids, lp)
+    # Without logprobs: the text alone.
+    plain = client.completions.create(model=model, prompt=PROMPT, echo=True, max_tokens=0)
+    assert plain.choices[0].text == PROMPT and plain.choices[0].logprobs is None
+    assert plain.choices[0].finish_reason == "length" and plain.usage.completion_tokens == 0
+
+
+def test_echo_without_generation_batched_and_streamed(server, client, model):
+    # lm-eval's shape: a batch of token-id prompts, logprobs 1, greedy.
+    a, b = prompt_ids(PROMPT), prompt_ids("1, 2, 3,")
+    body = {"model": model, "prompt": [a, b], "echo": True, "max_tokens": 0, "logprobs": 1, "temperature": 0,
+            "n": 2}
+    r = requests.post(server.url + "/v1/completions", json=body, timeout=60)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    u = out["usage"]
+    assert (u["prompt_tokens"], u["completion_tokens"], u["total_tokens"]) == (len(a) + len(b), 0, len(a) + len(b))
+    for j, ids in enumerate((a, a, b, b)):
+        c = out["choices"][j]
+        assert c["index"] == j and c["finish_reason"] == "length"
+        assert len(c["logprobs"]["tokens"]) == len(ids) and c["logprobs"]["token_logprobs"][0] is None
+    assert out["choices"][0]["text"] == PROMPT
+    # Streamed: one chunk per choice, the prompt with its logprobs and the finish reason.
+    chunks = list(client.completions.create(model=model, prompt=PROMPT, echo=True, max_tokens=0, logprobs=1,
+                                            stream=True, stream_options={"include_usage": True}))
+    texts = [ch.choices[0] for ch in chunks if ch.choices]
+    assert len(texts) == 1 and texts[0].text == PROMPT and texts[0].finish_reason == "length"
+    assert texts[0].logprobs.tokens == out["choices"][0]["logprobs"]["tokens"]
+    assert chunks[-1].usage.completion_tokens == 0 and chunks[-1].usage.prompt_tokens == len(a)
+    # Streamed without logprobs: the text adds up to the prompt.
+    parts = list(client.completions.create(model=model, prompt=PROMPT, echo=True, max_tokens=0, stream=True))
+    assert "".join(ch.choices[0].text for ch in parts) == PROMPT
+    assert parts[-1].choices[0].finish_reason == "length"
+
+
+def test_max_tokens_zero_needs_echo(server):
+    # As vLLM: max_tokens 0 generates nothing, so without echo there is nothing to return.
+    for extra in ({}, {"echo": False}, {"logprobs": 2}):
+        body = {"prompt": PROMPT, "max_tokens": 0, **extra}
+        r = requests.post(server.url + "/v1/completions", json=body, timeout=60)
+        assert r.status_code == 400 and r.json()["error"]["param"] == "max_tokens", (extra, r.text)

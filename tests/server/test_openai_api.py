@@ -236,15 +236,21 @@ def test_chat_logprobs(client, model):
         assert t.logprob == pytest.approx(t.top_logprobs[0].logprob, abs=1e-4)
 
 
-def test_default_max_tokens_runs_to_context():
-    # Without max_tokens the budget is the rest of the context: a 61-token prompt in a context
-    # of 64 leaves 3 tokens.
-    s = Server("--max-num-seqs", "1", ctx=64)
+def test_default_max_tokens():
+    # Without max_tokens, as OpenAI and vLLM: completions stop after 16 tokens, or where the
+    # context ends first (a 125-token prompt in a context of 128 leaves 3); chat runs to the end
+    # of the context.
+    s = Server("--max-num-seqs", "1", ctx=128)
     try:
         c = s.client()
-        r = c.completions.create(model=c.models.list().data[0].id, prompt=[19556] * 61, temperature=0,
-                                 extra_body={"ignore_eos": True})
+        model = c.models.list().data[0].id
+        kw = dict(model=model, temperature=0, extra_body={"ignore_eos": True})
+        r = c.completions.create(prompt=[19556] * 8, **kw)
+        assert r.usage.completion_tokens == 16 and r.choices[0].finish_reason == "length"
+        r = c.completions.create(prompt=[19556] * 125, **kw)
         assert r.usage.completion_tokens == 3 and r.choices[0].finish_reason == "length"
+        r = c.chat.completions.create(messages=[{"role": "user", "content": "Hi"}], **kw)
+        assert r.usage.prompt_tokens + r.usage.completion_tokens == 128 and r.choices[0].finish_reason == "length"
     finally:
         assert s.stop() == 0
 

@@ -142,8 +142,47 @@ TEST(OpenAIRequest, UnknownModelNameKeepsNulBytes) {
   EXPECT_NE(dump(error_json(e)).find("abc\\u0000def"), std::string::npos);
 }
 
-TEST(OpenAIRequest, MaxTokensFromContext) {
+// Without max_tokens, as OpenAI and vLLM: completions 16 (less where the context ends sooner),
+// chat the rest of the context.
+TEST(OpenAIRequest, MaxTokensDefault) {
   OpenAIRequest r = parse_openai_request(R"({"prompt":"x"})", Endpoint::Completions, limits());
+  EXPECT_FALSE(r.max_tokens_given);
+  OpenAIRequest near_end = r;
+  resolve_max_tokens(r, 30, limits());
+  EXPECT_EQ(r.params.max_tokens, 16);
+  resolve_max_tokens(near_end, 90, limits());
+  EXPECT_EQ(near_end.params.max_tokens, 10);
+  OpenAIRequest chat = parse_openai_request(R"({"messages":[{"role":"user","content":"x"}]})", Endpoint::Chat, limits());
+  resolve_max_tokens(chat, 30, limits());
+  EXPECT_EQ(chat.params.max_tokens, 70);
+  // min_tokens beyond the default max_tokens is refused, as vLLM's min_tokens > max_tokens.
+  EXPECT_EQ(parse_error(R"({"prompt":"x","min_tokens":17})").param, "min_tokens");
+  EXPECT_EQ(parse_openai_request(R"({"prompt":"x","min_tokens":16})", Endpoint::Completions, limits()).params.min_tokens,
+            16);
+}
+
+// max_tokens 0 with echo: the prompt alone (scored with logprobs); the engine is asked for one token.
+TEST(OpenAIRequest, EchoWithoutGeneration) {
+  const OpenAIRequest r =
+      parse_openai_request(R"({"prompt":"x","max_tokens":0,"echo":true,"logprobs":2})", Endpoint::Completions, limits());
+  EXPECT_TRUE(r.echo_only && r.echo && r.max_tokens_given);
+  EXPECT_EQ(r.params.max_tokens, 1);
+  EXPECT_EQ(r.params.prompt_logprobs, 2);
+  EXPECT_TRUE(parse_openai_request(R"({"prompt":"x","max_tokens":0,"echo":true})", Endpoint::Completions, limits())
+                  .echo_only);
+  EXPECT_FALSE(parse_openai_request(R"({"prompt":"x","max_tokens":1,"echo":true})", Endpoint::Completions, limits())
+                   .echo_only);
+  // Without echo, as vLLM: refused.
+  const ApiError e = parse_error(R"({"prompt":"x","max_tokens":0,"echo":false})");
+  EXPECT_EQ(e.param, "max_tokens");
+  EXPECT_NE(std::string(e.what()).find("echo"), std::string::npos) << e.what();
+  EXPECT_EQ(parse_error(R"({"prompt":"x","max_tokens":0,"echo":true,"min_tokens":1})").param, "min_tokens");
+  EXPECT_EQ(parse_error(R"({"messages":[{"role":"user","content":"x"}],"max_tokens":0})", Endpoint::Chat).param,
+            "max_tokens");
+}
+
+TEST(OpenAIRequest, MaxTokensFromContext) {
+  OpenAIRequest r = parse_openai_request(R"({"messages":[{"role":"user","content":"x"}]})", Endpoint::Chat, limits());
   resolve_max_tokens(r, 30, limits());
   EXPECT_EQ(r.params.max_tokens, 70);
   OpenAIRequest g = parse_openai_request(R"({"prompt":"x","max_tokens":70})", Endpoint::Completions, limits());
