@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 from . import _checks, _core
 from .outputs import CompletionOutput, Logprob, PromptLogprobs, RequestOutput, ScoreOutput
 from .sampling_params import SamplingParams
-from .tokenizer import Message, Tokenizer, chat_flags, template_kwargs_json, to_chat_messages
+from .tokenizer import Message, Tokenizer, chat_flags, load_chat_template, template_kwargs_json, to_chat_messages
 
 PromptType = Union[str, List[int], Mapping[str, Any]]
 Prompts = Union[PromptType, Sequence[PromptType]]
@@ -180,20 +180,27 @@ class LLM:
         sampling_params: ParamsArg = None,
         use_tqdm: Union[bool, Callable[..., Any]] = True,
         *,
+        chat_template: Optional[str] = None,
         chat_template_kwargs: Optional[Mapping[str, Any]] = None,
         add_generation_prompt: bool = True,
         continue_final_message: bool = False,
+        tools: Optional[Sequence[Mapping[str, Any]]] = None,
     ) -> List[RequestOutput]:
         """Generates replies to one conversation (a list of ``{"role", "content"}`` dicts) or to
-        a list of conversations, rendered with the model's chat template.
-        ``chat_template_kwargs`` become template variables (``{"enable_thinking": False}``).
-        ``continue_final_message`` (with ``add_generation_prompt=False``, as vLLM) continues the
-        final assistant message instead of answering it."""
+        a list of conversations, rendered with the model's chat template, or with
+        ``chat_template`` (Jinja source, or a file of it) as vLLM's. ``tools`` (OpenAI-style
+        ``{"type": "function", "function": {...}}`` dicts) is the template's ``tools`` variable;
+        messages may carry assistant ``tool_calls`` and role ``tool`` replies (``tool_call_id``).
+        ``chat_template_kwargs`` become template variables (``{"enable_thinking": False}``), over
+        ``tools``. ``continue_final_message`` (with ``add_generation_prompt=False``, as vLLM)
+        continues the final assistant message instead of answering it."""
         one = isinstance(messages, Sequence) and bool(messages) and isinstance(messages[0], Mapping)
         convs = cast(Sequence[Sequence[Message]], [messages] if one else messages)
         if isinstance(convs, (str, bytes)) or not isinstance(convs, Sequence) or not convs:
             raise ValueError("messages must be a conversation (a list of message dicts) or a list of them")
-        items = [self._render(c, chat_template_kwargs, add_generation_prompt, continue_final_message) for c in convs]
+        extra = template_kwargs_json(chat_template_kwargs, tools)
+        source = load_chat_template(chat_template)
+        items = [self._render(c, extra, add_generation_prompt, continue_final_message, source) for c in convs]
         return self._run(items, self._params_list(sampling_params, len(items)), use_tqdm)
 
     def generate_stream(self, prompt: PromptType, sampling_params: Optional[SamplingParams] = None) -> Iterator[str]:
@@ -210,12 +217,16 @@ class LLM:
         messages: Sequence[Message],
         sampling_params: Optional[SamplingParams] = None,
         *,
+        chat_template: Optional[str] = None,
         chat_template_kwargs: Optional[Mapping[str, Any]] = None,
         add_generation_prompt: bool = True,
         continue_final_message: bool = False,
+        tools: Optional[Sequence[Mapping[str, Any]]] = None,
     ) -> Iterator[str]:
-        """``generate_stream`` for one conversation rendered with the chat template."""
-        _, ids = self._render(messages, chat_template_kwargs, add_generation_prompt, continue_final_message)
+        """``generate_stream`` for one conversation rendered with the chat template (the
+        arguments as ``chat``'s)."""
+        _, ids = self._render(messages, template_kwargs_json(chat_template_kwargs, tools), add_generation_prompt,
+                              continue_final_message, load_chat_template(chat_template))
         return self._stream(ids, self._stream_params(sampling_params))
 
     # --- scoring, tokenizer, state ------------------------------------------------------------
@@ -278,11 +289,11 @@ class LLM:
             raise ValueError("a prompt dict needs 'prompt' (a string) or 'prompt_token_ids'")
         return None, _checks.token_ids("a prompt", p)
 
-    def _render(self, conv: Sequence[Message], kwargs: Optional[Mapping[str, Any]],
-                add_generation_prompt: bool, continue_final_message: bool = False) -> Item:
+    def _render(self, conv: Sequence[Message], extra_json: str, add_generation_prompt: bool,
+                continue_final_message: bool, chat_template: str) -> Item:
         msgs = to_chat_messages(conv)
         add, cont = chat_flags(add_generation_prompt, continue_final_message)
-        text = self._core.apply_chat_template(msgs, add, template_kwargs_json(kwargs), cont)
+        text = self._core.apply_chat_template(msgs, add, extra_json, cont, chat_template)
         return text, self._core.tokenize(text, False, True)  # the template wrote BOS
 
     def _params_list(self, params: ParamsArg, n: int) -> List[SamplingParams]:

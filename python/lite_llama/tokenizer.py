@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import numbers
+import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _checks, _core
@@ -41,12 +42,30 @@ def to_chat_messages(messages: Sequence[Message]) -> List[_core.ChatMessage]:
         role = m.get("role")
         if role == "developer":  # OpenAI's newer name for the system role
             role = "system"
-        if role not in ("system", "user", "assistant"):
-            raise ValueError(f"role {role!r} is not supported (system, user or assistant)")
+        if role not in ("system", "user", "assistant", "tool"):
+            raise ValueError(f"role {role!r} is not supported (system, user, assistant or tool)")
         reasoning = m.get("reasoning_content") or ""
+        calls = m.get("tool_calls")
+        if calls and role != "assistant":
+            raise ValueError("only assistant messages carry 'tool_calls'")
+        call_id = m.get("tool_call_id")
+        if call_id is not None and not isinstance(call_id, str):
+            raise ValueError(f"tool_call_id must be a string, got {call_id!r}")
+        # The engine hands tool_calls to the template as objects, arguments parsed (as vLLM).
         out.append(_core.ChatMessage(role, _content(m, role),
-                                     _checks.text("reasoning_content", str(reasoning))))
+                                     _checks.text("reasoning_content", str(reasoning)),
+                                     _json("tool_calls", list(calls), list) if calls else "",
+                                     _checks.text("tool_call_id", call_id or "")))
     return out
+
+
+def _json(name: str, value: Any, kind: type) -> str:
+    if not isinstance(value, kind):
+        raise ValueError(f"{name} must be a {kind.__name__}, got {value!r}")
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{name} must be JSON values: {e}") from None
 
 
 def chat_flags(add_generation_prompt: object, continue_final_message: object) -> Tuple[bool, bool]:
@@ -56,21 +75,53 @@ def chat_flags(add_generation_prompt: object, continue_final_message: object) ->
             _checks.boolean("continue_final_message", continue_final_message))
 
 
-def template_kwargs_json(kwargs: Optional[Mapping[str, Any]]) -> str:
-    if not kwargs:
-        return ""
-    if not isinstance(kwargs, Mapping):
+def template_kwargs_json(kwargs: Optional[Mapping[str, Any]],
+                         tools: Optional[Sequence[Mapping[str, Any]]] = None) -> str:
+    """The template's extra variables as JSON: ``tools`` first, then ``kwargs`` over it (vLLM's
+    order, so chat_template_kwargs={"tools": ...} wins)."""
+    if kwargs is not None and not isinstance(kwargs, Mapping):
         raise ValueError(f"chat_template_kwargs must be a dict, got {kwargs!r}")
-    try:
-        return json.dumps(dict(kwargs))
-    except TypeError as e:
-        raise ValueError(f"chat_template_kwargs must be JSON values: {e}") from None
+    extra: Dict[str, Any] = {}
+    if tools is not None:
+        if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Sequence) or \
+                not all(isinstance(t, Mapping) for t in tools):
+            raise ValueError(f"tools must be a list of tool dicts, got {tools!r}")
+        extra["tools"] = [dict(t) for t in tools]
+    extra.update(kwargs or {})
+    return _json("chat_template_kwargs", extra, dict) if extra else ""
+
+
+def load_chat_template(chat_template: Optional[str]) -> str:
+    """vLLM's chat_template argument: Jinja source, or the path of a file holding it ("" for the
+    model's own template)."""
+    if chat_template is None:
+        return ""
+    if not isinstance(chat_template, (str, os.PathLike)) or not os.fspath(chat_template):
+        raise ValueError(f"chat_template must be a Jinja template or a file path, got {chat_template!r}")
+    path = os.fspath(chat_template)
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    if not any(c in path for c in "{}\n"):  # as vLLM: not a template, so a path that is missing
+        raise ValueError(f"chat_template looks like a file path, but '{path}' is not a file")
+    return _checks.text("chat_template", path)
+
+
+class BatchEncoding(dict):
+    """What ``Tokenizer.__call__`` returns: HF's BatchEncoding as far as plain lists go, a dict
+    whose keys (``input_ids``, ``attention_mask``) are also attributes."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
 
 
 class Tokenizer:
-    """The model's tokenizer (``LLM.get_tokenizer()``): ``encode``, ``decode``,
-    ``convert_ids_to_tokens``, ``convert_tokens_to_ids`` and ``apply_chat_template`` shaped like
-    Hugging Face's."""
+    """The model's tokenizer (``LLM.get_tokenizer()``): calling it, ``encode``, ``decode``,
+    ``batch_decode``, ``get_vocab``, ``convert_ids_to_tokens``, ``convert_tokens_to_ids`` and
+    ``apply_chat_template`` shaped like Hugging Face's."""
 
     def __init__(self, core: _core.Engine) -> None:
         self._core = core
@@ -82,6 +133,7 @@ class Tokenizer:
         self.vocab_size: int = info["vocab_size"]
         self._special: Dict[int, bool] = {}
         self._ids: Optional[Dict[str, int]] = None  # token string -> id, built on first use
+        self.padding_side: str = "right"  # HF's default; __call__(padding=True) pads on this side
 
     @property
     def bos_token(self) -> Optional[str]:
@@ -108,6 +160,16 @@ class Tokenizer:
     def convert_tokens_to_ids(self, tokens: Union[str, Sequence[str]]) -> Union[Optional[int], List[Optional[int]]]:
         """The ids of vocabulary strings, as HF's; None for a string not in the vocabulary
         (HF gives the unknown token's id, where the tokenizer has one)."""
+        vocab = self._vocab()
+        if isinstance(tokens, str):
+            return vocab.get(tokens)
+        return [vocab.get(t) for t in _checks.texts("tokens", tokens)]
+
+    def get_vocab(self) -> Dict[str, int]:
+        """Token string -> id for the whole vocabulary, added tokens included, as HF's (a copy)."""
+        return dict(self._vocab())
+
+    def _vocab(self) -> Dict[str, int]:
         if self._ids is None:
             ids: Dict[str, int] = {}
             for t in range(self.vocab_size):
@@ -116,15 +178,43 @@ class Tokenizer:
                 except ValueError:  # embedding rows past the tokenizer's vocabulary
                     break
             self._ids = ids
-        if isinstance(tokens, str):
-            return self._ids.get(tokens)
-        return [self._ids.get(t) for t in _checks.texts("tokens", tokens)]
+        return self._ids
 
     def encode(self, text: str, add_special_tokens: bool = True) -> List[int]:
         """Token ids of ``text``; special tokens written in the text (``<|im_start|>``) are
         parsed, as HF does. ``add_special_tokens`` adds BOS where the model asks for it."""
         text = _checks.text("text", text)
         return self._core.tokenize(text, _checks.boolean("add_special_tokens", add_special_tokens), True)
+
+    def __call__(self, text: Union[str, Sequence[str]], add_special_tokens: bool = True,
+                 padding: Union[bool, str] = False, padding_side: Optional[str] = None,
+                 return_attention_mask: bool = True) -> BatchEncoding:
+        """HF's ``tokenizer(text)``: ``{"input_ids": [...], "attention_mask": [...]}`` for a
+        string, lists of lists for a list of strings. ``padding=True`` (``"longest"``) pads the
+        list to its longest with the pad token, on ``padding_side`` (default ``self.padding_side``,
+        ``"right"``), mask 0 there. No tensors: ``np.array(enc["input_ids"])`` after padding."""
+        one = isinstance(text, str)
+        texts = [text] if one else _checks.texts("text", text)
+        if padding not in (False, True, "longest", "do_not_pad"):
+            raise ValueError(f"padding must be True, False, 'longest' or 'do_not_pad', got {padding!r}")
+        side = _checks.one_of("padding_side", self.padding_side if padding_side is None else padding_side,
+                              ("right", "left"))
+        ids = [self.encode(t, add_special_tokens) for t in texts]
+        masks = [[1] * len(x) for x in ids]
+        longest = max((len(x) for x in ids), default=0)
+        if padding in (True, "longest") and any(len(x) < longest for x in ids):
+            if self.pad_token_id is None:  # HF's refusal too
+                raise ValueError("padding needs a pad token, and this tokenizer has none")
+            for i, x in enumerate(ids):
+                k = longest - len(x)
+                if side == "right":
+                    ids[i], masks[i] = x + [self.pad_token_id] * k, masks[i] + [0] * k
+                else:
+                    ids[i], masks[i] = [self.pad_token_id] * k + x, [0] * k + masks[i]
+        out = BatchEncoding(input_ids=ids[0] if one else ids)
+        if _checks.boolean("return_attention_mask", return_attention_mask):
+            out["attention_mask"] = masks[0] if one else masks
+        return out
 
     def decode(self, ids: Union[int, Sequence[int]], skip_special_tokens: bool = False) -> str:
         """The text of ``ids``; ``skip_special_tokens`` drops control tokens (``<|im_end|>``)."""
@@ -136,22 +226,32 @@ class Tokenizer:
             ids = [t for t in ids if not self._is_special(t)]
         return self._core.detokenize(ids)
 
+    def batch_decode(self, sequences: Sequence[Sequence[int]], skip_special_tokens: bool = False) -> List[str]:
+        """``decode`` of each id list, as HF's."""
+        if isinstance(sequences, (str, bytes)) or not isinstance(sequences, Sequence):
+            raise ValueError(f"sequences must be a list of token id lists, got {sequences!r}")
+        return [self.decode(s, skip_special_tokens) for s in sequences]
+
     def apply_chat_template(
         self,
         messages: Sequence[Message],
         tokenize: bool = False,
         add_generation_prompt: bool = True,
         continue_final_message: bool = False,
+        tools: Optional[Sequence[Mapping[str, Any]]] = None,
+        chat_template: Optional[str] = None,
         **kwargs: Any,
     ) -> Union[str, List[int]]:
-        """Renders ``messages`` with the model's chat template; extra keyword arguments become
-        template variables (``enable_thinking=False``). Unlike HF, the defaults are
+        """Renders ``messages`` with the model's chat template, or with ``chat_template`` (Jinja
+        source or a file of it); ``tools`` (OpenAI-style tool dicts) and extra keyword arguments
+        become template variables (``enable_thinking=False``). Unlike HF, the defaults are
         ``tokenize=False`` and ``add_generation_prompt=True``. ``continue_final_message`` (with
         ``add_generation_prompt=False``) ends the text right after the final assistant message's
         content, as HF's and ``LLM.chat``'s."""
         msgs = to_chat_messages(messages)
         add, cont = chat_flags(add_generation_prompt, continue_final_message)
-        text = self._core.apply_chat_template(msgs, add, template_kwargs_json(kwargs), cont)
+        text = self._core.apply_chat_template(msgs, add, template_kwargs_json(kwargs, tools), cont,
+                                              load_chat_template(chat_template))
         if _checks.boolean("tokenize", tokenize):
             return self._core.tokenize(text, False, True)  # the template wrote BOS where needed
         return text

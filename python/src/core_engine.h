@@ -46,8 +46,10 @@ class CoreEngine {
                                 bool parse_special) const;
   std::string detokenize(const std::vector<int32_t>& ids) const;
   std::string token_text(int32_t id) const;
+  // chat_template: Jinja source used instead of the model's template ("" for the model's).
   std::string apply_chat_template(const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
-                                  const std::string& extra_json, bool continue_final = false) const;
+                                  const std::string& extra_json, bool continue_final = false,
+                                  const std::string& chat_template = "") const;
 
   // Submits every prompt, steps until all have finished and returns them in input order.
   // progress (callable or None) gets the indices finished since its last call and the tokens

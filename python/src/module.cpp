@@ -122,11 +122,14 @@ void bind_types(py::module_& m) {
            "Raises ValueError naming the first parameter out of range.");
 
   py::class_<ChatMessage>(m, "ChatMessage")
-      .def(py::init<std::string, std::string, std::string>(), py::arg("role"), py::arg("content"),
-           py::arg("reasoning_content") = "")
+      .def(py::init<std::string, std::string, std::string, std::string, std::string>(), py::arg("role"),
+           py::arg("content"), py::arg("reasoning_content") = "", py::arg("tool_calls") = "",
+           py::arg("tool_call_id") = "")
       .def_readonly("role", &ChatMessage::role)
       .def_readonly("content", &ChatMessage::content)
-      .def_readonly("reasoning_content", &ChatMessage::reasoning_content);
+      .def_readonly("reasoning_content", &ChatMessage::reasoning_content)
+      .def_readonly("tool_calls", &ChatMessage::tool_calls)
+      .def_readonly("tool_call_id", &ChatMessage::tool_call_id);
 
   py::class_<TokenLogprobs>(m, "TokenLogprobs")
       .def_readonly("token", &TokenLogprobs::token)
@@ -192,7 +195,8 @@ PYBIND11_MODULE(_core, m) {
       .def("token_text", [](const CoreEngine& e, int32_t id) { return utf8(e.token_text(id)); },
            py::arg("id"))
       .def("apply_chat_template", &CoreEngine::apply_chat_template, py::arg("messages"),
-           py::arg("add_generation_prompt"), py::arg("extra_json") = "", py::arg("continue_final") = false)
+           py::arg("add_generation_prompt"), py::arg("extra_json") = "", py::arg("continue_final") = false,
+           py::arg("chat_template") = "")
       .def("generate", &CoreEngine::generate, py::arg("prompts"), py::arg("params"),
            py::arg("progress") = py::none())
       .def("add_request", &CoreEngine::add_request, py::arg("prompt"), py::arg("params"))

@@ -1,6 +1,7 @@
 // Engine: ties model files, backend, KV pool, scheduler and the step runner together, and keeps
 // the requests (sampling state, text, stop conditions).
 #include "lite_llama/engine.h"
+#include "lite_llama/chat_template.h"
 
 #include <nlohmann/json.hpp>
 
@@ -35,6 +36,27 @@
 
 namespace lite_llama {
 namespace {
+
+// Engine::apply_chat_template's checks, rendering and continue_final cut, for the model's template
+// and for a caller's (render_chat_template).
+std::string render_chat(const ChatTemplate& t, const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
+                        const std::string& bos_token, const std::string& eos_token,
+                        const std::string& extra_json, bool continue_final) {
+  if (continue_final) {  // as vLLM; the server and the Python module rely on these checks
+    LL_CHECK(!add_generation_prompt,
+             "continue_final_message and add_generation_prompt exclude each other: turn add_generation_prompt off");
+    LL_CHECK(!msgs.empty() && msgs.back().role == "assistant",
+             "continue_final_message needs an assistant message last");
+  }
+  nlohmann::ordered_json extra = nlohmann::ordered_json::object();
+  if (!extra_json.empty()) {
+    extra = nlohmann::ordered_json::parse(extra_json, nullptr, false);
+    LL_CHECK(extra.is_object(), "chat template variables must be a JSON object");
+  }
+  const std::string text = apply_chat_template(t, msgs, add_generation_prompt, bos_token, eos_token, extra);
+  if (!continue_final) return text;
+  return cut_after_final_message(text, msgs.back());
+}
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
@@ -137,22 +159,9 @@ class EngineImpl final : public Engine {
   std::string apply_chat_template(const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
                                   const std::string& extra_json, bool continue_final) const override {
     LL_CHECK(!files_.chat_template.empty(), "{}: the model has no chat template", files_.path);
-    if (continue_final) {  // as vLLM; the server and the Python module rely on these checks
-      LL_CHECK(!add_generation_prompt,
-               "continue_final_message and add_generation_prompt exclude each other: turn add_generation_prompt off");
-      LL_CHECK(!msgs.empty() && msgs.back().role == "assistant",
-               "continue_final_message needs an assistant message last");
-    }
     std::call_once(template_once_, [&] { template_ = std::make_unique<ChatTemplate>(files_.chat_template); });
-    nlohmann::ordered_json extra = nlohmann::ordered_json::object();
-    if (!extra_json.empty()) {
-      extra = nlohmann::ordered_json::parse(extra_json, nullptr, false);
-      LL_CHECK(extra.is_object(), "chat template variables must be a JSON object");
-    }
-    const std::string text = lite_llama::apply_chat_template(*template_, msgs, add_generation_prompt,
-                                                             files_.bos_token, files_.eos_token, extra);
-    if (!continue_final) return text;
-    return cut_after_final_message(text, msgs.back());
+    return render_chat(*template_, msgs, add_generation_prompt, files_.bos_token, files_.eos_token,
+                       extra_json, continue_final);
   }
 
   std::vector<int32_t> tokenize_chat(const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
@@ -570,6 +579,15 @@ class EngineImpl final : public Engine {
 
 std::unique_ptr<Engine> Engine::create(const EngineOptions& opts) {
   return std::make_unique<EngineImpl>(opts);
+}
+
+std::string render_chat_template(const std::string& source, const std::vector<ChatMessage>& msgs,
+                                 bool add_generation_prompt, const std::string& bos_token,
+                                 const std::string& eos_token, const std::string& extra_json,
+                                 bool continue_final) {
+  LL_CHECK(!source.empty(), "the chat template is empty");
+  return render_chat(ChatTemplate(source), msgs, add_generation_prompt, bos_token, eos_token, extra_json,
+                     continue_final);
 }
 
 }  // namespace lite_llama

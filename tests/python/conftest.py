@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "common"))  # hf_chat_template, the tests' shared reference
 BIN = Path(os.environ.get("LITE_LLAMA_BIN", ROOT / "build" / "bin" / "lite-llama"))
 try:
     import lite_llama  # noqa: F401

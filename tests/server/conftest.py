@@ -4,6 +4,7 @@ The binary is $LITE_LLAMA_BIN, or build/bin/lite-llama (scripts/test sets it fro
 """
 import json
 import os
+import sys
 import re
 import signal
 import socket
@@ -17,6 +18,7 @@ import pytest
 import requests
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "common"))  # hf_chat_template, the tests' shared reference
 BIN = Path(os.environ.get("LITE_LLAMA_BIN", ROOT / "build" / "bin" / "lite-llama"))
 
 # Small enough for 2 CPU cores and little memory; ctx leaves room for the length-limit tests.

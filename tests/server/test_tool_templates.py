@@ -11,13 +11,10 @@ by scripts/fetch-tokenizers) and the real chat template. The independent referen
   - `required` / named calls decode under the format's grammar: whatever the random model picks,
     the arguments validate with jsonschema and the streamed deltas reassemble to the same call.
 """
-import datetime
 import json
 import shutil
 
-import jinja2
-import jinja2.ext
-import jinja2.sandbox
+import hf_chat_template
 import jsonschema
 import pytest
 import requests
@@ -74,21 +71,7 @@ class Family:
         self.server = Server(ctx=1024, model=("-m", str(tmp), "--load-format", "dummy"))
 
     def render(self, messages, add_generation_prompt=True, **kw):
-        """transformers' apply_chat_template rendering (chat_template_utils), in plain jinja2."""
-        env = jinja2.sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-                                                           extensions=[jinja2.ext.loopcontrols])
-
-        def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
-            return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
-
-        def raise_exception(msg):
-            raise jinja2.exceptions.TemplateError(msg)
-
-        env.filters["tojson"] = tojson
-        env.globals["raise_exception"] = raise_exception
-        env.globals["strftime_now"] = lambda fmt: datetime.datetime.now().strftime(fmt)
-        return env.from_string(self.template).render(messages=messages, add_generation_prompt=add_generation_prompt,
-                                                     documents=None, **self.special, **kw)
+        return hf_chat_template.render(self.template, messages, add_generation_prompt, **self.special, **kw)
 
     def count(self, text):
         return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
