@@ -31,8 +31,6 @@ constexpr int64_t kMaxEnumerated = 256;  // multipleOf with bounds: at most this
 const char* kPrimitives = R"(ws ::= [ \t\n]{0,20}
 json-char ::= [^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})
 json-string ::= "\"" json-char* "\""
-json-codepoint ::= [^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" json-hex-bmp | "u" [dD] [89abAB] [0-9a-fA-F]{2} "\\u" [dD] [c-fC-F] [0-9a-fA-F]{2})
-json-hex-bmp ::= [0-9a-cA-CeEfF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2}
 json-int ::= "-"? ("0" | [1-9] [0-9]{0,15})
 json-number ::= json-int ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,4})?
 json-boolean ::= "true" | "false"
@@ -321,10 +319,7 @@ class SchemaCompiler {
     if (hi >= 0 && hi < lo) error("'maxLength' is below 'minLength'");
     if (lo > 2000 || hi > 2000) error("'minLength' / 'maxLength' above 2000 are not supported");
     if (lo == 0 && hi < 0) return "json-string";
-    (void)name;
-    // Counted in code points, as JSON Schema counts: an escaped surrogate pair is one, and a lone
-    // surrogate escape (no character) is not written.
-    return "\"\\\"\" json-codepoint{" + std::to_string(lo) + "," + (hi < 0 ? "" : std::to_string(hi)) + "} \"\\\"\"";
+    return counted_string_gbnf(lo, hi, name, [this](const std::string& b, const std::string& r) { return add_rule(b, r); });
   }
 
   // A string of a supported format. Lengths are kept only where every string of the format

@@ -166,6 +166,39 @@ const StringFormat* string_format(const std::string& name) {
   return it == formats.end() ? nullptr : &it->second;
 }
 
+std::string counted_string_gbnf(int64_t lo, int64_t hi, const std::string& name,
+                               const std::function<std::string(const std::string&, const std::string&)>& add_rule) {
+  const std::string hex2 = "[0-9a-fA-F]{2}";
+  const std::string plain = add_rule(
+      name + "-char", R"([^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" ([0-9a-cA-CeEfF] [0-9a-fA-F]{3} | [dD] [0-7] )" +
+                          hex2 + "))");
+  const std::string high = add_rule(name + "-high", R"("\\u" [dD] [89abAB] )" + hex2);
+  const std::string low = add_rule(name + "-low", R"("\\u" [dD] [c-fC-F] )" + hex2);
+  // A high escape right before a low one is their pair (one character), never two lone halves.
+  const std::string pair = high + " " + low;
+  const std::string any = add_rule(name + "-unit", join({plain, pair, high, low}, " | "));
+  const auto up_to = [&](int64_t n) {
+    return n < 0 ? any + "*" : n == 0 ? std::string("\"\"") : any + "{0," + std::to_string(n) + "}";
+  };
+  // Past the first lo characters, extra splits of a pair only add to the count: maxLength holds
+  // exactly when the fewest-units reading fits. The first lo need the pairing enforced, so they
+  // are a chain with two states: after a lone high escape (no low one may follow) or not.
+  const int64_t rest = hi < 0 ? -1 : hi - lo;
+  std::string after_other = add_rule(name + "-len", up_to(rest));
+  std::string after_high =
+      add_rule(name + "-len", rest == 0 ? "\"\""
+                                        : "((" + join({plain, pair, high}, " | ") + ") " +
+                                              up_to(rest < 0 ? -1 : rest - 1) + ")?");
+  for (int64_t k = 0; k < lo; ++k) {
+    const std::string a = add_rule(name + "-len", "(" + join({plain, pair, low}, " | ") + ") " + after_other +
+                                                      " | " + high + " " + after_high);
+    after_high = add_rule(name + "-len",
+                          "(" + plain + " | " + pair + ") " + after_other + " | " + high + " " + after_high);
+    after_other = a;
+  }
+  return "\"\\\"\" " + after_other + " \"\\\"\"";
+}
+
 std::string json_key_except_gbnf(const std::set<std::string>& names,
                                  const std::function<std::string(const std::string&, const std::string&)>& add_rule) {
   if (names.empty()) return "json-string";

@@ -21,4 +21,10 @@ const StringFormat* string_format(const std::string& name);
 std::string json_key_except_gbnf(const std::set<std::string>& names,
                                  const std::function<std::string(const std::string&, const std::string&)>& add_rule);
 
+// GBNF for a quoted JSON string of lo..hi characters (hi -1: no limit), counted as jsonschema
+// counts the decoded string: an escaped surrogate pair is one character, a lone surrogate escape
+// is one too. `add_rule` as above.
+std::string counted_string_gbnf(int64_t lo, int64_t hi, const std::string& name,
+                                const std::function<std::string(const std::string&, const std::string&)>& add_rule);
+
 }  // namespace lite_llama::grammar

@@ -144,7 +144,8 @@ Value get_slice(const Value& obj, const Value& start_v, const Value& stop_v, con
       out += chars[k];
     }
   }
-  return obj.is_list() ? Value::make_list(std::move(items)) : Value::string(utf8_encode(out));
+  if (obj.is_list()) return obj.is_tuple ? Value::make_tuple(std::move(items)) : Value::make_list(std::move(items));
+  return Value::string(utf8_encode(out));
 }
 
 std::vector<Value> iterate(const Value& v) {

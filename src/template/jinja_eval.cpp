@@ -389,7 +389,8 @@ class Renderer : private Evaluator {
     Dict attrs;
     ValueList names;
     for (const auto& p : s.params) names.push_back(Value::string(p.first));
-    attrs.set("name", Value::string(s.text));
+    // A call block's body is jinja2's anonymous macro (name None).
+    attrs.set("name", s.kind == Stmt::Kind::kCallBlock ? Value::none() : Value::string(s.text));
     attrs.set("arguments", Value::make_tuple(std::move(names)));
     attrs.set("catch_kwargs", Value::boolean(s.uses_kwargs));
     attrs.set("catch_varargs", Value::boolean(s.uses_varargs));

@@ -2,10 +2,19 @@
 // jinja2's precedence, attribute/subscript/slice/call postfixes, filters and tests. Unknown
 // filters and tests fail at parse time, as jinja2's compiler does.
 #include "core/error.h"
+#include "template/jinja_bigint.h"
 #include "template/jinja_builtins.h"
 #include "template/jinja_parser.h"
 
 namespace lite_llama::jinja {
+
+namespace {
+// Integer literals are Python ints: ones past 64 bits stay exact.
+Value int_literal(const Token& t) {
+  auto big = BigInt::parse(t.text);
+  return big ? Value::integer(std::move(*big)) : Value::integer(t.ival);
+}
+}  // namespace
 
 // A comma-separated tuple or a single expression; stop_at_if leaves a for loop's `if` filter.
 ExprPtr Parser::parse_tuple(bool with_cond, bool stop_at_if) {
@@ -197,7 +206,7 @@ ExprPtr Parser::parse_primary() {
     case TokType::kFloat: {
       ++p_;
       auto e = make_expr(Expr::Kind::kLiteral, tok);
-      e->value = tok.type == TokType::kInt ? Value::integer(tok.ival) : Value::number(tok.fval);
+      e->value = tok.type == TokType::kInt ? int_literal(tok) : Value::number(tok.fval);
       return e;
     }
     case TokType::kOp:
@@ -267,7 +276,7 @@ ExprPtr Parser::parse_postfix(ExprPtr e) {
         auto a = make_expr(Expr::Kind::kItem, tok);
         a->a = std::move(e);
         a->b = make_expr(Expr::Kind::kLiteral, n);
-        a->b->value = Value::integer(n.ival);
+        a->b->value = int_literal(n);
         e = std::move(a);
       } else {
         error(n, "expected an attribute name after '.'");

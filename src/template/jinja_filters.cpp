@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "template/jinja_bigint.h"
 #include "template/jinja_builtins.h"
 
 namespace lite_llama::jinja {
@@ -144,7 +145,7 @@ Value f_tojson(const Value& v, CallArgs& a) {
 Value f_int(const Value& v, CallArgs& a) {
   Value dflt = arg_or(a, 0, "default", Value::integer(0));
   int64_t base = int_arg(a, 1, "base", 10);
-  if (v.is_integral()) return Value::integer(v.as_int());
+  if (v.is_integral()) return v.big ? v : Value::integer(v.as_int());
   int64_t i = 0;
   double d = 0;
   if (v.kind == Value::Kind::kFloat) {
@@ -171,7 +172,7 @@ Value f_float(const Value& v, CallArgs& a) {
 
 Value f_abs(const Value& v, CallArgs&) {
   if (v.is_integral()) {
-    if (v.as_int() == INT64_MIN) fail("integer overflow in abs()");
+    if (v.big || v.as_int() == INT64_MIN) return v.as_big().neg ? unary_op("-", v) : v;
     return Value::integer(std::llabs(v.as_int()));
   }
   if (v.kind == Value::Kind::kFloat) return Value::number(std::fabs(v.f));
@@ -352,9 +353,7 @@ Value f_sum(const Value& v, CallArgs& a) {
     Value x = attr.is_none() ? item : lookup_path(item, attr);
     if (!x.is_number() || !total.is_number())
       fail("sum: unsupported operand types {} and {}", type_name(total), type_name(x));
-    total = total.is_integral() && x.is_integral()
-                ? Value::integer(total.as_int() + x.as_int())
-                : Value::number(total.as_double() + x.as_double());
+    total = binary_op("+", total, x);  // exact past 64 bits, as Python's sum
   }
   return total;
 }

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cstdlib>
 
 #include "core/error.h"
@@ -127,9 +126,7 @@ size_t lex_number(Source& s, size_t pos) {
   if (is_float) {
     tok.fval = std::strtod(text.c_str(), nullptr);
   } else {
-    errno = 0;
-    tok.ival = std::strtoll(text.c_str(), nullptr, 10);
-    if (errno == ERANGE) s.error_at(pos, "integer literal " + text + " does not fit in 64 bits");
+    tok.ival = std::strtoll(text.c_str(), nullptr, 10);  // past 64 bits the parser reads the text
   }
   return e;
 }

@@ -1,10 +1,11 @@
 // Python's operators on template values: comparisons, unary and binary arithmetic with Python's
 // int/float rules (floor division, sign of %, ** by squaring), sequence concatenation and
-// repetition, and str % args. 64-bit overflow is reported, not wrapped.
+// repetition, and str % args. Ints that overflow 64 bits continue exactly as big ints.
 #include <cmath>
 #include <cstdint>
 
 #include "core/error.h"
+#include "template/jinja_bigint.h"
 #include "template/jinja_builtins.h"
 
 namespace lite_llama::jinja {
@@ -22,7 +23,7 @@ Value repeat(const Value& v, int64_t n) {
   }
   ValueList items;
   for (int64_t k = 0; k < n; ++k) items.insert(items.end(), v.list->begin(), v.list->end());
-  return Value::make_list(std::move(items));
+  return v.is_tuple ? Value::make_tuple(std::move(items)) : Value::make_list(std::move(items));
 }
 
 Value arithmetic(const std::string& op, const Value& l, const Value& r) {
@@ -30,18 +31,22 @@ Value arithmetic(const std::string& op, const Value& l, const Value& r) {
     if (op == "+" && l.is_string())
       fail("can only concatenate str (not \"{}\") to str", type_name(r));
     if (op == "+" && l.is_list())
-      fail("can only concatenate list (not \"{}\") to list", type_name(r));
+      fail("can only concatenate {0} (not \"{1}\") to {0}", type_name(l), type_name(r));
     fail("unsupported operand type(s) for {}: '{}' and '{}'", op, type_name(l), type_name(r));
   };
   if (l.is_number() && r.is_number()) {
     bool ints = l.is_integral() && r.is_integral();
-    int64_t a = l.as_int(), b = r.as_int();
+    // Python ints never overflow: past 64 bits (or with a big operand) take the exact path.
+    if (ints && (l.big || r.big) && op != "/") {
+      if (op == "**" && r.big && r.big->neg) return Value::number(std::pow(l.as_double(), r.as_double()));
+      return big_arithmetic(op, l, r);
+    }
+    const bool small = ints && !l.big && !r.big;  // big ones reach here only for "/"
+    int64_t a = small ? l.as_int() : 0, b = small ? r.as_int() : 0;
     double x = l.as_double(), y = r.as_double();
-    // Python integers do not overflow; 64-bit ones that would are reported instead.
     int64_t res = 0;
     auto checked = [&](bool overflow) {
-      if (overflow) fail("integer overflow in {} (values beyond 64 bits are not supported)", op);
-      return Value::integer(res);
+      return overflow ? big_arithmetic(op, l, r) : Value::integer(res);
     };
     if (op == "+") return ints ? checked(__builtin_add_overflow(a, b, &res)) : Value::number(x + y);
     if (op == "-") return ints ? checked(__builtin_sub_overflow(a, b, &res)) : Value::number(x - y);
@@ -53,7 +58,7 @@ Value arithmetic(const std::string& op, const Value& l, const Value& r) {
     if (op == "//" || op == "%") {
       if (y == 0) fail("integer division or modulo by zero");
       if (ints) {
-        if (a == INT64_MIN && b == -1) fail("integer overflow in {}", op);
+        if (a == INT64_MIN && b == -1) return big_arithmetic(op, l, r);
         int64_t q = a / b, m = a % b;
         if (m != 0 && ((m < 0) != (b < 0))) {  // Python floors toward negative infinity
           --q;
@@ -69,8 +74,8 @@ Value arithmetic(const std::string& op, const Value& l, const Value& r) {
         res = 1;
         int64_t base = a;
         for (int64_t e = b; e > 0; e >>= 1) {  // square-and-multiply, overflow-checked
-          if ((e & 1) && __builtin_mul_overflow(res, base, &res)) checked(true);
-          if (e > 1 && __builtin_mul_overflow(base, base, &base)) checked(true);
+          if ((e & 1) && __builtin_mul_overflow(res, base, &res)) return big_arithmetic(op, l, r);
+          if (e > 1 && __builtin_mul_overflow(base, base, &base)) return big_arithmetic(op, l, r);
         }
         return Value::integer(res);
       }
@@ -79,10 +84,10 @@ Value arithmetic(const std::string& op, const Value& l, const Value& r) {
     return type_error();
   }
   if (op == "+" && l.is_string() && r.is_string()) return Value::string(l.s + r.s);
-  if (op == "+" && l.is_list() && r.is_list()) {
+  if (op == "+" && l.is_list() && r.is_list() && l.is_tuple == r.is_tuple) {
     ValueList items = *l.list;
     items.insert(items.end(), r.list->begin(), r.list->end());
-    return Value::make_list(std::move(items));
+    return l.is_tuple ? Value::make_tuple(std::move(items)) : Value::make_list(std::move(items));
   }
   if (op == "*" && (l.is_string() || l.is_list()) && r.is_integral()) return repeat(l, r.as_int());
   if (op == "*" && (r.is_string() || r.is_list()) && l.is_integral()) return repeat(r, l.as_int());
@@ -125,7 +130,7 @@ Value unary_op(const std::string& op, const Value& v) {
   if (!v.is_number()) fail("bad operand type for unary {}: '{}'", op, type_name(v));
   if (op == "+") return v.kind == Value::Kind::kBool ? Value::integer(v.as_int()) : v;
   if (v.kind == Value::Kind::kFloat) return Value::number(-v.f);
-  if (v.as_int() == INT64_MIN) fail("integer overflow in unary -");
+  if (v.big || v.as_int() == INT64_MIN) return big_arithmetic("-", Value::integer(0), v);
   return Value::integer(-v.as_int());
 }
 

@@ -210,7 +210,8 @@ std::string format_value(const Value& v, const std::string& spec) {
       if (spec.empty()) return to_str(v);
       return format_int_spec(v.as_int(), parse_spec(spec, '>', "bool"));
     case Value::Kind::kInt:
-      return format_int_spec(v.i, parse_spec(spec, '>', "int"));
+      if (v.big && spec.empty()) return to_str(v);
+      return format_int_spec(v.as_int(), parse_spec(spec, '>', "int"));
     case Value::Kind::kFloat: {
       FormatSpec f = parse_spec(spec, '>', "float");
       if (f.type && std::string_view("eEfFgGn%").find(f.type) == std::string_view::npos)

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "core/error.h"
+#include "template/jinja_bigint.h"
 
 namespace lite_llama::jinja {
 
@@ -109,7 +110,7 @@ static Value convert_json(J& j, int depth = 0) {
     case nlohmann::json::value_t::number_integer:
       return Value::integer(j.template get<int64_t>());
     case nlohmann::json::value_t::number_unsigned:
-      return Value::integer(static_cast<int64_t>(j.template get<uint64_t>()));
+      return Value::integer(*BigInt::parse(std::to_string(j.template get<uint64_t>())));
     case nlohmann::json::value_t::number_float:
       return Value::number(j.template get<double>());
     case nlohmann::json::value_t::string:
@@ -147,7 +148,7 @@ bool truthy(const Value& v) {
     case Value::Kind::kBool:
       return v.b;
     case Value::Kind::kInt:
-      return v.i != 0;
+      return v.big || v.i != 0;
     case Value::Kind::kFloat:
       return v.f != 0.0;
     case Value::Kind::kString:
@@ -176,7 +177,7 @@ std::string type_name(const Value& v) {
     case Value::Kind::kString:
       return "str";
     case Value::Kind::kList:
-      return "list";
+      return v.is_tuple ? "tuple" : "list";
     case Value::Kind::kDict:
       return "dict";
     case Value::Kind::kNamespace:
@@ -298,15 +299,17 @@ std::string to_str(const Value& v) {
     case Value::Kind::kBool:
       return v.b ? "True" : "False";
     case Value::Kind::kInt:
-      return std::to_string(v.i);
+      return v.big ? v.big->to_string() : std::to_string(v.i);
     case Value::Kind::kFloat:
       return format_float(v.f);
     case Value::Kind::kString:
       return v.s;
     case Value::Kind::kNamespace:
       return "<Namespace " + repr(Value::make_dict(*v.dict)) + ">";
-    case Value::Kind::kFunction:
-      return "<function " + v.s + ">";
+    case Value::Kind::kFunction:  // macros carry attributes; jinja2 prints them as Macro objects
+      if (!v.dict) return "<function " + v.s + ">";
+      if (const Value* n = v.dict->find("name"); n && n->is_none()) return "<Macro anonymous>";
+      return "<Macro " + repr_string(v.s) + ">";
     default:
       return repr(v);
   }
@@ -371,7 +374,7 @@ static void json_value(std::string& out, const Value& v, const JsonOptions& o, i
       out += v.b ? "true" : "false";
       return;
     case Value::Kind::kInt:
-      out += std::to_string(v.i);
+      out += v.big ? v.big->to_string() : std::to_string(v.i);
       return;
     case Value::Kind::kFloat:
       if (std::isnan(v.f)) {
@@ -439,6 +442,8 @@ std::string to_json(const Value& v, JsonOptions opt) {
 
 bool equals(const Value& a, const Value& b) {
   if (a.is_number() && b.is_number()) {
+    auto nan = [](const Value& v) { return v.kind == Value::Kind::kFloat && std::isnan(v.f); };
+    if (a.big || b.big) return !nan(a) && !nan(b) && big_compare(a, b) == 0;
     if (a.is_integral() && b.is_integral()) return a.as_int() == b.as_int();
     return a.as_double() == b.as_double();
   }
@@ -449,8 +454,8 @@ bool equals(const Value& a, const Value& b) {
       return true;
     case Value::Kind::kString:
       return a.s == b.s;
-    case Value::Kind::kList:
-      if (a.list->size() != b.list->size()) return false;
+    case Value::Kind::kList:  // a tuple never equals a list, as in Python
+      if (a.is_tuple != b.is_tuple || a.list->size() != b.list->size()) return false;
       for (size_t k = 0; k < a.list->size(); ++k)
         if (!equals((*a.list)[k], (*b.list)[k])) return false;
       return true;
@@ -472,6 +477,7 @@ bool equals(const Value& a, const Value& b) {
 
 int compare(const Value& a, const Value& b) {
   if (a.is_number() && b.is_number()) {
+    if (a.big || b.big) return big_compare(a, b);
     if (a.is_integral() && b.is_integral())
       return a.as_int() < b.as_int() ? -1 : (a.as_int() > b.as_int() ? 1 : 0);
     double x = a.as_double(), y = b.as_double();

@@ -16,6 +16,9 @@ namespace lite_llama::jinja {
 
 struct Value;
 struct Dict;
+struct BigInt;
+[[noreturn]] void big_int_error();        // a >64-bit int where only 64-bit ones are supported
+double big_to_double(const BigInt& v);
 using ValueList = std::vector<Value>;
 
 // Arguments of a call: positional then keyword (names kept in call order).
@@ -49,11 +52,13 @@ struct Value {
   std::shared_ptr<ValueList> list;
   std::shared_ptr<Dict> dict;  // dict and namespace
   std::shared_ptr<NativeFn> fn;
+  std::shared_ptr<const BigInt> big;  // set for ints outside int64 (then i is unused)
 
   static Value undefined(std::string hint = {});
   static Value none();
   static Value boolean(bool v);
   static Value integer(int64_t v);
+  static Value integer(BigInt v);  // stays a plain int64 when the value fits
   static Value number(double v);
   static Value string(std::string v);
   static Value make_list(ValueList items);
@@ -72,8 +77,14 @@ struct Value {
     return kind == Kind::kInt || kind == Kind::kFloat || kind == Kind::kBool;
   }
   bool is_integral() const { return kind == Kind::kInt || kind == Kind::kBool; }
-  int64_t as_int() const { return kind == Kind::kBool ? (b ? 1 : 0) : i; }
-  double as_double() const { return kind == Kind::kFloat ? f : static_cast<double>(as_int()); }
+  int64_t as_int() const {
+    if (big) big_int_error();
+    return kind == Kind::kBool ? (b ? 1 : 0) : i;
+  }
+  double as_double() const {
+    return kind == Kind::kFloat ? f : big ? big_to_double(*big) : static_cast<double>(as_int());
+  }
+  BigInt as_big() const;  // any integral value, exactly
 };
 
 // Insertion-ordered string-keyed map, like a Python dict built from JSON.

@@ -195,8 +195,8 @@ TEST(JsonSchema, EscapedKeysCannotSpellDeclaredNames) {
             std::string::npos);
 }
 
-// minLength / maxLength count code points: an escaped surrogate pair is one character. A lone
-// surrogate escape is not written where lengths are counted.
+// minLength / maxLength count as jsonschema does after json.loads: an escaped surrogate pair is
+// one character, and so is a lone surrogate escape (never a pair split into two).
 TEST(JsonSchema, LengthCountsCodePoints) {
   const Grammar one = compile_gbnf(json_schema_to_gbnf({{"type", "string"}, {"minLength", 1}, {"maxLength", 1}}));
   EXPECT_TRUE(matches(one, R"("\ud83d\ude00")"));
@@ -204,9 +204,12 @@ TEST(JsonSchema, LengthCountsCodePoints) {
   EXPECT_TRUE(matches(one, "\"\xF0\x9F\x98\x80\""));
   EXPECT_TRUE(matches(one, R"("\u00e9")"));
   EXPECT_FALSE(matches(one, R"("\ud83d\ude00\ud83d\ude00")"));
-  EXPECT_FALSE(matches(one, R"("\ud83d")"));
+  EXPECT_TRUE(matches(one, R"("\ud83d")"));
+  EXPECT_TRUE(matches(one, R"("\udE00")"));
+  EXPECT_FALSE(matches(one, R"("\ud83d\ud83d")"));
   const Grammar two = compile_gbnf(json_schema_to_gbnf({{"type", "string"}, {"minLength", 2}}));
   EXPECT_FALSE(matches(two, R"("\ud83d\ude00")"));
+  EXPECT_TRUE(matches(two, R"("\ude00\ud83d")"));
   EXPECT_TRUE(matches(two, R"("\ud83d\ude00x")"));
   EXPECT_TRUE(matches(two, R"("\n\u0041")"));
 }
