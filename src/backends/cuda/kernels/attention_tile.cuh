@@ -103,7 +103,8 @@ struct KvPipe {
   __device__ __forceinline__ const T* V(int j) const { return K(j) + kTile; }
 
   // Slot ids of tiles 0..S-2 (in the caller's open commit group, with whatever it loads), then K/V
-  // of tiles 0..first-1; start_rest(first) issues the others of 0..S-2.
+  // of tiles 0..first-1; start_rest(first) issues the others of 0..S-2. Within a run (base >= 0)
+  // no slot ids: the K/V at once.
   __device__ __forceinline__ void start(int first = S - 1) {
     if (base >= 0) {
       issue_tiles(0, first);
