@@ -40,6 +40,10 @@ struct SamplingParams {
   std::string grammar;
   // Added to the token's logit before sampling (OpenAI logit_bias), [-100, 100].
   std::vector<std::pair<int32_t, float>> logit_bias;
+  // vLLM's allowed_token_ids: only these may be picked (unset = any; set, must not be empty).
+  std::optional<std::vector<int32_t>> allowed_token_ids;
+  // vLLM's bad_words: a word's last token is banned where its other tokens end the output so far.
+  std::vector<std::string> bad_words;
 
   // Throws lite_llama::Error naming the first parameter out of range.
   void validate() const;

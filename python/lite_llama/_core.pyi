@@ -21,6 +21,8 @@ class SamplingParams:
     prompt_logprobs: int
     grammar: str
     logit_bias: List[Tuple[int, float]]
+    allowed_token_ids: Optional[List[int]]
+    bad_words: List[str]
     def __init__(self) -> None: ...
     def validate(self) -> None: ...
 

@@ -73,7 +73,7 @@ class LLM:
             ``"int4"`` or ``"fp8"`` (``--quantize``).
         load_format: ``"auto"`` or ``"dummy"`` (random weights; ``model`` names a config.json).
         ctx: max tokens per sequence (0 = the model's limit, at most 131072 on a GPU and 8192 on
-            the CPU; cut to the KV pool).
+            the CPU; cut to the KV pool). ``max_model_len`` is vLLM's name for it.
         max_num_seqs: sequences decoded together (0 = the backend's default).
         max_num_batched_tokens: tokens per step (0 = default).
         kv_tokens: KV pool size in tokens (0 = sized from memory).
@@ -108,7 +108,12 @@ class LLM:
         threads: int = 0,
         tensor_parallel_size: int = 1,
         seed: Optional[int] = None,
+        max_model_len: Optional[int] = None,
     ) -> None:
+        if max_model_len is not None:
+            if ctx:
+                raise ValueError("give ctx or max_model_len (its vLLM name), not both")
+            ctx = max_model_len
         try:
             model = os.fspath(model)
         except TypeError:
@@ -250,6 +255,10 @@ class LLM:
     def perplexity(self, text: Union[str, Sequence[int]]) -> float:
         """exp(mean negative log-likelihood) of ``text``, as ``lite-llama score``'s ``ppl``."""
         return self.score(text).perplexity
+
+    def get_default_sampling_params(self) -> SamplingParams:
+        """The parameters generate() uses when given none (vLLM's; a new object each call)."""
+        return SamplingParams()
 
     def get_tokenizer(self) -> Tokenizer:
         return self._tokenizer

@@ -1,6 +1,7 @@
 """SamplingParams: how a request picks its tokens and when it stops (vLLM's names)."""
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 import json
 from typing import Any, Dict, List, Optional, Union
@@ -42,6 +43,9 @@ class SamplingParams:
           grammar (json_schema, ...) that is complete ends the output anyway.
         include_stop_str_in_output: the text ends with the stop string it met (vLLM's).
         skip_special_tokens: control tokens (``<|im_end|>``) add no text; False keeps them (vLLM's).
+        allowed_token_ids: only these token ids may be generated (vLLM's); not empty.
+        bad_words: strings never generated (vLLM's): a word's last token is banned wherever its
+          other tokens end the output so far; each word is tokenized as is and with a leading space.
 
     Raises ValueError naming the first parameter out of range, at construction and again when used.
     """
@@ -69,9 +73,15 @@ class SamplingParams:
     min_tokens: int = 0
     include_stop_str_in_output: bool = False
     skip_special_tokens: bool = True
+    allowed_token_ids: Optional[List[int]] = None
+    bad_words: Optional[List[str]] = None
 
     def __post_init__(self) -> None:
         self._to_core()
+
+    def clone(self) -> "SamplingParams":
+        """A deep copy (vLLM's)."""
+        return copy.deepcopy(self)
 
     @property
     def stop_strings(self) -> List[str]:
@@ -116,6 +126,10 @@ class SamplingParams:
             p.prompt_logprobs = _checks.integer("prompt_logprobs", self.prompt_logprobs, 0, 20, whole_floats=True)
         if self.logit_bias is not None:
             p.logit_bias = _checks.bias_map("logit_bias", self.logit_bias)
+        if self.allowed_token_ids is not None:
+            p.allowed_token_ids = _checks.token_ids("allowed_token_ids", self.allowed_token_ids, vocab_size)
+        if self.bad_words is not None:
+            p.bad_words = _checks.texts("bad_words", self.bad_words)
         p.grammar = self._grammar()
         p.validate()
         return p

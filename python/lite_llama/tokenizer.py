@@ -157,6 +157,10 @@ class Tokenizer:
             ids = [t for t in ids if not self._is_special(t)]
         return [self._core.token_text(t) for t in ids]
 
+    def tokenize(self, text: str) -> List[str]:
+        """The token strings of ``text`` without BOS/EOS (HF's ``tokenize``)."""
+        return [self._core.token_text(t) for t in self.encode(_checks.text("text", text), False)]
+
     def convert_tokens_to_ids(self, tokens: Union[str, Sequence[str]]) -> Union[Optional[int], List[Optional[int]]]:
         """The ids of vocabulary strings, as HF's; None for a string not in the vocabulary
         (HF gives the unknown token's id, where the tokenizer has one)."""

@@ -118,6 +118,8 @@ void bind_types(py::module_& m) {
       .def_readwrite("prompt_logprobs", &SamplingParams::prompt_logprobs)
       .def_readwrite("grammar", &SamplingParams::grammar)
       .def_readwrite("logit_bias", &SamplingParams::logit_bias)
+      .def_readwrite("allowed_token_ids", &SamplingParams::allowed_token_ids)
+      .def_readwrite("bad_words", &SamplingParams::bad_words)
       .def("validate", [](const SamplingParams& p) { parse_arg([&] { p.validate(); }); },
            "Raises ValueError naming the first parameter out of range.");
 

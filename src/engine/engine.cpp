@@ -31,6 +31,7 @@
 #include "kv/kv_pool.h"
 #include "kv/radix_cache.h"
 #include "engine/grammar_cache.h"
+#include "sampling/bad_words.h"
 #include "sampling/sampler.h"
 #include "template/chat_template.h"
 
@@ -75,6 +76,8 @@ struct Request {
   std::optional<grammar::Matcher> matcher;                  // the output so far, in the grammar
   std::shared_future<void> warmed;  // the grammar's mask-cache warm-up is over (GrammarCache)
   std::vector<TokenLogprobs> prompt_lps;  // params.prompt_logprobs: scored, not yet sent
+  std::vector<uint32_t> allow_mask;       // params.allowed_token_ids as mask bits; empty: all
+  std::vector<std::vector<int32_t>> bad_words;  // params.bad_words, tokenized
 };
 
 class EngineImpl final : public Engine {
@@ -186,11 +189,27 @@ class EngineImpl final : public Engine {
       LL_CHECK(t >= 0 && t < files_.config.vocab_size, "prompt token id {} out of range", t);
     for (const auto& [t, b] : p.logit_bias)
       LL_CHECK(t < runner_->sample_limit(), "logit_bias token id {} out of range", t);
+    const int limit = runner_->sample_limit();
+    std::vector<uint32_t> allow;
+    if (p.allowed_token_ids) {
+      allow.assign(grammars_->mask_words(), 0);
+      for (int32_t t : *p.allowed_token_ids) {
+        LL_CHECK(t < limit, "allowed_token_ids holds token id {}, out of range (vocabulary of {})", t, limit);
+        allow[size_t(t) / 32] |= 1u << (uint32_t(t) % 32);
+      }
+    }
+    auto bad = sampling::tokenize_bad_words(p.bad_words, [&](const std::string& w) {
+      return files_.tokenizer->encode(w, false, false);
+    });
+    for (const auto& w : bad)
+      for (int32_t t : w) LL_CHECK(t < limit, "bad_words tokenize to token id {}, out of range", t);
     std::shared_ptr<const grammar::CompiledGrammar> g;
     std::shared_future<void> warmed;
     if (!p.grammar.empty()) g = grammars_->get(p.grammar, &warmed);  // throws on a bad grammar
     const int64_t id = next_id_++;
     auto r = std::make_unique<Request>(id, std::move(prompt), greedy_below_eps(p), *files_.tokenizer);
+    r->allow_mask = std::move(allow);
+    r->bad_words = std::move(bad);
     if (g) {
       r->grammar = std::move(g);
       r->matcher.emplace(r->grammar->matcher());
@@ -364,17 +383,21 @@ class EngineImpl final : public Engine {
     constraints_.bias.clear();
     constraints_.words = 0;
     dead_rows_.clear();
-    bool any_grammar = false;
+    bool any_mask = false;
     for (size_t i = 0; i < rows_req_.size(); ++i) {
       const Request& r = *rows_req_[i];
-      any_grammar = any_grammar || r.matcher.has_value();
+      any_mask = any_mask || r.matcher.has_value() || !r.allow_mask.empty();
       for (const auto& [t, b] : r.params.logit_bias) constraints_.bias.push_back({int32_t(i), t, b});
+      const size_t n_out = size_t(r.seq.num_generated());
+      sampling::banned_tokens(r.bad_words, r.seq.tokens.data() + r.seq.num_prompt, n_out, [&](int32_t t) {
+        constraints_.bias.push_back({int32_t(i), t, -std::numeric_limits<float>::infinity()});
+      });
       if (!r.matcher && min_tokens_pending(r)) {  // no stop token yet (grammar rows: fill_masks)
         constexpr float kNever = -std::numeric_limits<float>::infinity();
         for_each_stop_token(r, [&](int32_t t) { constraints_.bias.push_back({int32_t(i), t, kNever}); });
       }
     }
-    if (!any_grammar) return;
+    if (!any_mask) return;
     constraints_.words = int(grammars_->mask_words());
     // Rows are written by fill_masks (on its threads, while the forward runs): filling 1 MiB
     // here (64 rows of a 128k vocabulary) delayed every constrained step's launch.
@@ -391,11 +414,13 @@ class EngineImpl final : public Engine {
     auto fill = [&](size_t i) {
       Request& r = *rows_req_[i];
       uint32_t* m = constraints_.masks.data() + i * w;
-      if (!r.matcher) {
-        std::fill(m, m + w, ~0u);  // unconstrained row
+      if (!r.matcher) {  // no grammar: the allowed tokens, or all
+        if (r.allow_mask.empty()) std::fill(m, m + w, ~0u);
+        else std::copy(r.allow_mask.begin(), r.allow_mask.end(), m);
         return;
       }
       r.grammar->fill_mask(*r.matcher, m);
+      for (size_t k = 0; k < r.allow_mask.size(); ++k) m[k] &= r.allow_mask[k];
       // min_tokens holds the stop tokens back only where the grammar can go on without them: a
       // finished grammar ends the output (masking its one way out failed the request, or sampled
       // tokens outside the grammar).

@@ -120,8 +120,9 @@ StepResult Runner::run(const StepPlan& plan, const std::vector<SequenceSampler*>
   bool greedy = std::all_of(samplers.begin(), samplers.end(), [](const SequenceSampler* s) {
     return is_greedy(s->params()) && s->params().grammar.empty() && s->params().logit_bias.empty();
   });
-  // Biases (logit_bias, min_tokens' stop tokens) are applied before a token is picked.
-  if (constraints && !constraints->bias.empty()) greedy = false;
+  // Masks (allowed_token_ids) and biases (logit_bias, bad_words, min_tokens' stop tokens) are
+  // applied before a token is picked.
+  if (constraints && constraints->any()) greedy = false;
   const Tensor logits = forward(decode_only, greedy);
   if (before_select) before_select();
   if (constraints && !constraints->any()) constraints = nullptr;

@@ -32,6 +32,13 @@ void SamplingParams::validate() const {
     LL_CHECK(tok >= 0, "logit_bias token id {} out of range", tok);
     LL_CHECK(finite(bias) && std::fabs(bias) <= 100, "logit_bias values must be in [-100, 100], got {}", bias);
   }
+  if (allowed_token_ids) {
+    LL_CHECK(!allowed_token_ids->empty(), "allowed_token_ids must not be empty");
+    for (int32_t t : *allowed_token_ids) LL_CHECK(t >= 0, "allowed_token_ids holds token id {}, out of range", t);
+  }
+  LL_CHECK(bad_words.size() <= 128, "bad_words must hold at most 128 words, got {}", bad_words.size());
+  for (const std::string& w : bad_words)
+    LL_CHECK(w.find_first_not_of(" \t\n\r\f\v") != std::string::npos, "bad_words must not be empty or blank");
 }
 
 const char* finish_reason_name(FinishReason r) {

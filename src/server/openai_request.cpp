@@ -301,6 +301,18 @@ void parse_sampling(const json& body, OpenAIRequest& r, const RequestLimits& lim
     if (!ids->is_array()) wrong_type("stop_token_ids", "a list of token ids", *ids);
     for (const json& t : *ids) p.stop_token_ids.push_back(checked_token("stop_token_ids", t, lim));
   }
+  if (const json* ids = field(body, "allowed_token_ids")) {  // vLLM's; validate() refuses []
+    if (!ids->is_array()) wrong_type("allowed_token_ids", "a list of token ids", *ids);
+    p.allowed_token_ids.emplace();
+    for (const json& t : *ids) p.allowed_token_ids->push_back(checked_token("allowed_token_ids", t, lim));
+  }
+  if (const json* w = field(body, "bad_words")) {  // vLLM's
+    if (!w->is_array()) wrong_type("bad_words", "a list of strings", *w);
+    for (const json& x : *w) {
+      if (!x.is_string()) wrong_type("bad_words", "a list of strings", x);
+      p.bad_words.push_back(x.get<std::string>());
+    }
+  }
   // max_completion_tokens is the chat API's newer name; it wins where both are given.
   const char* key = "max_tokens";
   std::optional<int64_t> m = get_int(body, key);
