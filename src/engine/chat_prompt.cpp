@@ -1,11 +1,14 @@
 #include "engine/chat_prompt.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <string_view>
 
 #include "core/byte_set.h"
 #include "core/error.h"
 #include "core/string_trie.h"
+#include "lite_llama/chat_template.h"
+#include "template/chat_template.h"
 #include "template/jinja_builtins.h"
 
 namespace lite_llama {
@@ -162,6 +165,36 @@ std::vector<int32_t> tokenize_chat_prompt(const Tokenizer& tok, const std::vecto
   std::vector<ByteRange> plain;
   t = restore_placeholders(render(p.messages), p, plain);
   return tok.encode(t, false, true, plain);
+}
+
+// Engine::apply_chat_template's checks, rendering and continue_final cut, for the model's template
+// and for a caller's (render_chat_template).
+std::string render_chat(const ChatTemplate& t, const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
+                        const std::string& bos_token, const std::string& eos_token,
+                        const std::string& extra_json, bool continue_final) {
+  if (continue_final) {  // as vLLM; the server and the Python module rely on these checks
+    LL_CHECK(!add_generation_prompt,
+             "continue_final_message and add_generation_prompt exclude each other: turn add_generation_prompt off");
+    LL_CHECK(!msgs.empty() && msgs.back().role == "assistant",
+             "continue_final_message needs an assistant message last");
+  }
+  nlohmann::ordered_json extra = nlohmann::ordered_json::object();
+  if (!extra_json.empty()) {
+    extra = nlohmann::ordered_json::parse(extra_json, nullptr, false);
+    LL_CHECK(extra.is_object(), "chat template variables must be a JSON object");
+  }
+  const std::string text = apply_chat_template(t, msgs, add_generation_prompt, bos_token, eos_token, extra);
+  if (!continue_final) return text;
+  return cut_after_final_message(text, msgs.back());
+}
+
+std::string render_chat_template(const std::string& source, const std::vector<ChatMessage>& msgs,
+                                 bool add_generation_prompt, const std::string& bos_token,
+                                 const std::string& eos_token, const std::string& extra_json,
+                                 bool continue_final) {
+  LL_CHECK(!source.empty(), "the chat template is empty");
+  return render_chat(ChatTemplate(source), msgs, add_generation_prompt, bos_token, eos_token, extra_json,
+                     continue_final);
 }
 
 }  // namespace lite_llama

@@ -12,6 +12,8 @@
 
 namespace lite_llama {
 
+class ChatTemplate;  // template/chat_template.h
+
 using ChatRenderer = std::function<std::string(const std::vector<ChatMessage>&)>;
 
 // Each control-token string inside a content is swapped for a placeholder of private-use code
@@ -38,5 +40,11 @@ ChatPlaceholders protect_contents(const std::vector<std::string>& control_texts,
                                   const std::vector<ChatMessage>& msgs);
 std::string restore_placeholders(const std::string& rendered, const ChatPlaceholders& p,
                                  std::vector<ByteRange>& plain);
+
+// Engine::apply_chat_template's checks, rendering and continue_final cut, for the model's
+// template and for a caller's (render_chat_template).
+std::string render_chat(const ChatTemplate& t, const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
+                        const std::string& bos_token, const std::string& eos_token,
+                        const std::string& extra_json, bool continue_final);
 
 }  // namespace lite_llama
