@@ -7,7 +7,6 @@ The independent references: HF `tokenizers` over the same tokenizer.json (with t
 pad token), and jinja2 rendering the templates as transformers does.
 """
 import json
-import shutil
 
 import hf_chat_template
 import pytest
@@ -39,18 +38,9 @@ class Family:
         if not (src / "tokenizer.json").exists():
             pytest.fail(f"{src}/tokenizer.json missing: run scripts/fetch-tokenizers")
         self.hf = HFTokenizer.from_file(str(src / "tokenizer.json"))
-        cfg = json.loads((src / "tokenizer_config.json").read_text())
-        self.template = template_file.read_text() if template_file else cfg["chat_template"]
-        self.special = {"bos_token": cfg.get("bos_token") or "", "eos_token": cfg.get("eos_token") or ""}
+        self.template, self.special, cfg = hf_chat_template.dummy_model_dir(
+            src, tmp, ROOT / "tests" / "fixtures" / "models" / arch / "config.json", template_file)
         self.pad = cfg["pad_token"]
-        config = json.loads((ROOT / "tests" / "fixtures" / "models" / arch / "config.json").read_text())
-        tok = json.loads((src / "tokenizer.json").read_text())
-        config["vocab_size"] = max(len(tok["model"]["vocab"]), 1 + max(a["id"] for a in tok["added_tokens"]))
-        (tmp / "config.json").write_text(json.dumps(config))
-        for f in ("tokenizer.json", "tokenizer_config.json"):
-            shutil.copy(src / f, tmp / f)
-        if template_file:
-            (tmp / "chat_template.jinja").write_text(self.template)
         self.llm = LLM(str(tmp), load_format="dummy", device="cpu", threads=2, ctx=1024)
         self.tok = self.llm.get_tokenizer()
 

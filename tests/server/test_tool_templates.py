@@ -12,7 +12,6 @@ by scripts/fetch-tokenizers) and the real chat template. The independent referen
     the arguments validate with jsonschema and the streamed deltas reassemble to the same call.
 """
 import json
-import shutil
 
 import hf_chat_template
 import jsonschema
@@ -55,17 +54,8 @@ class Family:
             pytest.fail(f"{src}/tokenizer.json missing: run scripts/fetch-tokenizers")
         self.name = name
         self.tokenizer = Tokenizer.from_file(str(src / "tokenizer.json"))
-        cfg_tok = json.loads((src / "tokenizer_config.json").read_text())
-        self.template = template_file.read_text() if template_file else cfg_tok["chat_template"]
-        self.special = {"bos_token": cfg_tok.get("bos_token") or "", "eos_token": cfg_tok.get("eos_token") or ""}
-        config = json.loads((ROOT / "tests" / "fixtures" / "models" / arch / "config.json").read_text())
-        tok = json.loads((src / "tokenizer.json").read_text())
-        config["vocab_size"] = max(len(tok["model"]["vocab"]), 1 + max(a["id"] for a in tok["added_tokens"]))
-        (tmp / "config.json").write_text(json.dumps(config))
-        for f in ("tokenizer.json", "tokenizer_config.json"):
-            shutil.copy(src / f, tmp / f)
-        if template_file:
-            (tmp / "chat_template.jinja").write_text(self.template)
+        self.template, self.special, _ = hf_chat_template.dummy_model_dir(
+            src, tmp, ROOT / "tests" / "fixtures" / "models" / arch / "config.json", template_file)
         end_id = self.tokenizer.token_to_id(self.end_of_turn)
         (tmp / "generation_config.json").write_text(json.dumps({"eos_token_id": [end_id]}))
         self.server = Server(ctx=1024, model=("-m", str(tmp), "--load-format", "dummy"))
