@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <optional>
 #include <thread>
@@ -227,7 +228,8 @@ class EngineImpl final : public Engine {
   // Scores on the calling (stepping) thread with request rows and KV slots of its own, given back
   // before it returns: the running requests' rows, slots and tables stay untouched.
   std::vector<ScoreResult> score_now(const std::vector<std::vector<int32_t>>& seqs, int decode_tail,
-                                     const LogitsSink& sink, int top_logprobs) {
+                                     const LogitsSink& sink, int top_logprobs,
+                                     std::function<void(size_t, const std::vector<int32_t>&)> on_scored = {}) {
     LL_CHECK(top_logprobs >= -1 && top_logprobs <= 20, "top_logprobs must be in [0, 20], got {}", top_logprobs);
     const int limit = runner_->sample_limit();
     for (const auto& s : seqs) {
@@ -237,7 +239,7 @@ class EngineImpl final : public Engine {
     }
     Decoder& d = *model().decoder;
     ScoreContext c{d, [this](const ForwardBatch& b) { return runner_->forward_all(b); }, *pool_, *rows_,
-                   d.max_tokens(), model().max_seqs, limit};
+                   d.max_tokens(), model().max_seqs, limit, std::move(on_scored)};
     return score_sequences(c, seqs, decode_tail, sink, top_logprobs);
   }
   const ModelInfo& info() const override { return info_; }
@@ -452,7 +454,15 @@ class EngineImpl final : public Engine {
         if (rows_->num_free() == 0) break;
         if (pool_->num_free() < n && cache_) cache_->evict(n - pool_->num_free());
         if (pool_->num_free() < n) break;
-        r->prompt_lps = std::move(score_now({r->seq.tokens}, 0, {}, r->params.prompt_logprobs)[0].tokens);
+        // The scored prompt's K/V go to the prefix cache, so that its admission matches all but the
+        // last token instead of computing the prompt again; the usage counts what was cached before.
+        std::function<void(size_t, const std::vector<int32_t>&)> keep;
+        if (cache_) {
+          std::vector<int32_t> before;
+          r->seq.cache_cap = cache_->match(r->seq.tokens.data(), n - 1, before);
+          keep = [&](size_t, const std::vector<int32_t>& slots) { cache_->insert(r->seq.tokens.data(), slots.data(), n); };
+        }
+        r->prompt_lps = std::move(score_now({r->seq.tokens}, 0, {}, r->params.prompt_logprobs, keep)[0].tokens);
       }
       admit(r);
     }

@@ -75,8 +75,11 @@ bool Scheduler::admit(Sequence* s) {
   pool_.alloc(need, s->slots);
   s->num_computed = matched;
   if (cache_ && s->num_preemptions == 0) {
-    s->num_cached = std::min(matched, s->num_prompt);
-    cache_->record_lookup(s->num_tokens(), matched);
+    // A prompt the engine cached itself (scored for prompt logprobs) counts only what was cached
+    // before it, in the usage and in the cache's statistics.
+    const int hit = s->cache_cap >= 0 ? std::min(matched, s->cache_cap) : matched;
+    s->num_cached = std::min(hit, s->num_prompt);
+    cache_->record_lookup(s->num_tokens(), hit);
   }
   return true;
 }

@@ -107,6 +107,8 @@ std::vector<ScoreResult> score_sequences(ScoreContext& c, const std::vector<std:
       if (where.empty()) break;
       run(where);
     }
+    if (c.on_scored)
+      for (size_t i = g0; i < g1; ++i) c.on_scored(i, slots[i - g0]);
   }
   return out;
 }

@@ -17,6 +17,9 @@ struct ScoreContext {
   int max_tokens;   // per forward step
   int max_seqs;     // logit rows per step
   int vocab_limit;  // columns past this are padding
+  // Called for each sequence once all of its K/V are in `slots`, before they are given back (the
+  // engine caches a scored prompt's so that its generation skips that prefill).
+  std::function<void(size_t seq, const std::vector<int32_t>& slots)> on_scored = {};
 };
 
 std::vector<ScoreResult> score_sequences(ScoreContext& c, const std::vector<std::vector<int32_t>>& seqs,

@@ -15,6 +15,7 @@ struct Sequence {
   int num_computed = 0;         // leading tokens whose K/V are in the pool
   int num_cached = 0;           // prompt tokens served by the prefix cache (usage.cached_tokens)
   int num_preemptions = 0;      // times preempted (num_cached is set at the first admission)
+  int cache_cap = -1;           // >= 0: num_cached at most this (the engine cached the prompt itself)
   std::vector<int32_t> slots;   // KV slot of token i (i < slots.size())
   int32_t req_row = -1;         // row of the request -> slot table while running
   State state = State::Waiting;

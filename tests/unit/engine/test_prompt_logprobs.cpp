@@ -93,6 +93,46 @@ TEST(PromptLogprobs, ScoredBetweenStepsWhileEveryRowRuns) {
   EXPECT_EQ(e->stats().kv_slots_used, 0);
 }
 
+// The scored prompt's K/V go to the prefix cache before its admission, so its generation does not
+// compute the prompt again: with 4 tokens a step, the first token comes in the first step (the
+// prompt's 12 took 3 before), the output equals a run without prompt logprobs, and the usage and
+// the cache's statistics count no hit that the engine made itself.
+TEST(PromptLogprobs, ScoredPromptIsNotComputedAgain) {
+  const std::vector<int32_t> p = {5, 17, 33, 2, 60, 11, 40, 3, 90, 14, 7, 21};
+  auto dummy_engine = [](const lite_llama::testing::TempDir& dir) {
+    EngineOptions o = lite_llama::testing::tiny_dummy_options(dir);
+    o.max_num_seqs = 2;
+    o.max_batched_tokens = 4;
+    return Engine::create(o);
+  };
+  lite_llama::testing::TempDir dir;
+  auto plain = dummy_engine(dir);
+  Outputs want;
+  const int64_t w = plain->add_request(p, greedy(6));
+  step_all(*plain, want);
+
+  lite_llama::testing::TempDir dir2;
+  auto e = dummy_engine(dir2);
+  SamplingParams sp = greedy(6);
+  sp.prompt_logprobs = 2;
+  const int64_t id = e->add_request(p, sp);
+  std::vector<int32_t> got;
+  int cached = -1;
+  auto take = [&](std::vector<RequestOutput> outs) {
+    for (RequestOutput& o : outs) {
+      got.insert(got.end(), o.tokens.begin(), o.tokens.end());
+      if (o.finished) cached = o.cached_tokens;
+    }
+  };
+  take(e->step());
+  ASSERT_TRUE(e->has_unfinished());
+  EXPECT_EQ(got.size(), 1u) << "the first token in the first step: the prompt was not computed again";
+  for (int steps = 0; e->has_unfinished() && steps < 50; ++steps) take(e->step());
+  EXPECT_EQ(got, want.tokens[w]) << "request " << id;
+  EXPECT_EQ(cached, 0);
+  EXPECT_EQ(e->stats().prefix_hit_tokens, 0);
+}
+
 TEST(PromptLogprobs, OutOfRangeIsRefused) {
   SamplingParams p;
   p.prompt_logprobs = 21;
