@@ -166,9 +166,8 @@ class EngineImpl final : public Engine {
              pool_->num_slots());
     for (int32_t t : prompt)
       LL_CHECK(t >= 0 && t < files_.config.vocab_size, "prompt token id {} out of range", t);
-    for (const auto& [t, b] : p.logit_bias)
-      LL_CHECK(t < runner_->sample_limit(), "logit_bias token id {} out of range", t);
     const int limit = runner_->sample_limit();
+    for (const auto& [t, b] : p.logit_bias) LL_CHECK(t < limit, "logit_bias token id {} out of range", t);
     std::vector<uint32_t> allow;
     if (p.allowed_token_ids) {
       allow.assign(grammars_->mask_words(), 0);

@@ -136,8 +136,6 @@ static bool py_digits(std::u32string_view s, std::string& out) {
   return !out.empty();
 }
 
-// int(s, base) as Python parses it: sign, base prefixes, underscores. 1: parsed; 0: invalid
-// (ValueError); beyond 64 bits fails, as the engine's other integer overflows do.
 std::string int_digits(int64_t n, unsigned base, bool upper) {
   const char* digit_chars = upper ? "0123456789ABCDEF" : "0123456789abcdef";
   uint64_t mag = n < 0 ? 0 - static_cast<uint64_t>(n) : static_cast<uint64_t>(n);
@@ -149,6 +147,8 @@ std::string int_digits(int64_t n, unsigned base, bool upper) {
   return digits;
 }
 
+// int(s, base) as Python parses it: sign, base prefixes, underscores. 1: parsed; 0: invalid
+// (ValueError); beyond 64 bits fails, as the engine's other integer overflows do.
 bool py_parse_int(const std::string& text, int64_t base, int64_t& out) {
   const unsigned __int128 kInt64Limit = static_cast<unsigned __int128>(1) << 63;
   if (base != 0 && (base < 2 || base > 36)) return false;  // ValueError
