@@ -12,6 +12,7 @@
 #include "grammar/gbnf_parser.h"
 #include "grammar/json_numbers.h"
 #include "grammar/json_schema_merge.h"
+#include "grammar/json_schema_scalars.h"
 #include "grammar/json_strings.h"
 #include "grammar/matcher.h"
 #include "grammar/regex_to_gbnf.h"
@@ -25,7 +26,6 @@ namespace {
 constexpr int kMaxDepth = 64;
 constexpr int kMaxParts = 20000;  // schemas visited: bounds what allOf / anyOf distribution expands to
 constexpr int64_t kIntLimit = kJsonIntLimit;
-constexpr int64_t kMaxEnumerated = 256;  // multipleOf with bounds: at most this many values listed
 
 // The JSON primitives every schema grammar shares.
 const char* kPrimitives = R"(ws ::= [ \t\n]{0,20}
@@ -249,7 +249,7 @@ class SchemaCompiler {
     // Name the rule first so that recursive schemas refer to it.
     std::string name = prefix_ + "r-";
     for (char c : key) name += (std::isalnum(uint8_t(c)) ? c : '-');
-    name += "-" + std::to_string(refs_.size());
+    name.append("-").append(std::to_string(refs_.size()));  // not "-" + ...: GCC 12 warns falsely (-Wrestrict)
     refs_[path] = name;
     const std::string body = visit(*defs, key, depth + 1);
     rules_.push_back(name + " ::= " + body + "\n");
@@ -271,17 +271,17 @@ class SchemaCompiler {
     };
     if (t == "string") {
       only({"minLength", "maxLength", "pattern", "format"});
-      return string_schema(s, name);
+      return string_schema_gbnf(s, name, add_rule_);
     }
     if (t == "integer") {
       only({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"});
-      return integer_schema(s, name);
+      return integer_schema_gbnf(s, name, add_rule_, add_rules_);
     }
     if (t == "number") {
       only({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"});
       // A whole multipleOf on a number admits only integers: the integer grammar writes them.
-      if (s.contains("multipleOf")) return integer_schema(s, name);
-      return number_schema(s);
+      if (s.contains("multipleOf")) return integer_schema_gbnf(s, name, add_rule_, add_rules_);
+      return number_schema_gbnf(s);
     }
     if (t == "boolean") return only({}), "json-boolean";
     if (t == "null") return only({}), "json-null";
@@ -295,115 +295,6 @@ class SchemaCompiler {
       return array_schema(s, name, depth);
     }
     error("unknown type '" + t + "'");
-  }
-
-  static int64_t count(const json& s, const char* key, int64_t dflt) {
-    if (!s.contains(key)) return dflt;
-    if (!s[key].is_number_integer() || s[key].get<int64_t>() < 0)
-      error(std::string("'") + key + "' must be a non-negative integer");
-    return s[key].get<int64_t>();
-  }
-
-  std::string string_schema(const json& s, const std::string& name) {
-    if (s.contains("pattern")) {
-      if (s.contains("minLength") || s.contains("maxLength"))
-        error("'pattern' with 'minLength' / 'maxLength' is not supported");
-      if (s.contains("format")) error("'pattern' with 'format' is not supported");
-      if (!s["pattern"].is_string()) error("'pattern' must be a string");
-      RegexOptions o;
-      o.json_string = o.search = true;
-      return "\"\\\"\" " + regex_to_gbnf(s["pattern"].get<std::string>(), o) + " \"\\\"\"";
-    }
-    if (s.contains("format")) return format_schema(s);
-    const int64_t lo = count(s, "minLength", 0), hi = count(s, "maxLength", -1);
-    if (hi >= 0 && hi < lo) error("'maxLength' is below 'minLength'");
-    if (lo > 2000 || hi > 2000) error("'minLength' / 'maxLength' above 2000 are not supported");
-    if (lo == 0 && hi < 0) return "json-string";
-    return counted_string_gbnf(lo, hi, name, [this](const std::string& b, const std::string& r) { return add_rule(b, r); });
-  }
-
-  // A string of a supported format. Lengths are kept only where every string of the format
-  // already fits them (a uuid with maxLength 36): cutting the format's grammar to a length is
-  // not supported.
-  std::string format_schema(const json& s) {
-    const std::string f = s["format"].is_string() ? s["format"].get<std::string>() : "";
-    const StringFormat* format = string_format(f);
-    if (!format) error("unsupported string format '" + s["format"].dump() + "'");
-    const int64_t lo = count(s, "minLength", 0), hi = count(s, "maxLength", -1);
-    if (lo > format->shortest || (hi >= 0 && (format->longest < 0 || hi < format->longest)))
-      error("'format' with 'minLength' / 'maxLength' is not supported (unless every '" + f + "' string fits them: " +
-            std::to_string(format->shortest) +
-            (format->longest < 0 ? " characters or more)" : " to " + std::to_string(format->longest) + " characters)"));
-    return "\"\\\"\" " + format->body + " \"\\\"\"";
-  }
-
-  std::string integer_schema(const json& s, const std::string& name) {
-    int64_t lo = -kIntLimit, hi = kIntLimit;
-    auto bound = [&](const char* key, int64_t& v, int64_t shift, bool upper) {
-      if (!s.contains(key)) return;
-      const json& b = s[key];
-      if (!b.is_number()) error(std::string("'") + key + "' must be a number");
-      const double d = b.get<double>();
-      if (!(d <= double(kIntLimit) && d >= -double(kIntLimit))) error(std::string("'") + key + "' is out of range");
-      int64_t x = upper ? int64_t(std::floor(d)) : int64_t(std::ceil(d));
-      if (shift != 0 && double(x) == d) x += shift;
-      v = upper ? std::min(v, x) : std::max(v, x);
-    };
-    bound("minimum", lo, 0, false);
-    bound("exclusiveMinimum", lo, 1, false);
-    bound("maximum", hi, 0, true);
-    bound("exclusiveMaximum", hi, -1, true);
-    if (lo > hi) error("the integer bounds admit no value");
-    if (s.contains("multipleOf")) {
-      const json& m = s["multipleOf"];
-      if (!m.is_number() || !(m.get<double>() > 0)) error("'multipleOf' must be a number above 0");
-      const double k = m.get<double>();
-      if (k != std::floor(k) || k > 1e15) error("'multipleOf' is supported for whole numbers only, got " + m.dump());
-      const int64_t step = int64_t(k);
-      const bool bounded = lo > -kIntLimit || hi < kIntLimit;
-      if (bounded) {
-        // Few multiples between the bounds: list them.
-        const int64_t first = lo >= 0 ? (lo + step - 1) / step * step : -(-lo / step * step);
-        if (first > hi) error("'multipleOf' and the bounds admit no value");
-        if ((hi - first) / step >= kMaxEnumerated)
-          error("'multipleOf' with bounds spanning more than " + std::to_string(kMaxEnumerated) + " multiples is not supported");
-        std::string out;
-        for (int64_t v = first; v <= hi; v += step) out += (out.empty() ? "" : " | ") + lit(std::to_string(v));
-        return "(" + out + ")";
-      }
-      std::string rules;
-      const std::string body = multiple_of_gbnf(step, add_rule(name + "-mult", "\"\"") + "-m", rules);
-      rules_.push_back(rules);
-      return body;
-    }
-    if (lo == -kIntLimit && hi == kIntLimit) return "json-int";
-    return integer_range_gbnf(lo, hi);
-  }
-
-  std::string number_schema(const json& s) {
-    std::optional<NumberBound> lo, hi;
-    auto bound = [&](const char* key, std::optional<NumberBound>& b, bool exclusive, bool upper) {
-      if (!s.contains(key)) return;
-      const json& v = s[key];
-      if (!v.is_number()) error(std::string("'") + key + "' must be a number");
-      const double d = v.get<double>();
-      if (!(d <= double(kIntLimit) && d >= -double(kIntLimit))) error(std::string("'") + key + "' is out of range");
-      if (d != std::floor(d))
-        error(std::string("'") + key + "' on type 'number' is supported for whole numbers only, got " + v.dump());
-      const NumberBound nb{int64_t(d), exclusive};
-      // The tighter bound wins; at equal values the exclusive one.
-      const bool tighter = !b || (upper ? nb.value < b->value : nb.value > b->value) ||
-                           (nb.value == b->value && exclusive);
-      if (tighter) b = nb;
-    };
-    bound("minimum", lo, false, false);
-    bound("exclusiveMinimum", lo, true, false);
-    bound("maximum", hi, false, true);
-    bound("exclusiveMaximum", hi, true, true);
-    if (!lo && !hi) return "json-number";
-    const std::string out = number_range_gbnf(lo, hi);
-    if (out.empty()) error("the number bounds admit no value");
-    return out;
   }
 
   std::string object_schema(const json& s, const std::string& name, int depth) {
@@ -462,7 +353,7 @@ class SchemaCompiler {
       // Counted only where every key is an extra one (a dict): declared optional properties would
       // make the count depend on which of them are written.
       if (!props.empty()) error("'minProperties' / 'maxProperties' beside 'properties' is not supported");
-      const int64_t lo = count(s, "minProperties", 0), hi = count(s, "maxProperties", -1);
+      const int64_t lo = schema_count(s, "minProperties", 0), hi = schema_count(s, "maxProperties", -1);
       if (hi >= 0 && hi < lo) error("'maxProperties' is below 'minProperties'");
       if (hi > 1000) error("'maxProperties' above 1000 is not supported");
       // The grammar cannot keep keys distinct: a repeated key would count once.
@@ -525,9 +416,7 @@ class SchemaCompiler {
   // would otherwise be a declared name that skips its schema or repeats it: the grammar keeps
   // every spelling of a declared name out of the additional-properties path.
   std::string other_key(const std::set<std::string>& names) {
-    return json_key_except_gbnf(names, [this](const std::string& base, const std::string& body) {
-      return add_rule(base, body);
-    });
+    return json_key_except_gbnf(names, add_rule_);
   }
 
   // The key of an extra property: any string but the declared names, or, for a dict (no declared
@@ -548,11 +437,11 @@ class SchemaCompiler {
       const json& u = s["uniqueItems"];
       if (!u.is_boolean()) error("'uniqueItems' must be a boolean");
       // Distinct items are not a context-free property: only trivial cases are expressible.
-      const int64_t most = count(s, "maxItems", -1);
+      const int64_t most = schema_count(s, "maxItems", -1);
       if (u.get<bool>() && (most < 0 || most > 1))
         error("'uniqueItems' true is not supported (unless 'maxItems' is at most 1)");
     }
-    const int64_t lo = count(s, "minItems", 0), hi = count(s, "maxItems", -1);
+    const int64_t lo = schema_count(s, "minItems", 0), hi = schema_count(s, "maxItems", -1);
     if (hi >= 0 && hi < lo) error("'maxItems' is below 'minItems'");
     if (lo > 1000 || hi > 1000) error("'minItems' / 'maxItems' above 1000 are not supported");
     // Items after the prefix: `items` (false: none), else any value.
@@ -600,6 +489,8 @@ class SchemaCompiler {
   std::vector<std::string> rules_;
   int parts_ = 0;
   const SchemaDeref deref_ = [this](const json& s) { return resolve(s["$ref"]); };
+  const AddRuleFn add_rule_ = [this](const std::string& base, const std::string& body) { return add_rule(base, body); };
+  const std::function<void(std::string)> add_rules_ = [this](std::string rules) { rules_.push_back(std::move(rules)); };
   std::map<std::string, std::string> refs_;
 };
 

@@ -57,6 +57,8 @@ Value get_attr(const Value& obj, const std::string& name) {
     return v ? *v : Value::undefined(name);
   }
   if (obj.is_group && (name == "grouper" || name == "list")) return (*obj.list)[name == "list"];
+  if (obj.range && (name == "start" || name == "stop" || name == "step"))
+    return name == "start" ? obj.range->start : name == "stop" ? obj.range->stop : obj.range->step;
   if (has_method(obj, name)) {
     return Value::function(name, [obj, name](CallArgs& a) { return call_method(obj, name, a); });
   }
@@ -143,6 +145,11 @@ Value get_slice(const Value& obj, const Value& start_v, const Value& stop_v, con
     } else {
       out += chars[k];
     }
+  }
+  if (obj.range) {  // a range's slice is a range: Python's bounds from the adjusted indices
+    const PyRange& r = *obj.range;
+    auto at = [&](int64_t k) { return binary_op("+", r.start, binary_op("*", Value::integer(k), r.step)); };
+    return Value::make_range(std::move(items), at(start), at(stop), binary_op("*", r.step, Value::integer(step)));
   }
   if (obj.is_list()) return obj.is_tuple ? Value::make_tuple(std::move(items)) : Value::make_list(std::move(items));
   return Value::string(utf8_encode(out));
@@ -240,12 +247,14 @@ void add_globals(Dict& g) {
           int64_t step = a.pos.size() > 2 ? a.pos[2].as_int() : 1;
           if (step == 0) fail("range() arg 3 must not be zero");
           ValueList out;
-          for (int64_t k = start; step > 0 ? k < stop : k > stop; k += step) {
+          for (int64_t k = start; step > 0 ? k < stop : k > stop;) {
             if (out.size() >= 100000)
               fail("range too big, the sandbox allows at most 100000 items");
             out.push_back(Value::integer(k));
+            if (__builtin_add_overflow(k, step, &k)) break;  // past int64: beyond stop too
           }
-          return Value::make_list(std::move(out));
+          return Value::make_range(std::move(out), Value::integer(start), Value::integer(stop),
+                                   Value::integer(step));
         }));
 }
 

@@ -338,8 +338,7 @@ Value minmax(const Value& v, CallArgs& a, bool want_max) {
   for (size_t k = 1; k < items.size(); ++k) {
     Value kb = sort_key(attr.is_none() ? items[best] : lookup_path(items[best], attr), cs);
     Value kk = sort_key(attr.is_none() ? items[k] : lookup_path(items[k], attr), cs);
-    int c = compare(kk, kb);
-    if (want_max ? c > 0 : c < 0) best = k;
+    if (ordered(want_max ? ">" : "<", kk, kb)) best = k;  // as Python's max(): item > best
   }
   return items[best];
 }

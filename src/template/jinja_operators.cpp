@@ -1,8 +1,10 @@
 // Python's operators on template values: comparisons, unary and binary arithmetic with Python's
 // int/float rules (floor division, sign of %, ** by squaring), sequence concatenation and
 // repetition, and str % args. Ints that overflow 64 bits continue exactly as big ints.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <string_view>
 
 #include "core/error.h"
 #include "template/jinja_bigint.h"
@@ -30,7 +32,7 @@ Value arithmetic(const std::string& op, const Value& l, const Value& r) {
   auto type_error = [&]() -> Value {
     if (op == "+" && l.is_string())
       fail("can only concatenate str (not \"{}\") to str", type_name(r));
-    if (op == "+" && l.is_list())
+    if (op == "+" && l.is_list() && !l.range)
       fail("can only concatenate {0} (not \"{1}\") to {0}", type_name(l), type_name(r));
     fail("unsupported operand type(s) for {}: '{}' and '{}'", op, type_name(l), type_name(r));
   };
@@ -84,13 +86,14 @@ Value arithmetic(const std::string& op, const Value& l, const Value& r) {
     return type_error();
   }
   if (op == "+" && l.is_string() && r.is_string()) return Value::string(l.s + r.s);
-  if (op == "+" && l.is_list() && r.is_list() && l.is_tuple == r.is_tuple) {
+  // A range is no list: Python neither concatenates nor repeats it.
+  if (op == "+" && l.is_list() && r.is_list() && l.is_tuple == r.is_tuple && !l.range && !r.range) {
     ValueList items = *l.list;
     items.insert(items.end(), r.list->begin(), r.list->end());
     return l.is_tuple ? Value::make_tuple(std::move(items)) : Value::make_list(std::move(items));
   }
-  if (op == "*" && (l.is_string() || l.is_list()) && r.is_integral()) return repeat(l, r.as_int());
-  if (op == "*" && (r.is_string() || r.is_list()) && l.is_integral()) return repeat(r, l.as_int());
+  if (op == "*" && (l.is_string() || (l.is_list() && !l.range)) && r.is_integral()) return repeat(l, r.as_int());
+  if (op == "*" && (r.is_string() || (r.is_list() && !r.range)) && l.is_integral()) return repeat(r, l.as_int());
   if (op == "%" && l.is_string()) {  // printf-style formatting, as Python's str % args
     CallArgs args;
     if (r.is_list() && r.is_tuple) {
@@ -105,7 +108,47 @@ Value arithmetic(const std::string& op, const Value& l, const Value& r) {
   return type_error();
 }
 
+// Python orders a list only against a list and a tuple against a tuple (a range not at all).
+bool same_sequence_kind(const Value& a, const Value& b) {
+  return a.is_list() && b.is_list() && a.is_tuple == b.is_tuple && !a.range && !b.range;
+}
+
+bool is_nan(const Value& v) { return v.kind == Value::Kind::kFloat && std::isnan(v.f); }
+
 }  // namespace
+
+int compare(const Value& a, const Value& b, std::string_view op) {
+  if (a.is_number() && b.is_number()) {
+    if (a.big || b.big) return big_compare(a, b);
+    if (a.is_integral() && b.is_integral())
+      return a.as_int() < b.as_int() ? -1 : (a.as_int() > b.as_int() ? 1 : 0);
+    double x = a.as_double(), y = b.as_double();
+    return x < y ? -1 : (x > y ? 1 : 0);
+  }
+  if (a.is_string() && b.is_string()) return a.s < b.s ? -1 : (a.s > b.s ? 1 : 0);
+  if (same_sequence_kind(a, b)) {
+    size_t n = std::min(a.list->size(), b.list->size());
+    for (size_t k = 0; k < n; ++k) {
+      if (!equals((*a.list)[k], (*b.list)[k])) return compare((*a.list)[k], (*b.list)[k], op);
+    }
+    return a.list->size() < b.list->size() ? -1 : (a.list->size() > b.list->size() ? 1 : 0);
+  }
+  // jinja2's Undefined raises its own error from every ordering method, on either side.
+  if (a.is_undefined()) undefined_error(a);
+  if (b.is_undefined()) undefined_error(b);
+  fail("'{}' not supported between instances of '{}' and '{}'", op, type_name(a), type_name(b));
+}
+
+bool ordered(std::string_view op, const Value& a, const Value& b) {
+  if (a.is_number() && b.is_number() && (is_nan(a) || is_nan(b))) return false;
+  if (same_sequence_kind(a, b)) {  // the first unequal items decide under op itself (a NaN there too)
+    size_t n = std::min(a.list->size(), b.list->size());
+    for (size_t k = 0; k < n; ++k)
+      if (!equals((*a.list)[k], (*b.list)[k])) return ordered(op, (*a.list)[k], (*b.list)[k]);
+  }
+  const int c = compare(a, b, op);
+  return op == "<" ? c < 0 : op == "<=" ? c <= 0 : op == ">" ? c > 0 : c >= 0;
+}
 
 void undefined_error(const Value& v) {
   if (v.s.empty()) fail("an undefined value was used in an operation");
@@ -117,11 +160,7 @@ bool compare_op(const std::string& op, const Value& l, const Value& r) {
   if (op == "!=") return !equals(l, r);
   if (op == "in") return contains(r, l);
   if (op == "notin") return !contains(r, l);
-  int c = compare(l, r);
-  if (op == "<") return c < 0;
-  if (op == "<=") return c <= 0;
-  if (op == ">") return c > 0;
-  return c >= 0;
+  return ordered(op, l, r);
 }
 
 Value unary_op(const std::string& op, const Value& v) {

@@ -56,10 +56,10 @@ bool t_divisibleby(const Value& v, CallArgs& a) {
 }
 bool t_eq(const Value& v, CallArgs& a) { return equals(v, other(a)); }
 bool t_ne(const Value& v, CallArgs& a) { return !equals(v, other(a)); }
-bool t_lt(const Value& v, CallArgs& a) { return compare(v, other(a)) < 0; }
-bool t_le(const Value& v, CallArgs& a) { return compare(v, other(a)) <= 0; }
-bool t_gt(const Value& v, CallArgs& a) { return compare(v, other(a)) > 0; }
-bool t_ge(const Value& v, CallArgs& a) { return compare(v, other(a)) >= 0; }
+bool t_lt(const Value& v, CallArgs& a) { return ordered("<", v, other(a)); }
+bool t_le(const Value& v, CallArgs& a) { return ordered("<=", v, other(a)); }
+bool t_gt(const Value& v, CallArgs& a) { return ordered(">", v, other(a)); }
+bool t_ge(const Value& v, CallArgs& a) { return ordered(">=", v, other(a)); }
 bool t_in(const Value& v, CallArgs& a) { return contains(other(a), v); }
 bool t_sameas(const Value& v, CallArgs& a) {
   const Value& o = other(a);

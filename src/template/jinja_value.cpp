@@ -1,5 +1,6 @@
-// Python-compatible behaviour of template values: str()/repr()/json.dumps() output, equality and
-// ordering, and the small part of Unicode (code points, whitespace, case) that str methods need.
+// Python-compatible behaviour of template values: str()/repr()/json.dumps() output, equality
+// (ordering is with the operators, jinja_operators.cpp), and the small part of Unicode (code
+// points, whitespace, case) that str methods need.
 #include "template/jinja_value.h"
 
 #include <algorithm>
@@ -56,6 +57,11 @@ Value Value::make_list(ValueList items) {
 Value Value::make_tuple(ValueList items) {
   Value v = make_list(std::move(items));
   v.is_tuple = true;
+  return v;
+}
+Value Value::make_range(ValueList items, Value start, Value stop, Value step) {
+  Value v = make_list(std::move(items));
+  v.range = std::make_shared<const PyRange>(PyRange{std::move(start), std::move(stop), std::move(step)});
   return v;
 }
 Value Value::make_dict(Dict d) {
@@ -177,13 +183,13 @@ std::string type_name(const Value& v) {
     case Value::Kind::kString:
       return "str";
     case Value::Kind::kList:
-      return v.is_tuple ? "tuple" : "list";
+      return v.range ? "range" : v.is_tuple ? "tuple" : "list";
     case Value::Kind::kDict:
       return "dict";
     case Value::Kind::kNamespace:
-      return "Namespace";
+      return "TemplateNamespace";  // transformers' namespace() class
     case Value::Kind::kFunction:
-      return "function";
+      return v.dict ? "Macro" : "function";  // only macros carry attributes
   }
   return "object";
 }
@@ -265,6 +271,11 @@ std::string repr(const Value& v) {
     case Value::Kind::kString:
       return repr_string(v.s);
     case Value::Kind::kList: {
+      if (v.range) {
+        const PyRange& r = *v.range;
+        const bool unit = r.step.i == 1 && !r.step.big;
+        return "range(" + repr(r.start) + ", " + repr(r.stop) + (unit ? "" : ", " + repr(r.step)) + ")";
+      }
       std::string out = v.is_tuple ? "(" : "[";
       for (size_t k = 0; k < v.list->size(); ++k) {
         if (k) out += ", ";
@@ -389,6 +400,7 @@ static void json_value(std::string& out, const Value& v, const JsonOptions& o, i
       json_string(out, v.s, o.ensure_ascii);
       return;
     case Value::Kind::kList: {
+      if (v.range) fail("Object of type range is not JSON serializable");
       if (v.list->empty()) {
         out += "[]";
         return;
@@ -454,8 +466,8 @@ bool equals(const Value& a, const Value& b) {
       return true;
     case Value::Kind::kString:
       return a.s == b.s;
-    case Value::Kind::kList:  // a tuple never equals a list, as in Python
-      if (a.is_tuple != b.is_tuple || a.list->size() != b.list->size()) return false;
+    case Value::Kind::kList:  // a tuple never equals a list, nor a range either, as in Python
+      if (a.is_tuple != b.is_tuple || !a.range != !b.range || a.list->size() != b.list->size()) return false;
       for (size_t k = 0; k < a.list->size(); ++k)
         if (!equals((*a.list)[k], (*b.list)[k])) return false;
       return true;
@@ -473,25 +485,6 @@ bool equals(const Value& a, const Value& b) {
     default:
       return false;
   }
-}
-
-int compare(const Value& a, const Value& b) {
-  if (a.is_number() && b.is_number()) {
-    if (a.big || b.big) return big_compare(a, b);
-    if (a.is_integral() && b.is_integral())
-      return a.as_int() < b.as_int() ? -1 : (a.as_int() > b.as_int() ? 1 : 0);
-    double x = a.as_double(), y = b.as_double();
-    return x < y ? -1 : (x > y ? 1 : 0);
-  }
-  if (a.is_string() && b.is_string()) return a.s < b.s ? -1 : (a.s > b.s ? 1 : 0);
-  if (a.is_list() && b.is_list()) {
-    size_t n = std::min(a.list->size(), b.list->size());
-    for (size_t k = 0; k < n; ++k) {
-      if (!equals((*a.list)[k], (*b.list)[k])) return compare((*a.list)[k], (*b.list)[k]);
-    }
-    return a.list->size() < b.list->size() ? -1 : (a.list->size() > b.list->size() ? 1 : 0);
-  }
-  fail("'<' not supported between instances of '{}' and '{}'", type_name(a), type_name(b));
 }
 
 std::u32string utf8_decode(std::string_view s) {

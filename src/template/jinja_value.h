@@ -17,6 +17,7 @@ namespace lite_llama::jinja {
 struct Value;
 struct Dict;
 struct BigInt;
+struct PyRange;
 [[noreturn]] void big_int_error();        // a >64-bit int where only 64-bit ones are supported
 double big_to_double(const BigInt& v);
 using ValueList = std::vector<Value>;
@@ -53,6 +54,7 @@ struct Value {
   std::shared_ptr<Dict> dict;  // dict and namespace
   std::shared_ptr<NativeFn> fn;
   std::shared_ptr<const BigInt> big;  // set for ints outside int64 (then i is unused)
+  std::shared_ptr<const PyRange> range;  // set for a range(): a list Python prints and compares apart
 
   static Value undefined(std::string hint = {});
   static Value none();
@@ -63,6 +65,7 @@ struct Value {
   static Value string(std::string v);
   static Value make_list(ValueList items);
   static Value make_tuple(ValueList items);
+  static Value make_range(ValueList items, Value start, Value stop, Value step);
   static Value make_dict(Dict d);
   static Value make_namespace(Dict d);
   static Value function(std::string name, NativeFn fn);
@@ -85,6 +88,12 @@ struct Value {
     return kind == Kind::kFloat ? f : big ? big_to_double(*big) : static_cast<double>(as_int());
   }
   BigInt as_big() const;  // any integral value, exactly
+};
+
+// range(start, stop, step): its items are materialized in the Value's list (the sandbox caps
+// them); Python's own bounds are kept for repr, the attributes and slicing.
+struct PyRange {
+  Value start, stop, step;
 };
 
 // Insertion-ordered string-keyed map, like a Python dict built from JSON.
@@ -118,8 +127,12 @@ struct JsonOptions {
 std::string to_json(const Value& v, JsonOptions opt);
 
 bool equals(const Value& a, const Value& b);
-// <0, 0, >0 like Python's ordering; throws lite_llama::Error where Python raises TypeError.
-int compare(const Value& a, const Value& b);
+// <0, 0, >0 like Python's ordering, for sorting (jinja_operators.cpp); throws lite_llama::Error
+// where Python raises TypeError, naming `op` as Python names the operator that failed.
+int compare(const Value& a, const Value& b, std::string_view op = "<");
+// Python's `a op b` for op <, <=, >, >= (jinja_operators.cpp): as compare, but a NaN makes
+// every op false, also inside sequences, where the first unequal items decide under op.
+bool ordered(std::string_view op, const Value& a, const Value& b);
 
 // UTF-8 helpers: Python indexes strings by code point.
 std::u32string utf8_decode(std::string_view s);
