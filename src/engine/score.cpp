@@ -4,34 +4,60 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "sampling/sampler.h"
+#include "ops/score_row.h"
 
 namespace lite_llama {
 namespace {
 
-// Records position `pos` of sequence `s` from one logits row.
+// Position `pos` of sequence `s` from its row score (and top tokens where top_k >= 0).
+void record(int s, int pos, int32_t next, const ops::RowScore& rs, const ops::TopToken* top, int top_k,
+            std::vector<ScoreResult>& out) {
+  ScoreResult& o = out[size_t(s)];
+  o.logprobs[size_t(pos)] = rs.logprob;
+  o.argmax[size_t(pos)] = rs.argmax;
+  if (top_k < 0) return;
+  // As generation reports them (prompt logprobs): the sampler's log-softmax, rank and top-k.
+  TokenLogprobs& t = o.tokens[size_t(pos)];
+  t.token = next;
+  t.logprob = rs.logprob;
+  t.rank = rs.rank;
+  for (int j = 0; j < top_k; ++j) t.top.emplace_back(top[j].token, top[j].logprob);
+}
+
+// Records position `pos` of sequence `s` from one logits row on the host.
 void take_row(const float* l, int64_t V, int limit, int top_k, int s, int pos,
               const std::vector<std::vector<int32_t>>& seqs, std::vector<ScoreResult>& out,
               const LogitsSink& sink) {
   const auto& toks = seqs[size_t(s)];
   if (pos + 1 >= int(toks.size())) return;
   if (sink) sink(s, pos, l, V);
-  float mx = -INFINITY;
-  int best = 0;
-  for (int i = 0; i < limit; ++i)
-    if (l[i] > mx) mx = l[i], best = i;
-  double sum = 0;
-  for (int i = 0; i < limit; ++i) sum += std::exp(double(l[i]) - mx);
-  const int32_t next = toks[size_t(pos) + 1];
-  out[size_t(s)].logprobs[size_t(pos)] = float(double(l[next]) - mx - std::log(sum));
-  out[size_t(s)].argmax[size_t(pos)] = best;
-  if (top_k < 0) return;
-  // As generation reports them (prompt logprobs): the sampler's log-softmax, rank and top-k.
-  TokenLogprobs& t = out[size_t(s)].tokens[size_t(pos)];
-  std::vector<sampling::TokenLogprob> top;
-  t.token = next;
-  sampling::log_softmax_top(l, limit, top_k, next, &t.logprob, &top, &t.rank);
-  for (const auto& e : top) t.top.emplace_back(e.token, e.logprob);
+  const int k = std::min(std::max(0, top_k), limit);
+  ops::RowScore rs;
+  std::vector<ops::TopToken> top(static_cast<size_t>(k));
+  ops::score_row(l, limit, toks[size_t(pos) + 1], k, &rs, top.data());
+  record(s, pos, toks[size_t(pos) + 1], rs, top.data(), top_k < 0 ? -1 : k, out);
+}
+
+// The rows' logprobs, ranks, argmaxes and top tokens computed where the logits are (the GPU sends
+// a few words a row instead of the row); false where the backend cannot.
+bool score_on_backend(ScoreContext& c, const Tensor& logits, const std::vector<std::pair<int, int>>& where,
+                      const std::vector<std::vector<int32_t>>& seqs, int top_k, std::vector<ScoreResult>& out) {
+  const int k = std::min(std::max(0, top_k), c.vocab_limit), n = int(where.size());
+  std::vector<int32_t> targets(size_t(n), -1);
+  for (int r = 0; r < n; ++r) {
+    const auto& toks = seqs[size_t(where[size_t(r)].first)];
+    const size_t next = size_t(where[size_t(r)].second) + 1;
+    if (next < toks.size()) targets[size_t(r)] = toks[next];
+  }
+  std::vector<ops::RowScore> rs(static_cast<size_t>(n));
+  std::vector<ops::TopToken> top(static_cast<size_t>(n * k));
+  if (!c.decoder.backend().score_rows(logits, n, c.vocab_limit, targets.data(), k, rs.data(), top.data()))
+    return false;
+  for (int r = 0; r < n; ++r)
+    if (targets[size_t(r)] >= 0)
+      record(where[size_t(r)].first, where[size_t(r)].second, targets[size_t(r)], rs[size_t(r)],
+             top.data() + size_t(r) * size_t(k), top_k < 0 ? -1 : k, out);
+  return true;
 }
 
 }  // namespace
@@ -48,7 +74,7 @@ std::vector<ScoreResult> score_sequences(ScoreContext& c, const std::vector<std:
   }
   const ModelConfig& cfg = c.decoder.config();
   const int64_t V = cfg.vocab_size;
-  std::vector<float> host(size_t(c.max_seqs) * size_t(V));
+  std::vector<float> host;  // the logits rows, where the backend does not score them itself
   ForwardBatch b;
   // Groups of sequences that fit the request rows at once.
   for (size_t g0 = 0; g0 < seqs.size(); g0 += size_t(c.max_seqs)) {
@@ -74,6 +100,8 @@ std::vector<ScoreResult> score_sequences(ScoreContext& c, const std::vector<std:
     }
     auto run = [&](const std::vector<std::pair<int, int>>& where) {  // (seq, pos) per logit row
       Tensor logits = c.forward(b);
+      if (!sink && score_on_backend(c, logits, where, seqs, top_k, out)) return;
+      host.resize(size_t(c.max_seqs) * size_t(V));
       c.decoder.backend().copy_to_host(host.data(), logits.data, size_t(where.size()) * size_t(V) * 4);
       for (size_t r = 0; r < where.size(); ++r)
         take_row(host.data() + r * size_t(V), V, c.vocab_limit, top_k, where[r].first, where[r].second, seqs,

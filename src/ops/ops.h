@@ -187,6 +187,16 @@ class Backend {
                       int32_t* out) {
     return false;
   }
+  // Scoring and logprobs: per row r of `logits` over columns [0, limit), out[r] for the target
+  // token targets[r] and top[r * top_k ...] the row's top_k columns by value (lower index first on
+  // ties), as sampling::log_softmax_top computes them. Host arrays; rows and top_k at most what
+  // reserve_sampling() reserved (top_k <= kMaxTopLogprobs). false (nothing done) where unsupported:
+  // the caller computes them from the logits on the host.
+  static constexpr int kMaxTopLogprobs = 20;
+  virtual bool score_rows(const Tensor& logits, int rows, int limit, const int32_t* targets, int top_k,
+                          RowScore* out, TopToken* top) {
+    return false;
+  }
   // Constrained decoding: row r keeps logit t where bit t of masks[r * words ...] is set (the
   // rest become -inf), then the biases are added; `masks` and `bias` are host arrays uploaded
   // into buffers reserved by reserve_constraints(). false (nothing done) where unsupported or

@@ -20,4 +20,18 @@ struct LogitBias {
   float bias = 0;
 };
 
+// What scoring and logprobs report of one logits row (Backend::score_rows): the log-softmax value of
+// the row's target token, its rank (1 + the columns whose log-softmax is strictly higher) and the
+// row's argmax (lowest index on ties).
+struct RowScore {
+  float logprob = 0;
+  int32_t rank = 0, argmax = 0;
+};
+
+// One of a row's best tokens with its log-softmax value.
+struct TopToken {
+  int32_t token = 0;
+  float logprob = 0;
+};
+
 }  // namespace lite_llama::ops

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "ops/score_row.h"
+
 namespace lite_llama::sampling {
 
 int32_t argmax(const float* x, int64_t n) {
@@ -15,30 +17,14 @@ int32_t argmax(const float* x, int64_t n) {
 
 void log_softmax_top(const float* x, int64_t n, int k, int32_t chosen, float* chosen_lp,
                      std::vector<TokenLogprob>* top, int32_t* chosen_rank) {
-  float mx = -std::numeric_limits<float>::infinity();
-  for (int64_t i = 0; i < n; ++i) mx = std::max(mx, x[i]);
-  double sum = 0;
-  for (int64_t i = 0; i < n; ++i) sum += std::exp(double(x[i]) - mx);
-  const float lse = mx + float(std::log(sum));
-  const float lp = x[chosen] - lse;
-  if (chosen_lp) *chosen_lp = lp;
-  if (chosen_rank) {
-    // Compared as the reported logprobs (x - lse in float), so a tie there is a tie here.
-    int64_t above = 0;
-    for (int64_t i = 0; i < n; ++i) above += (x[i] - lse) > lp;
-    *chosen_rank = int32_t(above + 1);
-  }
-  if (top && k > 0) {
-    std::vector<std::pair<float, int32_t>> c;
-    c.reserve(size_t(n));
-    for (int64_t i = 0; i < n; ++i) c.emplace_back(x[i], int32_t(i));
-    k = int(std::min<int64_t>(k, n));
-    std::partial_sort(c.begin(), c.begin() + k, c.end(), [](auto& a, auto& b) {
-      return a.first > b.first || (a.first == b.first && a.second < b.second);
-    });
-    top->clear();
-    for (int i = 0; i < k; ++i) top->push_back({c[size_t(i)].second, c[size_t(i)].first - lse});
-  }
+  ops::RowScore rs;
+  std::vector<ops::TopToken> best(top ? size_t(std::max(0, k)) : 0);
+  ops::score_row(x, n, chosen, top ? k : 0, &rs, best.data());
+  if (chosen_lp) *chosen_lp = rs.logprob;
+  if (chosen_rank) *chosen_rank = rs.rank;
+  if (!top || k <= 0) return;
+  top->clear();
+  for (size_t i = 0; i < std::min<size_t>(best.size(), size_t(n)); ++i) top->push_back({best[i].token, best[i].logprob});
 }
 
 SequenceSampler::SequenceSampler(const SamplingParams& p, const std::vector<int32_t>& prompt)

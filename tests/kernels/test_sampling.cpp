@@ -175,3 +175,64 @@ TEST_F(CudaSampling, PenaltiesFollowTheCpuRules) {
 }
 
 }  // namespace
+
+// Backend::score_rows against a double-precision log-softmax computed here: the target's logprob
+// and rank, the argmax and the top k (value order, lower index first on ties), over rows of a
+// 128k vocabulary with padding columns past `limit` and of an odd width (no vector loads).
+TEST_F(CudaSampling, ScoreRowsMatchALogSoftmaxInDouble) {
+  for (const auto [V, limit] : {std::pair{128256, 128000}, std::pair{4099, 4097}}) {
+    const int rows = 6;
+    std::vector<float> all;
+    std::vector<int32_t> targets;
+    for (int r = 0; r < rows; ++r) {
+      // Values on a grid of 1/64 (exact in fp32), so ties are deliberate and ranks are exact.
+      std::vector<float> l = test_logits(V, uint32_t(100 + r));
+      for (float& v : l) v = std::round(v * 4 * 64) / 64;
+      for (int i = limit; i < V; ++i) l[size_t(i)] = 99.f;  // padding: never reported
+      l[size_t(7 + r)] = l[size_t(limit - 3)] = 60.f;      // a tie at the top
+      l[size_t(300 + r)] = l[size_t(900 + r)] = 30.f;      // and one further down
+      all.insert(all.end(), l.begin(), l.end());
+      targets.push_back(r == 0 ? 7 : r == 1 ? limit - 3 : r == 2 ? 900 + r : int32_t((1000 * r + 11) % (limit - 10)));
+    }
+    DevTensor d = dev_from(*gpu, all, DType::F32, {int64_t(rows), int64_t(V)});
+    for (int k : {0, 1, 5, 20}) {
+      std::vector<ops::RowScore> out(static_cast<size_t>(rows));
+      std::vector<ops::TopToken> top(static_cast<size_t>(rows * k));
+      ASSERT_TRUE(gpu->score_rows(d.t, rows, limit, targets.data(), k, out.data(), top.data()));
+      for (int r = 0; r < rows; ++r) {
+        const float* l = all.data() + size_t(r) * size_t(V);
+        double mx = -INFINITY, sum = 0;
+        for (int i = 0; i < limit; ++i) mx = std::max(mx, double(l[i]));
+        for (int i = 0; i < limit; ++i) sum += std::exp(double(l[i]) - mx);
+        const double lse = mx + std::log(sum);
+        const int t = targets[size_t(r)];
+        int above = 0;
+        for (int i = 0; i < limit; ++i) above += l[i] > l[t];
+        std::vector<int> order(static_cast<size_t>(limit));
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return l[a] > l[b]; });
+        SCOPED_TRACE(testing::Message() << "V " << V << " row " << r << " k " << k);
+        EXPECT_NEAR(out[size_t(r)].logprob, double(l[t]) - lse, 1e-4);
+        EXPECT_EQ(out[size_t(r)].rank, above + 1);
+        EXPECT_EQ(out[size_t(r)].argmax, 7 + r);
+        for (int j = 0; j < k; ++j) {
+          const ops::TopToken& e = top[size_t(r * k + j)];
+          EXPECT_EQ(e.token, order[size_t(j)]) << "place " << j;
+          EXPECT_NEAR(e.logprob, double(l[order[size_t(j)]]) - lse, 1e-4);
+        }
+      }
+    }
+  }
+  // Rows past what reserve_sampling() reserved, or more top tokens than kMaxTopLogprobs: refused.
+  std::vector<float> one(64, 0.f);
+  DevTensor d = dev_from(*gpu, one, DType::F32, {1, 64});
+  int32_t target = 3;
+  ops::RowScore rs;
+  std::vector<ops::TopToken> top(21);
+  EXPECT_FALSE(gpu->score_rows(d.t, 1, 64, &target, ops::Backend::kMaxTopLogprobs + 1, &rs, top.data()));
+  ASSERT_TRUE(gpu->score_rows(d.t, 1, 64, &target, 2, &rs, top.data()));
+  EXPECT_NEAR(rs.logprob, -std::log(64.0), 1e-6);
+  EXPECT_EQ(rs.rank, 1);  // all equal: nothing strictly higher
+  EXPECT_EQ(top[0].token, 0);
+  EXPECT_EQ(top[1].token, 1);
+}

@@ -11,6 +11,7 @@
 #include "backends/cpu/gemm_f32.h"
 #include "backends/cpu/ref_ops.h"
 #include "backends/cpu/vec_dot.h"
+#include "ops/score_row.h"
 #include "core/error.h"
 #include "core/gq.h"
 #include "core/half.h"
@@ -269,6 +270,16 @@ class CpuBackend final : public ops::Backend {
         if (l[i] > l[best]) best = i;
       out[r] = best;
     }
+  }
+
+  bool score_rows(const Tensor& logits, int rows, int limit, const int32_t* targets, int top_k, ops::RowScore* out,
+                  ops::TopToken* top) override {
+    if (top_k < 0 || top_k > kMaxTopLogprobs) return false;
+    pool_.parallel_for(rows, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r)
+        ops::score_row(logits.ptr<float>() + r * logits.cols(), limit, targets[r], top_k, out + r, top + r * top_k);
+    });
+    return true;
   }
 
   void gather_rows(const Tensor& x, const int32_t* rows, int n, Tensor out) override {

@@ -271,6 +271,12 @@ class CudaBackend final : public ops::Backend {
     return sampler_.sample(logits, rows, limit, params, pen_tokens, pen_counts, out);
   }
 
+  bool score_rows(const Tensor& logits, int rows, int limit, const int32_t* targets, int top_k, ops::RowScore* out,
+                  ops::TopToken* top) override {
+    ProfileScope ps(prof_, "sampling", stream());
+    return sampler_.score(logits, rows, limit, targets, top_k, out, top);
+  }
+
   void reserve_constraints(int max_rows, int words, int max_bias) override {
     sampler_.reserve_constraints(max_rows, words, max_bias);
   }

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/launchers.h"
 
 namespace lite_llama::cuda {
 
@@ -12,6 +13,26 @@ void DeviceSampler::reserve(int max_rows, int max_penalties) {
   pen_cap_ = max_penalties;
   rows_ = dev_.alloc(size_t(max_rows) * sizeof(ops::SampleRow));
   pen_buf_ = dev_.alloc(size_t(2) * size_t(std::max(1, max_penalties)) * sizeof(int32_t));
+  scores_ = dev_.alloc(size_t(max_rows) * (sizeof(int32_t) + sizeof(ops::RowScore) +
+                                           ops::Backend::kMaxTopLogprobs * sizeof(ops::TopToken)));
+}
+
+bool DeviceSampler::score(const Tensor& logits, int rows, int limit, const int32_t* targets, int top_k,
+                          ops::RowScore* out, ops::TopToken* top) {
+  if (rows > rows_cap_ || top_k < 0 || top_k > ops::Backend::kMaxTopLogprobs) return false;
+  if (rows == 0) return true;
+  cudaStream_t s = dev_.stream();
+  auto* d_targets = scores_.as<int32_t>();
+  auto* d_out = reinterpret_cast<ops::RowScore*>(d_targets + rows_cap_);
+  auto* d_top = reinterpret_cast<ops::TopToken*>(d_out + rows_cap_);
+  LL_CUDA(cudaMemcpyAsync(d_targets, targets, size_t(rows) * sizeof(int32_t), cudaMemcpyHostToDevice, s));
+  LL_CUDA(score_rows(logits.ptr<float>(), rows, int(logits.cols()), limit, d_targets, top_k, d_out, d_top, s));
+  LL_CUDA(cudaMemcpyAsync(out, d_out, size_t(rows) * sizeof(ops::RowScore), cudaMemcpyDeviceToHost, s));
+  if (top_k > 0)
+    LL_CUDA(cudaMemcpyAsync(top, d_top, size_t(rows) * size_t(top_k) * sizeof(ops::TopToken),
+                            cudaMemcpyDeviceToHost, s));
+  LL_CUDA(cudaStreamSynchronize(s));
+  return true;
 }
 
 bool DeviceSampler::sample(const Tensor& logits, int rows, int limit, const std::vector<ops::SampleRow>& params,

@@ -18,6 +18,9 @@ class DeviceSampler {
   // False (nothing launched) when the step exceeds what was reserved.
   bool sample(const Tensor& logits, int rows, int limit, const std::vector<ops::SampleRow>& params,
               const std::vector<int32_t>& pen_tokens, const std::vector<int32_t>& pen_counts, int32_t* out);
+  // Backend::score_rows: host arrays in and out, through buffers reserve() sized.
+  bool score(const Tensor& logits, int rows, int limit, const int32_t* targets, int top_k, ops::RowScore* out,
+             ops::TopToken* top);
   // Grammar masks and logit biases (Backend::constrain_logits): uploaded, then one kernel each.
   // The masks (64 rows of a 128k vocabulary: 1 MiB) go through pinned memory on a copy stream of
   // their own, so their transfer overlaps the forward still running on the op stream.
@@ -28,6 +31,7 @@ class DeviceSampler {
  private:
   CudaDevice& dev_;
   Buffer rows_, pen_buf_;
+  Buffer scores_;  // score(): targets, then results, then top tokens
   int rows_cap_ = 0, pen_cap_ = 0;
   Buffer masks_, bias_;
   int mask_rows_cap_ = 0, mask_words_cap_ = 0, bias_cap_ = 0;

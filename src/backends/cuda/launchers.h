@@ -357,6 +357,9 @@ cudaError_t sample_rows(float* logits, int rows, int V, int limit, const ops::Sa
 // of the n_bias entries (bias may be null). Device pointers.
 cudaError_t constrain_rows(float* logits, int rows, int V, const uint32_t* masks, int words,
                            const ops::LogitBias* bias, int n_bias, cudaStream_t s);
+// Backend::score_rows on device arrays: out[rows], top[rows * top_k].
+cudaError_t score_rows(const float* logits, int rows, int V, int limit, const int32_t* targets, int top_k,
+                       ops::RowScore* out, ops::TopToken* top, cudaStream_t s);
 // out[r] = argmax over the first `limit` columns of logits[r, :V] (lowest index on ties).
 cudaError_t argmax_rows(const float* logits, int rows, int V, int limit, int32_t* out,
                         cudaStream_t s);
