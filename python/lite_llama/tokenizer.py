@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import numbers
 import os
+import warnings
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _checks, _core
@@ -107,6 +108,58 @@ def load_chat_template(chat_template: Optional[str]) -> str:
     return _checks.text("chat_template", path)
 
 
+# transformers' named special tokens (PreTrainedTokenizerBase.SPECIAL_TOKENS_ATTRIBUTES), in its order.
+SPECIAL_TOKENS_ATTRIBUTES = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token",
+                             "mask_token")
+
+
+def _config_token(value: Any) -> Optional[str]:
+    """A token as tokenizer_config.json names it: a string, or an AddedToken {"content": ...}."""
+    if isinstance(value, Mapping):
+        value = value.get("content")
+    return value if isinstance(value, str) else None
+
+
+def hf_tokenizer_config(info: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    """tokenizer_config.json of the folder whose tokenizer.json the engine loaded (an HF model, or
+    dummy weights beside tokenizer files; {} where that folder has none); None for a GGUF."""
+    if info.get("format") not in ("hf", "dummy"):
+        return None
+    path = info["path"]
+    folder = path if os.path.isdir(path) else os.path.dirname(path)  # dummy: the config.json
+    if not os.path.isfile(os.path.join(folder, "tokenizer.json")):
+        return None  # token ids only: no special tokens
+    cfg_path = os.path.join(folder, "tokenizer_config.json")
+    if not os.path.isfile(cfg_path):
+        return {}
+    with open(cfg_path, encoding="utf-8") as f:
+        cfg = json.load(f)
+    return cfg if isinstance(cfg, dict) else {}
+
+
+def hf_special_tokens(cfg: Mapping[str, Any]) -> Tuple[Dict[str, str], List[str]]:
+    """transformers' (5.x) special tokens of a tokenizer_config.json: the named ones (bos_token ...
+    mask_token, then model-specific ``*_token`` keys and a dict ``extra_special_tokens``) and the
+    extra ones (``extra_special_tokens``, or the older ``additional_special_tokens``)."""
+    named = {k: t for k in SPECIAL_TOKENS_ATTRIBUTES if (t := _config_token(cfg.get(k))) is not None}
+    for k, v in cfg.items():  # model-specific named tokens: image_token and the like
+        if k.endswith("_token") and k not in SPECIAL_TOKENS_ATTRIBUTES and isinstance(v, str):
+            named[k] = v
+    extra = cfg.get("extra_special_tokens") or cfg.get("additional_special_tokens") or []
+    if isinstance(extra, Mapping):  # named too; additional_special_tokens are the extra ones then
+        named.update((k, t) for k, v in extra.items() if (t := _config_token(v)) is not None)
+        extra = cfg.get("additional_special_tokens") or []
+    return named, [t for t in map(_config_token, extra if isinstance(extra, list) else []) if t is not None]
+
+
+def clean_up_tokenization(text: str) -> str:
+    """transformers' ``clean_up_tokenization``: no space before punctuation and English contractions."""
+    for old, new in ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
+                     (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re")):
+        text = text.replace(old, new)
+    return text
+
+
 class BatchEncoding(dict):
     """What ``Tokenizer.__call__`` returns: HF's BatchEncoding as far as plain lists go, a dict
     whose keys (``input_ids``, ``attention_mask``) are also attributes."""
@@ -118,10 +171,22 @@ class BatchEncoding(dict):
             raise AttributeError(name) from None
 
 
+def _named_token(name: str) -> Tuple[property, property]:
+    """The ``<name>`` and ``<name>_id`` properties of a named special token (transformers')."""
+    return (property(lambda self: self._named.get(name), doc=f"transformers' ``{name}`` (None when unset)."),
+            property(lambda self: self._special_id(self._named.get(name)), doc=f"The id of ``{name}``."))
+
+
 class Tokenizer:
     """The model's tokenizer (``LLM.get_tokenizer()``): calling it, ``encode``, ``decode``,
-    ``batch_decode``, ``get_vocab``, ``convert_ids_to_tokens``, ``convert_tokens_to_ids`` and
-    ``apply_chat_template`` shaped like Hugging Face's."""
+    ``batch_decode``, ``get_vocab``, ``convert_ids_to_tokens``, ``convert_tokens_to_ids``,
+    ``apply_chat_template`` and the special tokens (``all_special_tokens``, ``special_tokens_map``,
+    ``unk_token`` ...) shaped like Hugging Face's (transformers 5's ``PreTrainedTokenizerFast``)."""
+
+    unk_token, unk_token_id = _named_token("unk_token")
+    sep_token, sep_token_id = _named_token("sep_token")
+    cls_token, cls_token_id = _named_token("cls_token")
+    mask_token, mask_token_id = _named_token("mask_token")
 
     def __init__(self, core: _core.Engine) -> None:
         self._core = core
@@ -134,6 +199,22 @@ class Tokenizer:
         self._special: Dict[int, bool] = {}
         self._ids: Optional[Dict[str, int]] = None  # token string -> id, built on first use
         self.padding_side: str = "right"  # HF's default; __call__(padding=True) pads on this side
+        # transformers' special tokens: what tokenizer_config.json names (as AutoTokenizer reads it),
+        # or for a GGUF the tokens of its bos / eos / unknown / padding ids (transformers' GGUF loader).
+        cfg = hf_tokenizer_config(info)
+        self._named: Dict[str, str] = {}
+        self._extra: List[str] = []
+        if cfg is not None:
+            self._named, self._extra = hf_special_tokens(cfg)
+        elif info.get("format") == "gguf":
+            self._named = {f"{k}_token": core.token_text(special[k]) for k in ("bos", "eos", "unk", "pad")
+                           if k in special}
+        cfg = cfg or {}
+        # decode's default, and transformers' (5.x) switch that lets the cleanup touch a BPE
+        # tokenizer's text (every tokenizer of this engine is BPE); settable, as HF's attributes.
+        self.clean_up_tokenization_spaces: bool = bool(cfg.get("clean_up_tokenization_spaces"))
+        self.clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output: bool = \
+            bool(cfg.get("clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output"))
 
     @property
     def bos_token(self) -> Optional[str]:
@@ -146,6 +227,48 @@ class Tokenizer:
     @property
     def pad_token(self) -> Optional[str]:
         return None if self.pad_token_id is None else self._core.token_text(self.pad_token_id)
+
+    @property
+    def special_tokens_map(self) -> Dict[str, str]:
+        """The named special tokens that are set (``{"bos_token": "<|begin_of_text|>", ...}``), as
+        transformers 5's (which leaves the extra ones out)."""
+        return dict(self._named)
+
+    @property
+    def extra_special_tokens(self) -> List[str]:
+        """tokenizer_config.json's ``extra_special_tokens`` (``additional_special_tokens`` before
+        transformers 5), e.g. Qwen's ``<|im_start|>``."""
+        return list(self._extra)
+
+    @property
+    def extra_special_tokens_ids(self) -> List[Optional[int]]:
+        return [self._special_id(t) for t in self._extra]
+
+    @property
+    def all_special_tokens(self) -> List[str]:
+        """The named special tokens, then the extra ones, each once, as transformers'."""
+        return list(dict.fromkeys([*self._named.values(), *self._extra]))
+
+    @property
+    def all_special_ids(self) -> List[Optional[int]]:
+        """The ids of ``all_special_tokens``, as transformers'."""
+        return [self._special_id(t) for t in self.all_special_tokens]
+
+    def __getattr__(self, name: str) -> Any:
+        # Model-specific named tokens (tokenizer_config.json's image_token and the like) and their
+        # ids: image_token, image_token_id, as transformers'.
+        named = self.__dict__.get("_named", {})
+        key = name[:-3] if name.endswith("_token_id") else name
+        if key.endswith("_token") and key in named:
+            return named[key] if key == name else self._special_id(named[key])
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def _special_id(self, token: Optional[str]) -> Optional[int]:
+        # transformers' convert_tokens_to_ids: a string not in the vocabulary is the unknown token.
+        if token is None:
+            return None
+        vocab = self._vocab()
+        return vocab[token] if token in vocab else vocab.get(self._named.get("unk_token", ""))
 
     def convert_ids_to_tokens(self, ids: Union[int, Sequence[int]],
                               skip_special_tokens: bool = False) -> Union[str, List[str]]:
@@ -220,21 +343,46 @@ class Tokenizer:
             out["attention_mask"] = masks[0] if one else masks
         return out
 
-    def decode(self, ids: Union[int, Sequence[int]], skip_special_tokens: bool = False) -> str:
-        """The text of ``ids``; ``skip_special_tokens`` drops control tokens (``<|im_end|>``)."""
+    def decode(self, ids: Union[int, Sequence[int]], skip_special_tokens: bool = False,
+               clean_up_tokenization_spaces: Optional[bool] = None) -> str:
+        """The text of ``ids``; ``skip_special_tokens`` drops control tokens (``<|im_end|>``).
+
+        ``clean_up_tokenization_spaces`` (None: the attribute of that name, tokenizer_config.json's)
+        asks for ``clean_up_tokenization``. As in transformers 5, a BPE tokenizer (every one here)
+        ignores it, with a warning, unless the attribute (or tokenizer_config.json key)
+        ``clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output`` is set."""
         if isinstance(ids, numbers.Integral) and not isinstance(ids, bool):  # numpy's ints too
             ids = [_checks.token_id("ids", ids)]
         else:
             ids = _checks.token_ids("ids", ids)
         if _checks.boolean("skip_special_tokens", skip_special_tokens):
             ids = [t for t in ids if not self._is_special(t)]
-        return self._core.detokenize(ids)
+        return self._clean_up(self._core.detokenize(ids), clean_up_tokenization_spaces)
 
-    def batch_decode(self, sequences: Sequence[Sequence[int]], skip_special_tokens: bool = False) -> List[str]:
+    def batch_decode(self, sequences: Sequence[Sequence[int]], skip_special_tokens: bool = False,
+                     clean_up_tokenization_spaces: Optional[bool] = None) -> List[str]:
         """``decode`` of each id list, as HF's."""
         if isinstance(sequences, (str, bytes)) or not isinstance(sequences, Sequence):
             raise ValueError(f"sequences must be a list of token id lists, got {sequences!r}")
-        return [self.decode(s, skip_special_tokens) for s in sequences]
+        return [self.decode(s, skip_special_tokens, clean_up_tokenization_spaces) for s in sequences]
+
+    def clean_up_tokenization(self, text: str) -> str:
+        """transformers' cleanup (``" ."`` -> ``"."``, ``" n't"`` -> ``"n't"`` ...), unconditionally."""
+        return clean_up_tokenization(_checks.text("text", text))
+
+    def _clean_up(self, text: str, asked: Optional[bool]) -> str:
+        on = self.clean_up_tokenization_spaces if asked is None else \
+            _checks.boolean("clean_up_tokenization_spaces", asked)
+        if not on:
+            return text
+        if self.clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output:
+            return clean_up_tokenization(text)
+        if asked:  # transformers warns too (Python's filter shows it once per calling line)
+            warnings.warn("clean_up_tokenization_spaces=True is ignored for a BPE tokenizer, as in "
+                          "transformers 5 (the cleanup strips real spaces before punctuation); set "
+                          "tokenizer.clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output"
+                          " = True to apply it anyway", UserWarning, stacklevel=3)
+        return text
 
     def apply_chat_template(
         self,

@@ -240,6 +240,7 @@ ModelInfo make_model_info(const ModelFiles& files, const ops::Backend& backend,
   add("eos", t.eos_id());
   add("eot", t.eot_id());
   add("pad", t.pad_id());
+  add("unk", t.unk_id());
   i.stop_ids = t.stop_ids();
   return i;
 }

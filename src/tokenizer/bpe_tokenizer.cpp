@@ -23,6 +23,7 @@ BpeTokenizer::BpeTokenizer(BpeVocab v)
       eos_(v.eos),
       eot_(v.eot),
       pad_(v.pad),
+      unk_(v.unk),
       add_bos_(v.add_bos),
       add_eos_(v.add_eos),
       chat_template_(std::move(v.chat_template)) {

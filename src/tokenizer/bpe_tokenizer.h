@@ -51,6 +51,7 @@ class BpeTokenizer final : public Tokenizer {
   int32_t eos_id() const override { return eos_; }
   int32_t eot_id() const override { return eot_; }
   int32_t pad_id() const override { return pad_; }
+  int32_t unk_id() const override { return unk_; }
   bool add_bos() const override { return add_bos_; }
   std::vector<int32_t> stop_ids() const override;
   std::string chat_template() const override { return chat_template_; }
@@ -70,7 +71,7 @@ class BpeTokenizer final : public Tokenizer {
   std::vector<std::string> bytes_;  // token_bytes, precomputed: decode is on the hot path
   StringTrie specials_;      // control and user-defined tokens (values: ids)
   ByteSet special_starts_;  // their first bytes
-  int32_t bos_, eos_, eot_, pad_;
+  int32_t bos_, eos_, eot_, pad_, unk_;
   bool add_bos_, add_eos_;
   std::string chat_template_;
   GapCache gaps_;  // long texts between special tokens, already encoded

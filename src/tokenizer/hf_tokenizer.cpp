@@ -32,6 +32,7 @@ HfTokenizer::HfTokenizer(HfTokenizerParts p)
       eos_(p.eos),
       eot_(p.eot),
       pad_(p.pad),
+      unk_(p.unk),
       chat_template_(std::move(p.chat_template)),
       extra_stops_(std::move(p.extra_stop_ids)) {
   int32_t n = bpe_.size();

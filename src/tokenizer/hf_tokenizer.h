@@ -33,7 +33,7 @@ struct HfTokenizerParts {
   std::unique_ptr<HfPreTokenizer> pre_tokenizer;   // never null
   std::unique_ptr<HfDecoder> decoder;              // never null
   std::vector<int32_t> prefix, suffix;   // what add_special puts around the text
-  int32_t bos = -1, eos = -1, eot = -1, pad = -1;
+  int32_t bos = -1, eos = -1, eot = -1, pad = -1, unk = -1;  // unk: tokenizer_config's
   std::vector<int32_t> extra_stop_ids;   // generation_config.json's eos_token_id
   std::string chat_template;
 };
@@ -58,6 +58,7 @@ class HfTokenizer final : public Tokenizer {
   int32_t eos_id() const override { return eos_; }
   int32_t eot_id() const override { return eot_; }
   int32_t pad_id() const override { return pad_; }
+  int32_t unk_id() const override { return unk_; }
   bool add_bos() const override;
   std::vector<int32_t> stop_ids() const override;
   std::string chat_template() const override { return chat_template_; }
@@ -90,7 +91,7 @@ class HfTokenizer final : public Tokenizer {
   std::vector<uint8_t> kind_;        // kNone / kAdded / kControl by id
   std::unordered_map<std::string, int32_t> added_ids_;
   std::vector<int32_t> prefix_, suffix_;
-  int32_t bos_, eos_, eot_, pad_;
+  int32_t bos_, eos_, eot_, pad_, unk_;
   std::string chat_template_;
   std::vector<int32_t> extra_stops_;
   GapCache gaps_;  // long normalised texts between added tokens, already encoded

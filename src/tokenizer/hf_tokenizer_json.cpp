@@ -295,6 +295,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_hf_dir(const std::string& dir_arg) {
   p.bos = lookup("bos_token", true);
   p.eos = lookup("eos_token", true);
   p.pad = lookup("pad_token", false);
+  p.unk = lookup("unk_token", false);
   // Without a tokenizer_config.json the template's first token is the BOS.
   if (p.bos < 0 && !hfjson::find(cfg, "bos_token") && !p.prefix.empty()) p.bos = p.prefix[0];
 

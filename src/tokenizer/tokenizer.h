@@ -83,6 +83,9 @@ class Tokenizer {
   virtual int32_t eos_id() const = 0;
   virtual int32_t eot_id() const = 0;
   virtual int32_t pad_id() const = 0;
+  // The unknown token (transformers' unk_token: GGUF's tokenizer.ggml.unknown_token_id,
+  // tokenizer_config.json's unk_token); -1 when absent.
+  virtual int32_t unk_id() const { return -1; }
   virtual bool add_bos() const = 0;
   // Ids that end generation: eos, eot and (for HF checkpoints) generation_config's eos list.
   virtual std::vector<int32_t> stop_ids() const = 0;

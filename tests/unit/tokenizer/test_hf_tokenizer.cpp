@@ -203,6 +203,7 @@ TEST(HfTokenizerMeta, Llama32) {
   EXPECT_EQ(tok->eos_id(), 128001);
   EXPECT_EQ(tok->eot_id(), tok->token_id("<|eot_id|>"));
   EXPECT_EQ(tok->pad_id(), tok->token_id("<|finetune_right_pad_id|>"));
+  EXPECT_EQ(tok->unk_id(), -1);  // tokenizer_config.json names none
   EXPECT_TRUE(tok->add_bos());
   EXPECT_EQ(tok->bos_token(), "<|begin_of_text|>");
   EXPECT_EQ(tok->eos_token(), "<|end_of_text|>");
@@ -220,6 +221,7 @@ TEST(HfTokenizerMeta, Qwen3) {
   EXPECT_EQ(tok->eos_token(), "<|im_end|>");
   EXPECT_EQ(tok->eos_id(), tok->token_id("<|im_end|>"));
   EXPECT_EQ(tok->pad_id(), tok->token_id("<|endoftext|>"));
+  EXPECT_EQ(tok->unk_id(), -1);  // "unk_token": null
   EXPECT_NE(tok->chat_template().find("<|im_start|>"), std::string::npos);
   // <think> is an added token but not a special one: kept by skip_special, parsed always.
   const int32_t think = tok->token_id("<think>");
@@ -236,6 +238,7 @@ TEST(HfTokenizerMeta, SentencePieceFamilies) {
     auto tok = Tokenizer::from_hf_dir(fixture_dir(name));
     EXPECT_EQ(tok->bos_id(), 1) << name;
     EXPECT_EQ(tok->eos_id(), 2) << name;
+    EXPECT_EQ(tok->unk_id(), 0) << name;  // tokenizer_config.json's "<unk>"
     EXPECT_TRUE(tok->add_bos()) << name;
     EXPECT_EQ(tok->token_bytes(tok->token_id("<0x0A>")), "\n") << name;
     EXPECT_EQ(tok->token_bytes(tok->token_id("▁the")), " the") << name;

@@ -182,6 +182,7 @@ TEST(TokenizerGguf, DefaultModelMetadata) {
   EXPECT_EQ(tok->eos_id(), 2);
   EXPECT_EQ(tok->eot_id(), -1);
   EXPECT_EQ(tok->pad_id(), 2);
+  EXPECT_EQ(tok->unk_id(), 0);  // tokenizer.ggml.unknown_token_id
   EXPECT_FALSE(tok->add_bos());
   EXPECT_EQ(tok->stop_ids(), std::vector<int32_t>{2});
   EXPECT_TRUE(tok->is_special(1));
