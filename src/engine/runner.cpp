@@ -70,6 +70,7 @@ Runner::Runner(std::vector<Decoder*> decoders, RankGroup& ranks, int ctx, int sa
   backend_.reserve_constraints(max_seqs_, (sample_limit_ + 31) / 32, 4096);
   // Penalty entries of one step: distinct tokens per sequence, bounded by its length.
   backend_.reserve_sampling(max_seqs_, int(std::min<int64_t>(int64_t(max_seqs_) * ctx_, 1 << 22)));
+  backend_.reserve_kept_rows(std::min(max_seqs_, kMaxKeptRows), vocab_);
 }
 
 // One graph per batch-size bucket; lengths live in device memory, so each graph serves every
@@ -195,9 +196,12 @@ StepResult Runner::select(const StepPlan& plan, const std::vector<SequenceSample
   // Argmax on the device (in the graph); otherwise the device sampler unless a request wants
   // logprobs (computed on the host from the full distribution).
   constrained_on_device_ = false;
-  if (greedy || sample_on_device(plan, samplers, logits, n, constraints)) {
+  Tensor kept;  // the rows that want logprobs, as sampling found them
+  std::vector<int32_t> lp_rows;
+  if (greedy || sample_on_device(plan, samplers, logits, n, constraints, lp_rows, kept)) {
     backend_.copy_to_host(host_tokens_.data(), device_tokens_.data(), size_t(n) * sizeof(int32_t));
     for (size_t r = 0; r < size_t(n); ++r) res.rows[r].token = host_tokens_[r];
+    if (!lp_rows.empty()) logprobs_on_device(samplers, kept, lp_rows, res);
     return res;
   }
   float* lg = logits.ptr<float>();
@@ -221,16 +225,35 @@ StepResult Runner::select(const StepPlan& plan, const std::vector<SequenceSample
 
 bool Runner::sample_on_device(const StepPlan& plan,
                               const std::vector<SequenceSampler*>& samplers,
-                              const Tensor& logits, int n, const StepConstraints* constraints) {
+                              const Tensor& logits, int n, const StepConstraints* constraints,
+                              std::vector<int32_t>& lp_rows, Tensor& kept) {
   if (!backend_.supports_device_sampling()) return false;
-  if (std::any_of(samplers.begin(), samplers.end(),
-                  [](const SequenceSampler* s) { return s->params().top_logprobs >= 0; }))
+  // Rows that want logprobs keep a copy of their logits before the biases and penalties (the
+  // distribution vLLM reports), masked by their grammar as the host path's.
+  for (int r = 0; r < n; ++r) {
+    const int k = samplers[size_t(r)]->params().top_logprobs;
+    if (k > ops::Backend::kMaxTopLogprobs) return false;
+    if (k >= 0) lp_rows.push_back(r);
+  }
+  if (!lp_rows.empty() && !backend_.keep_rows(logits, lp_rows.data(), int(lp_rows.size()), &kept)) {
+    lp_rows.clear();
     return false;
+  }
   if (constraints) {
     if (!backend_.constrain_logits(logits, n, constraints->masks.data(), constraints->words,
-                                   constraints->bias))
+                                   constraints->bias)) {
+      lp_rows.clear();
       return false;
+    }
     constrained_on_device_ = true;  // the logits hold the masks from here on, whatever samples
+    if (!lp_rows.empty() && constraints->words > 0) {
+      std::vector<uint32_t> masks;
+      for (int32_t r : lp_rows)
+        masks.insert(masks.end(), constraints->masks.begin() + ptrdiff_t(r) * constraints->words,
+                     constraints->masks.begin() + ptrdiff_t(r + 1) * constraints->words);
+      LL_CHECK(backend_.constrain_logits(kept, int(lp_rows.size()), masks.data(), constraints->words, {}),
+               "masking the kept logprob rows failed");
+    }
   }
   std::vector<ops::SampleRow> rows;
   std::vector<int32_t> pen_tokens, pen_counts;
@@ -256,6 +279,33 @@ bool Runner::sample_on_device(const StepPlan& plan,
   }
   return backend_.sample(logits, n, sample_limit_, rows, pen_tokens, pen_counts,
                          device_tokens_.as<int32_t>());
+}
+
+// The logprobs of the rows that asked, from their kept logits and the tokens the device drew.
+void Runner::logprobs_on_device(const std::vector<SequenceSampler*>& samplers, const Tensor& kept,
+                                const std::vector<int32_t>& lp_rows, StepResult& res) {
+  const int m = int(lp_rows.size());
+  int k = 0;
+  std::vector<int32_t> targets;
+  for (int32_t r : lp_rows) {
+    k = std::max(k, samplers[size_t(r)]->params().top_logprobs);
+    targets.push_back(res.rows[size_t(r)].token);
+  }
+  k = std::min(k, sample_limit_);
+  std::vector<ops::RowScore> rs(static_cast<size_t>(m));
+  std::vector<ops::TopToken> top(static_cast<size_t>(m * k));
+  LL_CHECK(backend_.score_rows(kept, m, sample_limit_, targets.data(), k, rs.data(), top.data()),
+           "device logprobs failed");
+  for (int i = 0; i < m; ++i) {
+    SampledToken& t = res.rows[size_t(lp_rows[size_t(i)])];
+    TokenLogprobs tl;
+    tl.token = t.token;
+    tl.logprob = rs[size_t(i)].logprob;
+    tl.rank = rs[size_t(i)].rank;
+    const int want = std::min(k, samplers[size_t(lp_rows[size_t(i)])]->params().top_logprobs);
+    for (int j = 0; j < want; ++j) tl.top.emplace_back(top[size_t(i * k + j)].token, top[size_t(i * k + j)].logprob);
+    t.logprobs = {std::move(tl)};
+  }
 }
 
 }  // namespace lite_llama

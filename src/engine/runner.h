@@ -77,9 +77,16 @@ class Runner {
   StepResult select(const StepPlan& plan, const std::vector<sampling::SequenceSampler*>& samplers,
                     const Tensor& logits, bool greedy, const StepConstraints* constraints);
   // Device sampling of non-greedy rows; false where the backend or a request needs the host.
+  // lp_rows: the rows that want logprobs, their logits kept aside in `kept` (on success).
   bool sample_on_device(const StepPlan& plan,
                         const std::vector<sampling::SequenceSampler*>& samplers,
-                        const Tensor& logits, int n, const StepConstraints* constraints);
+                        const Tensor& logits, int n, const StepConstraints* constraints,
+                        std::vector<int32_t>& lp_rows, Tensor& kept);
+  void logprobs_on_device(const std::vector<sampling::SequenceSampler*>& samplers, const Tensor& kept,
+                          const std::vector<int32_t>& lp_rows, StepResult& res);
+  // Rows a step may take logprobs of on the device (their logits are copied aside: 64 rows of a
+  // 152k vocabulary are 39 MB); more go to the host.
+  static constexpr int kMaxKeptRows = 64;
   int graph_bucket(int num_seqs) const;
   // Every rank's eager forward of `batch` (after this step's prefix table writes when
   // with_tables); rank 0's logits.

@@ -197,6 +197,12 @@ class Backend {
                           RowScore* out, TopToken* top) {
     return false;
   }
+  // Logprobs of device-sampled rows: keep_rows copies rows[0..n) (host indices) of `logits` aside
+  // before constraints and sampling change them; *kept ([n, V] F32) holds them until the next call,
+  // for constrain_logits (the masks) and score_rows once the tokens are drawn. false (nothing done)
+  // where unsupported or past the rows reserve_kept_rows() reserved.
+  virtual void reserve_kept_rows(int rows, int64_t vocab) {}
+  virtual bool keep_rows(const Tensor& logits, const int32_t* rows, int n, Tensor* kept) { return false; }
   // Constrained decoding: row r keeps logit t where bit t of masks[r * words ...] is set (the
   // rest become -inf), then the biases are added; `masks` and `bias` are host arrays uploaded
   // into buffers reserved by reserve_constraints(). false (nothing done) where unsupported or

@@ -236,3 +236,36 @@ TEST_F(CudaSampling, ScoreRowsMatchALogSoftmaxInDouble) {
   EXPECT_EQ(top[0].token, 0);
   EXPECT_EQ(top[1].token, 1);
 }
+
+// Backend::keep_rows: the kept rows are the logits as they were, in the order asked, whatever
+// sampling does to the logits afterwards (penalties change them in place); more rows than
+// reserved are refused.
+TEST_F(CudaSampling, KeptRowsStayAsTheLogitsWere) {
+  const int V = 300, rows = 3;
+  gpu->reserve_kept_rows(2, V);
+  std::vector<float> all;
+  for (int r = 0; r < rows; ++r) {
+    const std::vector<float> l = test_logits(V, uint32_t(200 + r));
+    all.insert(all.end(), l.begin(), l.end());
+  }
+  DevTensor d = dev_from(*gpu, all, DType::F32, {rows, V});
+  const std::vector<int32_t> which = {2, 0};
+  Tensor kept;
+  ASSERT_TRUE(gpu->keep_rows(d.t, which.data(), 2, &kept));
+  ops::SampleRow p;
+  p.repetition_penalty = 2.f;
+  p.presence_penalty = 5.f;
+  p.pen_count = 3;
+  std::vector<ops::SampleRow> params(static_cast<size_t>(rows), p);
+  DevInts out = dev_ints(*gpu, std::vector<int32_t>(static_cast<size_t>(rows), -1));
+  ASSERT_TRUE(gpu->sample(d.t, rows, V, params, {5, 6, 7}, {1, 1, 1}, out.ptr()));
+  const std::vector<float> now = to_host(*gpu, d.t), k = to_host(*gpu, kept);
+  ASSERT_EQ(k.size(), size_t(2 * V));
+  for (int i = 0; i < 2; ++i)
+    for (int c = 0; c < V; ++c)
+      ASSERT_EQ(k[size_t(i * V + c)], all[size_t(which[size_t(i)] * V + c)]) << "kept row " << i << " col " << c;
+  EXPECT_NE(now[size_t(2 * V + 5)], all[size_t(2 * V + 5)]);  // the penalties did change the logits
+  Tensor more;
+  const std::vector<int32_t> three = {0, 1, 2};
+  EXPECT_FALSE(gpu->keep_rows(d.t, three.data(), 3, &more));
+}

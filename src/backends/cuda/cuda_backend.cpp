@@ -277,6 +277,12 @@ class CudaBackend final : public ops::Backend {
     return sampler_.score(logits, rows, limit, targets, top_k, out, top);
   }
 
+  void reserve_kept_rows(int rows, int64_t vocab) override { sampler_.reserve_kept(rows, vocab); }
+  bool keep_rows(const Tensor& logits, const int32_t* rows, int n, Tensor* kept) override {
+    ProfileScope ps(prof_, "sampling", stream());
+    return sampler_.keep(logits, rows, n, kept);
+  }
+
   void reserve_constraints(int max_rows, int words, int max_bias) override {
     sampler_.reserve_constraints(max_rows, words, max_bias);
   }

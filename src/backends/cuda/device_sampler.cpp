@@ -53,6 +53,22 @@ bool DeviceSampler::sample(const Tensor& logits, int rows, int limit, const std:
   return true;
 }
 
+void DeviceSampler::reserve_kept(int rows, int64_t vocab) {
+  kept_cap_ = rows;
+  kept_cols_ = vocab;
+  kept_ = dev_.alloc(size_t(rows) * size_t(vocab) * sizeof(float));
+  kept_ids_ = dev_.alloc(size_t(std::max(1, rows)) * sizeof(int32_t));
+}
+
+bool DeviceSampler::keep(const Tensor& logits, const int32_t* rows, int n, Tensor* kept) {
+  if (n > kept_cap_ || logits.cols() != kept_cols_ || logits.dtype != DType::F32) return false;
+  cudaStream_t s = dev_.stream();
+  LL_CUDA(cudaMemcpyAsync(kept_ids_.data(), rows, size_t(n) * sizeof(int32_t), cudaMemcpyHostToDevice, s));
+  LL_CUDA(gather_rows(logits.data, kept_ids_.as<int32_t>(), kept_.data(), n, size_t(kept_cols_) * sizeof(float), s));
+  *kept = Tensor(kept_.data(), DType::F32, {int64_t(n), kept_cols_}, logits.device);
+  return true;
+}
+
 DeviceSampler::~DeviceSampler() {
   if (masks_host_) cudaFreeHost(masks_host_);
   if (masks_ready_) cudaEventDestroy(masks_ready_);
@@ -80,7 +96,9 @@ bool DeviceSampler::constrain(const Tensor& logits, int rows, const uint32_t* ma
   cudaStream_t s = dev_.stream();
   const bool with_masks = masks && words > 0;
   if (with_masks) {
-    // The previous step's copy and mask kernel are done: its tokens were read back after them.
+    // The staging buffer is free once the last copy from it is done (a step may constrain its
+    // kept logprob rows too).
+    LL_CUDA(cudaEventSynchronize(masks_ready_));
     const size_t bytes = size_t(rows) * size_t(words) * sizeof(uint32_t);
     std::memcpy(masks_host_, masks, bytes);
     LL_CUDA(cudaMemcpyAsync(masks_.data(), masks_host_, bytes, cudaMemcpyHostToDevice, copy_stream_));

@@ -21,6 +21,9 @@ class DeviceSampler {
   // Backend::score_rows: host arrays in and out, through buffers reserve() sized.
   bool score(const Tensor& logits, int rows, int limit, const int32_t* targets, int top_k, ops::RowScore* out,
              ops::TopToken* top);
+  // Backend::keep_rows into a buffer of `rows` rows of `vocab` columns.
+  void reserve_kept(int rows, int64_t vocab);
+  bool keep(const Tensor& logits, const int32_t* rows, int n, Tensor* kept);
   // Grammar masks and logit biases (Backend::constrain_logits): uploaded, then one kernel each.
   // The masks (64 rows of a 128k vocabulary: 1 MiB) go through pinned memory on a copy stream of
   // their own, so their transfer overlaps the forward still running on the op stream.
@@ -32,6 +35,9 @@ class DeviceSampler {
   CudaDevice& dev_;
   Buffer rows_, pen_buf_;
   Buffer scores_;  // score(): targets, then results, then top tokens
+  Buffer kept_, kept_ids_;
+  int kept_cap_ = 0;
+  int64_t kept_cols_ = 0;
   int rows_cap_ = 0, pen_cap_ = 0;
   Buffer masks_, bias_;
   int mask_rows_cap_ = 0, mask_words_cap_ = 0, bias_cap_ = 0;
