@@ -97,7 +97,7 @@ class AsyncEngine {
   void shutdown(std::chrono::milliseconds grace);
   bool accepting() const;
 
-  // Tokenizer, chat template and model info (thread-safe: const and stateless).
+  // Tokenizer, chat templates and model info (thread-safe: const, the template cache locked).
   const Engine& engine() const { return *engine_; }
   ServerStats stats() const;
 

@@ -40,6 +40,9 @@ struct EngineOptions {
   // cache is then built during decode), for at most this long (<= 0: not at all).
   int grammar_warm_threads = 0;
   double grammar_warm_ms = 2000;
+  // Jinja source of a chat template used in place of the model's everywhere (vLLM's
+  // --chat-template); empty: the model's own. Parsed at creation: create() throws if it does not.
+  std::string chat_template;
 };
 
 struct TokenLogprobs {
@@ -113,26 +116,32 @@ class Engine {
                                         bool parse_special = false) const = 0;
   virtual std::string detokenize(const std::vector<int32_t>& ids) const = 0;
   virtual std::string token_text(int32_t id) const = 0;
-  // Renders the model's chat template. extra_json: extra template variables as a JSON object
-  // (e.g. {"enable_thinking": false}); empty for none. continue_final: the text ends right after
-  // the final message's content, so that generation continues it (vLLM's and transformers'
-  // continue_final_message; throws, naming it, with add_generation_prompt, when the final message
-  // is not an assistant one, or when its content is empty or not in the rendered text).
+  // Renders the model's chat template (EngineOptions::chat_template where given). extra_json:
+  // extra template variables as a JSON object (e.g. {"enable_thinking": false}); empty for none.
+  // continue_final: the text ends right after the final message's content, so that generation
+  // continues it (vLLM's and transformers' continue_final_message; throws, naming it, with
+  // add_generation_prompt, when the final message is not an assistant one, or when its content is
+  // empty or not in the rendered text). chat_template: Jinja source rendered instead, with the
+  // same variables (the model's bos_token and eos_token); empty: the engine's template. The last
+  // few sources are kept parsed. Throws when the template does not parse or fails to render.
   virtual std::string apply_chat_template(const std::vector<ChatMessage>& msgs,
                                           bool add_generation_prompt,
                                           const std::string& extra_json = "",
-                                          bool continue_final = false) const = 0;
+                                          bool continue_final = false,
+                                          const std::string& chat_template = "") const = 0;
 
   // The chat template rendered and tokenized for generation. Special-token strings inside message
   // contents stay ordinary text unless allow_special_in_content (then they act as the control
   // tokens they spell, like the template's own markers). text: if given, gets the text that was
-  // tokenized (saves a second rendering to look at it). continue_final: as apply_chat_template's.
+  // tokenized (saves a second rendering to look at it). continue_final, chat_template: as
+  // apply_chat_template's.
   virtual std::vector<int32_t> tokenize_chat(const std::vector<ChatMessage>& msgs,
                                              bool add_generation_prompt,
                                              const std::string& extra_json,
                                              bool allow_special_in_content,
                                              std::string* text = nullptr,
-                                             bool continue_final = false) const = 0;
+                                             bool continue_final = false,
+                                             const std::string& chat_template = "") const = 0;
 
   // Queues a request; throws on an empty prompt, a prompt that does not fit the context, or
   // invalid parameters. Returns its id.

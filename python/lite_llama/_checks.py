@@ -137,7 +137,7 @@ def text_or_texts(name: str, value: object) -> List[str]:
 _FLAG_ARGS = (("--ctx", "ctx"), ("--device", "device"), ("--gpu-memory-utilization", "gpu_memory_utilization"),
               ("--kv-tokens", "kv_tokens"), ("--load-format", "load_format"),
               ("--max-batched-tokens", "max_num_batched_tokens"), ("--max-num-seqs", "max_num_seqs"),
-              ("--quantize", "quantize"), ("--tp", "tensor_parallel_size"))
+              ("--quantize", "quantize"), ("--tp", "tensor_parallel_size"), ("--chat-template", "chat_template"))
 
 
 def engine_error(e: RuntimeError) -> Exception:

@@ -85,6 +85,8 @@ class LLM:
             over as many CPU ranks (``--tp``).
         seed: requests without a seed of their own get seeds drawn from this one (reproducible
             runs); also the dummy weights' seed.
+        chat_template: Jinja source, or a file of it, used in place of the model's chat template
+            (``--chat-template``); ``chat(chat_template=...)`` still overrides it per call.
 
     Raises FileNotFoundError for a missing model path, ValueError for bad arguments and
     RuntimeError for anything else the engine refuses (a broken file, an unsupported model).
@@ -109,6 +111,7 @@ class LLM:
         tensor_parallel_size: int = 1,
         seed: Optional[int] = None,
         max_model_len: Optional[int] = None,
+        chat_template: Optional[str] = None,
     ) -> None:
         if max_model_len is not None:
             if ctx:
@@ -145,6 +148,7 @@ class LLM:
                 threads=_checks.count("threads", threads, 1024),
                 tensor_parallel_size=_checks.integer("tensor_parallel_size", tensor_parallel_size, 1, 64),
                 dummy_seed=seed or 0,
+                chat_template=load_chat_template(chat_template),
             )
         except RuntimeError as e:
             raise _checks.engine_error(e) from None

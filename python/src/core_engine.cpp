@@ -10,8 +10,6 @@
 #include <cxxabi.h>  // abi::__forced_unwind: pthread_exit's unwinding
 #endif
 
-#include "lite_llama/chat_template.h"
-
 namespace lite_llama::python {
 namespace {
 
@@ -108,15 +106,7 @@ std::string CoreEngine::apply_chat_template(const std::vector<ChatMessage>& msgs
                                             bool add_generation_prompt, const std::string& extra_json,
                                             bool continue_final, const std::string& chat_template) const {
   return as_argument_error([&] {
-    if (chat_template.empty())
-      return engine_->apply_chat_template(msgs, add_generation_prompt, extra_json, continue_final);
-    // The model's bos_token / eos_token variables, as the engine gives its own template.
-    std::string bos, eos;
-    for (const auto& [name, id] : engine_->info().special_tokens) {
-      if (name == "bos") bos = engine_->token_text(id);
-      if (name == "eos") eos = engine_->token_text(id);
-    }
-    return render_chat_template(chat_template, msgs, add_generation_prompt, bos, eos, extra_json, continue_final);
+    return engine_->apply_chat_template(msgs, add_generation_prompt, extra_json, continue_final, chat_template);
   });
 }
 

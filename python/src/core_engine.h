@@ -41,12 +41,12 @@ class CoreEngine {
  public:
   explicit CoreEngine(const EngineOptions& opts);  // loads with the GIL released
 
-  // Tokenizer and chat template: const and stateless in the engine, so no lock.
+  // Tokenizer and chat templates: const and thread-safe in the engine, so no lock.
   std::vector<int32_t> tokenize(const std::string& text, bool add_special,
                                 bool parse_special) const;
   std::string detokenize(const std::vector<int32_t>& ids) const;
   std::string token_text(int32_t id) const;
-  // chat_template: Jinja source used instead of the model's template ("" for the model's).
+  // chat_template: Jinja source used instead of the engine's template ("" for the engine's).
   std::string apply_chat_template(const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
                                   const std::string& extra_json, bool continue_final = false,
                                   const std::string& chat_template = "") const;

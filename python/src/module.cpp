@@ -54,6 +54,7 @@ EngineOptions engine_options(const py::kwargs& kw) {
     else if (k == "cuda_graph") o.cuda_graph = py::cast<bool>(value);
     else if (k == "prefix_cache") o.prefix_cache = py::cast<bool>(value);
     else if (k == "tensor_parallel_size") o.tp = py::cast<int>(value);
+    else if (k == "chat_template") o.chat_template = str();
     else throw ArgumentError("unknown engine option '" + k + "'");
   }
   return o;

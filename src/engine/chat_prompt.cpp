@@ -7,7 +7,6 @@
 #include "core/byte_set.h"
 #include "core/error.h"
 #include "core/string_trie.h"
-#include "lite_llama/chat_template.h"
 #include "template/chat_template.h"
 #include "template/jinja_builtins.h"
 
@@ -167,8 +166,7 @@ std::vector<int32_t> tokenize_chat_prompt(const Tokenizer& tok, const std::vecto
   return tok.encode(t, false, true, plain);
 }
 
-// Engine::apply_chat_template's checks, rendering and continue_final cut, for the model's template
-// and for a caller's (render_chat_template).
+// Engine::apply_chat_template's checks, rendering and continue_final cut, for any template.
 std::string render_chat(const ChatTemplate& t, const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
                         const std::string& bos_token, const std::string& eos_token,
                         const std::string& extra_json, bool continue_final) {
@@ -188,13 +186,67 @@ std::string render_chat(const ChatTemplate& t, const std::vector<ChatMessage>& m
   return cut_after_final_message(text, msgs.back());
 }
 
-std::string render_chat_template(const std::string& source, const std::vector<ChatMessage>& msgs,
-                                 bool add_generation_prompt, const std::string& bos_token,
-                                 const std::string& eos_token, const std::string& extra_json,
-                                 bool continue_final) {
-  LL_CHECK(!source.empty(), "the chat template is empty");
-  return render_chat(ChatTemplate(source), msgs, add_generation_prompt, bos_token, eos_token, extra_json,
-                     continue_final);
+ChatTemplates::ChatTemplates(std::string model_template, const std::string& override_template,
+                             std::string model_path, std::string bos_token, std::string eos_token)
+    : default_source_(override_template.empty() ? std::move(model_template) : override_template),
+      model_path_(std::move(model_path)),
+      bos_(std::move(bos_token)),
+      eos_(std::move(eos_token)) {
+  if (override_template.empty()) return;
+  try {
+    default_ = std::make_shared<const ChatTemplate>(override_template);
+  } catch (const Error& e) {
+    std::string why = e.what();
+    std::replace(why.begin(), why.end(), '\n', ' ');  // the CLI prints one line
+    fail("--chat-template: the template does not parse: {}", why);
+  }
+  ++parses_;
+}
+
+ChatTemplates::~ChatTemplates() = default;
+
+const ChatTemplate& ChatTemplates::default_template() const {
+  std::call_once(default_once_, [&] {  // a throw leaves it for the next call to try again
+    if (default_) return;
+    LL_CHECK(!default_source_.empty(), "{}: the model has no chat template (--chat-template gives one)",
+             model_path_);
+    default_ = std::make_shared<const ChatTemplate>(default_source_);
+    ++parses_;
+  });
+  return *default_;
+}
+
+std::shared_ptr<const ChatTemplate> ChatTemplates::kept(const std::string& source) const {
+  auto find = [&]() -> std::shared_ptr<const ChatTemplate> {  // with mu_ held; moves it to the back
+    for (auto it = recent_.begin(); it != recent_.end(); ++it)
+      if ((*it)->source() == source) {
+        std::shared_ptr<const ChatTemplate> t = std::move(*it);
+        recent_.erase(it);
+        return recent_.emplace_back(std::move(t));
+      }
+    return nullptr;
+  };
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (auto t = find()) return t;
+  }
+  // Parsed outside the lock, so that other threads render meanwhile; a renderer that an eviction
+  // overtakes keeps its template alive through its shared_ptr.
+  auto t = std::make_shared<const ChatTemplate>(source);
+  ++parses_;
+  std::lock_guard<std::mutex> lk(mu_);
+  if (auto same = find()) return same;  // another thread parsed it meanwhile
+  if (recent_.size() >= kKept) recent_.erase(recent_.begin());
+  return recent_.emplace_back(std::move(t));
+}
+
+std::string ChatTemplates::render(const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
+                                  const std::string& extra_json, bool continue_final,
+                                  const std::string& source) const {
+  if (source.empty() || source == default_source_)
+    return render_chat(default_template(), msgs, add_generation_prompt, bos_, eos_, extra_json, continue_final);
+  const std::shared_ptr<const ChatTemplate> t = kept(source);
+  return render_chat(*t, msgs, add_generation_prompt, bos_, eos_, extra_json, continue_final);
 }
 
 }  // namespace lite_llama

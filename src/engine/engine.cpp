@@ -11,7 +11,6 @@
 #include <optional>
 #include <thread>
 #include <atomic>
-#include <mutex>
 #include <unordered_map>
 #include <utility>
 
@@ -33,7 +32,6 @@
 #include "engine/grammar_cache.h"
 #include "sampling/bad_words.h"
 #include "sampling/sampler.h"
-#include "template/chat_template.h"
 
 namespace lite_llama {
 namespace {
@@ -67,6 +65,9 @@ class EngineImpl final : public Engine {
              "--load-format must be auto or dummy, got '{}'", o.load_format);
     files_ = o.load_format == "dummy" ? open_dummy_model(o.model, o.dummy_seed)
                                       : open_model_files(o.model);
+    // Before the weights: a --chat-template that does not parse fails the start at once.
+    templates_ = std::make_unique<ChatTemplates>(files_.chat_template, o.chat_template, files_.path,
+                                                 files_.bos_token, files_.eos_token);
     load_backend_and_model(o);
     pool_ = std::make_unique<kv::KvPool>(int32_t(model().kv_tokens));
     rows_ = std::make_unique<kv::ReqRows>(model().max_seqs);
@@ -139,18 +140,16 @@ class EngineImpl final : public Engine {
   }
 
   std::string apply_chat_template(const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
-                                  const std::string& extra_json, bool continue_final) const override {
-    LL_CHECK(!files_.chat_template.empty(), "{}: the model has no chat template", files_.path);
-    std::call_once(template_once_, [&] { template_ = std::make_unique<ChatTemplate>(files_.chat_template); });
-    return render_chat(*template_, msgs, add_generation_prompt, files_.bos_token, files_.eos_token,
-                       extra_json, continue_final);
+                                  const std::string& extra_json, bool continue_final,
+                                  const std::string& chat_template) const override {
+    return templates_->render(msgs, add_generation_prompt, extra_json, continue_final, chat_template);
   }
 
   std::vector<int32_t> tokenize_chat(const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
-                                     const std::string& extra_json, bool allow_special,
-                                     std::string* text, bool continue_final) const override {
+                                     const std::string& extra_json, bool allow_special, std::string* text,
+                                     bool continue_final, const std::string& chat_template) const override {
     return tokenize_chat_prompt(*files_.tokenizer, msgs, allow_special, [&](const auto& m) {
-      return apply_chat_template(m, add_generation_prompt, extra_json, continue_final);
+      return templates_->render(m, add_generation_prompt, extra_json, continue_final, chat_template);
     }, text);
   }
 
@@ -568,8 +567,7 @@ class EngineImpl final : public Engine {
   std::unique_ptr<kv::RadixCache> cache_;  // automatic prefix caching (nullptr: off)
   std::unique_ptr<Scheduler> sched_;
   std::unique_ptr<Runner> runner_;
-  mutable std::once_flag template_once_;
-  mutable std::unique_ptr<ChatTemplate> template_;
+  std::unique_ptr<ChatTemplates> templates_;  // the model's or --chat-template, and per-call ones
   std::unordered_map<int64_t, std::unique_ptr<Request>> requests_;
   std::vector<int64_t> cancelled_;
   std::vector<int32_t> stop_ids_;

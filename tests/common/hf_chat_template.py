@@ -29,10 +29,10 @@ def render(template, messages, add_generation_prompt=True, **variables):
 
 def dummy_model_dir(src, tmp, config_json, template_file=None):
     """A model folder in tmp: the fixture config (config_json) with the vocabulary of the tokenizer
-    in src, its tokenizer files and, if given, a chat template file. Returns (template source,
-    {"bos_token", "eos_token"}, tokenizer_config)."""
+    in src, its tokenizer files and, if given, a chat template file. Returns (template source or
+    None where there is none, {"bos_token", "eos_token"}, tokenizer_config)."""
     cfg = json.loads((src / "tokenizer_config.json").read_text())
-    template = template_file.read_text() if template_file else cfg["chat_template"]
+    template = template_file.read_text() if template_file else cfg.get("chat_template")
     config = json.loads(config_json.read_text())
     tok = json.loads((src / "tokenizer.json").read_text())
     config["vocab_size"] = max(len(tok["model"]["vocab"]), 1 + max(a["id"] for a in tok["added_tokens"]))

@@ -41,6 +41,7 @@ class Family:
         self.template, self.special, cfg = hf_chat_template.dummy_model_dir(
             src, tmp, ROOT / "tests" / "fixtures" / "models" / arch / "config.json", template_file)
         self.pad = cfg["pad_token"]
+        self.dir = tmp
         self.llm = LLM(str(tmp), load_format="dummy", device="cpu", threads=2, ctx=1024)
         self.tok = self.llm.get_tokenizer()
 
@@ -157,3 +158,21 @@ def test_chat_template_argument(family, tmp_path):
         family.llm.chat(conv, GREEDY1, use_tqdm=False, chat_template=str(tmp_path / "missing.jinja"))
     with pytest.raises(ValueError):
         family.llm.chat(conv, GREEDY1, use_tqdm=False, chat_template="{% for m in messages %}")
+
+
+def test_llm_chat_template_replaces_the_models(family, tmp_path):
+    """LLM(chat_template=...), as --chat-template: the engine's template everywhere (chat, the
+    tokenizer's apply_chat_template), the model's bos_token / eos_token in it; chat(chat_template=)
+    still wins per call; one that does not parse fails the constructor."""
+    f = tmp_path / "custom.jinja"
+    f.write_text(CUSTOM)
+    llm = LLM(str(family.dir), load_format="dummy", device="cpu", threads=2, ctx=1024,
+              chat_template=str(f))
+    conv = [{"role": "user", "content": "Hi there"}]
+    want = family.render(conv, CUSTOM)
+    assert llm.chat(conv, GREEDY1, use_tqdm=False)[0].prompt == want
+    assert llm.get_tokenizer().apply_chat_template(conv) == want
+    assert llm.chat(conv, GREEDY1, use_tqdm=False, chat_template=family.template)[0].prompt == family.render(conv)
+    with pytest.raises(ValueError, match="^chat_template: the template does not parse: chat template line 1"):
+        LLM(str(family.dir), load_format="dummy", device="cpu", threads=2, ctx=1024,
+            chat_template="{% for m in messages %}")

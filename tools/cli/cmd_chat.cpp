@@ -172,6 +172,7 @@ void register_chat(CLI::App& app) {
   auto a = std::make_shared<ChatArgs>();
   CLI::App* c = app.add_subcommand("chat", "interactive chat (streaming, multi-turn)");
   add_model_options(c, a->model);
+  add_chat_template_option(c, a->model);
   add_sampling_options(c, a->sampling, 512);
   c->add_option("--system", a->system, "system message");
   c->callback([a] { run_chat(*a); });

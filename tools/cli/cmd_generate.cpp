@@ -154,6 +154,8 @@ void register_generate(CLI::App& app) {
   c->add_option("-f,--file", a->file, "file with one prompt per line");
   CLI::Option* chat = c->add_flag("--chat", a->chat, "wrap the prompt in the model's chat template");
   c->add_option("--system", a->system, "system message (with --chat)")->needs(chat);  // ignored without it
+  add_chat_template_option(c, a->model);
+  c->get_option("--chat-template")->needs(chat);
   c->add_flag("--json", a->json, "print one JSON object with text, tokens and timings");
   c->callback([a] { run_generate(*a); });
 }

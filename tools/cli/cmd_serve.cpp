@@ -29,6 +29,7 @@ void register_serve(CLI::App& app) {
   auto a = std::make_shared<ServeArgs>();
   CLI::App* c = app.add_subcommand("serve", "OpenAI-compatible HTTP server (completions, chat, SSE)");
   add_model_options(c, a->model);
+  add_chat_template_option(c, a->model);
   server::ServerOptions& s = a->server;
   c->add_option("--host", s.host, "address to listen on")->capture_default_str();
   c->add_option("--port", s.port, "port (0 = any free port)")

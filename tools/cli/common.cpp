@@ -101,6 +101,30 @@ void add_sampling_options(CLI::App* app, SamplingArgs& s, int default_max_tokens
   app->add_option("--regex", s.regex, "regular expression the output must match");
 }
 
+void add_chat_template_option(CLI::App* app, ModelArgs& a) {
+  app->add_option("--chat-template", a.chat_template,
+                  "chat template (Jinja source, or a file of it) used in place of the model's, as vLLM's")
+      ->check([](const std::string& v) { return v.empty() ? std::string("empty value (a template or a file)") : ""; });
+}
+
+namespace {
+
+// vLLM's rule: a file if there is one; else Jinja source if it has a template's characters, else
+// a path that is missing.
+std::string load_chat_template(const std::string& arg) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(arg, ec)) {
+    std::string text = read_input_file(arg, "--chat-template");
+    LL_CHECK(!text.empty(), "--chat-template: '{}' is empty", arg);
+    return text;
+  }
+  LL_CHECK(arg.find_first_of("{}\n") != std::string::npos,
+           "--chat-template: '{}' looks like a file path, but it is not a file", arg);
+  return arg;
+}
+
+}  // namespace
+
 SamplingParams SamplingArgs::resolve() const {
   SamplingParams p = params;
   if (p.top_k == -1) p.top_k = 0;  // off, as vLLM, the server and Python write it
@@ -154,6 +178,7 @@ EngineOptions resolve_engine_options(const ModelArgs& a) {
   o.backend.device = parse_device(a.device);
   o.backend.dtype = parse_act_type(a.dtype);
   o.backend.quantize = parse_quant_mode(a.quantize);
+  if (!a.chat_template.empty()) o.chat_template = load_chat_template(a.chat_template);
   apply_env_tuning(o.backend);
   return o;
 }

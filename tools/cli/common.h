@@ -13,6 +13,7 @@ struct ModelArgs {
   EngineOptions engine;
   // Flag spellings of engine.backend's enums, parsed by resolve_engine_options.
   std::string device = "auto", dtype = "auto", quantize = "auto";
+  std::string chat_template;  // --chat-template as given: Jinja source or a file of it
   bool verbose = false;
   bool quiet = false;
 };
@@ -27,8 +28,10 @@ struct SamplingArgs {
 
 void add_model_options(CLI::App* app, ModelArgs& a, bool engine_sizing = true);
 void add_sampling_options(CLI::App* app, SamplingArgs& s, int default_max_tokens);
-// a.engine with the backend options parsed from the flags and the documented LITE_LLAMA_*
-// tuning variables of the environment applied (the one place they are read).
+// --chat-template (the commands that render chats: serve, chat, generate).
+void add_chat_template_option(CLI::App* app, ModelArgs& a);
+// a.engine with the backend options parsed from the flags, --chat-template's file read and the
+// documented LITE_LLAMA_* tuning variables of the environment applied (the one place they are read).
 EngineOptions resolve_engine_options(const ModelArgs& a);
 // The whole file; a directory, a missing or unreadable file fails naming `flag`.
 std::string read_input_file(const std::string& path, const char* flag);

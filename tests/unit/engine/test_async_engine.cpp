@@ -42,13 +42,13 @@ class FailingEngine final : public Engine {
   }
   std::string token_text(int32_t id) const override { return e_->token_text(id); }
   std::string apply_chat_template(const std::vector<ChatMessage>& m, bool g, const std::string& x,
-                                  bool c) const override {
-    return e_->apply_chat_template(m, g, x, c);
+                                  bool c, const std::string& s) const override {
+    return e_->apply_chat_template(m, g, x, c, s);
   }
   std::vector<int32_t> tokenize_chat(const std::vector<ChatMessage>& m, bool g,
                                      const std::string& x, bool a, std::string* t,
-                                     bool c) const override {
-    return e_->tokenize_chat(m, g, x, a, t, c);
+                                     bool c, const std::string& s) const override {
+    return e_->tokenize_chat(m, g, x, a, t, c, s);
   }
   int64_t add_request(std::vector<int32_t> p, const SamplingParams& sp) override {
     return e_->add_request(std::move(p), sp);
