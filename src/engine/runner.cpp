@@ -188,6 +188,15 @@ Tensor Runner::forward_eager(const ForwardBatch& batch, bool with_tables) {
   return logits;
 }
 
+Tensor Runner::token_logits_all(int first, int n) {
+  Tensor logits;
+  ranks_.run([&](int r) {
+    Tensor l = decoders_[size_t(r)]->token_logits(first, n);
+    if (r == 0) logits = l;
+  });
+  return logits;
+}
+
 StepResult Runner::select(const StepPlan& plan, const std::vector<SequenceSampler*>& samplers,
                           const Tensor& logits, bool greedy, const StepConstraints* constraints) {
   const int n = int(samplers.size());  // the padding rows of a graph step are not read

@@ -57,6 +57,8 @@ class Runner {
   int sample_limit() const { return sample_limit_; }
   // One eager forward of `batch` on every rank (scoring): rank 0's logits.
   Tensor forward_all(const ForwardBatch& batch) { return forward_eager(batch, false); }
+  // Decoder::token_logits on every rank after forward_all: rank 0's logits.
+  Tensor token_logits_all(int first, int n);
 
   // Runs the planned tokens through the decoder and picks the next token of every row with
   // `sample`; `samplers` holds those rows' request samplers (parameters, seed, penalties, RNG),

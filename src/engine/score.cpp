@@ -98,8 +98,7 @@ std::vector<ScoreResult> score_sequences(ScoreContext& c, const std::vector<std:
                "sequence {} of {} tokens does not fit the KV pool ({} free slots)", i,
                seqs[i].size(), c.pool.num_free());
     }
-    auto run = [&](const std::vector<std::pair<int, int>>& where) {  // (seq, pos) per logit row
-      Tensor logits = c.forward(b);
+    auto take = [&](const Tensor& logits, const std::vector<std::pair<int, int>>& where) {  // (seq, pos) a row
       if (!sink && score_on_backend(c, logits, where, seqs, top_k, out)) return;
       host.resize(size_t(c.max_seqs) * size_t(V));
       c.decoder.backend().copy_to_host(host.data(), logits.data, size_t(where.size()) * size_t(V) * 4);
@@ -107,8 +106,10 @@ std::vector<ScoreResult> score_sequences(ScoreContext& c, const std::vector<std:
         take_row(host.data() + r * size_t(V), V, c.vocab_limit, top_k, where[r].first, where[r].second, seqs,
                  out, sink);
     };
-    // Phase 1: chunked prefill, one sequence at a time, every position's logits.
-    const int chunk = std::min(c.max_tokens, c.max_seqs);
+    auto run = [&](const std::vector<std::pair<int, int>>& where) { take(c.forward(b), where); };
+    // Phase 1: chunked prefill, one sequence at a time, every position's logits: chunks of
+    // max_tokens whose rows' logits come max_seqs at a time, or chunks of max_seqs tokens.
+    const int chunk = c.token_logits ? c.max_tokens : std::min(c.max_tokens, c.max_seqs);
     for (size_t i = g0; i < g1; ++i) {
       const auto& t = seqs[i];
       const int prefill = std::max(1, int(t.size()) - decode_tail);
@@ -117,8 +118,20 @@ std::vector<ScoreResult> score_sequences(ScoreContext& c, const std::vector<std:
         b.clear();
         b.add_sequence(rows[i - g0], t.data() + p0, n, p0, slots[i - g0].data() + p0, false);
         std::vector<std::pair<int, int>> where;
-        for (int j = 0; j < n; ++j) b.logit_rows.push_back(j), where.emplace_back(int(i), p0 + j);
-        run(where);
+        if (!c.token_logits) {
+          for (int j = 0; j < n; ++j) b.logit_rows.push_back(j), where.emplace_back(int(i), p0 + j);
+          run(where);
+          continue;
+        }
+        c.forward(b);
+        // The last position has no next token to score unless a decode tail follows.
+        const int scored = p0 + n < int(t.size()) - 1 ? n : int(t.size()) - 1 - p0;
+        for (int j0 = 0; j0 < scored; j0 += c.max_seqs) {
+          const int m = std::min(c.max_seqs, scored - j0);
+          where.clear();
+          for (int j = 0; j < m; ++j) where.emplace_back(int(i), p0 + j0 + j);
+          take(c.token_logits(j0, m), where);
+        }
       }
     }
     // Phase 2: the tails as batched single-token decode steps.

@@ -236,6 +236,7 @@ std::pair<int, int> Decoder::tune_linears(const std::vector<int>& batch_sizes) {
 
 Tensor Decoder::run(const StepShape& s) {
   const int64_t T = s.num_tokens, H = cfg_.hidden_size, F = dense_ffn(cfg_);
+  last_tokens_ = s.num_tokens;
   const int Hq = int(cfg_.num_heads), Hkv = int(cfg_.num_kv_heads), D = int(cfg_.head_dim);
   const float eps = cfg_.rms_norm_eps;
   const int32_t* md = meta_.as<int32_t>();
@@ -312,18 +313,34 @@ Tensor Decoder::run(const StepShape& s) {
   }
   // Only the rows whose logits are wanted go through the final norm and the LM head.
   const int n = s.num_logits;
-  Tensor logits(logits_.data(), DType::F32, {int64_t(n), cfg_.vocab_size}, be_.device());
-  if (n == 0) return logits;
-  Tensor xl = resid(off_xl_, n, H), dl = resid(off_dl_, n, H), hl = act(off_hl_, n, H);
+  if (n == 0) return Tensor(logits_.data(), DType::F32, {0, cfg_.vocab_size}, be_.device());
+  Tensor xl = resid(off_xl_, n, H), dl = resid(off_dl_, n, H);
   be_.gather_rows(x, md + m_rows_, n, xl);
   be_.gather_rows(down, md + m_rows_, n, dl);
-  be_.all_reduce_add_rms_norm(xl, dl, w_.final_norm, eps, hl);  // only the logit rows' partial sums
+  return head(xl, dl);
+}
+
+Tensor Decoder::token_logits(int first, int n) {
+  LL_CHECK(first >= 0 && n > 0 && n <= max_seqs_ && first + n <= last_tokens_,
+           "decoder: token rows [{}, {}) of a {}-token step, {} at most at once", first, first + n, last_tokens_,
+           max_seqs_);
+  const int64_t H = cfg_.hidden_size;
+  return head(resid(off_x_ + size_t(first) * size_t(H), n, H), resid(off_down_ + size_t(first) * size_t(H), n, H));
+}
+
+// The final norm of residual rows `xl` plus their last MLP output `dl` (xl is updated in place),
+// then the LM head: logits [rows, V].
+Tensor Decoder::head(Tensor xl, Tensor dl) {
+  const int64_t n = xl.rows();
+  Tensor logits(logits_.data(), DType::F32, {n, cfg_.vocab_size}, be_.device());
+  Tensor hl = act(off_hl_, n, cfg_.hidden_size);
+  be_.all_reduce_add_rms_norm(xl, dl, w_.final_norm, cfg_.rms_norm_eps, hl);  // only these rows' partial sums
   if (!shard_.active()) {
     be_.linear(hl, w_.lm_head, logits);
     return logits;
   }
   // Vocab-parallel LM head: each rank's columns, then gathered into the whole row on every rank.
-  Tensor local = lm_local(n);
+  Tensor local = lm_local(int(n));
   be_.linear(hl, w_.lm_head, local);
   be_.all_gather_cols(local, vocab_rows_, logits, gather_ws_.data());
   return logits;

@@ -42,6 +42,10 @@ class Decoder {
   StepShape stage(const ForwardBatch& batch);
   Tensor run(const StepShape& shape);
   Tensor forward(const ForwardBatch& batch) { return run(stage(batch)); }
+  // The logits [n, V] of token rows [first, first + n) of the last run(), whatever its logit rows
+  // (n <= max_seqs): scoring takes every position of a long chunk this way, a slice at a time. A
+  // row once only (its final residual add happens in place); every rank calls it, as run().
+  Tensor token_logits(int first, int n);
   // Before decode steps of these batch sizes are captured: lets the backend time its choices for
   // the projections run() makes at those token counts (Backend::tune_linears), each group of
   // layers' weights of one shape together. Returns the choices made and changed.
@@ -72,6 +76,7 @@ class Decoder {
   Tensor act(size_t offset, int64_t rows, int64_t cols) const;
   Tensor resid(size_t offset, int64_t rows, int64_t cols) const;
   Tensor lm_local(int rows) const;
+  Tensor head(Tensor xl, Tensor dl);
   // The dense MLP's intermediate size, 0 when every layer is sparse (no gate_up buffers).
   static int64_t dense_ffn(const ModelConfig& cfg);
 
@@ -84,6 +89,7 @@ class Decoder {
   KvCache* kv_ = nullptr;
   int max_ctx_;
   int max_tokens_, max_seqs_;
+  int last_tokens_ = 0;  // the last run()'s tokens (token_logits' bound)
   ops::RopeTable rope_;
   Buffer act_, resid_, meta_, logits_, attn_ws_;
   Buffer lm_local_, gather_ws_;  // tensor parallelism: this rank's logits [max_seqs, vocab table rows]
