@@ -62,7 +62,7 @@ Runner::Runner(std::vector<Decoder*> decoders, RankGroup& ranks, int ctx, int sa
       ctx_(ctx),
       max_seqs_(decoder_.max_seqs()),
       sample_limit_(sample_limit),
-      vocab_(decoder_.config().vocab_size) {
+      vocab_(decoder_.logit_cols()) {
   LL_CHECK(int(decoders_.size()) == ranks.size(), "{} decoders for {} ranks", decoders_.size(), ranks.size());
   host_logits_.resize(size_t(max_seqs_) * size_t(vocab_));
   host_tokens_.resize(size_t(max_seqs_));

@@ -73,7 +73,7 @@ std::vector<ScoreResult> score_sequences(ScoreContext& c, const std::vector<std:
     if (top_k >= 0) out[i].tokens.resize(seqs[i].size() - 1);
   }
   const ModelConfig& cfg = c.decoder.config();
-  const int64_t V = cfg.vocab_size;
+  const int64_t V = c.decoder.logit_cols();  // a row's stride; the sink sees the vocabulary's columns
   std::vector<float> host;  // the logits rows, where the backend does not score them itself
   ForwardBatch b;
   // Groups of sequences that fit the request rows at once.
@@ -103,7 +103,7 @@ std::vector<ScoreResult> score_sequences(ScoreContext& c, const std::vector<std:
       host.resize(size_t(c.max_seqs) * size_t(V));
       c.decoder.backend().copy_to_host(host.data(), logits.data, size_t(where.size()) * size_t(V) * 4);
       for (size_t r = 0; r < where.size(); ++r)
-        take_row(host.data() + r * size_t(V), V, c.vocab_limit, top_k, where[r].first, where[r].second, seqs,
+        take_row(host.data() + r * size_t(V), cfg.vocab_size, c.vocab_limit, top_k, where[r].first, where[r].second, seqs,
                  out, sink);
     };
     auto run = [&](const std::vector<std::pair<int, int>>& where) { take(c.forward(b), where); };

@@ -1,5 +1,7 @@
 #include "model/decoder.h"
 
+#include "core/gq.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -19,6 +21,13 @@ Decoder::Decoder(const ModelConfig& cfg, Weights weights, ops::Backend& backend,
            backend.tp_size());
   vocab_rows_ = shard.active() ? vocab_shard_rows(cfg.vocab_size, shard.size) : cfg.vocab_size;
   table_rows_ = shard.active() ? vocab_table_rows(cfg.vocab_size, shard.size) : cfg.vocab_size;
+  // A logits row of a vocabulary not a multiple of 4 (32001, 128257) is not 16-byte aligned, and
+  // cuBLASLt then runs the LM head with an sm75 align1 kernel (H200: a 256-row head 1.5 ms, not
+  // 0.2): on the GPU the rows are padded to 4 columns, which the LM head's GEMM leaves alone.
+  const bool pad = !shard.active() && backend.device() != Device::CPU && w_.lm_head.parts.size() == 1 &&
+                   !is_gq(w_.lm_head.parts[0].dtype) &&
+                   !w_.lm_head.bias.data;
+  logit_cols_ = pad ? (cfg.vocab_size + 3) / 4 * 4 : cfg.vocab_size;
   LL_CHECK(max_tokens >= 1 && max_seqs >= 1 && max_seqs <= max_tokens,
            "decoder needs 1 <= max_seqs ({}) <= max_tokens ({})", max_seqs, max_tokens);
   const int64_t H = cfg.hidden_size, F = dense_ffn(cfg), D = cfg.head_dim;
@@ -59,7 +68,8 @@ Decoder::Decoder(const ModelConfig& cfg, Weights weights, ops::Backend& backend,
     moe_ws_offset_ = (routes * 8 + 255) / 256 * 256;
     moe_ = be_.alloc(moe_ws_offset_ + be_.moe_workspace_bytes(max_tokens, int(cfg.num_experts_per_tok), *ex));
   }
-  logits_ = be_.alloc(B * size_t(cfg.vocab_size) * sizeof(float));
+  logits_ = be_.alloc(B * size_t(logit_cols_) * sizeof(float));
+  if (logit_cols_ != cfg.vocab_size) be_.zero(logits_buffer());  // the padding columns stay 0
   if (shard.active()) {
     lm_local_ = be_.alloc(B * size_t(table_rows_) * sizeof(float));
     gather_ws_ = be_.alloc(be_.all_gather_workspace_bytes(lm_local(int(B))));
@@ -133,7 +143,7 @@ Tensor Decoder::lm_local(int rows) const {
 }
 
 Tensor Decoder::logits_buffer() const {
-  return Tensor(logits_.data(), DType::F32, {int64_t(max_seqs_), cfg_.vocab_size}, be_.device());
+  return Tensor(logits_.data(), DType::F32, {int64_t(max_seqs_), logit_cols_}, be_.device());
 }
 
 StepShape Decoder::stage(const ForwardBatch& b) {
@@ -313,7 +323,7 @@ Tensor Decoder::run(const StepShape& s) {
   }
   // Only the rows whose logits are wanted go through the final norm and the LM head.
   const int n = s.num_logits;
-  if (n == 0) return Tensor(logits_.data(), DType::F32, {0, cfg_.vocab_size}, be_.device());
+  if (n == 0) return Tensor(logits_.data(), DType::F32, {0, logit_cols_}, be_.device());
   Tensor xl = resid(off_xl_, n, H), dl = resid(off_dl_, n, H);
   be_.gather_rows(x, md + m_rows_, n, xl);
   be_.gather_rows(down, md + m_rows_, n, dl);
@@ -332,7 +342,7 @@ Tensor Decoder::token_logits(int first, int n) {
 // then the LM head: logits [rows, V].
 Tensor Decoder::head(Tensor xl, Tensor dl) {
   const int64_t n = xl.rows();
-  Tensor logits(logits_.data(), DType::F32, {n, cfg_.vocab_size}, be_.device());
+  Tensor logits(logits_.data(), DType::F32, {n, logit_cols_}, be_.device());
   Tensor hl = act(off_hl_, n, cfg_.hidden_size);
   be_.all_reduce_add_rms_norm(xl, dl, w_.final_norm, cfg_.rms_norm_eps, hl);  // only these rows' partial sums
   if (!shard_.active()) {

@@ -69,8 +69,11 @@ class Decoder {
     return act_.size() + resid_.size() + meta_.size() + table_meta_.size() + logits_.size() + attn_ws_.size() +
            moe_.size() + lm_local_.size() + gather_ws_.size();
   }
-  // The staged step's logits buffer ([max_seqs, V] F32 on the device).
+  // The staged step's logits buffer ([max_seqs, logit_cols()] F32 on the device).
   Tensor logits_buffer() const;
+  // A logits row's columns: the vocabulary, padded to a multiple of 4 on the GPU (columns past the
+  // vocabulary hold 0 and are never sampled or scored).
+  int64_t logit_cols() const { return logit_cols_; }
 
  private:
   Tensor act(size_t offset, int64_t rows, int64_t cols) const;
@@ -83,7 +86,8 @@ class Decoder {
   ModelConfig cfg_;
   TpShard shard_;
   int64_t vocab_rows_ = 0;  // the vocabulary shard's rows (the whole vocabulary on one rank)
-  int64_t table_rows_ = 0;  // its embedding / LM head table's rows, with the zero rows
+  int64_t table_rows_ = 0;
+  int64_t logit_cols_ = 0;  // its embedding / LM head table's rows, with the zero rows
   Weights w_;
   ops::Backend& be_;
   KvCache* kv_ = nullptr;

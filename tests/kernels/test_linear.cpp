@@ -413,6 +413,34 @@ TEST_P(CudaLinear, F32LogitsWithBias) {
   }
 }
 
+// F32 logits into rows wider than the layer (Decoder::logit_cols: an LM head of 1001 outputs
+// writes rows of 1004 columns, 16-byte aligned): the layer's columns equal the CPU's, on the GEMV
+// and cuBLASLt paths, and the padding columns are left as they were.
+TEST_P(CudaLinear, F32LogitsIntoPaddedRows) {
+  std::mt19937 rng(106);
+  Layer L;
+  const int64_t K = 576, N = 1001, P = 1004;
+  build_layer(L, *gpu, *cpu, keep, rng, K, {N}, {DType::BF16}, false, act);
+  if (HasFatalFailure()) return;
+  for (int64_t T : {1, 9, 64, 256}) {
+    SCOPED_TRACE(::testing::Message() << "T " << T);
+    std::vector<float> x = rand_act(rng, size_t(T * K), act);
+    std::vector<float> want(size_t(T * N), NAN);
+    cpu->linear(host_f32(x, {T, K}), L.cpu_lin, host_f32(want, {T, N}));
+    DevTensor dx = dev_from(*gpu, x, act, {T, K});
+    std::vector<float> init(size_t(T * P), 7.f);
+    DevTensor out = dev_from(*gpu, init, DType::F32, {T, P});
+    gpu->linear(dx.t, L.gpu_lin, out.t);
+    const std::vector<float> got = to_host(*gpu, out.t);
+    std::vector<float> cols;
+    for (int64_t t = 0; t < T; ++t) {
+      cols.insert(cols.end(), got.begin() + t * P, got.begin() + t * P + N);
+      for (int64_t c = N; c < P; ++c) ASSERT_EQ(got[size_t(t * P + c)], 7.f) << "row " << t << " padding " << c;
+    }
+    EXPECT_TRUE(close_rows(cols, want, size_t(N), f32_tol(), "token"));
+  }
+}
+
 TEST_P(CudaLinear, TunedAlgorithmsMatchTheCpu) {
   // Backend::tune_linears times cuBLASLt's candidates for each token count's bucket over layers of
   // one shape and keeps the fastest; whichever it keeps (split-K or not), the products stay within

@@ -39,6 +39,24 @@ void CudaLinear::run(const Tensor& x, const ops::Linear& w, Tensor out) {
     const void* out;
     ~Forget() { if (of == out) of = nullptr; }
   } forget{xq_of_, out.data};
+  const int ldo = int(out.cols());  // wider than N: padded logits rows (Decoder::logit_cols)
+  if (ldo != N) {
+    LL_CHECK(ldo > N && !bias && !is_gq(w.parts[0].dtype), "linear: {} outputs into rows of {} columns", N, ldo);
+    if (takes_gemv(T, K)) {
+      LL_CUDA(gemv(act, x.data, w.parts[0].data, nullptr, out.data, f32, T, N, K, ldo, s, pdl_ && tuning_.pdl_gemv,
+                   gemv1_options()));
+      return;
+    }
+    // cuBLASLt's vectorised kernels need the output's contiguous extent (N) aligned as well as its
+    // stride: the first N rounded down to 8 outputs, then the last few apart.
+    const int n8 = N / 8 * 8;
+    const size_t es = f32 ? 4 : 2;
+    if (n8 > 0) gemm_.run(act, x.data, w.parts[0].data, nullptr, out.data, f32, T, n8, K, s, ldo);
+    if (n8 < N)
+      gemm_.run(act, x.data, w.parts[0].ptr<uint8_t>() + size_t(n8) * w.parts[0].row_nbytes(), nullptr,
+                out.ptr<uint8_t>() + size_t(n8) * es, f32, T, N - n8, K, s, ldo);
+    return;
+  }
   if (is_gq(w.parts[0].dtype)) return run_gq(x, w, out, T, N, K, f32);
   // For a few tokens the CUDA-core GEMV streams weights at bandwidth; with more its fp32 math
   // is the limit (8 FLOP per weight byte at 8 tokens), so tensor cores (cuBLASLt) win.
