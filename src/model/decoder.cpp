@@ -23,7 +23,8 @@ Decoder::Decoder(const ModelConfig& cfg, Weights weights, ops::Backend& backend,
   table_rows_ = shard.active() ? vocab_table_rows(cfg.vocab_size, shard.size) : cfg.vocab_size;
   // A logits row of a vocabulary not a multiple of 4 (32001, 128257) is not 16-byte aligned, and
   // cuBLASLt then runs the LM head with an sm75 align1 kernel (H200: a 256-row head 1.5 ms, not
-  // 0.2): on the GPU the rows are padded to 4 columns, which the LM head's GEMM leaves alone.
+  // 0.2): on the GPU the rows are padded to 4 columns, which the LM head's GEMM leaves alone (it
+  // also splits its outputs at a multiple of 8: CudaLinear::run).
   const bool pad = !shard.active() && backend.device() != Device::CPU && w_.lm_head.parts.size() == 1 &&
                    !is_gq(w_.lm_head.parts[0].dtype) &&
                    !w_.lm_head.bias.data;
