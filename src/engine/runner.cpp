@@ -202,8 +202,8 @@ StepResult Runner::select(const StepPlan& plan, const std::vector<SequenceSample
   const int n = int(samplers.size());  // the padding rows of a graph step are not read
   StepResult res;
   res.rows.resize(size_t(n));
-  // Argmax on the device (in the graph); otherwise the device sampler unless a request wants
-  // logprobs (computed on the host from the full distribution).
+  // Argmax on the device (in the graph); otherwise the device sampler, the logprobs of the rows
+  // that want them scored on the device too; the host where the backend cannot.
   constrained_on_device_ = false;
   Tensor kept;  // the rows that want logprobs, as sampling found them
   std::vector<int32_t> lp_rows;
