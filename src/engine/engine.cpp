@@ -227,7 +227,7 @@ class EngineImpl final : public Engine {
   // before it returns: the running requests' rows, slots and tables stay untouched.
   std::vector<ScoreResult> score_now(const std::vector<std::vector<int32_t>>& seqs, int decode_tail,
                                      const LogitsSink& sink, int top_logprobs,
-                                     std::function<void(size_t, const std::vector<int32_t>&)> on_scored = {}) {
+                                     std::function<void(size_t, std::vector<int32_t>&)> on_scored = {}) {
     LL_CHECK(top_logprobs >= -1 && top_logprobs <= 20, "top_logprobs must be in [0, 20], got {}", top_logprobs);
     const int limit = runner_->sample_limit();
     for (const auto& s : seqs) {
@@ -455,11 +455,17 @@ class EngineImpl final : public Engine {
         if (pool_->num_free() < n) break;
         // The scored prompt's K/V go to the prefix cache, so that its admission matches all but the
         // last token instead of computing the prompt again; the usage counts what was cached before.
-        std::function<void(size_t, const std::vector<int32_t>&)> keep;
+        std::function<void(size_t, std::vector<int32_t>&)> keep;
         if (cache_) {
           std::vector<int32_t> before;
           r->seq.cache_cap = cache_->match(r->seq.tokens.data(), n - 1, before);
-          keep = [&](size_t, const std::vector<int32_t>& slots) { cache_->insert(r->seq.tokens.data(), slots.data(), n); };
+          keep = [&](size_t, std::vector<int32_t>& slots) { cache_->insert(r->seq.tokens.data(), slots.data(), n); };
+        } else {
+          // No cache: the request takes the K/V of all but its last token (computed at admission).
+          keep = [&](size_t, std::vector<int32_t>& slots) {
+            r->seq.slots.assign(slots.begin(), slots.begin() + (n - 1));
+            slots.erase(slots.begin(), slots.begin() + (n - 1));
+          };
         }
         r->prompt_lps = std::move(score_now({r->seq.tokens}, 0, {}, r->params.prompt_logprobs, keep)[0].tokens);
       }

@@ -49,8 +49,10 @@ void Scheduler::preempt(Sequence* s, StepPlan& plan) {
 
 bool Scheduler::admit(Sequence* s) {
   if (rows_.num_free() == 0) return false;
-  int matched = 0;
-  if (cache_) {
+  // Slots a sequence brings are K/V the engine computed already (a prompt scored for its logprobs
+  // without the cache); the table takes them as it takes a cached prefix.
+  int matched = int(s->slots.size());
+  if (cache_ && matched == 0) {
     // At most n - 1 tokens: the last one is always computed, its logits pick the next token.
     matched = cache_->match(s->tokens.data(), s->num_tokens() - 1, s->slots);
     pool_.retain(s->slots.data(), matched);  // ours now: evict() below cannot take them

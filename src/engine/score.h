@@ -17,9 +17,10 @@ struct ScoreContext {
   int max_tokens;   // per forward step
   int max_seqs;     // logit rows per step
   int vocab_limit;  // columns past this are padding
-  // Called for each sequence once all of its K/V are in `slots`, before they are given back (the
-  // engine caches a scored prompt's so that its generation skips that prefill).
-  std::function<void(size_t seq, const std::vector<int32_t>& slots)> on_scored = {};
+  // Called for each sequence once all of its K/V are in `slots`, before they are given back: the
+  // engine caches a scored prompt's, or takes them out of `slots` (those are then not given back),
+  // so that its generation skips that prefill.
+  std::function<void(size_t seq, std::vector<int32_t>& slots)> on_scored = {};
   // Logits of token rows [first, first + n) of the last forward (n <= max_seqs), where the
   // decoder has them: prefill chunks then take max_tokens tokens, not max_seqs.
   std::function<Tensor(int first, int n)> token_logits = {};

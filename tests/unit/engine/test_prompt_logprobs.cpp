@@ -93,16 +93,20 @@ TEST(PromptLogprobs, ScoredBetweenStepsWhileEveryRowRuns) {
   EXPECT_EQ(e->stats().kv_slots_used, 0);
 }
 
-// The scored prompt's K/V go to the prefix cache before its admission, so its generation does not
-// compute the prompt again: with 4 tokens a step, the first token comes in the first step (the
+// The scored prompt's K/V go to the prefix cache before its admission (without the cache, to the
+// request itself), so its generation does not compute the prompt again: with 4 tokens a step, the first token comes in the first step (the
 // prompt's 12 took 3 before), the output equals a run without prompt logprobs, and the usage and
 // the cache's statistics count no hit that the engine made itself.
-TEST(PromptLogprobs, ScoredPromptIsNotComputedAgain) {
+// Without the prefix cache the request takes the scored K/V itself, with the same result.
+class ScoredPrompt : public ::testing::TestWithParam<bool> {};
+
+TEST_P(ScoredPrompt, IsNotComputedAgain) {
   const std::vector<int32_t> p = {5, 17, 33, 2, 60, 11, 40, 3, 90, 14, 7, 21};
   auto dummy_engine = [](const lite_llama::testing::TempDir& dir) {
     EngineOptions o = lite_llama::testing::tiny_dummy_options(dir);
     o.max_num_seqs = 2;
     o.max_batched_tokens = 4;
+    o.prefix_cache = GetParam();
     return Engine::create(o);
   };
   lite_llama::testing::TempDir dir;
@@ -131,7 +135,11 @@ TEST(PromptLogprobs, ScoredPromptIsNotComputedAgain) {
   EXPECT_EQ(got, want.tokens[w]) << "request " << id;
   EXPECT_EQ(cached, 0);
   EXPECT_EQ(e->stats().prefix_hit_tokens, 0);
+  EXPECT_EQ(e->stats().kv_slots_used, 0) << "every slot given back";
 }
+
+INSTANTIATE_TEST_SUITE_P(PromptLogprobs, ScoredPrompt, ::testing::Values(true, false),
+                         [](const auto& i) { return i.param ? "PrefixCache" : "NoPrefixCache"; });
 
 TEST(PromptLogprobs, OutOfRangeIsRefused) {
   SamplingParams p;
