@@ -236,9 +236,9 @@ class EngineImpl final : public Engine {
       for (int32_t t : s) LL_CHECK(t >= 0 && t < limit, "token id {} out of range", t);
     }
     Decoder& d = *model().decoder;
-    ScoreContext c{d, [this](const ForwardBatch& b) { return runner_->forward_all(b); }, *pool_, *rows_,
+    ScoreContext c{d, [this](const ForwardBatch& b) { return runner_->forward_all(b); },
+                   [this](int first, int n) { return runner_->token_logits_all(first, n); }, *pool_, *rows_,
                    d.max_tokens(), model().max_seqs, limit, std::move(on_scored)};
-    c.token_logits = [this](int first, int n) { return runner_->token_logits_all(first, n); };
     return score_sequences(c, seqs, decode_tail, sink, top_logprobs);
   }
   const ModelInfo& info() const override { return info_; }

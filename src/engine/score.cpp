@@ -106,23 +106,16 @@ std::vector<ScoreResult> score_sequences(ScoreContext& c, const std::vector<std:
         take_row(host.data() + r * size_t(V), cfg.vocab_size, c.vocab_limit, top_k, where[r].first, where[r].second, seqs,
                  out, sink);
     };
-    auto run = [&](const std::vector<std::pair<int, int>>& where) { take(c.forward(b), where); };
     // Phase 1: chunked prefill, one sequence at a time, every position's logits: chunks of
-    // max_tokens whose rows' logits come max_seqs at a time, or chunks of max_seqs tokens.
-    const int chunk = c.token_logits ? c.max_tokens : std::min(c.max_tokens, c.max_seqs);
+    // max_tokens whose rows' logits come max_seqs at a time.
     for (size_t i = g0; i < g1; ++i) {
       const auto& t = seqs[i];
       const int prefill = std::max(1, int(t.size()) - decode_tail);
-      for (int p0 = 0; p0 < prefill; p0 += chunk) {
-        const int n = std::min(chunk, prefill - p0);
+      for (int p0 = 0; p0 < prefill; p0 += c.max_tokens) {
+        const int n = std::min(c.max_tokens, prefill - p0);
         b.clear();
         b.add_sequence(rows[i - g0], t.data() + p0, n, p0, slots[i - g0].data() + p0, false);
         std::vector<std::pair<int, int>> where;
-        if (!c.token_logits) {
-          for (int j = 0; j < n; ++j) b.logit_rows.push_back(j), where.emplace_back(int(i), p0 + j);
-          run(where);
-          continue;
-        }
         c.forward(b);
         // The last position has no next token to score unless a decode tail follows.
         const int scored = p0 + n < int(t.size()) - 1 ? n : int(t.size()) - 1 - p0;
@@ -146,7 +139,7 @@ std::vector<ScoreResult> score_sequences(ScoreContext& c, const std::vector<std:
         where.emplace_back(int(i), pos);
       }
       if (where.empty()) break;
-      run(where);
+      take(c.forward(b), where);
     }
     if (c.on_scored)
       for (size_t i = g0; i < g1; ++i) c.on_scored(i, slots[i - g0]);

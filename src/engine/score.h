@@ -12,6 +12,9 @@ namespace lite_llama {
 struct ScoreContext {
   Decoder& decoder;  // rank 0's: the config, the backend the logits are read from
   std::function<Tensor(const ForwardBatch&)> forward;  // one forward on every rank
+  // Logits of token rows [first, first + n) of the last forward (n <= max_seqs, every rank), so
+  // that a prefill chunk of max_tokens tokens is scored max_seqs rows at a time.
+  std::function<Tensor(int first, int n)> token_logits;
   kv::KvPool& pool;
   kv::ReqRows& rows;
   int max_tokens;   // per forward step
@@ -21,9 +24,6 @@ struct ScoreContext {
   // engine caches a scored prompt's, or takes them out of `slots` (those are then not given back),
   // so that its generation skips that prefill.
   std::function<void(size_t seq, std::vector<int32_t>& slots)> on_scored = {};
-  // Logits of token rows [first, first + n) of the last forward (n <= max_seqs), where the
-  // decoder has them: prefill chunks then take max_tokens tokens, not max_seqs.
-  std::function<Tensor(int first, int n)> token_logits = {};
 };
 
 std::vector<ScoreResult> score_sequences(ScoreContext& c, const std::vector<std::vector<int32_t>>& seqs,

@@ -1,7 +1,5 @@
 #include "model/decoder.h"
 
-#include "core/gq.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -9,6 +7,7 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "core/gq.h"
 
 namespace lite_llama {
 
@@ -26,8 +25,7 @@ Decoder::Decoder(const ModelConfig& cfg, Weights weights, ops::Backend& backend,
   // 0.2): on the GPU the rows are padded to 4 columns, which the LM head's GEMM leaves alone (it
   // also splits its outputs at a multiple of 8: CudaLinear::run).
   const bool pad = !shard.active() && backend.device() != Device::CPU && w_.lm_head.parts.size() == 1 &&
-                   !is_gq(w_.lm_head.parts[0].dtype) &&
-                   !w_.lm_head.bias.data;
+                   !is_gq(w_.lm_head.parts[0].dtype) && !w_.lm_head.bias.data;
   logit_cols_ = pad ? (cfg.vocab_size + 3) / 4 * 4 : cfg.vocab_size;
   LL_CHECK(max_tokens >= 1 && max_seqs >= 1 && max_seqs <= max_tokens,
            "decoder needs 1 <= max_seqs ({}) <= max_tokens ({})", max_seqs, max_tokens);

@@ -86,8 +86,8 @@ class Decoder {
   ModelConfig cfg_;
   TpShard shard_;
   int64_t vocab_rows_ = 0;  // the vocabulary shard's rows (the whole vocabulary on one rank)
-  int64_t table_rows_ = 0;
-  int64_t logit_cols_ = 0;  // its embedding / LM head table's rows, with the zero rows
+  int64_t table_rows_ = 0;  // its embedding / LM head table's rows, with the zero rows
+  int64_t logit_cols_ = 0;  // a logits row's columns (logit_cols())
   Weights w_;
   ops::Backend& be_;
   KvCache* kv_ = nullptr;
